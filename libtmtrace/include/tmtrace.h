@@ -1,0 +1,225 @@
+/*
+ * tmtrace.h - the public API of libtmtrace: a TL2 software transactional
+ * memory with a hardware (Intel RTM) fast path that records every
+ * transactional event into a trace.
+ *
+ * This is the only header a program includes. Everything it names starts with
+ * tmt_ / TMT_. The runtime is configured through TMTRACE_* environment
+ * variables, read once by tmt_init() (see tmt_env_help() and
+ * docs/environment.md).
+ *
+ * Typical use:
+ *
+ *     tmt_init();                         // once, before the first thread
+ *     tmt_tx *tx = tmt_thread_enter();    // in every thread that uses TM
+ *     TMT_ATOMIC(tx, "transfer") {
+ *         long a = tmt_read_long(tx, &acct[i]);
+ *         tmt_write_long(tx, &acct[i], a - 1);
+ *     } TMT_END;
+ *     tmt_thread_exit();
+ *     tmt_shutdown();                     // or at exit, automatically
+ *
+ * Rules of the transactional block (they follow from restarting with
+ * siglongjmp): do not leave it with return/break/goto; local variables that
+ * are modified inside the block and read after a restart must be volatile;
+ * every access to shared data inside the block goes through tmt_read_* /
+ * tmt_write_*.
+ */
+#ifndef TMTRACE_H
+#define TMTRACE_H
+
+#include <setjmp.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define TMT_API __attribute__((visibility("default")))
+#define TMT_NORETURN __attribute__((noreturn))
+#else
+#define TMT_API
+#define TMT_NORETURN
+#endif
+
+#define TMT_VERSION_MAJOR 0
+#define TMT_VERSION_MINOR 1
+
+/* A thread's transaction descriptor. Opaque; one per thread. */
+typedef struct tmt_tx tmt_tx;
+
+/*
+ * A static transaction site: where a transaction is written in the source.
+ * Declared once per TMT_ATOMIC (a static variable); the runtime gives it a
+ * dense id on first use and records its name in the trace.
+ */
+typedef struct tmt_site {
+    const char *file;
+    int line;
+    const char *label;
+    volatile uint32_t id; /* 0 until the runtime registers the site */
+} tmt_site;
+
+#define TMT_SITE_INIT(label) { __FILE__, __LINE__, (label), 0 }
+
+/* Why a transaction attempt ended without committing. */
+enum tmt_abort_reason {
+    TMT_ABORT_NONE = 0,
+    TMT_ABORT_READ_LOCKED = 1,     /* a read found its stripe locked by a committer */
+    TMT_ABORT_READ_VERSION = 2,    /* a read found a stripe newer than the start version */
+    TMT_ABORT_COMMIT_LOCKED = 3,   /* commit could not lock a stripe of its write set */
+    TMT_ABORT_COMMIT_VALIDATE = 4, /* commit-time validation of the read set failed */
+    TMT_ABORT_USER_RETRY = 5,      /* tmt_tx_retry(): abort and run again */
+    TMT_ABORT_USER_CANCEL = 6,     /* tmt_tx_cancel(): abort and skip the block */
+    TMT_ABORT_HTM = 7,             /* hardware attempt aborted; see the status word */
+    TMT_ABORT_REASONS = 8
+};
+
+/* Bits of the hardware status word (the RTM EAX layout; emulation uses the same). */
+enum tmt_htm_status_bits {
+    TMT_HTM_EXPLICIT = 1u << 0, /* _xabort(); code in bits 24..31 */
+    TMT_HTM_RETRY = 1u << 1,    /* may succeed on retry */
+    TMT_HTM_CONFLICT = 1u << 2, /* another core touched the footprint */
+    TMT_HTM_CAPACITY = 1u << 3, /* footprint overflowed the cache */
+    TMT_HTM_DEBUG = 1u << 4,
+    TMT_HTM_NESTED = 1u << 5
+};
+/* The explicit abort code the runtime uses when software transactions are active. */
+#define TMT_HTM_CODE_STM_ACTIVE 0xffu
+
+static inline unsigned tmt_htm_abort_code(uint32_t status) { return (status >> 24) & 0xffu; }
+
+/* Options for TMT_ATOMIC_FLAGS. */
+enum tmt_tx_flags {
+    TMT_TX_READ_ONLY = 1u << 0, /* promise: the block writes nothing (no read set kept) */
+    TMT_TX_NO_HTM = 1u << 1     /* never try the hardware path for this block */
+};
+
+/* ---- life cycle ------------------------------------------------------- */
+
+/* Reads the TMTRACE_* environment, sets up the runtime and, when tracing,
+ * opens the trace and runs the pre-run clock sampling. Idempotent. Returns 0,
+ * or -1 with a message in tmt_error(). */
+TMT_API int tmt_init(void);
+
+/* Flushes and closes the trace (post-run sampling first). Threads must have
+ * left. Also run at exit if the program does not call it. Returns 0 or -1. */
+TMT_API int tmt_shutdown(void);
+
+/* The last error message of the calling thread ("" if none). */
+TMT_API const char *tmt_error(void);
+
+/* Registers the calling thread (calls tmt_init() if needed). Returns its
+ * descriptor, or NULL with tmt_error() set. Calling it twice returns the same. */
+TMT_API tmt_tx *tmt_thread_enter(void);
+
+/* Unregisters the calling thread: its trace buffer is handed to the writer
+ * and its statistics are folded into the global ones. */
+TMT_API void tmt_thread_exit(void);
+
+/* The calling thread's descriptor, or NULL if it has not entered. */
+TMT_API tmt_tx *tmt_self(void);
+
+/* Prints the TMTRACE_* variables: name, allowed values, default, meaning. */
+TMT_API void tmt_env_help(FILE *out);
+
+/* ---- transactions ----------------------------------------------------- */
+
+/* Internal to TMT_ATOMIC: returns the buffer the next sigsetjmp fills. */
+TMT_API sigjmp_buf *tmt_tx_prepare(tmt_tx *tx, tmt_site *site, unsigned flags);
+/* Internal to TMT_ATOMIC: starts (or restarts) an attempt. Returns 1 to run
+ * the block, 0 when the transaction was cancelled and the block is skipped. */
+TMT_API int tmt_tx_start(tmt_tx *tx);
+/* Commits; on failure the transaction restarts at its TMT_ATOMIC. */
+TMT_API void tmt_tx_commit(tmt_tx *tx);
+/* Aborts the current attempt and runs the transaction again. */
+TMT_API TMT_NORETURN void tmt_tx_retry(tmt_tx *tx);
+/* Aborts the transaction for good: its effects are discarded and execution
+ * continues after its TMT_END. */
+TMT_API TMT_NORETURN void tmt_tx_cancel(tmt_tx *tx);
+/* Nesting depth: 0 outside a transaction (nesting is flat). */
+TMT_API int tmt_tx_depth(const tmt_tx *tx);
+
+/*
+ * The transactional block. sigsetjmp must run in the caller's frame, which is
+ * why this is a macro and not a function.
+ */
+#define TMT_ATOMIC_FLAGS(tx, label, flags)                                     \
+    do {                                                                       \
+        static tmt_site tmt_site_ = TMT_SITE_INIT(label);                      \
+        tmt_tx *const tmt_tx_ = (tx);                                          \
+        sigsetjmp(*tmt_tx_prepare(tmt_tx_, &tmt_site_, (flags)), 0);           \
+        if (tmt_tx_start(tmt_tx_)) {
+
+#define TMT_ATOMIC(tx, label) TMT_ATOMIC_FLAGS(tx, label, 0u)
+
+#define TMT_END                                                                \
+            tmt_tx_commit(tmt_tx_);                                            \
+        }                                                                      \
+    } while (0)
+
+/* ---- transactional accesses ------------------------------------------ */
+/* Each access is exact on its size: a 4-byte write never touches the bytes
+ * around it. Addresses must be naturally aligned. */
+
+TMT_API uintptr_t tmt_read_word(tmt_tx *tx, const volatile uintptr_t *addr);
+TMT_API void tmt_write_word(tmt_tx *tx, volatile uintptr_t *addr, uintptr_t value);
+TMT_API long tmt_read_long(tmt_tx *tx, const volatile long *addr);
+TMT_API void tmt_write_long(tmt_tx *tx, volatile long *addr, long value);
+TMT_API void *tmt_read_ptr(tmt_tx *tx, void *const volatile *addr);
+TMT_API void tmt_write_ptr(tmt_tx *tx, void *volatile *addr, void *value);
+TMT_API int64_t tmt_read_i64(tmt_tx *tx, const volatile int64_t *addr);
+TMT_API void tmt_write_i64(tmt_tx *tx, volatile int64_t *addr, int64_t value);
+TMT_API int32_t tmt_read_i32(tmt_tx *tx, const volatile int32_t *addr);
+TMT_API void tmt_write_i32(tmt_tx *tx, volatile int32_t *addr, int32_t value);
+TMT_API uint8_t tmt_read_u8(tmt_tx *tx, const volatile uint8_t *addr);
+TMT_API void tmt_write_u8(tmt_tx *tx, volatile uint8_t *addr, uint8_t value);
+TMT_API float tmt_read_float(tmt_tx *tx, const volatile float *addr);
+TMT_API void tmt_write_float(tmt_tx *tx, volatile float *addr, float value);
+TMT_API double tmt_read_double(tmt_tx *tx, const volatile double *addr);
+TMT_API void tmt_write_double(tmt_tx *tx, volatile double *addr, double value);
+
+/* Transactional allocation: memory allocated by an attempt that aborts is
+ * released; tmt_free takes effect only when the transaction commits and
+ * accepts memory that was allocated outside transactions. Outside a
+ * transaction they behave like malloc/free. */
+TMT_API void *tmt_malloc(tmt_tx *tx, size_t size);
+TMT_API void tmt_free(tmt_tx *tx, void *ptr);
+
+/* ---- statistics ------------------------------------------------------- */
+
+typedef struct tmt_stats {
+    uint64_t commits;                          /* all committed transactions */
+    uint64_t aborts;                           /* all aborted attempts */
+    uint64_t aborts_by_reason[TMT_ABORT_REASONS];
+    uint64_t htm_commits;                      /* commits on the hardware path */
+    uint64_t htm_aborts;                       /* aborted hardware attempts */
+    uint64_t fallbacks;                        /* hardware -> software switches */
+    uint64_t events_recorded;                  /* trace records written */
+    uint64_t events_dropped;                   /* trace records lost (buffer/writer) */
+} tmt_stats;
+
+typedef struct tmt_site_stats {
+    uint32_t id;
+    const char *file;
+    int line;
+    const char *label;
+    uint64_t commits;
+    uint64_t aborts;
+    uint64_t aborts_by_reason[TMT_ABORT_REASONS];
+} tmt_site_stats;
+
+/* Totals over all threads, live and exited. Returns 0 or -1. */
+TMT_API int tmt_stats_get(tmt_stats *out);
+/* Per-site totals; fills at most max entries, returns the number of sites. */
+TMT_API size_t tmt_stats_sites(tmt_site_stats *out, size_t max);
+/* A short name for an abort reason ("read-locked", ...). */
+TMT_API const char *tmt_abort_reason_name(unsigned reason);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TMTRACE_H */

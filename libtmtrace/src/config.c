@@ -1,0 +1,234 @@
+/*
+ * config.c - the table of TMTRACE_* variables and their parsing (see config.h).
+ * Never called on the event path; reads the environment only in config_load().
+ */
+#include "config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "tmtrace.h"
+
+extern char **environ;
+
+struct config config;
+
+enum var_kind { VAR_INT, VAR_SIZE, VAR_CHOICE, VAR_STRING };
+
+struct config_var {
+    const char *name;
+    enum var_kind kind;
+    size_t offset;           /* into struct config */
+    int64_t min, max;        /* VAR_INT, VAR_SIZE */
+    const char *choices[5];  /* VAR_CHOICE: index = stored value */
+    const char *def;         /* default, as text */
+    const char *help;
+};
+
+#define OFF(f) offsetof(struct config, f)
+
+static const struct config_var vars[] = {
+    { "TMTRACE_EVENTS", VAR_CHOICE, OFF(events), 0, 0, { "off", "tx", "all" }, "all",
+      "what is recorded: all = start/read/write/commit/abort, tx = start/commit/abort, off = nothing" },
+    { "TMTRACE_MODE", VAR_CHOICE, OFF(mode), 0, 0, { "stream", "memory" }, "stream",
+      "stream = chunks are written while the program runs (bounded memory); memory = kept in memory and written at exit" },
+    { "TMTRACE_FILE", VAR_STRING, OFF(file), 0, 0, { 0 }, "trace.bin",
+      "path of the trace file" },
+    { "TMTRACE_BUFFER", VAR_SIZE, OFF(buffer_bytes), 4096, 1LL << 30, { 0 }, "1M",
+      "per-thread buffer (one chunk) in bytes; units k, M, G" },
+    { "TMTRACE_MEMORY", VAR_SIZE, OFF(memory_bytes), 1LL << 16, 1LL << 40, { 0 }, "2G",
+      "most memory held by full buffers waiting for the writer; beyond it events are dropped and counted" },
+    { "TMTRACE_SAMPLE_MS", VAR_INT, OFF(sample_ms), 1, 60000, { 0 }, "50",
+      "length of each pre-run and post-run clock sampling phase, in ms" },
+    { "TMTRACE_RESAMPLE_MS", VAR_INT, OFF(resample_ms), 0, 60000, { 0 }, "10",
+      "least time between two in-run clock samples of a thread, in ms; 0 disables them" },
+    { "TMTRACE_CLOCK", VAR_CHOICE, OFF(clock), 0, 0, { "monotonic", "monotonic_raw" }, "monotonic",
+      "reference clock of the sampling phases" },
+    { "TMTRACE_SKEW", VAR_STRING, OFF(skew), 0, 0, { 0 }, "",
+      "fault injection: CPU:OFFSET_NS:DRIFT_PPM[@T_MS:DRIFT2_PPM][,...] applied to every TSC read" },
+    { "TMTRACE_MIGRATE", VAR_INT, OFF(migrate_ms), 0, 60000, { 0 }, "0",
+      "fault injection: every traced thread moves to another CPU every MS ms; 0 disables" },
+    { "TMTRACE_CODEC", VAR_CHOICE, OFF(codec), 0, 0, { "lz4", "zlib", "none" }, "lz4",
+      "compression of event chunks (lz4 falls back to zlib when built without LZ4)" },
+    { "TMTRACE_CODEC_LEVEL", VAR_INT, OFF(codec_level), 1, 9, { 0 }, "1",
+      "zlib compression level" },
+    { "TMTRACE_HTM", VAR_CHOICE, OFF(htm), 0, 0, { "auto", "emulate", "off" }, "auto",
+      "hardware fast path: auto = RTM when the CPU has it, emulate = emulated hardware transactions, off = STM only" },
+    { "TMTRACE_HTM_RETRIES", VAR_INT, OFF(htm_retries), 0, 1000, { 0 }, "5",
+      "hardware attempts before falling back to the STM" },
+    { "TMTRACE_HTM_EMU_ABORT", VAR_INT, OFF(htm_emu_abort_pct), 0, 100, { 0 }, "10",
+      "emulation: percent of hardware attempts that abort with a conflict (status CONFLICT|RETRY)" },
+    { "TMTRACE_HTM_EMU_CAPACITY", VAR_INT, OFF(htm_emu_capacity), 1, 1 << 24, { 0 }, "4096",
+      "emulation: accesses an attempt may make before it aborts with CAPACITY" },
+    { "TMTRACE_HTM_EMU_EXPLICIT", VAR_INT, OFF(htm_emu_explicit_pct), 0, 100, { 0 }, "2",
+      "emulation: percent of hardware attempts that abort with an unexplained status (no RETRY bit)" },
+    { "TMTRACE_STRIPES", VAR_INT, OFF(stripes_log2), 10, 28, { 0 }, "20",
+      "log2 of the number of versioned write-lock stripes" },
+    { "TMTRACE_SEED", VAR_INT, OFF(seed), 0, INT64_MAX, { 0 }, "0",
+      "seed of the runtime's random numbers (backoff, emulation); 0 = from the clock" },
+};
+
+#define NVARS (sizeof vars / sizeof vars[0])
+
+int config_parse_size(const char *text, int64_t *out)
+{
+    if (text == NULL || *text == '\0')
+        return -1;
+    errno = 0;
+    char *end;
+    long long v = strtoll(text, &end, 10);
+    if (errno != 0 || end == text || v < 0)
+        return -1;
+    int64_t mult = 1;
+    switch (*end) {
+    case '\0': break;
+    case 'k': case 'K': mult = 1LL << 10; end++; break;
+    case 'm': case 'M': mult = 1LL << 20; end++; break;
+    case 'g': case 'G': mult = 1LL << 30; end++; break;
+    default: return -1;
+    }
+    if (*end == 'B' || *end == 'b' || (*end == 'i' && (end[1] == 'B' || end[1] == 'b')))
+        end += (*end == 'i') ? 2 : 1;
+    if (*end != '\0' || v > INT64_MAX / mult)
+        return -1;
+    *out = (int64_t)v * mult;
+    return 0;
+}
+
+static int parse_int(const char *text, int64_t *out)
+{
+    if (text == NULL || *text == '\0')
+        return -1;
+    errno = 0;
+    char *end;
+    long long v = strtoll(text, &end, 10);
+    if (errno != 0 || end == text || *end != '\0')
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int set_var(const struct config_var *v, const char *text, int is_default)
+{
+    char *base = (char *)&config;
+    int64_t n;
+    switch (v->kind) {
+    case VAR_INT:
+    case VAR_SIZE:
+        if ((v->kind == VAR_INT ? parse_int(text, &n) : config_parse_size(text, &n)) != 0)
+            return error_set("%s=%s: not a %s", v->name, text,
+                             v->kind == VAR_INT ? "whole number" : "size (e.g. 4096, 64k, 4M, 1G)");
+        if (n < v->min || n > v->max)
+            return error_set("%s=%s: out of range [%lld, %lld]", v->name, text,
+                             (long long)v->min, (long long)v->max);
+        if (v->offset == OFF(codec_level))
+            *(int *)(base + v->offset) = (int)n;
+        else
+            *(int64_t *)(base + v->offset) = n;
+        return 0;
+    case VAR_CHOICE:
+        for (int i = 0; i < 5 && v->choices[i]; i++) {
+            if (strcmp(text, v->choices[i]) == 0) {
+                *(int *)(base + v->offset) = i;
+                return 0;
+            }
+        }
+        {
+            char list[128] = "";
+            for (int i = 0; i < 5 && v->choices[i]; i++) {
+                strncat(list, i ? "|" : "", sizeof list - strlen(list) - 1);
+                strncat(list, v->choices[i], sizeof list - strlen(list) - 1);
+            }
+            return error_set("%s=%s: expected one of %s", v->name, text, list);
+        }
+    case VAR_STRING:
+        if (!is_default && v->offset == OFF(file) && *text == '\0')
+            return error_set("%s is empty: expected a file path", v->name);
+        *(const char **)(base + v->offset) = text;
+        return 0;
+    }
+    return -1;
+}
+
+void config_reset(void)
+{
+    for (size_t i = 0; i < NVARS; i++)
+        (void)set_var(&vars[i], vars[i].def, 1);
+}
+
+__attribute__((constructor)) static void config_defaults(void) { config_reset(); }
+
+static const char *env_get(const char *name, void *ctx)
+{
+    (void)ctx;
+    return getenv(name);
+}
+
+int config_load_from(const char *(*get)(const char *name, void *ctx), void *ctx, char **env_names)
+{
+    config_reset();
+    /* A misspelt variable would otherwise be ignored without a word. */
+    for (char **e = env_names; e && *e; e++) {
+        if (strncmp(*e, "TMTRACE_", 8) != 0)
+            continue;
+        size_t len = strcspn(*e, "=");
+        int known = 0;
+        for (size_t i = 0; i < NVARS && !known; i++)
+            known = strlen(vars[i].name) == len && strncmp(vars[i].name, *e, len) == 0;
+        if (!known) {
+            config_reset();
+            return error_set("%.*s: unknown variable (see tmt_env_help or docs/environment.md)",
+                             (int)len, *e);
+        }
+    }
+    for (size_t i = 0; i < NVARS; i++) {
+        const char *text = get(vars[i].name, ctx);
+        if (text != NULL && set_var(&vars[i], text, 0) != 0) {
+            config_reset();
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int config_load(void) { return config_load_from(env_get, NULL, environ); }
+
+void config_print_help(FILE *out, int markdown)
+{
+    if (markdown) {
+        fputs("| variable | values | default | meaning |\n|---|---|---|---|\n", out);
+    }
+    for (size_t i = 0; i < NVARS; i++) {
+        const struct config_var *v = &vars[i];
+        char values[128];
+        switch (v->kind) {
+        case VAR_INT:
+            snprintf(values, sizeof values, "%lld..%lld", (long long)v->min, (long long)v->max);
+            break;
+        case VAR_SIZE:
+            snprintf(values, sizeof values, "size %lld..%lld bytes", (long long)v->min, (long long)v->max);
+            break;
+        case VAR_CHOICE:
+            values[0] = '\0';
+            for (int c = 0; c < 5 && v->choices[c]; c++) {
+                strncat(values, c ? "|" : "", sizeof values - strlen(values) - 1);
+                strncat(values, v->choices[c], sizeof values - strlen(values) - 1);
+            }
+            break;
+        case VAR_STRING:
+            snprintf(values, sizeof values, "text");
+            break;
+        }
+        if (markdown)
+            fprintf(out, "| `%s` | %s | `%s` | %s |\n", v->name, values, v->def, v->help);
+        else
+            fprintf(out, "  %-26s %s (default: %s)\n      %s\n", v->name, values,
+                    *v->def ? v->def : "\"\"", v->help);
+    }
+}
+
+TMT_API void tmt_env_help(FILE *out) { config_print_help(out, 0); }

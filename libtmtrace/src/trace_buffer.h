@@ -1,0 +1,161 @@
+/*
+ * trace_buffer.h - per-thread trace buffers and the event hooks.
+ *
+ * Owns: struct tb_thread (embedded in each thread's descriptor), the one
+ * inline hook per event kind that the runtime calls (tb_ev_*), and the slow
+ * path that hands a full chunk to the writer and takes a fresh one.
+ *
+ * The event path (the tb_ev_* hooks) never locks, never makes a system call,
+ * never allocates, never does an atomic read-modify-write and never touches
+ * TLS: it works on the tb_thread it is given. With TMTRACE_EVENTS=off each hook
+ * is one predictable branch. The hooks must never be called inside a hardware
+ * transaction.
+ */
+#ifndef TMT_TRACE_BUFFER_H
+#define TMT_TRACE_BUFFER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "clock.h"
+#include "config.h"
+#include "trace_file.h"
+
+#if defined(__GNUC__)
+#define TB_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#else
+#define TB_UNLIKELY(x) (x)
+#endif
+
+struct tb_chunk; /* trace_buffer.c: a chunk of records handed to the writer */
+
+struct tb_thread {
+    /* Hot: touched by every event. */
+    struct tf_record *cur;     /* next free record of the current chunk */
+    struct tf_record *end;     /* one past the last record of the chunk */
+    uint8_t level;             /* enum config_events; OFF also when not attached */
+    uint8_t injecting;         /* clock faults injected: apply skew, keep truth */
+    uint16_t site;             /* site of the transaction in progress */
+    uint32_t pad_;
+    uint64_t tick_tsc;         /* next in-run sample / migration is due at this TSC */
+    uint64_t *truth;           /* truth column of the current chunk (injecting only) */
+    struct tf_record *base;    /* first record of the current chunk */
+
+    /* Cold: the slow path's. */
+    struct tb_chunk *chunk;
+    uint32_t thread_id;        /* tracer thread id (1, 2, ...) */
+    uint32_t os_tid;
+    uint64_t seq;              /* program-order index of `base` */
+    uint64_t first_instance;   /* instance id in force at `base` */
+    uint64_t instance;         /* instance id of the last START */
+    uint64_t recorded;         /* records handed to the writer */
+    uint64_t dropped;          /* records lost */
+    uint64_t tick_period;      /* TSC ticks between ticks; 0 = never */
+    uint64_t migrate_period;   /* TSC ticks between forced migrations; 0 = never */
+    uint64_t next_migrate_tsc;
+    uint64_t next_sample_tsc;
+};
+
+/* Slow paths (trace_buffer.c). */
+/* The chunk is full: hand it over, take a new one; returns the slot to use or
+ * NULL when the event has to be dropped (counted). */
+struct tf_record *tb_chunk_full(struct tb_thread *t);
+/* Applies injected clock faults to a TSC read on the CPU in `aux`. */
+uint64_t tb_skew(struct tb_thread *t, uint64_t tsc, uint32_t aux);
+/* Periodic work on a transaction boundary: in-run clock sample, migration. */
+void tb_tick(struct tb_thread *t, uint64_t tsc);
+
+/* Lifecycle (trace_buffer.c). attach sets level/thread id and takes the first
+ * chunk; detach hands the last one to the writer. */
+int tb_attach(struct tb_thread *t);
+void tb_detach(struct tb_thread *t);
+/* Hands the current partial chunk to the writer (e.g. before fork or at a
+ * signal); the thread keeps recording into a fresh one. */
+void tb_flush(struct tb_thread *t);
+
+static inline struct tf_record *tb_slot(struct tb_thread *t)
+{
+    if (TB_UNLIKELY(t->cur == t->end))
+        return tb_chunk_full(t);
+    return t->cur++;
+}
+
+/* Stamps and fills one record; returns the (injected) TSC, or 0 if dropped. */
+static inline uint64_t tb_emit(struct tb_thread *t, unsigned kind, unsigned reason, uint64_t addr,
+                               uint64_t value)
+{
+    struct tf_record *r = tb_slot(t);
+    if (TB_UNLIKELY(r == NULL))
+        return 0;
+    uint32_t aux;
+    uint64_t tsc = clock_rdtscp(&aux);
+    if (TB_UNLIKELY(t->injecting)) {
+        t->truth[r - t->base] = tsc;
+        tsc = tb_skew(t, tsc, aux);
+    }
+    r->tsc = tsc;
+    r->aux = aux;
+    r->kind = (uint8_t)kind;
+    r->reason = (uint8_t)reason;
+    r->site = t->site;
+    r->addr = addr;
+    r->value = value;
+    return tsc;
+}
+
+/* A transaction attempt starts (take the stamp before _xbegin). `flags` are
+ * enum tf_start_flags; `attempt` counts retries of this transaction from 0. */
+static inline void tb_ev_start(struct tb_thread *t, uint32_t site, uint64_t instance, unsigned flags,
+                               unsigned attempt)
+{
+    if (t->level == CONFIG_EVENTS_OFF)
+        return;
+    t->site = (uint16_t)site;
+    t->instance = instance;
+    uint64_t tsc = tb_emit(t, TF_EV_START, 0, instance, flags | ((uint64_t)attempt << 16));
+    if (TB_UNLIKELY(tsc >= t->tick_tsc))
+        tb_tick(t, tsc);
+}
+
+static inline void tb_ev_read(struct tb_thread *t, const volatile void *addr, uint64_t value, unsigned size)
+{
+    if (t->level != CONFIG_EVENTS_ALL)
+        return;
+    tb_emit(t, TF_EV_READ, size, (uint64_t)(uintptr_t)addr, value);
+}
+
+static inline void tb_ev_write(struct tb_thread *t, const volatile void *addr, uint64_t value, unsigned size)
+{
+    if (t->level != CONFIG_EVENTS_ALL)
+        return;
+    tb_emit(t, TF_EV_WRITE, size, (uint64_t)(uintptr_t)addr, value);
+}
+
+/* After the commit took effect (after _xend on the hardware path). */
+static inline void tb_ev_commit(struct tb_thread *t, uint64_t write_version, uint32_t read_set,
+                                uint32_t write_set)
+{
+    if (t->level == CONFIG_EVENTS_OFF)
+        return;
+    tb_emit(t, TF_EV_COMMIT, 0, write_version, read_set | ((uint64_t)write_set << 32));
+}
+
+/* An attempt aborted: `reason` is enum tmt_abort_reason, `where` the
+ * conflicting address or stripe (0 if unknown), `htm_status` the hardware
+ * status word (0 for software aborts). */
+static inline void tb_ev_abort(struct tb_thread *t, unsigned reason, uint64_t where, uint32_t htm_status)
+{
+    if (t->level == CONFIG_EVENTS_OFF)
+        return;
+    tb_emit(t, TF_EV_ABORT, reason, where, htm_status);
+}
+
+/* The hardware path gave up on this transaction; `why` is enum tf_fallback_reason. */
+static inline void tb_ev_fallback(struct tb_thread *t, unsigned why, uint32_t htm_status)
+{
+    if (t->level == CONFIG_EVENTS_OFF)
+        return;
+    tb_emit(t, TF_EV_FALLBACK, why, 0, htm_status);
+}
+
+#endif

@@ -1,0 +1,23 @@
+/*
+ * tracer.h - the tracer's life cycle: what happens at init, at shutdown, at
+ * exit and on a fatal signal.
+ *
+ * Owns: opening the trace file, the pre-run and post-run sampling phases, the
+ * writer, the atexit/SIGTERM/SIGINT flush, the metadata and END chunks.
+ * Called by the runtime (api.c) only; never on the event path.
+ */
+#ifndef TMT_TRACER_H
+#define TMT_TRACER_H
+
+#include <stdint.h>
+
+/* After config_load(). With TMTRACE_EVENTS=off it does nothing. Returns 0 or
+ * -1 (error_get()). */
+int tracer_init(void);
+/* Idempotent. Post-run sampling, final flush, END chunk, close. 0 or -1. */
+int tracer_shutdown(void);
+/* Counters for tmt_stats. */
+uint64_t tracer_events_recorded(void);
+uint64_t tracer_events_dropped(void);
+
+#endif

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Runs the whole test suite: the plain build (every test), then the runtime
+# and tracer tests under ASan+UBSan and under TSan. Ends with the runner's
+# summary line. Usage: ./test.sh [--quick]   (--quick: plain build only)
+set -euo pipefail
+cd "$(dirname "$0")"
+. scripts/setup.sh
+tmt_install_deps
+
+quick=0
+[ "${1:-}" = "--quick" ] && quick=1
+jobs=$(nproc)
+status=0
+summary=()
+
+run_suite() { # name dir
+    local name=$1 dir=$2 log
+    log=$(mktemp)
+    if meson test -C "$dir" --num-processes "$jobs" --print-errorlogs >"$log" 2>&1; then :; else status=1; fi
+    grep -E "^(Ok|Fail|Expected Fail|Unexpected Pass|Skipped|Timeout):" "$log" | sed "s/^/[$name] /" || true
+    if [ $status -ne 0 ]; then sed -n '/^Summary of Failures/,$p' "$log" | head -80; fi
+    summary+=("$name: $(grep -E '^Ok:' "$log" | awk '{print $2}') ok, $(grep -E '^Fail:' "$log" | awk '{print $2}') failed")
+    rm -f "$log"
+}
+
+tmt_configure build -Dbuildtype=release
+ninja -C build >/dev/null
+run_suite plain build
+
+if [ $quick -eq 0 ]; then
+    tmt_configure build-asan -Dbuildtype=debugoptimized -Db_sanitize=address,undefined \
+        -Db_lundef=false -Dsanitize_only=true
+    ninja -C build-asan >/dev/null
+    UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1 run_suite asan-ubsan build-asan
+
+    tmt_configure build-tsan -Dbuildtype=debugoptimized -Db_sanitize=thread -Db_lundef=false \
+        -Dsanitize_only=true
+    ninja -C build-tsan >/dev/null
+    TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 run_suite tsan build-tsan
+fi
+
+for s in "${summary[@]}"; do echo "$s"; done
+ok=0; failed=0
+for s in "${summary[@]}"; do
+    o=$(echo "$s" | sed -E 's/.*: ([0-9]*) ok.*/\1/'); f=$(echo "$s" | sed -E 's/.* ([0-9]*) failed/\1/')
+    ok=$((ok + ${o:-0})); failed=$((failed + ${f:-0}))
+done
+echo "$ok passed, $failed failed"
+exit $status

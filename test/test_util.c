@@ -1,0 +1,101 @@
+/*
+ * test_util.c - helpers shared by the tests (see test_util.h).
+ */
+#define _GNU_SOURCE
+#include "test_util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static char tmpdir[256];
+
+static void tu_cleanup(void)
+{
+    if (tmpdir[0] && getenv("TMT_KEEP_TMP") == NULL) {
+        char cmd[320];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+        if (system(cmd) != 0)
+            fprintf(stderr, "warning: could not remove %s\n", tmpdir);
+    }
+}
+
+const char *tu_tmpdir(void)
+{
+    if (!tmpdir[0]) {
+        const char *base = getenv("TMPDIR");
+        snprintf(tmpdir, sizeof tmpdir, "%s/tmtrace-test-XXXXXX", base ? base : "/tmp");
+        if (mkdtemp(tmpdir) == NULL) {
+            perror("mkdtemp");
+            abort();
+        }
+        atexit(tu_cleanup);
+    }
+    return tmpdir;
+}
+
+const char *tu_path(const char *name)
+{
+    static char bufs[8][512];
+    static int next;
+    char *b = bufs[next++ & 7];
+    snprintf(b, 512, "%s/%s", tu_tmpdir(), name);
+    return b;
+}
+
+const char *tu_build(const char *rel)
+{
+    static char bufs[8][512];
+    static int next;
+    char *b = bufs[next++ & 7];
+    const char *root = getenv("TMT_BUILD_ROOT");
+    snprintf(b, 512, "%s/%s", root ? root : TMT_BUILD_ROOT, rel);
+    return b;
+}
+
+int tu_run(const char *cmd, char *out, size_t cap)
+{
+    FILE *p = popen(cmd, "r");
+    if (!p)
+        return -1;
+    size_t n = 0;
+    char tmp[4096];
+    size_t got;
+    while ((got = fread(tmp, 1, sizeof tmp, p)) > 0) {
+        if (out && cap > 1 && n < cap - 1) {
+            size_t take = got < cap - 1 - n ? got : cap - 1 - n;
+            memcpy(out + n, tmp, take);
+            n += take;
+        }
+    }
+    if (out && cap)
+        out[n] = '\0';
+    int st = pclose(p);
+    if (st == -1)
+        return -1;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+char *tu_read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long sz = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = malloc((size_t)sz + 1);
+    if (buf && fread(buf, 1, (size_t)sz, f) != (size_t)sz) {
+        free(buf);
+        buf = NULL;
+    }
+    fclose(f);
+    if (buf) {
+        buf[sz] = '\0';
+        if (len)
+            *len = (size_t)sz;
+    }
+    return buf;
+}

@@ -1,0 +1,22 @@
+/*
+ * test_util.h - small helpers shared by the tests: temporary directories,
+ * running a command, paths into the build tree.
+ */
+#ifndef TMT_TEST_UTIL_H
+#define TMT_TEST_UTIL_H
+
+#include <stddef.h>
+
+/* A fresh temporary directory (removed by tu_cleanup at exit). */
+const char *tu_tmpdir(void);
+/* tu_tmpdir()/name, in a static rotating buffer. */
+const char *tu_path(const char *name);
+/* The build tree's path for a relative name, e.g. "tools/tmdump". */
+const char *tu_build(const char *rel);
+/* Runs a shell command; returns its exit status (or -1). Output goes to
+ * out (if not NULL), NUL-terminated, at most cap bytes. */
+int tu_run(const char *cmd, char *out, size_t cap);
+/* Reads a whole file; caller frees. NULL if missing. */
+char *tu_read_file(const char *path, size_t *len);
+
+#endif
