@@ -1,0 +1,92 @@
+/*
+ * tm.h - one transactional vocabulary for the tmbench workloads, so that the
+ * same source builds against libtmtrace (default), GCC's libitm (-DTM_ITM,
+ * with -fgnu-tm) or one global mutex (-DTM_MUTEX).
+ *
+ *   TM_THREAD_ENTER() / TM_THREAD_EXIT()   in each worker thread
+ *   TM_BEGIN("label") ... TM_END           a transaction
+ *   TM_BEGIN_RO("label") ... TM_END        a read-only transaction
+ *   TM_READ(x), TM_WRITE(x, v)             shared scalars (long, int, ptr, double, float, uint8_t, uint64_t)
+ *   TM_MALLOC(n), TM_FREE(p)               allocation inside transactions
+ *   TM_SAFE                                marks helpers called inside transactions
+ *
+ * Transactional helper functions take no descriptor: the libtmtrace build
+ * keeps it in an initial-exec thread-local (tm_tx).
+ */
+#ifndef TMBENCH_TM_H
+#define TMBENCH_TM_H
+
+#include <stdint.h>
+#include <stdlib.h>
+
+#if defined(TM_ITM)
+
+#define TM_BACKEND "libitm"
+#define TM_SAFE __attribute__((transaction_safe))
+#define TM_THREAD_ENTER() ((void)0)
+#define TM_THREAD_EXIT() ((void)0)
+#define TM_BEGIN(label) __transaction_atomic {
+#define TM_BEGIN_RO(label) __transaction_atomic {
+#define TM_END }
+#define TM_READ(x) (x)
+#define TM_WRITE(x, v) ((x) = (v))
+#define TM_MALLOC(n) malloc(n)
+#define TM_FREE(p) free(p)
+#define TM_RESTART() __transaction_cancel
+
+#elif defined(TM_MUTEX)
+
+#include <pthread.h>
+extern pthread_mutex_t tm_global_lock;
+#define TM_BACKEND "mutex"
+#define TM_SAFE
+#define TM_THREAD_ENTER() ((void)0)
+#define TM_THREAD_EXIT() ((void)0)
+#define TM_BEGIN(label) { pthread_mutex_lock(&tm_global_lock);
+#define TM_BEGIN_RO(label) TM_BEGIN(label)
+#define TM_END pthread_mutex_unlock(&tm_global_lock); }
+#define TM_READ(x) (x)
+#define TM_WRITE(x, v) ((x) = (v))
+#define TM_MALLOC(n) malloc(n)
+#define TM_FREE(p) free(p)
+
+#else /* libtmtrace */
+
+#include "tmtrace.h"
+#define TM_BACKEND "libtmtrace"
+#define TM_SAFE
+extern __thread tmt_tx *tm_tx __attribute__((tls_model("initial-exec")));
+#define TM_THREAD_ENTER() (tm_tx = tmt_thread_enter())
+#define TM_THREAD_EXIT() (tmt_thread_exit(), tm_tx = NULL)
+#define TM_BEGIN(label) TMT_ATOMIC(tm_tx, label)
+#define TM_BEGIN_RO(label) TMT_ATOMIC_FLAGS(tm_tx, label, TMT_TX_READ_ONLY)
+#define TM_END TMT_END
+#define TM_MALLOC(n) tmt_malloc(tm_tx, (n))
+#define TM_FREE(p) tmt_free(tm_tx, (p))
+#define TM_RESTART() tmt_tx_retry(tm_tx)
+
+/* Exact on the variable's size and type. */
+#define TM_READ(x)                                                                         \
+    _Generic((x),                                                                          \
+        long: tmt_read_long(tm_tx, (const volatile long *)&(x)),                           \
+        unsigned long: (unsigned long)tmt_read_long(tm_tx, (const volatile long *)&(x)),   \
+        int: tmt_read_i32(tm_tx, (const volatile int32_t *)&(x)),                          \
+        unsigned int: (unsigned int)tmt_read_i32(tm_tx, (const volatile int32_t *)&(x)),   \
+        uint8_t: tmt_read_u8(tm_tx, (const volatile uint8_t *)&(x)),                       \
+        float: tmt_read_float(tm_tx, (const volatile float *)&(x)),                        \
+        double: tmt_read_double(tm_tx, (const volatile double *)&(x)),                     \
+        default: (__typeof__(x))tmt_read_ptr(tm_tx, (void *const volatile *)&(x)))
+
+#define TM_WRITE(x, v)                                                                     \
+    _Generic((x),                                                                          \
+        long: tmt_write_long(tm_tx, (volatile long *)&(x), (long)(v)),                     \
+        unsigned long: tmt_write_long(tm_tx, (volatile long *)&(x), (long)(v)),            \
+        int: tmt_write_i32(tm_tx, (volatile int32_t *)&(x), (int32_t)(v)),                 \
+        unsigned int: tmt_write_i32(tm_tx, (volatile int32_t *)&(x), (int32_t)(v)),        \
+        uint8_t: tmt_write_u8(tm_tx, (volatile uint8_t *)&(x), (uint8_t)(v)),              \
+        float: tmt_write_float(tm_tx, (volatile float *)&(x), (float)(v)),                 \
+        double: tmt_write_double(tm_tx, (volatile double *)&(x), (double)(v)),             \
+        default: tmt_write_ptr(tm_tx, (void *volatile *)&(x), (void *)(uintptr_t)(v)))
+
+#endif
+#endif
