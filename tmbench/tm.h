@@ -6,7 +6,8 @@
  *   TM_THREAD_ENTER() / TM_THREAD_EXIT()   in each worker thread
  *   TM_BEGIN("label") ... TM_END           a transaction
  *   TM_BEGIN_RO("label") ... TM_END        a read-only transaction
- *   TM_READ(x), TM_WRITE(x, v)             shared scalars (long, int, ptr, double, float, uint8_t, uint64_t)
+ *   TM_READ(x), TM_WRITE(x, v)             shared integers (long, int, uint8_t, uint64_t, ...)
+ *   TM_READ_P / TM_WRITE_P, TM_READ_F / TM_WRITE_F   pointers; float and double
  *   TM_MALLOC(n), TM_FREE(p)               allocation inside transactions
  *   TM_SAFE                                marks helpers called inside transactions
  *
@@ -30,6 +31,10 @@
 #define TM_END }
 #define TM_READ(x) (x)
 #define TM_WRITE(x, v) ((x) = (v))
+#define TM_READ_P(x) (x)
+#define TM_WRITE_P(x, v) ((x) = (v))
+#define TM_READ_F(x) (x)
+#define TM_WRITE_F(x, v) ((x) = (v))
 #define TM_MALLOC(n) malloc(n)
 #define TM_FREE(p) free(p)
 #define TM_RESTART() __transaction_cancel
@@ -47,6 +52,10 @@ extern pthread_mutex_t tm_global_lock;
 #define TM_END pthread_mutex_unlock(&tm_global_lock); }
 #define TM_READ(x) (x)
 #define TM_WRITE(x, v) ((x) = (v))
+#define TM_READ_P(x) (x)
+#define TM_WRITE_P(x, v) ((x) = (v))
+#define TM_READ_F(x) (x)
+#define TM_WRITE_F(x, v) ((x) = (v))
 #define TM_MALLOC(n) malloc(n)
 #define TM_FREE(p) free(p)
 
@@ -65,28 +74,30 @@ extern __thread tmt_tx *tm_tx __attribute__((tls_model("initial-exec")));
 #define TM_FREE(p) tmt_free(tm_tx, (p))
 #define TM_RESTART() tmt_tx_retry(tm_tx)
 
-/* Exact on the variable's size and type. */
-#define TM_READ(x)                                                                         \
-    _Generic((x),                                                                          \
-        long: tmt_read_long(tm_tx, (const volatile long *)&(x)),                           \
-        unsigned long: (unsigned long)tmt_read_long(tm_tx, (const volatile long *)&(x)),   \
-        int: tmt_read_i32(tm_tx, (const volatile int32_t *)&(x)),                          \
-        unsigned int: (unsigned int)tmt_read_i32(tm_tx, (const volatile int32_t *)&(x)),   \
-        uint8_t: tmt_read_u8(tm_tx, (const volatile uint8_t *)&(x)),                       \
-        float: tmt_read_float(tm_tx, (const volatile float *)&(x)),                        \
-        double: tmt_read_double(tm_tx, (const volatile double *)&(x)),                     \
-        default: (__typeof__(x))tmt_read_ptr(tm_tx, (void *const volatile *)&(x)))
-
-#define TM_WRITE(x, v)                                                                     \
-    _Generic((x),                                                                          \
-        long: tmt_write_long(tm_tx, (volatile long *)&(x), (long)(v)),                     \
-        unsigned long: tmt_write_long(tm_tx, (volatile long *)&(x), (long)(v)),            \
-        int: tmt_write_i32(tm_tx, (volatile int32_t *)&(x), (int32_t)(v)),                 \
-        unsigned int: tmt_write_i32(tm_tx, (volatile int32_t *)&(x), (int32_t)(v)),        \
-        uint8_t: tmt_write_u8(tm_tx, (volatile uint8_t *)&(x), (uint8_t)(v)),              \
-        float: tmt_write_float(tm_tx, (volatile float *)&(x), (float)(v)),                 \
-        double: tmt_write_double(tm_tx, (volatile double *)&(x), (double)(v)),             \
-        default: tmt_write_ptr(tm_tx, (void *volatile *)&(x), (void *)(uintptr_t)(v)))
+/* Exact on the variable's size. TM_READ/TM_WRITE: integers; _P: pointers;
+ * _F: float and double (as in STAMP's TM_SHARED_READ/_P/_F). */
+#define TM_READ(x)                                                                          \
+    ((__typeof__(x))_Generic((x),                                                           \
+        int: tmt_read_i32(tm_tx, (const volatile int32_t *)&(x)),                           \
+        unsigned int: tmt_read_i32(tm_tx, (const volatile int32_t *)&(x)),                  \
+        uint8_t: tmt_read_u8(tm_tx, (const volatile uint8_t *)&(x)),                        \
+        default: tmt_read_long(tm_tx, (const volatile long *)&(x))))
+#define TM_WRITE(x, v)                                                                      \
+    _Generic((x),                                                                           \
+        int: tmt_write_i32(tm_tx, (volatile int32_t *)&(x), (int32_t)(v)),                  \
+        unsigned int: tmt_write_i32(tm_tx, (volatile int32_t *)&(x), (int32_t)(v)),         \
+        uint8_t: tmt_write_u8(tm_tx, (volatile uint8_t *)&(x), (uint8_t)(v)),               \
+        default: tmt_write_long(tm_tx, (volatile long *)&(x), (long)(v)))
+#define TM_READ_P(x) ((__typeof__(x))tmt_read_ptr(tm_tx, (void *const volatile *)&(x)))
+#define TM_WRITE_P(x, v) tmt_write_ptr(tm_tx, (void *volatile *)&(x), (void *)(v))
+#define TM_READ_F(x)                                                                        \
+    _Generic((x),                                                                           \
+        float: tmt_read_float(tm_tx, (const volatile float *)&(x)),                         \
+        default: tmt_read_double(tm_tx, (const volatile double *)&(x)))
+#define TM_WRITE_F(x, v)                                                                    \
+    _Generic((x),                                                                           \
+        float: tmt_write_float(tm_tx, (volatile float *)&(x), (float)(v)),                  \
+        default: tmt_write_double(tm_tx, (volatile double *)&(x), (double)(v)))
 
 #endif
 #endif
