@@ -1,0 +1,65 @@
+/*
+ * tool_common.h - what every offline tool (tmdump, tmsync, tmcheck,
+ * tmexport) shares on the command line: one-line error reports with exit
+ * code 2, number parsing with range checks, output files that never
+ * overwrite the input and appear atomically, and the --version text.
+ *
+ * Owns: the tool's name for messages and the output-file discipline.
+ * Never: calls exit() on its own (the tools return the codes it gives),
+ * prints more than one line per error.
+ */
+#ifndef TMT_TOOL_COMMON_H
+#define TMT_TOOL_COMMON_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "error.h"
+
+enum tool_exit { TOOL_OK = 0, TOOL_FAIL = 1, TOOL_USAGE = 2 };
+
+/* Remembers the tool's name ("tmdump") for every message below. */
+void tool_init(const char *name);
+const char *tool_name(void);
+
+/* Prints "TOOL: message" as one line on stderr; returns TOOL_USAGE (2) so
+ * that main() can `return tool_error(...)`. Newlines in the message are
+ * replaced by spaces so that a report is always one line. */
+int tool_error(const char *fmt, ...) ERROR_PRINTF(1, 2);
+/* Same, with the library's last message (error_get()) as the text. */
+int tool_error_lib(void);
+/* For getopt_long with opterr = 0: reports the option at argv[optind - 1]
+ * (or optopt) as unknown or missing its value. Returns TOOL_USAGE. */
+int tool_bad_option(char **argv);
+
+/* Strict number parsing: the whole string must be a number in range.
+ * `what` names the option in the message ("--thread"). 0 on success, else
+ * the message is already printed and -1 is returned. */
+int tool_parse_u64(const char *what, const char *s, uint64_t min, uint64_t max, uint64_t *out);
+int tool_parse_i64(const char *what, const char *s, int64_t min, int64_t max, int64_t *out);
+int tool_parse_double(const char *what, const char *s, double min, double max, double *out);
+
+/* 1 if a and b name the same existing file (same device and inode, or the
+ * same path string), else 0. */
+int tool_same_file(const char *a, const char *b);
+
+/* An output file written to PATH.tmp.XXXXXX in the same directory and
+ * renamed into place by tool_out_commit(); "-" means stdout (no rename). */
+struct tool_out {
+    FILE *f;
+    char *path;
+    char *tmp;    /* NULL for stdout */
+};
+/* Refuses (message printed, -1) when `path` is the same file as `input`
+ * (input may be NULL). */
+int tool_out_open(struct tool_out *o, const char *path, const char *input);
+/* Flushes, checks for write errors, renames into place. 0 or -1 (printed;
+ * the temporary is removed). */
+int tool_out_commit(struct tool_out *o);
+/* Closes and removes the temporary. Safe to call twice or after commit. */
+void tool_out_abandon(struct tool_out *o);
+
+/* Prints "TOOL (libtmtrace X.Y, trace format N)" and a newline. */
+void tool_print_version(FILE *f);
+
+#endif
