@@ -3,7 +3,7 @@
 # Debian, as root, only when something is missing) and configures build/.
 set -euo pipefail
 
-TMT_PACKAGES=(meson ninja-build gcc clang pkg-config zlib1g-dev liblz4-dev libcmocka-dev
+TMT_PACKAGES=(meson ninja-build gcc g++ clang pkg-config zlib1g-dev liblz4-dev libcmocka-dev
               libcsv-dev gnuplot-nox python3 libclang-rt-14-dev)
 
 tmt_install_deps() {

@@ -1,7 +1,9 @@
 /*
  * test_util.c - helpers shared by the tests (see test_util.h).
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include "test_util.h"
 
 #include <stdio.h>
