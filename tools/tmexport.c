@@ -11,19 +11,16 @@
  * unsynchronised trace unless --raw says the user knows its time line may be
  * inconsistent.
  */
-#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "error.h"
+#include "tool_common.h"
 #include "tmtrace.h"
 #include "trace_file.h"
-
-static const char *prog = "tmexport";
 
 static const char usage_text[] =
     "usage: tmexport --chrome [options] TRACE\n"
@@ -41,6 +38,7 @@ static const char usage_text[] =
     "                    converted with the header's frequency; order may be wrong)\n"
     "      --no-flows    leave out the culprit arrows\n"
     "      --salvage     skip damaged chunks instead of failing\n"
+    "      --version     print the version\n"
     "  -h, --help        this text\n"
     "exit status: 0 written, 2 bad usage or bad input\n";
 
@@ -453,36 +451,32 @@ static int export_events(struct exporter *x, const char *path, unsigned oflags)
         }
     }
     if (rc == 0 && tf_reader_skipped(r))
-        fprintf(stderr, "%s: %s: skipped %" PRIu64 " damaged chunks (%" PRIu64 " bytes)\n", prog,
-                path, tf_reader_skipped(r), tf_reader_skipped_bytes(r));
+        fprintf(stderr, "%s: %s: skipped %" PRIu64 " damaged chunks (%" PRIu64 " bytes)\n",
+                tool_name(), path, tf_reader_skipped(r), tf_reader_skipped_bytes(r));
     tf_close(r);
     return rc < 0 ? -1 : 0;
 }
 
 /* ---- main -------------------------------------------------------------- */
 
-static int fail(const char *what)
-{
-    fprintf(stderr, "%s: %s\n", prog, what);
-    return 2;
-}
-
 int main(int argc, char **argv)
 {
-    enum { OPT_RAW = 256, OPT_NO_FLOWS, OPT_SALVAGE };
+    enum { OPT_RAW = 256, OPT_NO_FLOWS, OPT_SALVAGE, OPT_VERSION };
     static const struct option opts[] = {
         { "chrome", no_argument, NULL, 'c' },
         { "output", required_argument, NULL, 'o' },
         { "raw", no_argument, NULL, OPT_RAW },
         { "no-flows", no_argument, NULL, OPT_NO_FLOWS },
         { "salvage", no_argument, NULL, OPT_SALVAGE },
+        { "version", no_argument, NULL, OPT_VERSION },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
-    const char *outpath = NULL;
+    const char *outpath = "-";
     int raw = 0, flows = 1;
     unsigned oflags = 0;
     int ch;
+    tool_init("tmexport");
     opterr = 0;
     while ((ch = getopt_long(argc, argv, ":co:h", opts, NULL)) != -1) {
         switch (ch) {
@@ -491,79 +485,50 @@ int main(int argc, char **argv)
         case OPT_RAW: raw = 1; break;
         case OPT_NO_FLOWS: flows = 0; break;
         case OPT_SALVAGE: oflags |= TF_SALVAGE; break;
-        case 'h': fputs(usage_text, stdout); return 0;
-        case ':':
-            fprintf(stderr, "%s: option %s needs a value (see --help)\n", prog, argv[optind - 1]);
-            return 2;
-        default:
-            fprintf(stderr, "%s: unknown option %s (see --help)\n", prog, argv[optind - 1]);
-            return 2;
+        case OPT_VERSION: tool_print_version(stdout); return TOOL_OK;
+        case 'h': fputs(usage_text, stdout); return TOOL_OK;
+        default: return tool_bad_option(argv);
         }
     }
+    if (optind >= argc)
+        return tool_error("no trace given (usage: tmexport --chrome TRACE, see --help)");
     if (optind != argc - 1)
-        return fail(optind >= argc ? "no trace given (usage: tmexport --chrome TRACE, see --help)"
-                                   : "exactly one trace expected (see --help)");
+        return tool_error("%s: exactly one trace expected (see --help)", argv[optind + 1]);
     const char *path = argv[optind];
 
     struct meta m = { 0 };
     if (read_meta(path, oflags, &m) < 0)
-        return fail(error_get());
-    if (!(m.hdr.flags & TF_HDR_SYNCED) && !raw) {
-        fprintf(stderr, "%s: %s: trace is not synchronised (run tmsync first, or pass --raw)\n",
-                prog, path);
-        return 2;
-    }
+        return tool_error_lib();
+    if (!(m.hdr.flags & TF_HDR_SYNCED) && !raw)
+        return tool_error("%s: trace is not synchronised (run tmsync first, or pass --raw)", path);
     if (grow((void **)&m.os_tid, &m.nthreads, 1, sizeof *m.os_tid) < 0)
-        return fail(error_get());
+        return tool_error_lib();
 
     struct exporter x = { .m = &m, .raw = !(m.hdr.flags & TF_HDR_SYNCED), .flows = flows };
     x.ns_per_tick = m.hdr.tsc_hz ? 1e9 / (double)m.hdr.tsc_hz : 1.0;
     if (flows && !(x.wt = calloc((size_t)1 << WT_BITS, sizeof *x.wt)))
-        return fail("out of memory");
+        return tool_error("out of memory");
 
-    /* -o: write next to the target and rename, so no partial file is left. */
-    char *tmp = NULL;
-    struct out o = { .f = stdout, .first = 1 };
-    if (outpath) {
-        size_t n = strlen(outpath) + 16;
-        tmp = malloc(n);
-        if (!tmp)
-            return fail("out of memory");
-        snprintf(tmp, n, "%s.tmp.XXXXXX", outpath);
-        int fd = mkstemp(tmp);
-        if (fd < 0 || !(o.f = fdopen(fd, "w"))) {
-            fprintf(stderr, "%s: %s: cannot create: %s\n", prog, outpath, strerror(errno));
-            return 2;
-        }
-    }
+    /* -o: written beside the target and renamed, so no partial file is left. */
+    struct tool_out to;
+    if (tool_out_open(&to, outpath, path) < 0)
+        return TOOL_USAGE;
+    struct out o = { .f = to.f, .first = 1 };
     x.o = &o;
 
     fprintf(o.f, "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"tool\":\"tmexport\",\"synced\":%s,"
                  "\"tsc_hz\":%" PRIu64 "},\"traceEvents\":[",
             x.raw ? "false" : "true", m.hdr.tsc_hz);
     emit_thread_names(&x);
-    int rc = export_events(&x, path, oflags);
-    fputs("\n]}\n", o.f);
-
-    int status = 0;
-    if (rc < 0) {
-        fprintf(stderr, "%s: %s\n", prog, error_get());
-        status = 2;
-    }
-    if (fflush(o.f) != 0 || ferror(o.f)) {
-        fprintf(stderr, "%s: %s: write failed: %s\n", prog, outpath ? outpath : "<stdout>",
-                strerror(errno));
-        status = 2;
-    }
-    if (outpath) {
-        fclose(o.f);
-        if (status == 0 && rename(tmp, outpath) != 0) {
-            fprintf(stderr, "%s: %s: cannot rename into place: %s\n", prog, outpath, strerror(errno));
-            status = 2;
-        }
-        if (status != 0)
-            unlink(tmp);
-        free(tmp);
+    int status = TOOL_OK;
+    if (export_events(&x, path, oflags) < 0) {
+        tool_error_lib();
+        tool_out_abandon(&to);
+        status = TOOL_USAGE;
+    } else {
+        fputs("\n]}\n", o.f);
+        if (tool_out_commit(&to) < 0)
+            status = TOOL_USAGE;
     }
     for (size_t t = 0; t < x.nth; t++)
         free(x.th[t].waddr);
