@@ -333,8 +333,13 @@ static void emit_flow(struct exporter *x, const struct wt_entry *c, uint32_t thr
                ",\"pid\":%" PRIu32 ",\"tid\":%" PRIu32 ",",
             id, x->m->hdr.pid, thread);
     put_us(f, "ts", f_ns);
-    fprintf(f, ",\"args\":{\"culprit_thread\":%" PRIu32 ",\"culprit_instance\":%" PRIu64 "}}",
-            c->thread, c->instance);
+    char b1[32], b2[32];
+    fprintf(f, ",\"args\":{\"culprit_thread\":%" PRIu32 ",\"culprit_instance\":%" PRIu64
+               ",\"culprit_site\":\"", c->thread, c->instance);
+    json_str(f, site_label(x->m, c->site, b1, sizeof b1));
+    fputs("\",\"victim_site\":\"", f);
+    json_str(f, site_label(x->m, a->site, b2, sizeof b2));
+    fputs("\"}}", f);
     x->o->flows++;
 }
 

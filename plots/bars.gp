@@ -1,0 +1,30 @@
+# bars.gp - a clustered bar chart: one cluster per row, one bar per column.
+# Input (-e): in = TSV file, header row = series names, column 1 = cluster
+# label ("\n" allowed); ncol = number of columns; out = output path without
+# extension; ttl, ylab, xlab; logy = 1 for a log y axis; w, h = size in px.
+# Never computes anything: tmplot prepares the table.
+load dir."/common.gp"
+if (!exists("logy")) logy = 0
+if (!exists("w")) w = 1200
+if (!exists("h")) h = 650
+if (!exists("xlab")) xlab = ""
+set style data histograms
+set style histogram clustered gap 1
+set style fill solid 0.85 border rgb "#333333"
+set boxwidth 0.9
+set title ttl noenhanced font ",14"
+set ylabel ylab noenhanced
+set xlabel xlab noenhanced
+set key top right noenhanced
+set xtics noenhanced
+set yrange [0:*]
+if (logy) { set logscale y; set yrange [*:*] }
+set offsets 0, 0, graph 0.08, 0
+palette_c(i) = word(colours, i)
+if (!exists("colours")) colours = "#c0392b #2e86c1 #27ae60 #e67e22 #8e44ad #7f8c8d"
+do for [ext in "png svg"] {
+    eval(ext eq "png" ? term_png(w, h) : term_svg(w, h))
+    set output out.".".ext
+    plot for [i=2:ncol] in using i:xtic(1) title columnheader(i) lc rgb palette_c(i-1)
+    set output
+}
