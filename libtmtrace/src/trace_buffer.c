@@ -1,28 +1,377 @@
 /*
- * trace_buffer.c - per-thread trace buffers (see trace_buffer.h).
- * PLACEHOLDER until the tracer lands: threads attach with recording off.
+ * trace_buffer.c - per-thread trace buffers: the chunk pool, the hand-over
+ * of full chunks to the writer, drop accounting, the thread table, injected
+ * clock faults, in-run samples and forced migrations (see trace_buffer.h).
+ *
+ * Runs on the recording threads' slow paths only (a chunk is full, a tick is
+ * due, attach/detach). Never prints, never blocks on the writer: when no
+ * chunk is free and TMTRACE_MEMORY is reached the event is dropped and
+ * counted in the thread's `dropped`.
  */
 #include "trace_buffer.h"
 
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "clock_sample.h"
+#include "error.h"
+#include "skew.h"
+#include "trace_writer.h"
+
+/* ---- the pool ----------------------------------------------------------- */
+
+static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct tb_chunk *pool_free;      /* guarded by pool_lock */
+static size_t pool_nfree;               /* atomic: read without the lock */
+static int64_t pool_bytes;              /* atomic: bytes of pooled chunks allocated */
+static int64_t pool_limit;              /* TMTRACE_MEMORY */
+static size_t chunk_cap;                /* records per chunk */
+static int pool_truth;                  /* chunks carry a truth column */
+static int tb_open;                     /* atomic: hand-over accepted */
+
+static uint64_t tb_hz;
+static int tb_cpus[CPU_SETSIZE];
+static int tb_ncpus;
+
+static uint64_t total_recorded, total_dropped; /* atomic */
+
+static size_t chunk_bytes(void)
+{
+    return sizeof(struct tb_chunk) + chunk_cap * sizeof(struct tf_record) +
+           (pool_truth ? chunk_cap * sizeof(uint64_t) : 0);
+}
+
+static struct tb_chunk *chunk_alloc(size_t cap, int truth)
+{
+    size_t bytes = sizeof(struct tb_chunk) + cap * sizeof(struct tf_record);
+    struct tb_chunk *c = malloc(bytes + (truth ? cap * sizeof(uint64_t) : 0));
+    if (c == NULL)
+        return NULL;
+    memset(c, 0, sizeof *c);
+    c->cap = cap;
+    c->truth = truth ? (uint64_t *)((char *)c + bytes) : NULL;
+    return c;
+}
+
+/* A free chunk, or NULL when none is free and another would pass the limit. */
+static struct tb_chunk *pool_get(void)
+{
+    if (!__atomic_load_n(&tb_open, __ATOMIC_ACQUIRE))
+        return NULL;
+    /* Cheap refusal while dropping, so a thread that is out of memory does
+     * not hammer the lock on every event. */
+    if (__atomic_load_n(&pool_nfree, __ATOMIC_RELAXED) == 0 &&
+        __atomic_load_n(&pool_bytes, __ATOMIC_RELAXED) + (int64_t)chunk_bytes() > pool_limit)
+        return NULL;
+    struct tb_chunk *c = NULL;
+    pthread_mutex_lock(&pool_lock);
+    if (pool_free != NULL) {
+        c = pool_free;
+        pool_free = c->next;
+        __atomic_store_n(&pool_nfree, pool_nfree - 1, __ATOMIC_RELAXED);
+    } else if (pool_bytes + (int64_t)chunk_bytes() <= pool_limit) {
+        c = chunk_alloc(chunk_cap, pool_truth);
+        if (c != NULL) {
+            c->pooled = 1;
+            __atomic_store_n(&pool_bytes, pool_bytes + (int64_t)chunk_bytes(), __ATOMIC_RELAXED);
+        }
+    }
+    pthread_mutex_unlock(&pool_lock);
+    if (c != NULL) {
+        c->next = NULL;
+        c->n = 0;
+        c->nsamples = 0;
+    }
+    return c;
+}
+
+void tb_chunk_release(struct tb_chunk *c)
+{
+    if (!c->pooled) {
+        free(c);
+        return;
+    }
+    pthread_mutex_lock(&pool_lock);
+    c->next = pool_free;
+    pool_free = c;
+    __atomic_store_n(&pool_nfree, pool_nfree + 1, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&pool_lock);
+}
+
+/* ---- the thread table --------------------------------------------------- */
+
+struct tb_reg {
+    struct tb_thread *live;   /* NULL once detached */
+    uint32_t os_tid;
+    uint64_t dropped;         /* final count once detached */
+    int announced;
+};
+
+static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct tb_reg *reg;      /* index = thread id - 1 */
+static size_t nreg, capreg;
+
+static int reg_add(struct tb_thread *t)
+{
+    pthread_mutex_lock(&reg_lock);
+    if (nreg == capreg) {
+        size_t cap = capreg ? capreg * 2 : 64;
+        struct tb_reg *p = realloc(reg, cap * sizeof *p);
+        if (p == NULL) {
+            pthread_mutex_unlock(&reg_lock);
+            return error_set("trace buffer: out of memory for the thread table");
+        }
+        reg = p;
+        capreg = cap;
+    }
+    reg[nreg] = (struct tb_reg){ .live = t, .os_tid = t->os_tid };
+    t->thread_id = (uint32_t)++nreg;
+    pthread_mutex_unlock(&reg_lock);
+    return 0;
+}
+
+static void reg_remove(struct tb_thread *t)
+{
+    pthread_mutex_lock(&reg_lock);
+    if (t->thread_id >= 1 && t->thread_id <= nreg) {
+        reg[t->thread_id - 1].live = NULL;
+        reg[t->thread_id - 1].dropped = t->dropped;
+    }
+    pthread_mutex_unlock(&reg_lock);
+}
+
+static void reg_info(const struct tb_reg *r, uint32_t id, struct tf_thread_info *out)
+{
+    out->id = id;
+    out->os_tid = r->os_tid;
+    out->events = 0;
+    out->dropped = r->live ? __atomic_load_n(&r->live->dropped, __ATOMIC_RELAXED) : r->dropped;
+}
+
+size_t tb_threads_new(struct tf_thread_info *out, size_t max)
+{
+    size_t k = 0;
+    pthread_mutex_lock(&reg_lock);
+    for (size_t i = 0; i < nreg && k < max; i++)
+        if (!reg[i].announced) {
+            reg[i].announced = 1;
+            reg_info(&reg[i], (uint32_t)(i + 1), &out[k]);
+            out[k++].dropped = 0;
+        }
+    pthread_mutex_unlock(&reg_lock);
+    return k;
+}
+
+size_t tb_threads_all(struct tf_thread_info *out, size_t max)
+{
+    size_t k = 0;
+    pthread_mutex_lock(&reg_lock);
+    for (size_t i = 0; i < nreg && k < max; i++, k++)
+        reg_info(&reg[i], (uint32_t)(i + 1), &out[k]);
+    pthread_mutex_unlock(&reg_lock);
+    return k;
+}
+
+uint64_t tb_total_recorded(void) { return __atomic_load_n(&total_recorded, __ATOMIC_RELAXED); }
+uint64_t tb_total_dropped(void) { return __atomic_load_n(&total_dropped, __ATOMIC_RELAXED); }
+
+/* ---- hand-over ---------------------------------------------------------- */
+
+static void set_chunk(struct tb_thread *t, struct tb_chunk *c)
+{
+    t->chunk = c;
+    if (c == NULL) {
+        t->base = t->cur = t->end = NULL;
+        t->truth = NULL;
+        return;
+    }
+    c->thread = t->thread_id;
+    c->seq = t->seq;
+    c->first_instance = t->instance;
+    t->base = t->cur = c->recs;
+    t->end = c->recs + c->cap;
+    t->truth = c->truth;
+}
+
+/* Sends the current chunk (if it holds anything) to the writer and takes a
+ * fresh one; returns 0 if the thread now has no chunk. */
+static int hand_over(struct tb_thread *t)
+{
+    struct tb_chunk *c = t->chunk;
+    if (c != NULL) {
+        size_t n = (size_t)(t->cur - t->base);
+        if (n == 0 && c->nsamples == 0)
+            return 1; /* nothing to send: keep it */
+        c->n = n;
+        t->seq += n;
+        t->recorded += n;
+        __atomic_fetch_add(&total_recorded, n, __ATOMIC_RELAXED);
+        if (__atomic_load_n(&tb_open, __ATOMIC_ACQUIRE)) {
+            tw_submit(c);
+        } else {
+            /* The trace is closed (exit raced with this thread): the records
+             * cannot be written any more. */
+            t->recorded -= n;
+            __atomic_fetch_add(&total_dropped, n, __ATOMIC_RELAXED);
+            __atomic_store_n(&t->dropped, t->dropped + n, __ATOMIC_RELAXED);
+            free(c);
+        }
+    }
+    set_chunk(t, pool_get());
+    return t->chunk != NULL;
+}
 
 struct tf_record *tb_chunk_full(struct tb_thread *t)
 {
-    t->dropped++;
+    if (t->chunk != NULL || __atomic_load_n(&pool_nfree, __ATOMIC_RELAXED) != 0 ||
+        __atomic_load_n(&pool_bytes, __ATOMIC_RELAXED) + (int64_t)chunk_bytes() <= pool_limit) {
+        if (hand_over(t))
+            return t->cur++;
+    }
+    /* Dropped events still take their place in program order, so the
+     * tools see where the gap is. */
+    t->seq++;
+    __atomic_store_n(&t->dropped, t->dropped + 1, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&total_dropped, 1, __ATOMIC_RELAXED);
     return NULL;
 }
+
+void tb_flush(struct tb_thread *t)
+{
+    if (t->level != CONFIG_EVENTS_OFF && t->chunk != NULL)
+        hand_over(t);
+}
+
+/* ---- clock faults, in-run samples, migrations --------------------------- */
 
 uint64_t tb_skew(struct tb_thread *t, uint64_t tsc, uint32_t aux)
 {
     (void)t;
-    (void)aux;
-    return tsc;
+    return skew_apply(tsc, clock_aux_cpu(aux));
+}
+
+static void take_sample(struct tb_thread *t)
+{
+    struct tf_sample s;
+    if (!cs_bracket(config.clock, &s))
+        return; /* migrated inside the bracket: no sample this time */
+    s.phase = TF_PHASE_INRUN;
+    s.thread = t->thread_id;
+    s.tsc = skew_apply(s.truth_tsc, s.cpu);
+    if (t->chunk != NULL && t->chunk->nsamples == TB_CHUNK_SAMPLES)
+        hand_over(t);
+    if (t->chunk != NULL)
+        t->chunk->samples[t->chunk->nsamples++] = s;
+}
+
+static void migrate(struct tb_thread *t)
+{
+    if (tb_ncpus < 2)
+        return;
+    uint32_t aux;
+    clock_rdtscp(&aux);
+    unsigned now = clock_aux_cpu(aux);
+    int next = tb_cpus[0];
+    for (int i = 0; i < tb_ncpus; i++)
+        if ((unsigned)tb_cpus[i] == now) {
+            next = tb_cpus[(i + 1) % tb_ncpus];
+            break;
+        }
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(next, &set);
+    (void)sched_setaffinity(0, sizeof set, &set);
+    (void)t;
 }
 
 void tb_tick(struct tb_thread *t, uint64_t tsc)
 {
-    (void)tsc;
-    t->tick_tsc = UINT64_MAX;
+    if (t->tick_period && tsc >= t->next_sample_tsc) {
+        take_sample(t);
+        t->next_sample_tsc = tsc + t->tick_period;
+    }
+    if (t->migrate_period && tsc >= t->next_migrate_tsc) {
+        migrate(t);
+        t->next_migrate_tsc = tsc + t->migrate_period;
+    }
+    uint64_t a = t->tick_period ? t->next_sample_tsc : UINT64_MAX;
+    uint64_t b = t->migrate_period ? t->next_migrate_tsc : UINT64_MAX;
+    t->tick_tsc = a < b ? a : b;
+}
+
+/* ---- life cycle ----------------------------------------------------------- */
+
+int tb_setup(uint64_t tsc_hz, const int *cpus, int ncpus)
+{
+    chunk_cap = (size_t)config.buffer_bytes / sizeof(struct tf_record);
+    pool_truth = skew_active();
+    pool_limit = config.memory_bytes;
+    pool_bytes = 0;
+    pool_free = NULL;
+    pool_nfree = 0;
+    tb_hz = tsc_hz;
+    tb_ncpus = ncpus < CPU_SETSIZE ? ncpus : CPU_SETSIZE;
+    memcpy(tb_cpus, cpus, (size_t)tb_ncpus * sizeof cpus[0]);
+    __atomic_store_n(&tb_open, 1, __ATOMIC_RELEASE);
+    return 0;
+}
+
+void tb_close(void) { __atomic_store_n(&tb_open, 0, __ATOMIC_RELEASE); }
+
+void tb_teardown(void)
+{
+    pthread_mutex_lock(&pool_lock);
+    while (pool_free != NULL) {
+        struct tb_chunk *c = pool_free;
+        pool_free = c->next;
+        free(c);
+    }
+    pool_nfree = 0;
+    pool_bytes = 0;
+    pthread_mutex_unlock(&pool_lock);
+    pthread_mutex_lock(&reg_lock);
+    int live = 0;
+    for (size_t i = 0; i < nreg; i++)
+        live |= reg[i].live != NULL;
+    if (!live) {
+        free(reg);
+        reg = NULL;
+        nreg = capreg = 0;
+    }
+    pthread_mutex_unlock(&reg_lock);
+}
+
+void tb_snapshot_all(void (*emit)(struct tb_chunk *c))
+{
+    pthread_mutex_lock(&reg_lock);
+    for (size_t i = 0; i < nreg; i++) {
+        struct tb_thread *t = reg[i].live;
+        if (t == NULL || t->chunk == NULL)
+            continue;
+        struct tf_record *cur = __atomic_load_n(&t->cur, __ATOMIC_ACQUIRE);
+        size_t n = (size_t)(cur - t->base);
+        struct tb_chunk *src = t->chunk;
+        struct tb_chunk *c = chunk_alloc(n ? n : 1, src->truth != NULL);
+        if (c == NULL)
+            continue;
+        c->thread = t->thread_id;
+        c->seq = t->seq;
+        c->first_instance = src->first_instance;
+        c->n = n;
+        c->nsamples = src->nsamples;
+        memcpy(c->samples, src->samples, sizeof c->samples);
+        memcpy(c->recs, t->base, n * sizeof c->recs[0]);
+        if (c->truth)
+            memcpy(c->truth, src->truth, n * sizeof c->truth[0]);
+        reg[i].dropped = t->dropped;
+        emit(c);
+    }
+    pthread_mutex_unlock(&reg_lock);
 }
 
 int tb_attach(struct tb_thread *t)
@@ -30,9 +379,43 @@ int tb_attach(struct tb_thread *t)
     memset(t, 0, sizeof *t);
     t->level = CONFIG_EVENTS_OFF;
     t->tick_tsc = UINT64_MAX;
+    if (!__atomic_load_n(&tb_open, __ATOMIC_ACQUIRE) || config.events == CONFIG_EVENTS_OFF)
+        return 0;
+    t->os_tid = (uint32_t)syscall(SYS_gettid);
+    if (reg_add(t) != 0)
+        return -1;
+    t->injecting = (uint8_t)pool_truth;
+    uint32_t aux;
+    uint64_t now = clock_rdtscp(&aux);
+    t->tick_period = (uint64_t)config.resample_ms * (tb_hz / 1000);
+    t->migrate_period = (uint64_t)config.migrate_ms * (tb_hz / 1000);
+    t->next_sample_tsc = now;  /* first START takes a sample at once */
+    t->next_migrate_tsc = now + t->migrate_period;
+    t->tick_tsc = (t->tick_period || t->migrate_period) ? now : UINT64_MAX;
+    set_chunk(t, pool_get());
+    t->level = (uint8_t)config.events;
     return 0;
 }
 
-void tb_detach(struct tb_thread *t) { t->level = CONFIG_EVENTS_OFF; }
-
-void tb_flush(struct tb_thread *t) { (void)t; }
+void tb_detach(struct tb_thread *t)
+{
+    if (t->thread_id == 0)
+        return;
+    if (t->chunk != NULL) {
+        struct tb_chunk *c = t->chunk;
+        if (t->cur != t->base || c->nsamples != 0) {
+            hand_over(t); /* takes a fresh chunk we give straight back */
+        }
+        if (t->chunk != NULL) {
+            if (__atomic_load_n(&tb_open, __ATOMIC_ACQUIRE))
+                tb_chunk_release(t->chunk);
+            else
+                free(t->chunk);
+        }
+        set_chunk(t, NULL);
+    }
+    t->level = CONFIG_EVENTS_OFF;
+    t->tick_tsc = UINT64_MAX;
+    reg_remove(t);
+    t->thread_id = 0;
+}

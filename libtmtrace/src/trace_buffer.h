@@ -73,6 +73,28 @@ void tb_detach(struct tb_thread *t);
  * signal); the thread keeps recording into a fresh one. */
 void tb_flush(struct tb_thread *t);
 
+/* Tracer side (tracer.c, trace_writer.c); never on the event path. */
+struct tb_chunk;
+/* Sizes the chunk pool from config (TMTRACE_BUFFER, TMTRACE_MEMORY) and opens
+ * hand-over; `cpus` are the CPUs forced migrations cycle through. */
+int tb_setup(uint64_t tsc_hz, const int *cpus, int ncpus);
+/* Ends hand-over: later full chunks are dropped (counted), detach frees. */
+void tb_close(void);
+/* Frees the pool (after the writer stopped). Chunks of threads still
+ * attached are left alone: they may still be written into. */
+void tb_teardown(void);
+/* Hands a copy of every attached thread's partial chunk to `emit` (signal
+ * and exit paths: the threads are not stopped, so a record being written at
+ * that instant may be torn). */
+void tb_snapshot_all(void (*emit)(struct tb_chunk *c));
+/* Returns a written chunk to the pool (stream mode). */
+void tb_chunk_release(struct tb_chunk *c);
+/* Thread table: those attached since the last call, or all with drop counts. */
+size_t tb_threads_new(struct tf_thread_info *out, size_t max);
+size_t tb_threads_all(struct tf_thread_info *out, size_t max);
+uint64_t tb_total_recorded(void);
+uint64_t tb_total_dropped(void);
+
 static inline struct tf_record *tb_slot(struct tb_thread *t)
 {
     if (TB_UNLIKELY(t->cur == t->end))

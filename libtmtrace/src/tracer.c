@@ -1,10 +1,264 @@
 /*
- * tracer.c - the tracer's life cycle (see tracer.h).
- * PLACEHOLDER until the tracer lands: tracing is off.
+ * tracer.c - the tracer's life cycle (see tracer.h): init opens the trace,
+ * runs the pre-run sampling phase and starts the writer; shutdown (explicit,
+ * at exit, or on SIGTERM/SIGINT) writes everything, the post-run samples,
+ * the site names and the END chunk.
+ *
+ * Never on the event path. The signal handler does only async-signal-safe
+ * things: it asks the writer thread to flush and waits for it a bounded
+ * time, then restores the default action and re-raises.
  */
 #include "tracer.h"
 
-int tracer_init(void) { return 0; }
-int tracer_shutdown(void) { return 0; }
-uint64_t tracer_events_recorded(void) { return 0; }
-uint64_t tracer_events_dropped(void) { return 0; }
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "clock_sample.h"
+#include "config.h"
+#include "error.h"
+#include "skew.h"
+#include "trace_buffer.h"
+#include "trace_file.h"
+#include "trace_writer.h"
+
+enum { TR_IDLE = 0, TR_ACTIVE = 1, TR_CLOSED = 2 };
+
+static int tr_state;                 /* atomic */
+static struct tf_writer *tr_file;
+static int tr_cpus[CPU_SETSIZE];
+static int tr_ncpus;
+static int tr_atexit_done;
+static struct sigaction tr_old_term, tr_old_int;
+static int tr_handlers;
+
+static void tr_cmdline(char *out, size_t cap)
+{
+    out[0] = '\0';
+    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    ssize_t n = read(fd, out, cap - 1);
+    close(fd);
+    if (n <= 0)
+        return;
+    out[n] = '\0';
+    for (ssize_t i = 0; i + 1 < n; i++)
+        if (out[i] == '\0')
+            out[i] = ' ';
+}
+
+/* The tail of the trace: names of sites, END with per-thread counts. */
+static void tr_write_end(void)
+{
+    tw_write_new_sites();
+    size_t cap = 64, n;
+    struct tf_thread_info *info = NULL;
+    for (;;) {
+        struct tf_thread_info *p = realloc(info, cap * sizeof *p);
+        if (p == NULL)
+            break;
+        info = p;
+        n = tb_threads_all(info, cap);
+        if (n < cap)
+            break;
+        cap *= 2;
+    }
+    if (info == NULL)
+        n = 0;
+    for (size_t i = 0; i < n; i++) {
+        info[i].events = tw_thread_written(info[i].id);
+        info[i].dropped += tw_thread_lost(info[i].id);
+    }
+    errno = 0;
+    if (tw_errors() == 0 && tf_write_end(tr_file, info, n, 0) != 0)
+        tw_note_error(0, 0);
+    else if (tw_errors() != 0)
+        (void)tf_write_end(tr_file, info, n, tw_errors()); /* best effort: the disk may be full */
+    free(info);
+}
+
+static void tr_report_errors(void)
+{
+    if (tw_errors() == 0)
+        return;
+    fprintf(stderr, "libtmtrace: %s: write failed after %llu chunks: %s; %llu events lost\n", config.file,
+            (unsigned long long)tw_chunks_written(), tw_first_error(), (unsigned long long)tw_lost());
+}
+
+/* Runs on the writer thread once it wrote the queue after a fatal signal. */
+static void tr_on_signal(void)
+{
+    tb_close();
+    tb_snapshot_all(tw_write_now);
+    tr_write_end();
+    (void)tf_finish(tr_file, 0);
+    tr_file = NULL;
+}
+
+static void tr_signal(int sig)
+{
+    int saved = errno;
+    int expect = TR_ACTIVE;
+    if (__atomic_compare_exchange_n(&tr_state, &expect, TR_CLOSED, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        (void)tw_signal_flush(5000);
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    sigaction(sig, &dfl, NULL);
+    sigset_t s;
+    sigemptyset(&s);
+    sigaddset(&s, sig);
+    pthread_sigmask(SIG_UNBLOCK, &s, NULL);
+    raise(sig);
+    errno = saved;
+}
+
+/* Only where the program kept the default action: its own handler wins. */
+static void tr_install_handlers(void)
+{
+    struct sigaction sa, old;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = tr_signal;
+    sigemptyset(&sa.sa_mask);
+    tr_handlers = 0;
+    if (sigaction(SIGTERM, NULL, &old) == 0 && old.sa_handler == SIG_DFL && sigaction(SIGTERM, &sa, &tr_old_term) == 0)
+        tr_handlers |= 1;
+    if (sigaction(SIGINT, NULL, &old) == 0 && old.sa_handler == SIG_DFL && sigaction(SIGINT, &sa, &tr_old_int) == 0)
+        tr_handlers |= 2;
+}
+
+static void tr_remove_handlers(void)
+{
+    if (tr_handlers & 1)
+        sigaction(SIGTERM, &tr_old_term, NULL);
+    if (tr_handlers & 2)
+        sigaction(SIGINT, &tr_old_int, NULL);
+    tr_handlers = 0;
+}
+
+static void tr_atexit(void) { (void)tracer_shutdown(); }
+
+static int tr_sample(unsigned phase, struct cs_set *set)
+{
+    return cs_phase(phase, tr_cpus, tr_ncpus, config.sample_ms, config.clock, set);
+}
+
+int tracer_init(void)
+{
+    if (config.events == CONFIG_EVENTS_OFF || __atomic_load_n(&tr_state, __ATOMIC_ACQUIRE) == TR_ACTIVE)
+        return 0;
+    static struct tf_skew skews[SKEW_MAX_CPUS];
+    int nskew = skew_parse(config.skew, skews, SKEW_MAX_CPUS);
+    if (nskew < 0)
+        return -1;
+    tr_ncpus = cs_cpus(tr_cpus, CPU_SETSIZE);
+    if (tr_ncpus < 0)
+        return -1;
+
+    struct tf_header hdr;
+    memset(&hdr, 0, sizeof hdr);
+    struct timespec wall;
+    clock_gettime(CLOCK_REALTIME, &wall);
+    hdr.wall_start_ns = (int64_t)wall.tv_sec * 1000000000 + wall.tv_nsec;
+    uint32_t aux;
+    uint64_t base = clock_rdtscp(&aux);
+
+    struct cs_set pre = { 0 };
+    if (tr_sample(TF_PHASE_PRE, &pre) != 0) {
+        cs_set_free(&pre);
+        return -1;
+    }
+    uint64_t hz = cs_fit_hz(pre.s, pre.n);
+    if (hz == 0) {
+        cs_set_free(&pre);
+        return error_set("libtmtrace: could not estimate the TSC frequency (TMTRACE_SAMPLE_MS=%lld too short?)",
+                         (long long)config.sample_ms);
+    }
+    skew_init(skews, (size_t)nskew, hz, base);
+    cs_apply_skew(pre.s, pre.n);
+
+    hdr.version = TF_VERSION;
+    hdr.flags = skew_active() ? TF_HDR_INJECTED : 0;
+    hdr.tsc_hz = hz;
+    hdr.ref_clock = config.clock == CONFIG_CLOCK_MONOTONIC_RAW ? 1 : 0;
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    hdr.ncpus = (uint32_t)(online > 0 ? online : tr_ncpus);
+    hdr.pid = (uint32_t)getpid();
+    hdr.events_level = (uint32_t)config.events;
+    tr_cmdline(hdr.cmdline, sizeof hdr.cmdline);
+
+    tr_file = tf_create(config.file, &hdr, 0);
+    if (tr_file == NULL) {
+        cs_set_free(&pre);
+        return -1;
+    }
+    if ((nskew > 0 && tf_write_skews(tr_file, skews, (size_t)nskew) != 0) ||
+        tf_write_samples(tr_file, pre.s, pre.n) != 0) {
+        cs_set_free(&pre);
+        tf_abandon(tr_file);
+        tr_file = NULL;
+        return -1;
+    }
+    cs_set_free(&pre);
+    tb_setup(hz, tr_cpus, tr_ncpus);
+    if (tw_start(tr_file, config.mode, tr_on_signal) != 0) {
+        tb_close();
+        tf_abandon(tr_file);
+        tr_file = NULL;
+        return -1;
+    }
+    __atomic_store_n(&tr_state, TR_ACTIVE, __ATOMIC_RELEASE);
+    tr_install_handlers();
+    if (!tr_atexit_done) {
+        tr_atexit_done = 1;
+        atexit(tr_atexit);
+    }
+    return 0;
+}
+
+int tracer_shutdown(void)
+{
+    int expect = TR_ACTIVE;
+    if (!__atomic_compare_exchange_n(&tr_state, &expect, TR_CLOSED, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        return 0;
+    tr_remove_handlers();
+    /* Threads that did not leave (e.g. exit() from a traced thread). */
+    tb_snapshot_all(tw_submit);
+    tb_close();
+    tw_stop();
+
+    int rc = 0;
+    struct cs_set post = { 0 };
+    if (tr_sample(TF_PHASE_POST, &post) == 0) {
+        cs_apply_skew(post.s, post.n);
+        errno = 0;
+        if (tw_errors() == 0 && tf_write_samples(tr_file, post.s, post.n) != 0)
+            tw_note_error(0, 0);
+    } else {
+        rc = -1;
+    }
+    cs_set_free(&post);
+    tr_write_end();
+    errno = 0;
+    if (tf_finish(tr_file, 0) != 0 && tw_errors() == 0)
+        tw_note_error(0, 0);
+    tr_file = NULL;
+    tr_report_errors();
+    if (tw_errors() != 0 && rc == 0)
+        rc = error_set("libtmtrace: %s: write failed: %s; %llu events lost", config.file, tw_first_error(),
+                       (unsigned long long)tw_lost());
+    tb_teardown();
+    return rc;
+}
+
+uint64_t tracer_events_recorded(void) { return tb_total_recorded(); }
+uint64_t tracer_events_dropped(void) { return tb_total_dropped() + tw_lost(); }

@@ -1,0 +1,270 @@
+/*
+ * trace_writer.c - the writer thread and the queue of full chunks (see
+ * trace_writer.h).
+ *
+ * The queue is a lock-free LIFO list: producers push with one CAS, the
+ * writer takes the whole list with one exchange and reverses it, so each
+ * thread's chunks are written in the order they were handed over. The
+ * writer never prints during the run; its failures are counted and the
+ * tracer reports them once at exit and in the END chunk.
+ */
+#include "trace_writer.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "config.h"
+#include "error.h"
+#include "site.h"
+#include "trace_buffer.h"
+
+static struct tf_writer *tw_file;
+static int tw_mode;
+static int tw_codec, tw_level;
+static void (*tw_on_signal)(void);
+
+static struct tb_chunk *tw_queue;   /* atomic */
+static sem_t tw_wake;
+static pthread_t tw_tid;
+static int tw_running;
+static int tw_stop_req;             /* atomic */
+static int tw_sig_req;              /* atomic */
+static int tw_sig_done;             /* atomic */
+
+/* Touched by the writer thread only while it runs, by the tracer after. */
+static uint64_t *tw_written, *tw_lost_by;
+static size_t tw_nthreads;
+static uint64_t tw_nerrors, tw_nlost, tw_nwritten;  /* atomic for readers */
+static int tw_failed;
+static char tw_errmsg[256];
+
+static int tw_file_codec(int c)
+{
+    switch (c) {
+    case CONFIG_CODEC_NONE: return TF_CODEC_NONE;
+    case CONFIG_CODEC_ZLIB: return TF_CODEC_ZLIB;
+    default:
+#ifdef TMT_HAVE_LZ4
+        return TF_CODEC_LZ4;
+#else
+        return TF_CODEC_ZLIB;
+#endif
+    }
+}
+
+static void tw_grow(uint32_t thread)
+{
+    if (thread < tw_nthreads)
+        return;
+    size_t n = tw_nthreads ? tw_nthreads : 64;
+    while (n <= thread)
+        n *= 2;
+    uint64_t *a = realloc(tw_written, n * sizeof *a);
+    if (a != NULL)
+        tw_written = a;
+    uint64_t *b = realloc(tw_lost_by, n * sizeof *b);
+    if (b != NULL)
+        tw_lost_by = b;
+    if (a == NULL || b == NULL)
+        return;
+    memset(tw_written + tw_nthreads, 0, (n - tw_nthreads) * sizeof *a);
+    memset(tw_lost_by + tw_nthreads, 0, (n - tw_nthreads) * sizeof *b);
+    tw_nthreads = n;
+}
+
+void tw_note_error(size_t records, uint32_t thread)
+{
+    if (!tw_failed) {
+        int e = errno;
+        tw_failed = 1;
+        snprintf(tw_errmsg, sizeof tw_errmsg, "%s", e ? strerror(e) : error_get());
+    }
+    __atomic_fetch_add(&tw_nerrors, 1, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&tw_nlost, records, __ATOMIC_RELAXED);
+    tw_grow(thread);
+    if (thread < tw_nthreads)
+        tw_lost_by[thread] += records;
+}
+
+/* Thread starts go before the first chunk of that thread. */
+static void tw_announce(void)
+{
+    struct tf_thread_info info[64];
+    size_t n;
+    while ((n = tb_threads_new(info, 64)) > 0)
+        if (!tw_failed && tf_write_threads(tw_file, info, n) != 0)
+            tw_note_error(0, 0);
+}
+
+void tw_write_new_sites(void)
+{
+    uint32_t first;
+    size_t n;
+    static struct tf_site buf[64];
+    while ((n = site_take_new(&first, 64)) > 0) {
+        for (size_t i = 0; i < n; i++) {
+            const tmt_site *s = site_get(first + (uint32_t)i);
+            memset(&buf[i], 0, sizeof buf[i]);
+            buf[i].id = first + (uint32_t)i;
+            if (s != NULL) {
+                buf[i].line = s->line;
+                snprintf(buf[i].file, sizeof buf[i].file, "%s", s->file ? s->file : "");
+                snprintf(buf[i].label, sizeof buf[i].label, "%s", s->label ? s->label : "");
+            }
+        }
+        if (!tw_failed && tf_write_sites(tw_file, buf, n) != 0)
+            tw_note_error(0, 0);
+    }
+}
+
+void tw_write_now(struct tb_chunk *c)
+{
+    tw_announce();
+    tw_write_new_sites(); /* a chunk's sites are named before its events */
+    errno = 0;
+    if (tw_failed) {
+        tw_note_error(c->n, c->thread);
+    } else if (c->nsamples && tf_write_samples(tw_file, c->samples, c->nsamples) != 0) {
+        tw_note_error(c->n, c->thread);
+    } else if (c->n && tf_write_records(tw_file, c->thread, c->seq, c->first_instance, c->recs, c->truth,
+                                        c->n, tw_codec, tw_level) != 0) {
+        tw_note_error(c->n, c->thread);
+    } else {
+        tw_grow(c->thread);
+        if (c->thread < tw_nthreads)
+            tw_written[c->thread] += c->n;
+        __atomic_fetch_add(&tw_nwritten, 1, __ATOMIC_RELAXED);
+    }
+    tb_chunk_release(c);
+}
+
+void tw_submit(struct tb_chunk *c)
+{
+    struct tb_chunk *head = __atomic_load_n(&tw_queue, __ATOMIC_RELAXED);
+    do {
+        c->next = head;
+    } while (!__atomic_compare_exchange_n(&tw_queue, &head, c, 1, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
+    if (tw_mode == CONFIG_MODE_STREAM)
+        sem_post(&tw_wake);
+}
+
+/* Takes the queue and writes it oldest first. */
+static void tw_drain(void)
+{
+    struct tb_chunk *c = __atomic_exchange_n(&tw_queue, NULL, __ATOMIC_ACQUIRE), *rev = NULL;
+    while (c != NULL) {
+        struct tb_chunk *next = c->next;
+        c->next = rev;
+        rev = c;
+        c = next;
+    }
+    while (rev != NULL) {
+        struct tb_chunk *next = rev->next;
+        tw_write_now(rev);
+        rev = next;
+    }
+}
+
+static void *tw_main(void *arg)
+{
+    (void)arg;
+    for (;;) {
+        if (tw_mode == CONFIG_MODE_STREAM) {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_nsec += 50 * 1000000;
+            if (ts.tv_nsec >= 1000000000) {
+                ts.tv_sec++;
+                ts.tv_nsec -= 1000000000;
+            }
+            while (sem_timedwait(&tw_wake, &ts) != 0 && errno == EINTR)
+                ;
+        } else {
+            while (sem_wait(&tw_wake) != 0 && errno == EINTR)
+                ;
+        }
+        if (__atomic_load_n(&tw_sig_req, __ATOMIC_ACQUIRE)) {
+            tw_drain();
+            if (tw_on_signal)
+                tw_on_signal();
+            __atomic_store_n(&tw_sig_done, 1, __ATOMIC_RELEASE);
+            return NULL;
+        }
+        int stop = __atomic_load_n(&tw_stop_req, __ATOMIC_ACQUIRE);
+        if (tw_mode == CONFIG_MODE_STREAM || stop)
+            tw_drain();
+        if (stop)
+            return NULL;
+    }
+}
+
+int tw_start(struct tf_writer *w, int mode, void (*on_signal)(void))
+{
+    tw_file = w;
+    tw_mode = mode;
+    tw_codec = tw_file_codec(config.codec);
+    tw_level = config.codec_level;
+    tw_on_signal = on_signal;
+    tw_queue = NULL;
+    tw_stop_req = tw_sig_req = tw_sig_done = 0;
+    tw_nerrors = tw_nlost = tw_nwritten = 0;
+    tw_failed = 0;
+    tw_errmsg[0] = '\0';
+    free(tw_written);
+    free(tw_lost_by);
+    tw_written = tw_lost_by = NULL;
+    tw_nthreads = 0;
+    if (sem_init(&tw_wake, 0, 0) != 0)
+        return error_set_errno(errno, "trace writer: sem_init");
+    /* Fatal signals are for the program's threads: the writer must stay
+     * free to flush when one arrives. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    int e = pthread_create(&tw_tid, NULL, tw_main, NULL);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (e != 0)
+        return error_set_errno(e, "trace writer: pthread_create");
+    tw_running = 1;
+    return 0;
+}
+
+void tw_stop(void)
+{
+    if (!tw_running)
+        return;
+    __atomic_store_n(&tw_stop_req, 1, __ATOMIC_RELEASE);
+    sem_post(&tw_wake);
+    pthread_join(tw_tid, NULL);
+    tw_running = 0;
+    tw_drain(); /* anything submitted while it stopped */
+    sem_destroy(&tw_wake);
+}
+
+int tw_signal_flush(int max_ms)
+{
+    if (!tw_running)
+        return 0;
+    __atomic_store_n(&tw_sig_req, 1, __ATOMIC_RELEASE);
+    sem_post(&tw_wake);
+    for (int i = 0; i < max_ms; i++) {
+        if (__atomic_load_n(&tw_sig_done, __ATOMIC_ACQUIRE))
+            return 1;
+        struct timespec ts = { 0, 1000000 };
+        nanosleep(&ts, NULL);
+    }
+    return __atomic_load_n(&tw_sig_done, __ATOMIC_ACQUIRE);
+}
+
+uint64_t tw_thread_written(uint32_t thread) { return thread < tw_nthreads ? tw_written[thread] : 0; }
+uint64_t tw_thread_lost(uint32_t thread) { return thread < tw_nthreads ? tw_lost_by[thread] : 0; }
+uint64_t tw_errors(void) { return __atomic_load_n(&tw_nerrors, __ATOMIC_RELAXED); }
+uint64_t tw_lost(void) { return __atomic_load_n(&tw_nlost, __ATOMIC_RELAXED); }
+uint64_t tw_chunks_written(void) { return __atomic_load_n(&tw_nwritten, __ATOMIC_RELAXED); }
+const char *tw_first_error(void) { return tw_errmsg; }

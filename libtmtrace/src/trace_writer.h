@@ -1,0 +1,62 @@
+/*
+ * trace_writer.h - the writer thread: the one place where full trace chunks
+ * become bytes in the trace file while (stream mode) or after (memory mode)
+ * the program runs.
+ *
+ * Owns: struct tb_chunk (the unit the buffers hand over), the lock-free
+ * queue of chunks waiting to be written, the writer thread, the per-thread
+ * counts of records written and lost, and the writer's error record. Never
+ * blocks a recording thread: submitting is one compare-and-swap plus a
+ * semaphore post.
+ */
+#ifndef TMT_TRACE_WRITER_H
+#define TMT_TRACE_WRITER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "trace_file.h"
+
+#define TB_CHUNK_SAMPLES 64  /* in-run samples a chunk carries before it is handed over early */
+
+struct tb_chunk {
+    struct tb_chunk *next;    /* queue / free-list link */
+    uint32_t thread;          /* owner's tracer thread id */
+    uint32_t nsamples;
+    uint64_t seq;             /* program-order index of recs[0] */
+    uint64_t first_instance;  /* instance id in force at recs[0] */
+    size_t n;                 /* records filled */
+    size_t cap;               /* records that fit */
+    uint64_t *truth;          /* uninjected TSC per record, or NULL */
+    int pooled;               /* 1: belongs to the pool (counted in TMTRACE_MEMORY) */
+    struct tf_sample samples[TB_CHUNK_SAMPLES];
+    struct tf_record recs[];
+};
+
+/* Starts the writer on an open trace file. `mode` is enum config_mode;
+ * `on_signal` runs on the writer thread after it wrote everything queued when
+ * a fatal signal asked for a flush (the tracer writes the tail there). */
+int tw_start(struct tf_writer *w, int mode, void (*on_signal)(void));
+/* Queues a chunk (any thread). */
+void tw_submit(struct tb_chunk *c);
+/* Writes everything queued, stops and joins the writer. Idempotent. */
+void tw_stop(void);
+/* From a signal handler: wakes the writer to flush and waits for it at most
+ * about `max_ms` ms. Async-signal-safe. Returns 1 if the flush finished. */
+int tw_signal_flush(int max_ms);
+/* Writes a chunk now on the calling thread (tail of the trace). */
+void tw_write_now(struct tb_chunk *c);
+/* Writes META_SITES for sites registered since the last call. */
+void tw_write_new_sites(void);
+/* Per-thread figures for the END chunk. */
+uint64_t tw_thread_written(uint32_t thread);
+uint64_t tw_thread_lost(uint32_t thread);
+/* Writer failures: chunks not written, records lost; message of the first. */
+uint64_t tw_errors(void);
+uint64_t tw_lost(void);
+uint64_t tw_chunks_written(void);
+const char *tw_first_error(void);
+/* Counts a failed write of the tail (tracer's own writes). */
+void tw_note_error(size_t records, uint32_t thread);
+
+#endif
