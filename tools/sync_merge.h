@@ -1,0 +1,81 @@
+/*
+ * sync_merge.h - the trace index (pass 1) and the k-way merge of the
+ * threads' event streams (pass 2), shared by tmsync and tmcheck.
+ *
+ * Owns: collecting everything but the events in one pass (header, sites,
+ * threads, skews, samples, models, END counts, the file offsets of every
+ * thread's EVENTS chunks), and producing the events of all threads in one
+ * order that keeps each thread's own order: a binary heap keyed on
+ * (ts, thread, seq) over one cursor per thread.
+ * Never: holds more than one decoded chunk per thread; prints.
+ */
+#ifndef TMT_SYNC_MERGE_H
+#define TMT_SYNC_MERGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "trace_file.h"
+
+/* The EVENTS chunks of one source (a thread, or thread 0 in a synced trace). */
+struct mi_source {
+    uint32_t thread;
+    uint64_t *offsets;
+    size_t n, cap;
+    uint64_t events;     /* sum of the chunks' counts */
+};
+
+struct merge_index {
+    struct tf_header hdr;
+    struct tf_site *sites;
+    size_t nsites;
+    struct tf_thread_info *threads;  /* META_THREADS */
+    size_t nthreads;
+    struct tf_thread_info *end;      /* END chunk (NULL if missing) */
+    size_t nend;
+    uint64_t writer_errors;
+    int have_end;
+    struct tf_skew *skews;
+    size_t nskews;
+    struct tf_sample *samples;
+    size_t nsamples;
+    struct tf_cpu_model *models;
+    size_t nmodels;
+    struct mi_source *src;           /* sorted by thread */
+    size_t nsrc;
+    uint64_t events;                 /* all EVENTS chunks' counts */
+    uint64_t chunks;
+};
+
+/* Pass 1 over an open reader (opened with TF_SKIP_EVENTS). 0 or -1 with the
+ * reader's message in error_get(). */
+int mi_scan(struct tf_reader *r, struct merge_index *ix);
+void mi_free(struct merge_index *ix);
+/* Dropped events recorded in the END chunk (0 without one). */
+uint64_t mi_dropped(const struct merge_index *ix);
+
+/* Called on every decoded chunk before its events enter the merge: lets
+ * tmsync rewrite ts/truth in one tight loop. Returns 0 or -1 (message set). */
+typedef int (*merge_map_fn)(void *ctx, struct tf_event *ev, size_t n);
+
+struct merge;
+
+/* A merge over the sources of `ix`, read through `r` (a reader of the same
+ * file; may be the one scanned, opened without TF_SKIP_EVENTS). */
+struct merge *merge_create(struct tf_reader *r, const struct merge_index *ix, merge_map_fn map, void *ctx);
+/* The next event in merged order: 1 = *ev points at it (valid until the next
+ * call), 0 = all done, -1 = error (error_get()). */
+int merge_next(struct merge *m, const struct tf_event **ev);
+void merge_free(struct merge *m);
+
+/* Strict order of the merge: ts, then thread, then seq. */
+static inline int merge_before(const struct tf_event *a, const struct tf_event *b)
+{
+    if (a->ts != b->ts)
+        return a->ts < b->ts;
+    if (a->thread != b->thread)
+        return a->thread < b->thread;
+    return a->seq < b->seq;
+}
+
+#endif

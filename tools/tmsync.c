@@ -1,0 +1,432 @@
+/*
+ * tmsync - corrects a raw trace's per-CPU TSC stamps to reference
+ * nanoseconds and merges the threads' events into one global order.
+ *
+ * Owns: the command line, the per-CPU table (text and JSON), and the two
+ * passes: index + fits (sync_model), then the merge (sync_merge) written as
+ * a new trace with the MODEL chunk and TF_HDR_SYNCED.
+ * Never: overwrites its input, leaves a partial output file, or holds more
+ * than one decoded chunk per thread.
+ */
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "sync_merge.h"
+#include "sync_model.h"
+#include "tool_common.h"
+#include "trace_file.h"
+
+#define SYNC_OUT_BATCH 65536     /* events per merged output chunk */
+#define SYNC_MAX_CPU 4096        /* TSC_AUX carries 12 bits of CPU */
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: tmsync TRACE [-o FILE] [--model linear|piecewise|auto|none] [--json] [--salvage]\n"
+            "Fits every CPU's TSC to the reference clock from the trace's samples, rewrites each\n"
+            "event's stamp in reference ns with the model of the CPU that took it, and merges all\n"
+            "threads into one order (ties: thread, then program order). Writes TRACE.sync.bin\n"
+            "(TRACE without .bin) or FILE, atomically.\n"
+            "  -o, --output FILE   output trace (never the input)\n"
+            "  -m, --model KIND    linear: pre+post samples, one line per CPU\n"
+            "                      piecewise: in-run samples too, continuous segments\n"
+            "                      auto (default): piecewise when the in-run samples show drift changed\n"
+            "                      none: no correction (nominal TSC rate), merge only\n"
+            "  -j, --json          print the per-CPU table as JSON\n"
+            "  -s, --salvage       skip damaged chunks and report how many\n"
+            "  -h, --help          this text\n"
+            "  -V, --version       version\n");
+}
+
+struct sync_ctx {
+    struct sm_result *bycpu[SYNC_MAX_CPU];
+    uint32_t hint[SYNC_MAX_CPU];
+    struct sm_result pooled;
+    int have_pooled;
+    struct sm_result truth;       /* fit of the uninjected TSCs (all CPUs share that clock) */
+    int have_truth;
+    uint32_t truth_hint;
+    double ns_per_tick;
+};
+
+/* The model for a CPU no sample came from: the pooled fit. */
+static struct sm_result *model_for(struct sync_ctx *x, unsigned cpu)
+{
+    if (cpu >= SYNC_MAX_CPU)
+        cpu = SYNC_MAX_CPU - 1;
+    if (!x->bycpu[cpu]) {
+        struct sm_result *m = malloc(sizeof *m);
+        if (!m)
+            return NULL;
+        *m = x->pooled;
+        m->m.cpu = cpu;
+        m->m.used = m->m.rejected = 0;
+        m->how = SM_HOW_POOLED;
+        x->bycpu[cpu] = m;
+    }
+    return x->bycpu[cpu];
+}
+
+static int map_events(void *ctx, struct tf_event *ev, size_t n)
+{
+    struct sync_ctx *x = ctx;
+    for (size_t i = 0; i < n; i++) {
+        unsigned cpu = ev[i].cpu < SYNC_MAX_CPU ? ev[i].cpu : SYNC_MAX_CPU - 1;
+        struct sm_result *m = x->bycpu[cpu];
+        if (!m && !(m = model_for(x, cpu)))
+            return error_set("out of memory");
+        ev[i].ts = sm_to_ns(sm_eval(&m->m, ev[i].ts, &x->hint[cpu]));
+        if (x->have_truth && ev[i].truth)
+            ev[i].truth = sm_to_ns(sm_eval(&x->truth.m, ev[i].truth, &x->truth_hint));
+    }
+    return 0;
+}
+
+static int cmp_sample_cpu(const void *a, const void *b)
+{
+    const struct tf_sample *x = a, *y = b;
+    return (x->cpu > y->cpu) - (x->cpu < y->cpu);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* A model that converts at the nominal rate only (--model none). */
+static void nominal_model(struct sm_result *r, unsigned cpu, double npt)
+{
+    memset(r, 0, sizeof *r);
+    r->m.cpu = cpu;
+    r->m.nseg = 1;
+    r->m.seg[0].a = npt;
+    r->kind = SM_NONE;
+    r->how = SM_HOW_FIT;
+}
+
+/* Fits every CPU that has samples; the pooled fit first (the fallback). */
+static int fit_all(struct sync_ctx *x, struct merge_index *ix, enum sm_kind kind)
+{
+    double npt = x->ns_per_tick;
+    if (kind == SM_NONE || ix->nsamples == 0) {
+        nominal_model(&x->pooled, 0, npt);
+        x->have_pooled = 1;
+        if (ix->hdr.flags & TF_HDR_INJECTED) {
+            nominal_model(&x->truth, 0, npt);
+            x->have_truth = 1;
+        }
+        return 0;
+    }
+    size_t n = ix->nsamples;
+    struct tf_sample *s = malloc(n * sizeof *s);
+    if (!s)
+        return error_set("out of memory");
+    memcpy(s, ix->samples, n * sizeof *s);
+    if (sm_fit_cpu(UINT32_MAX, s, n, SM_LINEAR, npt, 0, NULL, &x->pooled) < 0) {
+        free(s);
+        return error_set("%s: the pooled clock fit failed", "samples");
+    }
+    x->have_pooled = 1;
+    if (ix->hdr.flags & TF_HDR_INJECTED) {
+        memcpy(s, ix->samples, n * sizeof *s);
+        if (sm_fit_cpu(UINT32_MAX, s, n, SM_LINEAR, npt, 1, NULL, &x->truth) == 0)
+            x->have_truth = 1;
+    }
+    memcpy(s, ix->samples, n * sizeof *s);
+    qsort(s, n, sizeof *s, cmp_sample_cpu);
+    for (size_t i = 0; i < n;) {
+        size_t j = i;
+        while (j < n && s[j].cpu == s[i].cpu)
+            j++;
+        unsigned cpu = s[i].cpu < SYNC_MAX_CPU ? s[i].cpu : SYNC_MAX_CPU - 1;
+        struct sm_result *m = malloc(sizeof *m);
+        if (!m || sm_fit_cpu(cpu, s + i, j - i, kind, npt, 0, &x->pooled, m) < 0) {
+            free(m);
+            free(s);
+            return error_set("CPU %u: clock fit failed", cpu);
+        }
+        free(x->bycpu[cpu]);
+        x->bycpu[cpu] = m;
+        i = j;
+    }
+    free(s);
+    /* offsets: how far each CPU's clock is ahead of the median CPU at the
+     * first sample's reference time, in ns at the nominal rate */
+    double y0 = INFINITY;
+    for (size_t i = 0; i < ix->nsamples; i++)
+        y0 = fmin(y0, (double)ix->samples[i].ref_ns);
+    double inv[SYNC_MAX_CPU];
+    size_t k = 0;
+    for (unsigned c = 0; c < SYNC_MAX_CPU; c++)
+        if (x->bycpu[c])
+            inv[k++] = sm_inverse(&x->bycpu[c]->m, y0);
+    qsort(inv, k, sizeof *inv, cmp_double);
+    double med = k ? (k % 2 ? inv[k / 2] : (inv[k / 2 - 1] + inv[k / 2]) / 2) : 0;
+    for (unsigned c = 0; c < SYNC_MAX_CPU; c++)
+        if (x->bycpu[c])
+            x->bycpu[c]->m.offset_ns = (sm_inverse(&x->bycpu[c]->m, y0) - med) * npt;
+    return 0;
+}
+
+static void print_table(const struct sync_ctx *x, FILE *f, int json, const char *in, const char *out,
+                        enum sm_kind kind, uint64_t events, uint64_t skipped)
+{
+    if (json) {
+        fprintf(f, "{\"input\":\"%s\",\"output\":\"%s\",\"model\":\"%s\",\"events\":%llu,\"skipped_chunks\":%llu,"
+                "\"cpus\":[", in, out, sm_kind_name(kind), (unsigned long long)events,
+                (unsigned long long)skipped);
+    } else {
+        fprintf(f, "%s -> %s: %llu events, model %s\n", in, out, (unsigned long long)events, sm_kind_name(kind));
+        fprintf(f, "%5s %-9s %-11s %7s %8s %12s %14s %10s %10s %4s\n", "cpu", "model", "source", "used",
+                "rejected", "drift_ppm", "offset_ns", "rms_ns", "max_ns", "segs");
+    }
+    int first = 1;
+    for (unsigned c = 0; c < SYNC_MAX_CPU; c++) {
+        const struct sm_result *r = x->bycpu[c];
+        if (!r)
+            continue;
+        const struct tf_cpu_model *m = &r->m;
+        if (json) {
+            fprintf(f, "%s{\"cpu\":%u,\"model\":\"%s\",\"source\":\"%s\",\"used\":%u,\"rejected\":%u,"
+                    "\"rejected_width\":%u,\"rejected_outlier\":%u,\"drift_ppm\":%.4f,\"offset_ns\":%.1f,"
+                    "\"rms_ns\":%.2f,\"max_ns\":%.2f,\"segments\":%u}",
+                    first ? "" : ",", c, sm_kind_name(r->kind), sm_how_name(r->how), m->used, m->rejected,
+                    r->rejected_width, r->rejected_outlier, m->drift_ppm, m->offset_ns, m->rms_ns, m->max_ns,
+                    m->nseg);
+        } else {
+            fprintf(f, "%5u %-9s %-11s %7u %8u %12.4f %14.1f %10.2f %10.2f %4u\n", c, sm_kind_name(r->kind),
+                    sm_how_name(r->how), m->used, m->rejected, m->drift_ppm, m->offset_ns, m->rms_ns,
+                    m->max_ns, m->nseg);
+        }
+        first = 0;
+    }
+    if (json) {
+        fprintf(f, "]}\n");
+        return;
+    }
+    for (unsigned c = 0; c < SYNC_MAX_CPU; c++) {
+        const struct sm_result *r = x->bycpu[c];
+        if (r && r->how == SM_HOW_OFFSET_ONLY)
+            fprintf(f, "note: CPU %u has too few samples for a slope (%u used): pooled slope, own offset\n", c,
+                    r->m.used);
+        else if (r && r->how == SM_HOW_POOLED)
+            fprintf(f, "note: CPU %u has no usable samples: pooled fit of all CPUs\n", c);
+    }
+    if (skipped)
+        fprintf(f, "note: %llu damaged chunks skipped (--salvage)\n", (unsigned long long)skipped);
+}
+
+/* "dir/trace.bin" -> "dir/trace.sync.bin" */
+static char *default_output(const char *in)
+{
+    size_t n = strlen(in);
+    if (n > 4 && strcmp(in + n - 4, ".bin") == 0)
+        n -= 4;
+    char *o = malloc(n + 10);
+    if (o) {
+        memcpy(o, in, n);
+        strcpy(o + n, ".sync.bin");
+    }
+    return o;
+}
+
+static int write_output(struct sync_ctx *x, struct merge_index *ix, const char *in, const char *out,
+                        unsigned open_flags, uint64_t *written)
+{
+    struct tf_reader *r = tf_open(in, open_flags & TF_SALVAGE);
+    if (!r)
+        return tool_error_lib();
+    struct tf_header h = ix->hdr;
+    h.flags |= TF_HDR_SYNCED;
+    struct tf_writer *w = tf_create(out, &h, TF_WRITE_ATOMIC);
+    if (!w) {
+        tf_close(r);
+        return tool_error_lib();
+    }
+    struct merge *m = NULL;
+    struct tf_event *buf = NULL;
+    size_t nm = 0;
+    struct tf_cpu_model *models = NULL;
+    int bad = 0;
+    for (unsigned c = 0; c < SYNC_MAX_CPU; c++)
+        nm += x->bycpu[c] != NULL;
+    models = calloc(nm ? nm : 1, sizeof *models);
+    buf = malloc(SYNC_OUT_BATCH * sizeof *buf);
+    if (!models || !buf) {
+        error_set("out of memory");
+        bad = 1;
+        goto done;
+    }
+    nm = 0;
+    for (unsigned c = 0; c < SYNC_MAX_CPU; c++)
+        if (x->bycpu[c])
+            models[nm++] = x->bycpu[c]->m;
+    if ((ix->nsites && tf_write_sites(w, ix->sites, ix->nsites) < 0) ||
+        (ix->nthreads && tf_write_threads(w, ix->threads, ix->nthreads) < 0) ||
+        (ix->nskews && tf_write_skews(w, ix->skews, ix->nskews) < 0) ||
+        (ix->nsamples && tf_write_samples(w, ix->samples, ix->nsamples) < 0)) {
+        bad = 1;
+        goto done;
+    }
+    m = merge_create(r, ix, map_events, x);
+    if (!m) {
+        bad = 1;
+        goto done;
+    }
+    size_t nb = 0;
+    const struct tf_event *ev;
+    int rc;
+    uint64_t total = 0;
+    while ((rc = merge_next(m, &ev)) == 1) {
+        buf[nb++] = *ev;
+        if (nb == SYNC_OUT_BATCH) {
+            if (tf_write_events(w, 0, buf, nb, TF_CODEC_NONE, 0) < 0) {
+                bad = 1;
+                goto done;
+            }
+            total += nb;
+            nb = 0;
+        }
+    }
+    if (rc < 0 || (nb && tf_write_events(w, 0, buf, nb, TF_CODEC_NONE, 0) < 0)) {
+        bad = 1;
+        goto done;
+    }
+    total += nb;
+    /* the models cover every CPU seen in the events, fallbacks included */
+    free(models);
+    nm = 0;
+    for (unsigned c = 0; c < SYNC_MAX_CPU; c++)
+        nm += x->bycpu[c] != NULL;
+    models = calloc(nm ? nm : 1, sizeof *models);
+    if (!models) {
+        error_set("out of memory");
+        bad = 1;
+        goto done;
+    }
+    nm = 0;
+    for (unsigned c = 0; c < SYNC_MAX_CPU; c++)
+        if (x->bycpu[c])
+            models[nm++] = x->bycpu[c]->m;
+    if ((nm && tf_write_models(w, models, nm) < 0) ||
+        (ix->have_end && tf_write_end(w, ix->end, ix->nend, ix->writer_errors) < 0)) {
+        bad = 1;
+        goto done;
+    }
+    *written = total;
+done:
+    merge_free(m);
+    free(buf);
+    free(models);
+    if (bad) {
+        tf_abandon(w);
+        tf_close(r);
+        return tool_error_lib();
+    }
+    if (tf_finish(w, 0) < 0) {
+        tf_close(r);
+        return tool_error_lib();
+    }
+    tf_close(r);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    tool_init("tmsync");
+    static const struct option opts[] = {
+        { "output", required_argument, 0, 'o' }, { "model", required_argument, 0, 'm' },
+        { "json", no_argument, 0, 'j' },         { "salvage", no_argument, 0, 's' },
+        { "help", no_argument, 0, 'h' },         { "version", no_argument, 0, 'V' },
+        { 0, 0, 0, 0 }
+    };
+    const char *out = NULL;
+    enum sm_kind kind = SM_AUTO;
+    int json = 0;
+    unsigned flags = 0;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, ":o:m:jshV", opts, NULL)) != -1) {
+        switch (c) {
+        case 'o': out = optarg; break;
+        case 'm':
+            if (strcmp(optarg, "linear") == 0) kind = SM_LINEAR;
+            else if (strcmp(optarg, "piecewise") == 0) kind = SM_PIECEWISE;
+            else if (strcmp(optarg, "auto") == 0) kind = SM_AUTO;
+            else if (strcmp(optarg, "none") == 0) kind = SM_NONE;
+            else return tool_error("--model %s: expected linear, piecewise, auto or none", optarg);
+            break;
+        case 'j': json = 1; break;
+        case 's': flags |= TF_SALVAGE; break;
+        case 'h': usage(stdout); return 0;
+        case 'V': tool_print_version(stdout); return 0;
+        default: return tool_bad_option(argv);
+        }
+    }
+    if (optind != argc - 1)
+        return tool_error(optind >= argc ? "missing TRACE (try --help)" : "%s: one TRACE expected, got more",
+                          optind < argc ? argv[optind + 1] : "");
+    const char *in = argv[optind];
+    char *defout = NULL;
+    if (!out) {
+        defout = default_output(in);
+        if (!defout)
+            return tool_error("out of memory");
+        out = defout;
+    }
+    if (tool_same_file(in, out)) {
+        free(defout);
+        return tool_error("%s: output would overwrite the input", out);
+    }
+    struct tf_reader *r = tf_open(in, TF_SKIP_EVENTS | flags);
+    if (!r) {
+        free(defout);
+        return tool_error_lib();
+    }
+    struct merge_index ix;
+    if (mi_scan(r, &ix) < 0) {
+        tf_close(r);
+        free(defout);
+        return tool_error_lib();
+    }
+    uint64_t skipped = tf_reader_skipped(r);
+    tf_close(r);
+    int rc = 0;
+    struct sync_ctx *x = calloc(1, sizeof *x);
+    if (!x) {
+        rc = tool_error("out of memory");
+        goto out;
+    }
+    if (ix.hdr.flags & TF_HDR_SYNCED) {
+        rc = tool_error("%s: already synchronised (header flag synced); tmsync reads raw traces", in);
+        goto out;
+    }
+    if (kind != SM_NONE && ix.nsamples == 0) {
+        rc = tool_error("%s: no clock samples to fit (use --model none to merge only)", in);
+        goto out;
+    }
+    x->ns_per_tick = ix.hdr.tsc_hz ? 1e9 / (double)ix.hdr.tsc_hz : 1.0;
+    if (fit_all(x, &ix, kind) < 0) {
+        rc = tool_error("%s: %s", in, error_get());
+        goto out;
+    }
+    uint64_t written = 0;
+    if (write_output(x, &ix, in, out, flags, &written) != 0) {
+        rc = TOOL_USAGE;
+        goto out;
+    }
+    print_table(x, stdout, json, in, out, kind, written, skipped);
+out:
+    if (x)
+        for (unsigned k = 0; k < SYNC_MAX_CPU; k++)
+            free(x->bycpu[k]);
+    free(x);
+    mi_free(&ix);
+    free(defout);
+    return rc;
+}
