@@ -232,6 +232,8 @@ int tf_read_at(struct tf_reader *r, uint64_t offset, struct tf_chunk *out);
 uint64_t tf_reader_skipped(const struct tf_reader *r);   /* damaged chunks skipped */
 uint64_t tf_reader_skipped_bytes(const struct tf_reader *r);
 const char *tf_reader_path(const struct tf_reader *r);
+/* With TF_SALVAGE: the message of the last damage skipped ("" if none). */
+const char *tf_reader_damage(const struct tf_reader *r);
 void tf_close(struct tf_reader *r);
 
 /* ---- writing ---------------------------------------------------------- */
@@ -259,6 +261,8 @@ int tf_write_threads(struct tf_writer *w, const struct tf_thread_info *t, size_t
 int tf_write_skews(struct tf_writer *w, const struct tf_skew *s, size_t n);
 int tf_write_models(struct tf_writer *w, const struct tf_cpu_model *m, size_t n);
 int tf_write_end(struct tf_writer *w, const struct tf_thread_info *t, size_t n, uint64_t writer_errors);
+/* Codec of the non-EVENTS chunks (default TF_CODEC_NONE: they are small). */
+void tf_writer_set_meta_codec(struct tf_writer *w, int codec, int level);
 /* Bytes written so far (header included). */
 uint64_t tf_writer_bytes(const struct tf_writer *w);
 /* Flushes, fsyncs when asked, and (TF_WRITE_ATOMIC) renames into place.

@@ -1,0 +1,549 @@
+/*
+ * codec.c - row encoding of events and block compression (see codec.h and
+ * docs/format.md, "EVENTS payload").
+ *
+ * Each event is a tag byte followed by varints. Every field is predicted
+ * from the previous event (stamp, CPU, site, address, instance, sequence
+ * number) so that a typical transactional stream costs a few bytes per event
+ * before compression. The decoder checks every read against the end of the
+ * payload: a corrupt payload is an error, never an out-of-bounds access.
+ */
+#include "codec.h"
+
+#include <stdlib.h>
+#include <time.h>
+#include <zlib.h>
+#ifdef TMT_HAVE_LZ4
+#include <lz4.h>
+#endif
+
+#include "error.h"
+
+/* Tag byte: kind in bits 0-2, then which fields follow. */
+enum {
+    CODEC_TAG_KIND = 7u,
+    CODEC_TAG_SITE = 1u << 3,   /* site differs from the previous event's */
+    CODEC_TAG_AUX = 1u << 4,    /* CPU (TSC_AUX) differs */
+    CODEC_TAG_REASON = 1u << 5, /* reason differs from the last of this kind */
+    CODEC_TAG_ALT = 1u << 6,    /* READ/WRITE: value relative to the address; ABORT: address
+                                   relative to the last accessed address */
+};
+
+/* Threads with their own seq/instance predictor in merged chunks; higher
+ * ids share slot 0 (correct, just less compact). */
+#define CODEC_THREAD_SLOTS 1024u
+
+struct codec_thread_pred {
+    uint64_t seq;       /* last seq + 1 */
+    uint64_t instance;
+};
+
+struct codec_pred {
+    uint64_t tsc;
+    uint64_t aux;
+    uint64_t site;
+    uint64_t addr;      /* last READ/WRITE address */
+    uint64_t version;   /* last COMMIT write version */
+    uint64_t thread;
+    uint8_t reason[8];  /* last reason per kind */
+    struct codec_thread_pred *tp;   /* current thread's slot */
+    struct codec_thread_pred slot0;
+    struct codec_thread_pred *slots; /* merged chunks only */
+};
+
+static inline uint64_t codec_zz(uint64_t delta) { return (delta << 1) ^ (uint64_t)((int64_t)delta >> 63); }
+static inline uint64_t codec_unzz(uint64_t v) { return (v >> 1) ^ (uint64_t)-(int64_t)(v & 1); }
+
+static inline uint8_t *codec_put_varint(uint8_t *p, uint64_t v)
+{
+    while (v >= 0x80) {
+        *p++ = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    *p++ = (uint8_t)v;
+    return p;
+}
+
+/* Reads a varint; NULL if it runs past `end` or is longer than 10 bytes. */
+static inline const uint8_t *codec_get_varint(const uint8_t *p, const uint8_t *end, uint64_t *v)
+{
+    if (p < end && *p < 0x80) {
+        *v = *p;
+        return p + 1;
+    }
+    uint64_t r = 0;
+    for (unsigned shift = 0; shift < 70; shift += 7) {
+        if (p >= end)
+            return NULL;
+        uint8_t b = *p++;
+        r |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80)) {
+            *v = r;
+            return p;
+        }
+    }
+    return NULL;
+}
+
+/* One event in the encoder's neutral form. */
+struct codec_item {
+    uint64_t tsc, truth, addr, value, instance, seq;
+    uint32_t thread, site, aux;
+    uint8_t kind, reason;
+};
+
+static inline uint8_t *codec_encode_one(uint8_t *p, struct codec_pred *st, const struct codec_item *it,
+                                        unsigned flags)
+{
+    uint8_t *tag = p++;
+    unsigned t = it->kind & CODEC_TAG_KIND;
+    if (flags & CODEC_EV_MERGED) {
+        p = codec_put_varint(p, it->thread);
+        st->tp = (it->thread < CODEC_THREAD_SLOTS) ? &st->slots[it->thread] : &st->slots[0];
+    }
+    p = codec_put_varint(p, codec_zz(it->tsc - st->tsc));
+    st->tsc = it->tsc;
+    if (it->site != st->site) {
+        t |= CODEC_TAG_SITE;
+        p = codec_put_varint(p, it->site);
+        st->site = it->site;
+    }
+    if (it->aux != st->aux) {
+        t |= CODEC_TAG_AUX;
+        p = codec_put_varint(p, codec_zz((uint64_t)it->aux - st->aux));
+        st->aux = it->aux;
+    }
+    unsigned ki = it->kind & CODEC_TAG_KIND;
+    if (it->reason != st->reason[ki]) {
+        t |= CODEC_TAG_REASON;
+        *p++ = it->reason;
+        st->reason[ki] = it->reason;
+    }
+    uint64_t d;
+    switch (ki) {
+    case TF_EV_START:
+        p = codec_put_varint(p, codec_zz(it->addr - st->tp->instance));
+        p = codec_put_varint(p, it->value);
+        break;
+    case TF_EV_READ:
+    case TF_EV_WRITE:
+        p = codec_put_varint(p, codec_zz(it->addr - st->addr));
+        st->addr = it->addr;
+        d = codec_zz(it->value - it->addr);
+        if (d < it->value) {
+            t |= CODEC_TAG_ALT;
+            p = codec_put_varint(p, d);
+        } else {
+            p = codec_put_varint(p, it->value);
+        }
+        break;
+    case TF_EV_COMMIT:
+        p = codec_put_varint(p, codec_zz(it->addr - st->version));
+        st->version = it->addr;
+        p = codec_put_varint(p, it->value & 0xffffffffu);
+        p = codec_put_varint(p, it->value >> 32);
+        break;
+    case TF_EV_ABORT:
+        d = codec_zz(it->addr - st->addr);
+        if (d < it->addr) {
+            t |= CODEC_TAG_ALT;
+            p = codec_put_varint(p, d);
+        } else {
+            p = codec_put_varint(p, it->addr);
+        }
+        p = codec_put_varint(p, it->value);
+        break;
+    default:
+        p = codec_put_varint(p, it->addr);
+        p = codec_put_varint(p, it->value);
+        break;
+    }
+    if (ki == TF_EV_START && !(flags & CODEC_EV_DECODED))
+        st->tp->instance = it->addr;
+    if (flags & CODEC_EV_TRUTH)
+        p = codec_put_varint(p, codec_zz(it->truth - it->tsc));
+    if (flags & CODEC_EV_DECODED) {
+        uint64_t pred = ki == TF_EV_START ? it->addr : st->tp->instance;
+        p = codec_put_varint(p, codec_zz(it->instance - pred));
+        st->tp->instance = it->instance;
+        p = codec_put_varint(p, codec_zz(it->seq - st->tp->seq));
+        st->tp->seq = it->seq + 1;
+    }
+    *tag = (uint8_t)t;
+    return p;
+}
+
+static void codec_pred_init(struct codec_pred *st, uint64_t first_seq, uint64_t first_instance)
+{
+    memset(st, 0, sizeof *st);
+    st->slot0.seq = first_seq;
+    st->slot0.instance = first_instance;
+    st->tp = &st->slot0;
+    /* READ/WRITE accesses are mostly 8 bytes wide. */
+    st->reason[TF_EV_READ] = 8;
+    st->reason[TF_EV_WRITE] = 8;
+}
+
+size_t codec_encode_records(uint8_t *out, const struct tf_record *recs, const uint64_t *truth,
+                            size_t n, uint64_t first_seq, uint64_t first_instance,
+                            unsigned *flags)
+{
+    unsigned fl = truth ? CODEC_EV_TRUTH : 0;
+    struct codec_pred st;
+    codec_pred_init(&st, first_seq, first_instance);
+    uint8_t *p = out;
+    p = codec_put_varint(p, first_seq);
+    p = codec_put_varint(p, first_instance);
+    struct codec_item it = { 0 };
+    for (size_t i = 0; i < n; i++) {
+        const struct tf_record *r = &recs[i];
+        it.tsc = r->tsc;
+        it.truth = truth ? truth[i] : 0;
+        it.addr = r->addr;
+        it.value = r->value;
+        it.site = r->site;
+        it.aux = r->aux;
+        it.kind = r->kind;
+        it.reason = r->reason;
+        p = codec_encode_one(p, &st, &it, fl);
+    }
+    *flags = fl;
+    return (size_t)(p - out);
+}
+
+size_t codec_encode_events(uint8_t *out, const struct tf_event *ev, size_t n, uint32_t thread,
+                           unsigned *flags)
+{
+    unsigned fl = CODEC_EV_DECODED;
+    for (size_t i = 0; i < n; i++) {
+        if (ev[i].truth)
+            fl |= CODEC_EV_TRUTH;
+        if (ev[i].thread != thread)
+            fl |= CODEC_EV_MERGED;
+    }
+    if (thread == 0)
+        fl |= CODEC_EV_MERGED;
+    uint64_t first_seq = n ? ev[0].seq : 0, first_inst = n ? ev[0].instance : 0;
+    struct codec_pred st;
+    codec_pred_init(&st, first_seq, first_inst);
+    if (fl & CODEC_EV_MERGED) {
+        st.slots = calloc(CODEC_THREAD_SLOTS, sizeof *st.slots);
+        if (!st.slots) {
+            error_set("out of memory encoding %zu events", n);
+            return 0;
+        }
+        for (unsigned k = 0; k < CODEC_THREAD_SLOTS; k++)
+            st.slots[k] = st.slot0;
+    }
+    uint8_t *p = out;
+    p = codec_put_varint(p, first_seq);
+    p = codec_put_varint(p, first_inst);
+    struct codec_item it = { 0 };
+    for (size_t i = 0; i < n; i++) {
+        const struct tf_event *e = &ev[i];
+        it.tsc = e->ts;
+        it.truth = e->truth;
+        it.addr = e->addr;
+        it.value = e->value;
+        it.instance = e->instance;
+        it.seq = e->seq;
+        it.thread = e->thread;
+        it.site = e->site;
+        it.aux = e->cpu;
+        it.kind = e->kind;
+        it.reason = e->reason;
+        p = codec_encode_one(p, &st, &it, fl);
+    }
+    free(st.slots);
+    *flags = fl;
+    return (size_t)(p - out);
+}
+
+/* The decoder's varint read, bailing out of codec_decode_events on damage. */
+#define CODEC_GET(var)                                          \
+    do {                                                        \
+        if ((p = codec_get_varint(p, end, &(var))) == NULL)     \
+            goto corrupt;                                       \
+    } while (0)
+
+int codec_decode_events(const uint8_t *in, size_t len, unsigned flags, uint32_t thread,
+                        struct tf_event *ev, size_t n)
+{
+    const uint8_t *p = in, *end = in + len;
+    uint64_t first_seq = 0, first_inst = 0, v, w;
+    size_t i = 0;
+    struct codec_pred st;
+    codec_pred_init(&st, 0, 0);
+    CODEC_GET(first_seq);
+    CODEC_GET(first_inst);
+    codec_pred_init(&st, first_seq, first_inst);
+    if (flags & CODEC_EV_MERGED) {
+        st.slots = calloc(CODEC_THREAD_SLOTS, sizeof *st.slots);
+        if (!st.slots)
+            return error_set("out of memory decoding %zu events", n);
+        for (unsigned k = 0; k < CODEC_THREAD_SLOTS; k++)
+            st.slots[k] = st.slot0;
+    }
+    for (; i < n; i++) {
+        struct tf_event *e = &ev[i];
+        if (p >= end)
+            goto corrupt;
+        unsigned t = *p++;
+        unsigned kind = t & CODEC_TAG_KIND;
+        e->kind = (uint8_t)kind;
+        e->thread = thread;
+        if (flags & CODEC_EV_MERGED) {
+            CODEC_GET(v);
+            if (v > UINT32_MAX)
+                goto corrupt;
+            e->thread = (uint32_t)v;
+            st.tp = (v < CODEC_THREAD_SLOTS) ? &st.slots[v] : &st.slots[0];
+        }
+        CODEC_GET(v);
+        st.tsc += codec_unzz(v);
+        e->ts = st.tsc;
+        if (t & CODEC_TAG_SITE) {
+            CODEC_GET(v);
+            st.site = v;
+        }
+        e->site = (uint32_t)st.site;
+        if (t & CODEC_TAG_AUX) {
+            CODEC_GET(v);
+            st.aux += codec_unzz(v);
+        }
+        e->cpu = (flags & CODEC_EV_DECODED) ? (uint16_t)st.aux : (uint16_t)tf_aux_cpu((uint32_t)st.aux);
+        if (t & CODEC_TAG_REASON) {
+            if (p >= end)
+                goto corrupt;
+            st.reason[kind] = *p++;
+        }
+        e->reason = st.reason[kind];
+        switch (kind) {
+        case TF_EV_START:
+            CODEC_GET(v);
+            e->addr = st.tp->instance + codec_unzz(v);
+            CODEC_GET(e->value);
+            break;
+        case TF_EV_READ:
+        case TF_EV_WRITE:
+            CODEC_GET(v);
+            st.addr += codec_unzz(v);
+            e->addr = st.addr;
+            CODEC_GET(v);
+            e->value = (t & CODEC_TAG_ALT) ? e->addr + codec_unzz(v) : v;
+            break;
+        case TF_EV_COMMIT:
+            CODEC_GET(v);
+            st.version += codec_unzz(v);
+            e->addr = st.version;
+            CODEC_GET(v);
+            CODEC_GET(w);
+            e->value = (v & 0xffffffffu) | w << 32;
+            break;
+        case TF_EV_ABORT:
+            CODEC_GET(v);
+            e->addr = (t & CODEC_TAG_ALT) ? st.addr + codec_unzz(v) : v;
+            CODEC_GET(e->value);
+            break;
+        default:
+            CODEC_GET(e->addr);
+            CODEC_GET(e->value);
+            break;
+        }
+        if (kind == TF_EV_START && !(flags & CODEC_EV_DECODED))
+            st.tp->instance = e->addr;
+        e->truth = 0;
+        if (flags & CODEC_EV_TRUTH) {
+            CODEC_GET(v);
+            e->truth = e->ts + codec_unzz(v);
+        }
+        if (flags & CODEC_EV_DECODED) {
+            CODEC_GET(v);
+            e->instance = (kind == TF_EV_START ? e->addr : st.tp->instance) + codec_unzz(v);
+            st.tp->instance = e->instance;
+            CODEC_GET(v);
+            e->seq = st.tp->seq + codec_unzz(v);
+        } else {
+            e->instance = st.tp->instance;
+            e->seq = st.tp->seq;
+        }
+        st.tp->seq = e->seq + 1;
+    }
+    free(st.slots);
+    if (p != end)
+        return error_set("event payload has %zu bytes after its %zu events", (size_t)(end - p), n);
+    return 0;
+corrupt:
+    free(st.slots);
+    return error_set("corrupt event payload at event %zu of %zu (byte %zu of %zu)", i, n,
+                     (size_t)(p ? p - in : 0), len);
+}
+#undef CODEC_GET
+
+/* ---- block codecs ------------------------------------------------------ */
+
+int codec_available(int codec)
+{
+    switch (codec) {
+    case TF_CODEC_NONE:
+    case TF_CODEC_ZLIB:
+        return 1;
+    case TF_CODEC_LZ4:
+#ifdef TMT_HAVE_LZ4
+        return 1;
+#else
+        return 0;
+#endif
+    default:
+        return 0;
+    }
+}
+
+size_t codec_compress_bound(int codec, size_t n)
+{
+    switch (codec) {
+    case TF_CODEC_ZLIB:
+        return compressBound((uLong)n);
+#ifdef TMT_HAVE_LZ4
+    case TF_CODEC_LZ4:
+        return n > (size_t)LZ4_MAX_INPUT_SIZE ? 0 : (size_t)LZ4_compressBound((int)n);
+#endif
+    default:
+        return n;
+    }
+}
+
+size_t codec_compress(int codec, int level, const void *in, size_t n, void *out, size_t cap)
+{
+    switch (codec) {
+    case TF_CODEC_ZLIB: {
+        uLongf got = (uLongf)cap;
+        if (level < 1 || level > 9)
+            level = Z_BEST_SPEED;
+        if (compress2(out, &got, in, (uLong)n, level) != Z_OK)
+            return 0;
+        return got < n ? (size_t)got : 0;
+    }
+#ifdef TMT_HAVE_LZ4
+    case TF_CODEC_LZ4: {
+        if (n > (size_t)LZ4_MAX_INPUT_SIZE || cap > (size_t)INT32_MAX)
+            return 0;
+        /* Level > 1 trades speed for size through LZ4's acceleration knob
+         * in reverse: 1 = default, higher levels do not slow it down. */
+        int got = LZ4_compress_default(in, out, (int)n, (int)cap);
+        (void)level;
+        return got > 0 && (size_t)got < n ? (size_t)got : 0;
+    }
+#endif
+    default:
+        return 0;
+    }
+}
+
+int codec_decompress(int codec, const void *in, size_t n, void *out, size_t raw_len)
+{
+    switch (codec) {
+    case TF_CODEC_NONE:
+        if (n != raw_len)
+            return error_set("stored length %zu differs from raw length %zu", n, raw_len);
+        memcpy(out, in, n);
+        return 0;
+    case TF_CODEC_ZLIB: {
+        uLongf got = (uLongf)raw_len;
+        int rc = uncompress(out, &got, in, (uLong)n);
+        if (rc != Z_OK || got != raw_len)
+            return error_set("zlib payload does not inflate to %zu bytes", raw_len);
+        return 0;
+    }
+    case TF_CODEC_LZ4:
+#ifdef TMT_HAVE_LZ4
+        if (n > (size_t)INT32_MAX || raw_len > (size_t)INT32_MAX ||
+            LZ4_decompress_safe(in, out, (int)n, (int)raw_len) != (int)raw_len)
+            return error_set("lz4 payload does not decompress to %zu bytes", raw_len);
+        return 0;
+#else
+        return error_set("chunk uses the lz4 codec, which this build lacks");
+#endif
+    default:
+        return error_set("unknown codec %d", codec);
+    }
+}
+
+uint32_t codec_crc32(const void *p, size_t n)
+{
+    uLong c = crc32(0L, Z_NULL, 0);
+    const Bytef *b = p;
+    while (n > 0) {
+        uInt take = n > 0x40000000u ? 0x40000000u : (uInt)n;
+        c = crc32(c, b, take);
+        b += take;
+        n -= take;
+    }
+    return (uint32_t)c;
+}
+
+/* ---- benchmark ----------------------------------------------------------- */
+
+/* A deterministic stream shaped like a real trace: transactions of a START,
+ * a few reads, a write or two, and a COMMIT (sometimes an ABORT), touching
+ * two arrays and a list, TSC steps of 30-300 ticks, small values. */
+static void codec_bench_stream(struct tf_record *r, size_t n)
+{
+    uint64_t x = 88172645463325252ull, tsc = 1000000, inst = 1, version = 1;
+    const uint64_t arrays[3] = { 0x7f1200001000ull, 0x7f1200100000ull, 0x5600a0000000ull };
+    size_t i = 0;
+    while (i < n) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        uint16_t site = (uint16_t)(1 + (x >> 60) % 3);
+        uint32_t aux = (uint32_t)((x >> 20) & 1);
+        unsigned reads = 2 + (unsigned)((x >> 8) % 4), writes = 1 + (unsigned)((x >> 12) % 2);
+        int abort = (x >> 16) % 10 == 0;
+        const uint64_t base = arrays[(x >> 30) % 3];
+        r[i++] = (struct tf_record){ tsc += 30 + (x >> 40) % 270, aux, TF_EV_START, 0, site, inst++,
+                                     TF_START_HTM_EMU };
+        for (unsigned k = 0; k < reads + writes && i < n; k++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            uint64_t a = base + 8 * ((x >> 20) % 512);
+            uint64_t v = (x >> 50) % 4 == 0 ? base + 64 * ((x >> 10) % 64) : (x >> 33) % 1000;
+            r[i++] = (struct tf_record){ tsc += 30 + (x >> 40) % 270, aux,
+                                         k < reads ? TF_EV_READ : TF_EV_WRITE, 8, site, a, v };
+        }
+        if (i < n)
+            r[i++] = abort ? (struct tf_record){ tsc += 30 + (x >> 45) % 270, aux, TF_EV_ABORT, 2,
+                                                  site, base + 8 * ((x >> 24) % 512), 0 }
+                           : (struct tf_record){ tsc += 30 + (x >> 45) % 270, aux, TF_EV_COMMIT, 0,
+                                                  site, ++version, reads | (uint64_t)writes << 32 };
+    }
+}
+
+int codec_bench(int codec, int level, size_t nevents, double *events_per_s, double *bytes_per_event)
+{
+    const size_t chunk = 65536;
+    if (nevents < chunk)
+        nevents = chunk;
+    struct tf_record *recs = malloc(nevents * sizeof *recs);
+    uint8_t *enc = malloc(codec_events_bound(chunk));
+    size_t cap = codec_compress_bound(codec, codec_events_bound(chunk));
+    uint8_t *out = malloc(cap ? cap : 1);
+    if (!recs || !enc || !out) {
+        free(recs), free(enc), free(out);
+        return error_set("out of memory for the codec benchmark");
+    }
+    codec_bench_stream(recs, nevents);
+    struct timespec t0, t1;
+    size_t total = 0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (size_t off = 0; off < nevents; off += chunk) {
+        size_t m = nevents - off < chunk ? nevents - off : chunk;
+        unsigned fl;
+        size_t raw = codec_encode_records(enc, recs + off, NULL, m, off, recs[off].addr, &fl);
+        size_t got = codec == TF_CODEC_NONE ? 0 : codec_compress(codec, level, enc, raw, out, cap);
+        total += (got ? got : raw) + 40; /* + the chunk header */
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    *events_per_s = s > 0 ? (double)nevents / s : 0;
+    *bytes_per_event = (double)total / (double)nevents;
+    free(recs), free(enc), free(out);
+    return 0;
+}

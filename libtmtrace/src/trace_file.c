@@ -1,0 +1,1009 @@
+/*
+ * trace_file.c - the trace file: header, chunk framing, metadata payloads,
+ * the streaming reader with salvage, and the (optionally atomic) writer.
+ * docs/format.md describes the same bytes.
+ *
+ * Owns: every byte of the file outside the event row encoding (codec.c).
+ * Never: trusts a length, count or offset from the file before checking it
+ * against the file size and the caps below; keeps more than one chunk in
+ * memory; prints or exits. Every error names the file, the byte offset and
+ * what is wrong.
+ */
+#include "trace_file.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "codec.h"
+#include "error.h"
+
+/* ---- layout ------------------------------------------------------------ */
+
+#define TF_HEADER_SIZE 576u
+#define TF_HEADER_CRC_AT 568u
+#define TF_CMDLINE_AT 56u
+#define TF_CHUNK_HEADER_SIZE 40u
+#define TF_CHUNK_HCRC_AT 36u
+/* No chunk payload is larger than this, stored or raw. */
+#define TF_MAX_PAYLOAD (256u << 20)
+/* Element caps per chunk: what a reader will allocate at most. */
+#define TF_MAX_CHUNK_EVENTS (4u * CODEC_MAX_EVENTS)
+#define TF_MAX_SITES 65536u
+#define TF_MAX_MODELS 4096u
+
+#define TF_SITE_FIXED 12u     /* id, line, file length, label length */
+#define TF_THREAD_SIZE 24u
+#define TF_SKEW_SIZE 36u
+#define TF_SAMPLE_SIZE 40u
+#define TF_MODEL_FIXED 48u
+#define TF_SEGMENT_SIZE 24u
+#define TF_END_FIXED 8u
+
+/* A decoded chunk header. */
+struct tf_chunk_hdr {
+    uint8_t kind, codec;
+    uint16_t flags;
+    uint32_t thread, count, raw_len, stored_len;
+    uint32_t crc;
+};
+
+/* ---- names ---------------------------------------------------------------- */
+
+const char *tf_event_kind_name(unsigned kind)
+{
+    static const char *const names[TF_EV_KINDS] = { "?", "start", "read", "write",
+                                                    "commit", "abort", "fallback" };
+    return kind < TF_EV_KINDS ? names[kind] : "?";
+}
+
+const char *tf_chunk_kind_name(unsigned kind)
+{
+    static const char *const names[TF_CHUNK_KINDS] = { "?", "sites", "threads", "skew",
+                                                       "samples", "events", "model", "end" };
+    return kind < TF_CHUNK_KINDS ? names[kind] : "?";
+}
+
+const char *tf_codec_name(unsigned codec)
+{
+    static const char *const names[] = { "none", "zlib", "lz4" };
+    return codec < 3 ? names[codec] : "?";
+}
+
+/* ---- small helpers ---------------------------------------------------------- */
+
+static int tf_grow(void **buf, size_t *cap, size_t need)
+{
+    if (need <= *cap)
+        return 0;
+    size_t n = *cap ? *cap : 4096;
+    while (n < need)
+        n = n > SIZE_MAX / 2 ? need : n * 2;
+    void *p = realloc(*buf, n);
+    if (!p)
+        return -1;
+    *buf = p;
+    *cap = n;
+    return 0;
+}
+
+static void tf_header_encode(uint8_t *b, const struct tf_header *h)
+{
+    memset(b, 0, TF_HEADER_SIZE);
+    memcpy(b, TF_MAGIC, 8);
+    codec_put_u32(b + 8, TF_VERSION);
+    codec_put_u32(b + 12, TF_HEADER_SIZE);
+    codec_put_u32(b + 16, h->flags);
+    codec_put_u32(b + 20, h->ref_clock);
+    codec_put_u64(b + 24, h->tsc_hz);
+    codec_put_u32(b + 32, h->ncpus);
+    codec_put_u32(b + 36, h->pid);
+    codec_put_u32(b + 40, h->events_level);
+    codec_put_u64(b + 48, (uint64_t)h->wall_start_ns);
+    size_t n = strnlen(h->cmdline, sizeof h->cmdline - 1);
+    memcpy(b + TF_CMDLINE_AT, h->cmdline, n);
+    codec_put_u32(b + TF_HEADER_CRC_AT, codec_crc32(b, TF_HEADER_CRC_AT));
+}
+
+static void tf_chunk_hdr_encode(uint8_t *b, const struct tf_chunk_hdr *c)
+{
+    memset(b, 0, TF_CHUNK_HEADER_SIZE);
+    codec_put_u32(b, TF_CHUNK_MAGIC);
+    b[4] = c->kind;
+    b[5] = c->codec;
+    codec_put_u16(b + 6, c->flags);
+    codec_put_u32(b + 8, c->thread);
+    codec_put_u32(b + 12, c->count);
+    codec_put_u32(b + 16, c->raw_len);
+    codec_put_u32(b + 20, c->stored_len);
+    /* bytes 24..31 reserved, zero */
+    codec_put_u32(b + 32, c->crc);
+    codec_put_u32(b + TF_CHUNK_HCRC_AT, codec_crc32(b, TF_CHUNK_HCRC_AT));
+}
+
+/* Checks a chunk header's own consistency. NULL if fine, else what is wrong. */
+static const char *tf_chunk_hdr_decode(const uint8_t *b, struct tf_chunk_hdr *c)
+{
+    if (codec_get_u32(b) != TF_CHUNK_MAGIC)
+        return "bad chunk magic";
+    if (codec_get_u32(b + TF_CHUNK_HCRC_AT) != codec_crc32(b, TF_CHUNK_HCRC_AT))
+        return "chunk header CRC mismatch";
+    c->kind = b[4];
+    c->codec = b[5];
+    c->flags = codec_get_u16(b + 6);
+    c->thread = codec_get_u32(b + 8);
+    c->count = codec_get_u32(b + 12);
+    c->raw_len = codec_get_u32(b + 16);
+    c->stored_len = codec_get_u32(b + 20);
+    c->crc = codec_get_u32(b + 32);
+    if (c->kind == 0 || c->kind >= TF_CHUNK_KINDS)
+        return "unknown chunk kind";
+    if (c->codec > TF_CODEC_LZ4)
+        return "unknown codec";
+    if (c->raw_len > TF_MAX_PAYLOAD || c->stored_len > TF_MAX_PAYLOAD)
+        return "chunk length over the 256 MiB limit";
+    if (c->codec == TF_CODEC_NONE && c->stored_len != c->raw_len)
+        return "stored and raw lengths differ in an uncompressed chunk";
+    uint64_t n = c->count, raw = c->raw_len;
+    switch (c->kind) {
+    case TF_CHUNK_EVENTS:
+        if (n > TF_MAX_CHUNK_EVENTS || n * 2 > raw)
+            return "event count does not fit the payload";
+        break;
+    case TF_CHUNK_META_SITES:
+        if (n > TF_MAX_SITES || n * TF_SITE_FIXED > raw)
+            return "site count does not fit the payload";
+        break;
+    case TF_CHUNK_META_THREADS:
+        if (n * TF_THREAD_SIZE != raw)
+            return "thread count does not match the payload";
+        break;
+    case TF_CHUNK_META_SKEW:
+        if (n * TF_SKEW_SIZE != raw)
+            return "skew count does not match the payload";
+        break;
+    case TF_CHUNK_SAMPLES:
+        if (n * TF_SAMPLE_SIZE != raw)
+            return "sample count does not match the payload";
+        break;
+    case TF_CHUNK_MODEL:
+        if (n > TF_MAX_MODELS || n * TF_MODEL_FIXED > raw)
+            return "model count does not fit the payload";
+        break;
+    case TF_CHUNK_END:
+        if (TF_END_FIXED + n * TF_THREAD_SIZE != raw)
+            return "thread count does not match the END payload";
+        break;
+    }
+    return NULL;
+}
+
+/* ---- metadata payloads ---------------------------------------------------- */
+
+static void tf_put_thread(uint8_t *p, const struct tf_thread_info *t)
+{
+    codec_put_u32(p, t->id);
+    codec_put_u32(p + 4, t->os_tid);
+    codec_put_u64(p + 8, t->events);
+    codec_put_u64(p + 16, t->dropped);
+}
+
+static void tf_get_thread(const uint8_t *p, struct tf_thread_info *t)
+{
+    t->id = codec_get_u32(p);
+    t->os_tid = codec_get_u32(p + 4);
+    t->events = codec_get_u64(p + 8);
+    t->dropped = codec_get_u64(p + 16);
+}
+
+static size_t tf_sites_size(const struct tf_site *s, size_t n)
+{
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++)
+        total += TF_SITE_FIXED + strnlen(s[i].file, sizeof s[i].file - 1) +
+                 strnlen(s[i].label, sizeof s[i].label - 1);
+    return total;
+}
+
+static size_t tf_sites_encode(uint8_t *p, const struct tf_site *s, size_t n)
+{
+    uint8_t *start = p;
+    for (size_t i = 0; i < n; i++) {
+        size_t fl = strnlen(s[i].file, sizeof s[i].file - 1);
+        size_t ll = strnlen(s[i].label, sizeof s[i].label - 1);
+        codec_put_u32(p, s[i].id);
+        codec_put_u32(p + 4, (uint32_t)s[i].line);
+        codec_put_u16(p + 8, (uint16_t)fl);
+        codec_put_u16(p + 10, (uint16_t)ll);
+        memcpy(p + 12, s[i].file, fl);
+        memcpy(p + 12 + fl, s[i].label, ll);
+        p += TF_SITE_FIXED + fl + ll;
+    }
+    return (size_t)(p - start);
+}
+
+static const char *tf_sites_decode(const uint8_t *p, size_t len, struct tf_site *s, size_t n)
+{
+    const uint8_t *end = p + len;
+    for (size_t i = 0; i < n; i++) {
+        if ((size_t)(end - p) < TF_SITE_FIXED)
+            return "site record runs past the payload";
+        size_t fl = codec_get_u16(p + 8), ll = codec_get_u16(p + 10);
+        if (fl >= sizeof s[i].file || ll >= sizeof s[i].label)
+            return "site name too long";
+        if ((size_t)(end - p) < TF_SITE_FIXED + fl + ll)
+            return "site record runs past the payload";
+        s[i].id = codec_get_u32(p);
+        s[i].line = (int32_t)codec_get_u32(p + 4);
+        memcpy(s[i].file, p + 12, fl);
+        s[i].file[fl] = '\0';
+        memcpy(s[i].label, p + 12 + fl, ll);
+        s[i].label[ll] = '\0';
+        p += TF_SITE_FIXED + fl + ll;
+    }
+    return p == end ? NULL : "site payload has trailing bytes";
+}
+
+static size_t tf_models_size(const struct tf_cpu_model *m, size_t n)
+{
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++)
+        total += TF_MODEL_FIXED + (size_t)m[i].nseg * TF_SEGMENT_SIZE;
+    return total;
+}
+
+static size_t tf_models_encode(uint8_t *p, const struct tf_cpu_model *m, size_t n)
+{
+    uint8_t *start = p;
+    for (size_t i = 0; i < n; i++) {
+        codec_put_u32(p, m[i].cpu);
+        codec_put_u32(p + 4, m[i].used);
+        codec_put_u32(p + 8, m[i].rejected);
+        codec_put_u32(p + 12, m[i].nseg);
+        codec_put_f64(p + 16, m[i].drift_ppm);
+        codec_put_f64(p + 24, m[i].offset_ns);
+        codec_put_f64(p + 32, m[i].rms_ns);
+        codec_put_f64(p + 40, m[i].max_ns);
+        p += TF_MODEL_FIXED;
+        for (uint32_t k = 0; k < m[i].nseg; k++, p += TF_SEGMENT_SIZE) {
+            codec_put_u64(p, m[i].seg[k].tsc_from);
+            codec_put_f64(p + 8, m[i].seg[k].a);
+            codec_put_f64(p + 16, m[i].seg[k].b);
+        }
+    }
+    return (size_t)(p - start);
+}
+
+static const char *tf_models_decode(const uint8_t *p, size_t len, struct tf_cpu_model *m, size_t n)
+{
+    const uint8_t *end = p + len;
+    const size_t maxseg = sizeof m->seg / sizeof m->seg[0];
+    for (size_t i = 0; i < n; i++) {
+        if ((size_t)(end - p) < TF_MODEL_FIXED)
+            return "model record runs past the payload";
+        memset(&m[i], 0, offsetof(struct tf_cpu_model, seg));
+        m[i].cpu = codec_get_u32(p);
+        m[i].used = codec_get_u32(p + 4);
+        m[i].rejected = codec_get_u32(p + 8);
+        m[i].nseg = codec_get_u32(p + 12);
+        m[i].drift_ppm = codec_get_f64(p + 16);
+        m[i].offset_ns = codec_get_f64(p + 24);
+        m[i].rms_ns = codec_get_f64(p + 32);
+        m[i].max_ns = codec_get_f64(p + 40);
+        p += TF_MODEL_FIXED;
+        if (m[i].nseg > maxseg)
+            return "model has more than 256 segments";
+        if ((size_t)(end - p) < (size_t)m[i].nseg * TF_SEGMENT_SIZE)
+            return "model segments run past the payload";
+        for (uint32_t k = 0; k < m[i].nseg; k++, p += TF_SEGMENT_SIZE) {
+            m[i].seg[k].tsc_from = codec_get_u64(p);
+            m[i].seg[k].a = codec_get_f64(p + 8);
+            m[i].seg[k].b = codec_get_f64(p + 16);
+        }
+    }
+    return p == end ? NULL : "model payload has trailing bytes";
+}
+
+/* ---- reader ---------------------------------------------------------------- */
+
+struct tf_reader {
+    int fd;
+    unsigned flags;
+    char *path;
+    struct tf_header hdr;
+    uint64_t size;          /* file size at open */
+    uint64_t pos;           /* next chunk header (tf_next) */
+    uint64_t skipped, skipped_bytes;
+    uint8_t *stored, *raw;
+    size_t stored_cap, raw_cap;
+    void *elems;            /* the decoded array of the current chunk */
+    size_t elems_cap;
+    char damage[512];       /* what the last salvage skip was about */
+};
+
+/* Errors carry "PATH: offset N: what"; the message is copied first because
+ * `what` may be error_get()'s own buffer. */
+static int tf_fail(const char *path, uint64_t off, const char *what)
+{
+    char msg[400];
+    snprintf(msg, sizeof msg, "%s", what);
+    return error_set("%s: offset %llu: %s", path, (unsigned long long)off, msg);
+}
+
+static int tf_pread_all(int fd, void *buf, size_t n, uint64_t off)
+{
+    uint8_t *p = buf;
+    while (n > 0) {
+        ssize_t got = pread(fd, p, n, (off_t)off);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0)
+            return got < 0 ? -errno : -EIO;
+        p += got;
+        n -= (size_t)got;
+        off += (uint64_t)got;
+    }
+    return 0;
+}
+
+struct tf_reader *tf_open(const char *path, unsigned flags)
+{
+    struct tf_reader *r = calloc(1, sizeof *r);
+    if (!r) {
+        error_set("%s: out of memory", path);
+        return NULL;
+    }
+    r->fd = -1;
+    r->flags = flags;
+    r->path = strdup(path);
+    if (!r->path) {
+        error_set("%s: out of memory", path);
+        goto fail;
+    }
+    r->fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (r->fd < 0) {
+        error_set_errno(errno, "%s: cannot open", path);
+        goto fail;
+    }
+    struct stat st;
+    if (fstat(r->fd, &st) != 0) {
+        error_set_errno(errno, "%s: cannot stat", path);
+        goto fail;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        error_set("%s: not a regular file", path);
+        goto fail;
+    }
+    r->size = (uint64_t)st.st_size;
+    uint8_t b[TF_HEADER_SIZE];
+    size_t have = r->size < TF_HEADER_SIZE ? (size_t)r->size : TF_HEADER_SIZE;
+    int rc = tf_pread_all(r->fd, b, have, 0);
+    if (rc < 0) {
+        error_set_errno(-rc, "%s: offset 0: cannot read the header", path);
+        goto fail;
+    }
+    if (have < 8 || memcmp(b, TF_MAGIC, 8) != 0) {
+        tf_fail(path, 0, "not a trace file (bad magic)");
+        goto fail;
+    }
+    if (have < 12) {
+        error_set("%s: offset %zu: truncated header (needs %u bytes, %zu left)", path, have,
+                  TF_HEADER_SIZE, have);
+        goto fail;
+    }
+    uint32_t version = codec_get_u32(b + 8);
+    if (version > TF_VERSION) {
+        error_set("%s: format version %u is newer than this tool's %u", path, version, TF_VERSION);
+        goto fail;
+    }
+    if (version == 0) {
+        tf_fail(path, 8, "bad format version 0");
+        goto fail;
+    }
+    if (have < TF_HEADER_SIZE) {
+        error_set("%s: offset 0: truncated header (needs %u bytes, %zu left)", path,
+                  TF_HEADER_SIZE, have);
+        goto fail;
+    }
+    int crc_ok = codec_get_u32(b + TF_HEADER_CRC_AT) == codec_crc32(b, TF_HEADER_CRC_AT);
+    int size_ok = codec_get_u32(b + 12) == TF_HEADER_SIZE;
+    if (!crc_ok || !size_ok) {
+        if (!(flags & TF_SALVAGE)) {
+            tf_fail(path, crc_ok ? 12 : TF_HEADER_CRC_AT,
+                    crc_ok ? "bad header size" : "header CRC mismatch");
+            goto fail;
+        }
+        /* Salvage: the fields may be wrong, the chunks may still be good. */
+        snprintf(r->damage, sizeof r->damage, "%s: offset 0: header CRC mismatch (fields kept as read)",
+                 path);
+        r->skipped++;
+    }
+    r->hdr.version = version;
+    r->hdr.flags = codec_get_u32(b + 16);
+    r->hdr.ref_clock = codec_get_u32(b + 20);
+    r->hdr.tsc_hz = codec_get_u64(b + 24);
+    r->hdr.ncpus = codec_get_u32(b + 32);
+    r->hdr.pid = codec_get_u32(b + 36);
+    r->hdr.events_level = codec_get_u32(b + 40);
+    r->hdr.wall_start_ns = (int64_t)codec_get_u64(b + 48);
+    memcpy(r->hdr.cmdline, b + TF_CMDLINE_AT, sizeof r->hdr.cmdline - 1);
+    r->hdr.cmdline[sizeof r->hdr.cmdline - 1] = '\0';
+    r->pos = TF_HEADER_SIZE;
+    return r;
+fail:
+    tf_close(r);
+    return NULL;
+}
+
+const struct tf_header *tf_reader_header(const struct tf_reader *r) { return &r->hdr; }
+uint64_t tf_reader_skipped(const struct tf_reader *r) { return r->skipped; }
+uint64_t tf_reader_skipped_bytes(const struct tf_reader *r) { return r->skipped_bytes; }
+const char *tf_reader_path(const struct tf_reader *r) { return r->path; }
+const char *tf_reader_damage(const struct tf_reader *r) { return r->damage; }
+
+void tf_close(struct tf_reader *r)
+{
+    if (!r)
+        return;
+    if (r->fd >= 0)
+        close(r->fd);
+    free(r->path);
+    free(r->stored);
+    free(r->raw);
+    free(r->elems);
+    free(r);
+}
+
+/* Decodes a checked, decompressed payload into the reader's element array. */
+static const char *tf_decode_payload(struct tf_reader *r, const struct tf_chunk_hdr *c,
+                                     const uint8_t *p, struct tf_chunk *out)
+{
+    size_t n = c->count, esz;
+    switch (c->kind) {
+    case TF_CHUNK_EVENTS: esz = sizeof(struct tf_event); break;
+    case TF_CHUNK_SAMPLES: esz = sizeof(struct tf_sample); break;
+    case TF_CHUNK_META_SITES: esz = sizeof(struct tf_site); break;
+    case TF_CHUNK_META_THREADS:
+    case TF_CHUNK_END: esz = sizeof(struct tf_thread_info); break;
+    case TF_CHUNK_META_SKEW: esz = sizeof(struct tf_skew); break;
+    case TF_CHUNK_MODEL: esz = sizeof(struct tf_cpu_model); break;
+    default: return "unknown chunk kind";
+    }
+    if (c->kind == TF_CHUNK_EVENTS && (r->flags & TF_SKIP_EVENTS))
+        return NULL;
+    if (tf_grow(&r->elems, &r->elems_cap, n ? n * esz : 1) != 0)
+        return "out of memory for the chunk's elements";
+    switch (c->kind) {
+    case TF_CHUNK_EVENTS:
+        out->events = r->elems;
+        if (codec_decode_events(p, c->raw_len, c->flags, c->thread, out->events, n) != 0)
+            return error_get();
+        return NULL;
+    case TF_CHUNK_SAMPLES:
+        out->samples = r->elems;
+        for (size_t i = 0; i < n; i++, p += TF_SAMPLE_SIZE) {
+            struct tf_sample *s = &out->samples[i];
+            s->tsc = codec_get_u64(p);
+            s->ref_ns = codec_get_u64(p + 8);
+            s->truth_tsc = codec_get_u64(p + 16);
+            s->width = codec_get_u32(p + 24);
+            s->cpu = codec_get_u16(p + 28);
+            s->phase = p[30];
+            s->pad = p[31];
+            s->thread = codec_get_u32(p + 32);
+        }
+        return NULL;
+    case TF_CHUNK_META_SITES:
+        out->sites = r->elems;
+        return tf_sites_decode(p, c->raw_len, out->sites, n);
+    case TF_CHUNK_END:
+        out->writer_errors = codec_get_u64(p);
+        p += TF_END_FIXED;
+        /* fall through */
+    case TF_CHUNK_META_THREADS:
+        out->threads = r->elems;
+        for (size_t i = 0; i < n; i++, p += TF_THREAD_SIZE)
+            tf_get_thread(p, &out->threads[i]);
+        return NULL;
+    case TF_CHUNK_META_SKEW:
+        out->skews = r->elems;
+        for (size_t i = 0; i < n; i++, p += TF_SKEW_SIZE) {
+            struct tf_skew *k = &out->skews[i];
+            k->cpu = codec_get_u32(p);
+            k->offset_ns = (int64_t)codec_get_u64(p + 4);
+            k->drift_ppm = codec_get_f64(p + 12);
+            k->change_ms = (int64_t)codec_get_u64(p + 20);
+            k->drift2_ppm = codec_get_f64(p + 28);
+        }
+        return NULL;
+    case TF_CHUNK_MODEL:
+        out->models = r->elems;
+        return tf_models_decode(p, c->raw_len, out->models, n);
+    }
+    return "unknown chunk kind";
+}
+
+/* Outcome of reading one chunk, for the salvage logic. */
+enum tf_read_status {
+    TF_READ_OK = 1,
+    TF_READ_EOF = 0,
+    TF_READ_BAD_HEADER = -1,  /* header unusable: resynchronise by scanning */
+    TF_READ_BAD_PAYLOAD = -2, /* header good: skip its stored length */
+    TF_READ_IO = -3,          /* the system failed us: no salvage */
+};
+
+/* Reads the chunk at `off`; *next gets the offset after it. The message of
+ * any failure is in error_get(). */
+static int tf_read_chunk(struct tf_reader *r, uint64_t off, struct tf_chunk *out, uint64_t *next)
+{
+    memset(out, 0, sizeof *out);
+    out->offset = off;
+    if (off >= r->size) {
+        if (off > r->size) {
+            tf_fail(r->path, off, "offset is past the end of the file");
+            return TF_READ_BAD_HEADER;
+        }
+        return TF_READ_EOF;
+    }
+    uint64_t left = r->size - off;
+    if (left < TF_CHUNK_HEADER_SIZE) {
+        error_set("%s: offset %llu: truncated chunk header (needs %u bytes, %llu left)", r->path,
+                  (unsigned long long)off, TF_CHUNK_HEADER_SIZE, (unsigned long long)left);
+        return TF_READ_BAD_HEADER;
+    }
+    uint8_t hb[TF_CHUNK_HEADER_SIZE];
+    int rc = tf_pread_all(r->fd, hb, sizeof hb, off);
+    if (rc < 0) {
+        error_set_errno(-rc, "%s: offset %llu: cannot read", r->path, (unsigned long long)off);
+        return TF_READ_IO;
+    }
+    struct tf_chunk_hdr c;
+    const char *bad = tf_chunk_hdr_decode(hb, &c);
+    if (bad) {
+        tf_fail(r->path, off, bad);
+        return TF_READ_BAD_HEADER;
+    }
+    uint64_t need = TF_CHUNK_HEADER_SIZE + (uint64_t)c.stored_len;
+    if (need > left) {
+        error_set("%s: offset %llu: truncated chunk (needs %llu bytes, %llu left)", r->path,
+                  (unsigned long long)off, (unsigned long long)need, (unsigned long long)left);
+        return TF_READ_BAD_HEADER;
+    }
+    *next = off + need;
+    out->kind = c.kind;
+    out->codec = c.codec;
+    out->thread = c.thread;
+    out->stored_len = c.stored_len;
+    out->count = c.count;
+    /* An index pass needs no payload at all. */
+    if (c.kind == TF_CHUNK_EVENTS && (r->flags & TF_SKIP_EVENTS))
+        return TF_READ_OK;
+    if (tf_grow((void **)&r->stored, &r->stored_cap, c.stored_len + 1u) != 0 ||
+        tf_grow((void **)&r->raw, &r->raw_cap, c.raw_len + 1u) != 0) {
+        tf_fail(r->path, off, "out of memory for the chunk payload");
+        return TF_READ_IO;
+    }
+    rc = tf_pread_all(r->fd, r->stored, c.stored_len, off + TF_CHUNK_HEADER_SIZE);
+    if (rc < 0) {
+        error_set_errno(-rc, "%s: offset %llu: cannot read", r->path, (unsigned long long)off);
+        return TF_READ_IO;
+    }
+    if (codec_crc32(r->stored, c.stored_len) != c.crc) {
+        tf_fail(r->path, off, "chunk CRC mismatch");
+        return TF_READ_BAD_PAYLOAD;
+    }
+    const uint8_t *payload = r->stored;
+    if (c.codec != TF_CODEC_NONE) {
+        if (codec_decompress(c.codec, r->stored, c.stored_len, r->raw, c.raw_len) != 0) {
+            tf_fail(r->path, off, error_get());
+            return TF_READ_BAD_PAYLOAD;
+        }
+        payload = r->raw;
+    }
+    bad = tf_decode_payload(r, &c, payload, out);
+    if (bad) {
+        tf_fail(r->path, off, bad);
+        return TF_READ_BAD_PAYLOAD;
+    }
+    return TF_READ_OK;
+}
+
+/* Salvage: the first offset > `from` holding a chunk header that checks out
+ * (magic, header CRC, sane fields), or the file size if there is none. */
+static uint64_t tf_resync(struct tf_reader *r, uint64_t from)
+{
+    uint8_t win[65536 + TF_CHUNK_HEADER_SIZE];
+    uint8_t magic[4];
+    codec_put_u32(magic, TF_CHUNK_MAGIC);
+    uint64_t at = from + 1;
+    while (at + TF_CHUNK_HEADER_SIZE <= r->size) {
+        uint64_t want = r->size - at < sizeof win ? r->size - at : sizeof win;
+        if (tf_pread_all(r->fd, win, (size_t)want, at) != 0)
+            return r->size;
+        size_t limit = (size_t)want - TF_CHUNK_HEADER_SIZE;
+        for (size_t i = 0; i <= limit; i++) {
+            uint8_t *hit = memchr(win + i, magic[0], limit + 1 - i);
+            if (!hit)
+                break;
+            i = (size_t)(hit - win);
+            struct tf_chunk_hdr c;
+            if (memcmp(hit, magic, 4) == 0 && tf_chunk_hdr_decode(hit, &c) == NULL)
+                return at + i;
+        }
+        at += limit + 1;
+    }
+    return r->size;
+}
+
+int tf_next(struct tf_reader *r, struct tf_chunk *out)
+{
+    for (;;) {
+        uint64_t next = r->pos;
+        int st = tf_read_chunk(r, r->pos, out, &next);
+        if (st == TF_READ_OK) {
+            r->pos = next;
+            return 1;
+        }
+        if (st == TF_READ_EOF)
+            return 0;
+        if (!(r->flags & TF_SALVAGE) || st == TF_READ_IO)
+            return -1;
+        snprintf(r->damage, sizeof r->damage, "%s", error_get());
+        uint64_t to = st == TF_READ_BAD_PAYLOAD ? next : tf_resync(r, r->pos);
+        r->skipped++;
+        r->skipped_bytes += to - r->pos;
+        r->pos = to;
+    }
+}
+
+int tf_read_at(struct tf_reader *r, uint64_t offset, struct tf_chunk *out)
+{
+    uint64_t next;
+    int st = tf_read_chunk(r, offset, out, &next);
+    if (st == TF_READ_OK)
+        return 1;
+    if (st == TF_READ_EOF)
+        return tf_fail(r->path, offset, "no chunk at the end of the file");
+    return -1;
+}
+
+/* ---- writer ---------------------------------------------------------------- */
+
+struct tf_writer {
+    int fd;
+    unsigned flags;
+    int failed;
+    int meta_codec, meta_level;
+    char *path;
+    char *tmp;               /* TF_WRITE_ATOMIC: the temporary being written */
+    uint64_t bytes;
+    uint8_t *raw, *comp;
+    size_t raw_cap, comp_cap;
+};
+
+static int tf_write_all(struct tf_writer *w, const struct iovec *iov_in, int n)
+{
+    struct iovec iov[4];
+    size_t total = 0;
+    memcpy(iov, iov_in, (size_t)n * sizeof *iov);
+    for (int i = 0; i < n; i++)
+        total += iov[i].iov_len;
+    struct iovec *v = iov;
+    while (total > 0) {
+        ssize_t got = writev(w->fd, v, n);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0) {
+            w->failed = 1;
+            return error_set_errno(got < 0 ? errno : EIO, "%s: offset %llu: write failed", w->path,
+                                   (unsigned long long)w->bytes);
+        }
+        w->bytes += (uint64_t)got;
+        total -= (size_t)got;
+        while (n > 0 && (size_t)got >= v->iov_len) {
+            got -= (ssize_t)v->iov_len;
+            v++;
+            n--;
+        }
+        if (n > 0) {
+            v->iov_base = (uint8_t *)v->iov_base + got;
+            v->iov_len -= (size_t)got;
+        }
+    }
+    return 0;
+}
+
+struct tf_writer *tf_create(const char *path, const struct tf_header *hdr, unsigned flags)
+{
+    struct tf_writer *w = calloc(1, sizeof *w);
+    if (!w) {
+        error_set("%s: out of memory", path);
+        return NULL;
+    }
+    w->fd = -1;
+    w->flags = flags;
+    w->meta_codec = TF_CODEC_NONE;
+    w->path = strdup(path);
+    if (!w->path)
+        goto oom;
+    if (flags & TF_WRITE_ATOMIC) {
+        size_t n = strlen(path);
+        w->tmp = malloc(n + sizeof ".tmp.XXXXXX");
+        if (!w->tmp)
+            goto oom;
+        memcpy(w->tmp, path, n);
+        memcpy(w->tmp + n, ".tmp.XXXXXX", sizeof ".tmp.XXXXXX");
+        w->fd = mkostemp(w->tmp, O_CLOEXEC);
+        if (w->fd < 0) {
+            error_set_errno(errno, "%s: cannot create a temporary file", path);
+            free(w->tmp);
+            w->tmp = NULL;
+            goto fail;
+        }
+        mode_t um = umask(0);
+        umask(um);
+        (void)fchmod(w->fd, 0644 & ~um);
+    } else {
+        w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (w->fd < 0) {
+            error_set_errno(errno, "%s: cannot create", path);
+            goto fail;
+        }
+    }
+    uint8_t b[TF_HEADER_SIZE];
+    tf_header_encode(b, hdr);
+    struct iovec iov = { b, sizeof b };
+    if (tf_write_all(w, &iov, 1) != 0)
+        goto fail;
+    return w;
+oom:
+    error_set("%s: out of memory", path);
+fail:
+    tf_abandon(w);
+    return NULL;
+}
+
+void tf_writer_set_meta_codec(struct tf_writer *w, int codec, int level)
+{
+    w->meta_codec = codec;
+    w->meta_level = level;
+}
+
+/* Compresses w->raw[0..raw_len) with `codec` (falling back to storing it
+ * plainly) and appends the chunk. */
+static int tf_put_chunk(struct tf_writer *w, unsigned kind, unsigned flags, uint32_t thread,
+                        size_t count, size_t raw_len, int codec, int level)
+{
+    if (w->failed)
+        return error_set("%s: an earlier write failed", w->path);
+    if (raw_len > TF_MAX_PAYLOAD || count > UINT32_MAX)
+        return error_set("%s: offset %llu: %s chunk of %zu bytes is over the 256 MiB limit",
+                         w->path, (unsigned long long)w->bytes, tf_chunk_kind_name(kind), raw_len);
+    if (codec == TF_CODEC_LZ4 && !codec_available(TF_CODEC_LZ4))
+        codec = TF_CODEC_ZLIB; /* documented fallback: the data matters more than the codec */
+    const uint8_t *payload = w->raw;
+    size_t stored = raw_len;
+    unsigned used = TF_CODEC_NONE;
+    if (codec == TF_CODEC_ZLIB || codec == TF_CODEC_LZ4) {
+        size_t cap = codec_compress_bound(codec, raw_len);
+        if (cap && tf_grow((void **)&w->comp, &w->comp_cap, cap) == 0) {
+            size_t got = codec_compress(codec, level, w->raw, raw_len, w->comp, cap);
+            if (got) {
+                payload = w->comp;
+                stored = got;
+                used = (unsigned)codec;
+            }
+        }
+    }
+    struct tf_chunk_hdr c = { (uint8_t)kind, (uint8_t)used, (uint16_t)flags, thread,
+                              (uint32_t)count, (uint32_t)raw_len, (uint32_t)stored,
+                              codec_crc32(payload, stored) };
+    uint8_t hb[TF_CHUNK_HEADER_SIZE];
+    tf_chunk_hdr_encode(hb, &c);
+    struct iovec iov[2] = { { hb, sizeof hb }, { (void *)payload, stored } };
+    return tf_write_all(w, iov, 2);
+}
+
+static int tf_raw_room(struct tf_writer *w, size_t need)
+{
+    if (need > TF_MAX_PAYLOAD)
+        return error_set("%s: offset %llu: chunk of %zu bytes is over the 256 MiB limit", w->path,
+                         (unsigned long long)w->bytes, need);
+    if (tf_grow((void **)&w->raw, &w->raw_cap, need ? need : 1) != 0)
+        return error_set("%s: out of memory for a %zu-byte chunk", w->path, need);
+    return 0;
+}
+
+int tf_write_records(struct tf_writer *w, uint32_t thread, uint64_t first_seq, uint64_t first_instance,
+                     const struct tf_record *recs, const uint64_t *truth, size_t n, int codec, int level)
+{
+    /* Long runs become several chunks; the instance carries over through
+     * the last START of each piece. */
+    size_t done = 0;
+    do {
+        size_t m = n - done < CODEC_MAX_EVENTS ? n - done : CODEC_MAX_EVENTS;
+        for (size_t i = done; i < done + m; i++)
+            if (recs[i].kind == 0 || recs[i].kind >= TF_EV_KINDS)
+                return error_set("%s: record %zu of thread %u has invalid kind %u", w->path, i,
+                                 thread, recs[i].kind);
+        if (tf_raw_room(w, codec_events_bound(m)) != 0)
+            return -1;
+        unsigned fl;
+        size_t len = codec_encode_records(w->raw, recs + done, truth ? truth + done : NULL, m,
+                                          first_seq + done, first_instance, &fl);
+        if (tf_put_chunk(w, TF_CHUNK_EVENTS, fl, thread, m, len, codec, level) != 0)
+            return -1;
+        for (size_t i = done; i < done + m; i++)
+            if (recs[i].kind == TF_EV_START)
+                first_instance = recs[i].addr;
+        done += m;
+    } while (done < n);
+    return 0;
+}
+
+int tf_write_events(struct tf_writer *w, uint32_t thread, const struct tf_event *ev, size_t n,
+                    int codec, int level)
+{
+    size_t done = 0;
+    do {
+        size_t m = n - done < CODEC_MAX_EVENTS ? n - done : CODEC_MAX_EVENTS;
+        for (size_t i = done; i < done + m; i++)
+            if (ev[i].kind == 0 || ev[i].kind >= TF_EV_KINDS)
+                return error_set("%s: event %zu has invalid kind %u", w->path, i, ev[i].kind);
+        if (tf_raw_room(w, codec_events_bound(m)) != 0)
+            return -1;
+        unsigned fl;
+        size_t len = codec_encode_events(w->raw, ev + done, m, thread, &fl);
+        if (len == 0)
+            return -1;
+        if (tf_put_chunk(w, TF_CHUNK_EVENTS, fl, (fl & CODEC_EV_MERGED) ? 0 : thread, m, len, codec,
+                         level) != 0)
+            return -1;
+        done += m;
+    } while (done < n);
+    return 0;
+}
+
+int tf_write_samples(struct tf_writer *w, const struct tf_sample *s, size_t n)
+{
+    if (tf_raw_room(w, n * TF_SAMPLE_SIZE) != 0)
+        return -1;
+    uint8_t *p = w->raw;
+    for (size_t i = 0; i < n; i++, p += TF_SAMPLE_SIZE) {
+        codec_put_u64(p, s[i].tsc);
+        codec_put_u64(p + 8, s[i].ref_ns);
+        codec_put_u64(p + 16, s[i].truth_tsc);
+        codec_put_u32(p + 24, s[i].width);
+        codec_put_u16(p + 28, s[i].cpu);
+        p[30] = s[i].phase;
+        p[31] = s[i].pad;
+        codec_put_u32(p + 32, s[i].thread);
+        codec_put_u32(p + 36, 0);
+    }
+    return tf_put_chunk(w, TF_CHUNK_SAMPLES, 0, 0, n, n * TF_SAMPLE_SIZE, w->meta_codec, w->meta_level);
+}
+
+int tf_write_sites(struct tf_writer *w, const struct tf_site *s, size_t n)
+{
+    if (n > TF_MAX_SITES)
+        return error_set("%s: %zu sites is over the limit of %u per chunk", w->path, n, TF_MAX_SITES);
+    if (tf_raw_room(w, tf_sites_size(s, n)) != 0)
+        return -1;
+    size_t len = tf_sites_encode(w->raw, s, n);
+    return tf_put_chunk(w, TF_CHUNK_META_SITES, 0, 0, n, len, w->meta_codec, w->meta_level);
+}
+
+int tf_write_threads(struct tf_writer *w, const struct tf_thread_info *t, size_t n)
+{
+    if (tf_raw_room(w, n * TF_THREAD_SIZE) != 0)
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        tf_put_thread(w->raw + i * TF_THREAD_SIZE, &t[i]);
+    return tf_put_chunk(w, TF_CHUNK_META_THREADS, 0, 0, n, n * TF_THREAD_SIZE, w->meta_codec,
+                        w->meta_level);
+}
+
+int tf_write_skews(struct tf_writer *w, const struct tf_skew *s, size_t n)
+{
+    if (tf_raw_room(w, n * TF_SKEW_SIZE) != 0)
+        return -1;
+    uint8_t *p = w->raw;
+    for (size_t i = 0; i < n; i++, p += TF_SKEW_SIZE) {
+        codec_put_u32(p, s[i].cpu);
+        codec_put_u64(p + 4, (uint64_t)s[i].offset_ns);
+        codec_put_f64(p + 12, s[i].drift_ppm);
+        codec_put_u64(p + 20, (uint64_t)s[i].change_ms);
+        codec_put_f64(p + 28, s[i].drift2_ppm);
+    }
+    return tf_put_chunk(w, TF_CHUNK_META_SKEW, 0, 0, n, n * TF_SKEW_SIZE, w->meta_codec, w->meta_level);
+}
+
+int tf_write_models(struct tf_writer *w, const struct tf_cpu_model *m, size_t n)
+{
+    if (n > TF_MAX_MODELS)
+        return error_set("%s: %zu models is over the limit of %u per chunk", w->path, n, TF_MAX_MODELS);
+    for (size_t i = 0; i < n; i++)
+        if (m[i].nseg > sizeof m[i].seg / sizeof m[i].seg[0])
+            return error_set("%s: model of cpu %u has %u segments (at most 256)", w->path, m[i].cpu,
+                             m[i].nseg);
+    if (tf_raw_room(w, tf_models_size(m, n)) != 0)
+        return -1;
+    size_t len = tf_models_encode(w->raw, m, n);
+    return tf_put_chunk(w, TF_CHUNK_MODEL, 0, 0, n, len, w->meta_codec, w->meta_level);
+}
+
+int tf_write_end(struct tf_writer *w, const struct tf_thread_info *t, size_t n, uint64_t writer_errors)
+{
+    if (tf_raw_room(w, TF_END_FIXED + n * TF_THREAD_SIZE) != 0)
+        return -1;
+    codec_put_u64(w->raw, writer_errors);
+    for (size_t i = 0; i < n; i++)
+        tf_put_thread(w->raw + TF_END_FIXED + i * TF_THREAD_SIZE, &t[i]);
+    return tf_put_chunk(w, TF_CHUNK_END, 0, 0, n, TF_END_FIXED + n * TF_THREAD_SIZE, w->meta_codec,
+                        w->meta_level);
+}
+
+uint64_t tf_writer_bytes(const struct tf_writer *w) { return w->bytes; }
+
+static void tf_writer_free(struct tf_writer *w)
+{
+    free(w->path);
+    free(w->tmp);
+    free(w->raw);
+    free(w->comp);
+    free(w);
+}
+
+/* Makes a rename durable: fsync of the directory that holds the file. */
+static void tf_fsync_dir(const char *path)
+{
+    char *copy = strdup(path);
+    if (!copy)
+        return;
+    int fd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0) {
+        (void)fsync(fd);
+        close(fd);
+    }
+    free(copy);
+}
+
+int tf_finish(struct tf_writer *w, int do_fsync)
+{
+    int rc = 0;
+    if (w->failed)
+        rc = error_set("%s: not finished: an earlier write failed", w->path);
+    if (rc == 0 && do_fsync && fsync(w->fd) != 0)
+        rc = error_set_errno(errno, "%s: fsync failed", w->path);
+    if (close(w->fd) != 0 && rc == 0)
+        rc = error_set_errno(errno, "%s: close failed", w->path);
+    w->fd = -1;
+    if (w->tmp) {
+        if (rc == 0 && rename(w->tmp, w->path) != 0)
+            rc = error_set_errno(errno, "%s: cannot rename %s into place", w->path, w->tmp);
+        if (rc != 0)
+            unlink(w->tmp);
+        else if (do_fsync)
+            tf_fsync_dir(w->path);
+    }
+    tf_writer_free(w);
+    return rc;
+}
+
+void tf_abandon(struct tf_writer *w)
+{
+    if (!w)
+        return;
+    if (w->fd >= 0)
+        close(w->fd);
+    if (w->tmp)
+        unlink(w->tmp);
+    tf_writer_free(w);
+}
