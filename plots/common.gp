@@ -8,6 +8,7 @@ set tics nomirror
 set key noenhanced
 set datafile separator "\t"
 set datafile missing "-"
+set datafile columnheaders
 # Colours: fixed per meaning across all figures.
 c_raw = "#c0392b"; c_lin = "#2e86c1"; c_pw = "#27ae60"
 c_off = "#7f8c8d"; c_tx = "#2e86c1"; c_all = "#e67e22"
