@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "skew.h"
 #include "tmtrace.h"
 
 extern char **environ;
@@ -27,49 +28,58 @@ struct config_var {
     const char *choices[5];  /* VAR_CHOICE: index = stored value */
     const char *def;         /* default, as text */
     const char *help;
+    int (*check)(const char *text); /* VAR_STRING: extra validation, 0 or -1 */
 };
+
+/* TMTRACE_SKEW is checked when it is read, so a typo fails tmt_init() with
+ * the variable's name instead of surfacing later. */
+static int check_skew(const char *text)
+{
+    static struct tf_skew tmp[SKEW_MAX_CPUS];
+    return skew_parse(text, tmp, SKEW_MAX_CPUS) < 0 ? -1 : 0;
+}
 
 #define OFF(f) offsetof(struct config, f)
 
 static const struct config_var vars[] = {
     { "TMTRACE_EVENTS", VAR_CHOICE, OFF(events), 0, 0, { "off", "tx", "all" }, "all",
-      "what is recorded: all = start/read/write/commit/abort, tx = start/commit/abort, off = nothing" },
+      "what is recorded: all = start/read/write/commit/abort, tx = start/commit/abort, off = nothing", NULL },
     { "TMTRACE_MODE", VAR_CHOICE, OFF(mode), 0, 0, { "stream", "memory" }, "stream",
-      "stream = chunks are written while the program runs (bounded memory); memory = kept in memory and written at exit" },
+      "stream = chunks are written while the program runs (bounded memory); memory = kept in memory and written at exit", NULL },
     { "TMTRACE_FILE", VAR_STRING, OFF(file), 0, 0, { 0 }, "trace.bin",
-      "path of the trace file" },
+      "path of the trace file", NULL },
     { "TMTRACE_BUFFER", VAR_SIZE, OFF(buffer_bytes), 4096, 1LL << 30, { 0 }, "1M",
-      "per-thread buffer (one chunk) in bytes; units k, M, G" },
+      "per-thread buffer (one chunk) in bytes; units k, M, G", NULL },
     { "TMTRACE_MEMORY", VAR_SIZE, OFF(memory_bytes), 1LL << 16, 1LL << 40, { 0 }, "2G",
-      "most memory held by full buffers waiting for the writer; beyond it events are dropped and counted" },
+      "most memory held by full buffers waiting for the writer; beyond it events are dropped and counted", NULL },
     { "TMTRACE_SAMPLE_MS", VAR_INT, OFF(sample_ms), 1, 60000, { 0 }, "50",
-      "length of each pre-run and post-run clock sampling phase, in ms" },
+      "length of each pre-run and post-run clock sampling phase, in ms", NULL },
     { "TMTRACE_RESAMPLE_MS", VAR_INT, OFF(resample_ms), 0, 60000, { 0 }, "10",
-      "least time between two in-run clock samples of a thread, in ms; 0 disables them" },
+      "least time between two in-run clock samples of a thread, in ms; 0 disables them", NULL },
     { "TMTRACE_CLOCK", VAR_CHOICE, OFF(clock), 0, 0, { "monotonic", "monotonic_raw" }, "monotonic",
-      "reference clock of the sampling phases" },
+      "reference clock of the sampling phases", NULL },
     { "TMTRACE_SKEW", VAR_STRING, OFF(skew), 0, 0, { 0 }, "",
-      "fault injection: CPU:OFFSET_NS:DRIFT_PPM[@T_MS:DRIFT2_PPM][,...] applied to every TSC read" },
+      "fault injection: CPU:OFFSET_NS:DRIFT_PPM[@T_MS:DRIFT2_PPM][,...] applied to every TSC read", check_skew },
     { "TMTRACE_MIGRATE", VAR_INT, OFF(migrate_ms), 0, 60000, { 0 }, "0",
-      "fault injection: every traced thread moves to another CPU every MS ms; 0 disables" },
+      "fault injection: every traced thread moves to another CPU every MS ms; 0 disables", NULL },
     { "TMTRACE_CODEC", VAR_CHOICE, OFF(codec), 0, 0, { "lz4", "zlib", "none" }, "lz4",
-      "compression of event chunks (lz4 falls back to zlib when built without LZ4)" },
+      "compression of event chunks (lz4 falls back to zlib when built without LZ4)", NULL },
     { "TMTRACE_CODEC_LEVEL", VAR_INT, OFF(codec_level), 1, 9, { 0 }, "1",
-      "zlib compression level" },
+      "zlib compression level", NULL },
     { "TMTRACE_HTM", VAR_CHOICE, OFF(htm), 0, 0, { "auto", "emulate", "off" }, "auto",
-      "hardware fast path: auto = RTM when the CPU has it, emulate = emulated hardware transactions, off = STM only" },
+      "hardware fast path: auto = RTM when the CPU has it, emulate = emulated hardware transactions, off = STM only", NULL },
     { "TMTRACE_HTM_RETRIES", VAR_INT, OFF(htm_retries), 0, 1000, { 0 }, "5",
-      "hardware attempts before falling back to the STM" },
+      "hardware attempts before falling back to the STM", NULL },
     { "TMTRACE_HTM_EMU_ABORT", VAR_INT, OFF(htm_emu_abort_pct), 0, 100, { 0 }, "10",
-      "emulation: percent of hardware attempts that abort with a conflict (status CONFLICT|RETRY)" },
+      "emulation: percent of hardware attempts that abort with a conflict (status CONFLICT|RETRY)", NULL },
     { "TMTRACE_HTM_EMU_CAPACITY", VAR_INT, OFF(htm_emu_capacity), 1, 1 << 24, { 0 }, "4096",
-      "emulation: accesses an attempt may make before it aborts with CAPACITY" },
+      "emulation: accesses an attempt may make before it aborts with CAPACITY", NULL },
     { "TMTRACE_HTM_EMU_EXPLICIT", VAR_INT, OFF(htm_emu_explicit_pct), 0, 100, { 0 }, "2",
-      "emulation: percent of hardware attempts that abort with an unexplained status (no RETRY bit)" },
+      "emulation: percent of hardware attempts that abort with an unexplained status (no RETRY bit)", NULL },
     { "TMTRACE_STRIPES", VAR_INT, OFF(stripes_log2), 10, 28, { 0 }, "20",
-      "log2 of the number of versioned write-lock stripes" },
+      "log2 of the number of versioned write-lock stripes", NULL },
     { "TMTRACE_SEED", VAR_INT, OFF(seed), 0, INT64_MAX, { 0 }, "0",
-      "seed of the runtime's random numbers (backoff, emulation); 0 = from the clock" },
+      "seed of the runtime's random numbers (backoff, emulation); 0 = from the clock", NULL },
 };
 
 #define NVARS (sizeof vars / sizeof vars[0])
@@ -148,6 +158,8 @@ static int set_var(const struct config_var *v, const char *text, int is_default)
     case VAR_STRING:
         if (!is_default && v->offset == OFF(file) && *text == '\0')
             return error_set("%s is empty: expected a file path", v->name);
+        if (!is_default && v->check != NULL && v->check(text) != 0)
+            return -1;
         *(const char **)(base + v->offset) = text;
         return 0;
     }
