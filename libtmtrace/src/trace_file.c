@@ -28,7 +28,7 @@
 /* ---- layout ------------------------------------------------------------ */
 
 #define TF_HEADER_SIZE 576u
-#define TF_HEADER_CRC_AT 568u
+#define TF_HEADER_CRC_AT 572u
 #define TF_CMDLINE_AT 56u
 #define TF_CHUNK_HEADER_SIZE 40u
 #define TF_CHUNK_HCRC_AT 36u

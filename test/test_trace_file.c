@@ -1,0 +1,778 @@
+/*
+ * test_trace_file.c - the trace file format: every chunk kind round-trips
+ * through the file with every codec, and damage (truncation, flipped bits)
+ * gives a clear error naming the file and offset, or with salvage exactly
+ * the undamaged chunks.
+ */
+#include <dirent.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "codec.h"
+#include "error.h"
+#include "test_util.h"
+#include "trace_file.h"
+
+/* ---- fixtures ---------------------------------------------------------- */
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+static uint64_t rnd(void)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return rng_state;
+}
+
+/* A plausible run of one thread's records: START, accesses, COMMIT or
+ * ABORT, sometimes FALLBACK, with some wild values mixed in. */
+static void make_records(struct tf_record *r, uint64_t *truth, size_t n, uint64_t *inst)
+{
+    uint64_t tsc = 1000 + rnd() % 1000;
+    for (size_t i = 0; i < n; i++) {
+        unsigned k = (i % 7 == 0) ? TF_EV_START : 1 + (unsigned)(rnd() % (TF_EV_KINDS - 1));
+        tsc += 20 + rnd() % 400;
+        r[i].tsc = tsc;
+        r[i].aux = (uint32_t)(rnd() % 3) | (rnd() % 5 == 0 ? 1u << 12 : 0);
+        r[i].kind = (uint8_t)k;
+        r[i].reason = (uint8_t)(k == TF_EV_READ || k == TF_EV_WRITE ? 1u << (rnd() % 4) : rnd() % 8);
+        r[i].site = (uint16_t)(rnd() % 4);
+        r[i].addr = k == TF_EV_START ? ++*inst : (rnd() % 3 == 0 ? rnd() : 0x7f0000001000ull + 8 * (rnd() % 999));
+        r[i].value = rnd() % 2 ? rnd() : rnd() % 1000;
+        if (truth)
+            truth[i] = tsc - 500 + rnd() % 1000;
+    }
+}
+
+/* The tf_event a reader must produce for record i. */
+static void expect_record(const struct tf_event *e, const struct tf_record *r, const uint64_t *truth,
+                          uint32_t thread, uint64_t seq, uint64_t instance)
+{
+    assert_int_equal(e->ts, r->tsc);
+    assert_int_equal(e->kind, r->kind);
+    assert_int_equal(e->reason, r->reason);
+    assert_int_equal(e->site, r->site);
+    assert_int_equal(e->addr, r->addr);
+    assert_int_equal(e->value, r->value);
+    assert_int_equal(e->cpu, tf_aux_cpu(r->aux));
+    assert_int_equal(e->thread, thread);
+    assert_int_equal(e->seq, seq);
+    assert_int_equal(e->instance, instance);
+    assert_int_equal(e->truth, truth ? truth[0] : 0);
+}
+
+static void make_events(struct tf_event *e, size_t n, int merged)
+{
+    uint64_t ts = 5000, seq[4] = { 0, 10, 20, 30 }, inst[4] = { 0, 100, 200, 300 };
+    for (size_t i = 0; i < n; i++) {
+        uint32_t t = merged ? 1 + (uint32_t)(rnd() % 3) : 2;
+        memset(&e[i], 0, sizeof e[i]);
+        e[i].kind = (uint8_t)(1 + rnd() % (TF_EV_KINDS - 1));
+        if (e[i].kind == TF_EV_START)
+            inst[t] += 1 + rnd() % 2;
+        ts += rnd() % 100;
+        e[i].ts = ts;
+        e[i].truth = rnd() % 2 ? ts + rnd() % 50 : 0;
+        e[i].addr = e[i].kind == TF_EV_START ? inst[t] : rnd();
+        e[i].value = rnd() % 100;
+        e[i].instance = inst[t];
+        e[i].seq = seq[t]++;
+        e[i].thread = t;
+        e[i].site = (uint32_t)(rnd() % 70000);
+        e[i].cpu = (uint16_t)(rnd() % 5000);
+        e[i].reason = (uint8_t)rnd();
+    }
+}
+
+static void assert_events_equal(const struct tf_event *a, const struct tf_event *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        assert_int_equal(a[i].ts, b[i].ts);
+        assert_int_equal(a[i].truth, b[i].truth);
+        assert_int_equal(a[i].addr, b[i].addr);
+        assert_int_equal(a[i].value, b[i].value);
+        assert_int_equal(a[i].instance, b[i].instance);
+        assert_int_equal(a[i].seq, b[i].seq);
+        assert_int_equal(a[i].thread, b[i].thread);
+        assert_int_equal(a[i].site, b[i].site);
+        assert_int_equal(a[i].cpu, b[i].cpu);
+        assert_int_equal(a[i].kind, b[i].kind);
+        assert_int_equal(a[i].reason, b[i].reason);
+    }
+}
+
+static struct tf_header make_header(void)
+{
+    struct tf_header h;
+    memset(&h, 0, sizeof h);
+    h.version = TF_VERSION;
+    h.flags = TF_HDR_INJECTED;
+    h.tsc_hz = 2994373000ull;
+    h.ref_clock = 1;
+    h.ncpus = 2;
+    h.pid = 4242;
+    h.events_level = 2;
+    h.wall_start_ns = -12345;
+    snprintf(h.cmdline, sizeof h.cmdline, "tmbench --threads 2 rbtree");
+    return h;
+}
+
+/* A file of `nchunks` EVENTS chunks of `per` records (threads alternate),
+ * then an END chunk. Offsets of every chunk go to offs[] (nchunks + 1 of
+ * them, plus the file size). */
+static void write_event_file(const char *path, int codec, size_t nchunks, size_t per, uint64_t *offs)
+{
+    struct tf_header h = make_header();
+    struct tf_writer *w = tf_create(path, &h, 0);
+    assert_non_null(w);
+    struct tf_record *r = malloc(per * sizeof *r);
+    assert_non_null(r);
+    uint64_t inst = 0;
+    for (size_t c = 0; c < nchunks; c++) {
+        make_records(r, NULL, per, &inst);
+        offs[c] = tf_writer_bytes(w);
+        assert_int_equal(tf_write_records(w, 1 + (uint32_t)(c % 2), c * per, inst, r, NULL, per, codec, 1), 0);
+    }
+    struct tf_thread_info ti[2] = { { 1, 11, 100, 0 }, { 2, 12, 100, 3 } };
+    offs[nchunks] = tf_writer_bytes(w);
+    assert_int_equal(tf_write_end(w, ti, 2, 0), 0);
+    offs[nchunks + 1] = tf_writer_bytes(w);
+    assert_int_equal(tf_finish(w, 0), 0);
+    free(r);
+}
+
+/* Reads a file to its end; returns the events seen and sets *chunks and
+ * *rc (the last tf_next result). */
+static size_t read_all(const char *path, unsigned flags, size_t *chunks, int *rc, uint64_t *skipped)
+{
+    struct tf_reader *rd = tf_open(path, flags);
+    if (!rd) {
+        *rc = -2;
+        *chunks = 0;
+        return 0;
+    }
+    struct tf_chunk c;
+    size_t ev = 0, n = 0;
+    while ((*rc = tf_next(rd, &c)) == 1) {
+        n++;
+        if (c.kind == TF_CHUNK_EVENTS)
+            ev += c.count;
+    }
+    if (skipped)
+        *skipped = tf_reader_skipped(rd);
+    tf_close(rd);
+    *chunks = n;
+    return ev;
+}
+
+static void copy_prefix(const char *from, const char *to, size_t len, long flip_at, unsigned bit)
+{
+    size_t n;
+    char *buf = tu_read_file(from, &n);
+    assert_non_null(buf);
+    assert_true(len <= n);
+    if (flip_at >= 0)
+        buf[flip_at] ^= (char)(1u << bit);
+    FILE *f = fopen(to, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(buf, 1, len, f), len);
+    fclose(f);
+    free(buf);
+}
+
+static void assert_msg_names(const char *path, uint64_t off, const char *what)
+{
+    const char *m = error_get();
+    char want[64];
+    assert_non_null(strstr(m, path));
+    snprintf(want, sizeof want, "offset %llu:", (unsigned long long)off);
+    if (!strstr(m, want) || !strstr(m, what))
+        fail_msg("message '%s' lacks '%s' or '%s'", m, want, what);
+}
+
+/* ---- round trips ------------------------------------------------------- */
+
+static void round_trip_all_kinds(int codec)
+{
+    const char *path = tu_path("all.bin");
+    struct tf_header h = make_header();
+    struct tf_writer *w = tf_create(path, &h, TF_WRITE_ATOMIC);
+    assert_non_null(w);
+    tf_writer_set_meta_codec(w, codec, 6);
+
+    struct tf_site sites[3] = { { 1, 10, "a.c", "insert" }, { 2, -1, "", "" }, { 77, 99999, "dir/b.c", "x" } };
+    memset(sites[2].file, 'f', 255);
+    sites[2].file[255] = '\0';
+    struct tf_thread_info threads[2] = { { 1, 100, 0, 0 }, { 2, 101, 0, 0 } };
+    struct tf_skew skews[2] = { { 0, 0, 0.0, -1, 0.0 }, { 1, -5000000, 12.5, 250, -3.25 } };
+    struct tf_sample samples[300];
+    for (size_t i = 0; i < 300; i++)
+        samples[i] = (struct tf_sample){ rnd(), rnd(), rnd(), (uint32_t)rnd(), (uint16_t)rnd(),
+                                         (uint8_t)(i % 3), 0, (uint32_t)(i % 4) };
+    static struct tf_cpu_model models[2];
+    memset(models, 0, sizeof models);
+    models[0] = (struct tf_cpu_model){ 0, 500, 3, 2, 1.5, -20.0, 3.25, 11.0, { { 0, 0.33, 7.0 } } };
+    models[0].seg[1] = (struct tf_model_segment){ 123456789, 0.334, -9.5 };
+    models[1].cpu = 1;
+    models[1].nseg = 256;
+    for (int k = 0; k < 256; k++)
+        models[1].seg[k] = (struct tf_model_segment){ (uint64_t)k * 1000, 1.0 / (k + 1), k * 2.0 };
+
+    enum { N1 = 5000, N2 = 777, NE = 3000 };
+    static struct tf_record r1[N1], r2[N2];
+    static uint64_t t1[N1];
+    uint64_t inst = 40;
+    make_records(r1, t1, N1, &inst);
+    uint64_t inst2 = 7;
+    make_records(r2, NULL, N2, &inst2);
+    static struct tf_event merged[NE], single[NE];
+    make_events(merged, NE, 1);
+    make_events(single, NE, 0);
+
+    assert_int_equal(tf_write_sites(w, sites, 3), 0);
+    assert_int_equal(tf_write_threads(w, threads, 2), 0);
+    assert_int_equal(tf_write_skews(w, skews, 2), 0);
+    assert_int_equal(tf_write_samples(w, samples, 300), 0);
+    assert_int_equal(tf_write_records(w, 1, 1000, 40, r1, t1, N1, codec, 1), 0);
+    assert_int_equal(tf_write_records(w, 2, 0, 7, r2, NULL, N2, codec, 9), 0);
+    assert_int_equal(tf_write_events(w, 0, merged, NE, codec, 1), 0);
+    assert_int_equal(tf_write_events(w, 2, single, NE, codec, 1), 0);
+    assert_int_equal(tf_write_models(w, models, 2), 0);
+    threads[0].events = N1;
+    threads[1].dropped = 9;
+    assert_int_equal(tf_write_end(w, threads, 2, 3), 0);
+    assert_int_equal(tf_finish(w, 1), 0);
+
+    struct tf_reader *rd = tf_open(path, 0);
+    assert_non_null(rd);
+    const struct tf_header *rh = tf_reader_header(rd);
+    assert_int_equal(rh->version, TF_VERSION);
+    assert_int_equal(rh->flags, h.flags);
+    assert_int_equal(rh->tsc_hz, h.tsc_hz);
+    assert_int_equal(rh->ref_clock, h.ref_clock);
+    assert_int_equal(rh->ncpus, h.ncpus);
+    assert_int_equal(rh->pid, h.pid);
+    assert_int_equal(rh->events_level, h.events_level);
+    assert_int_equal(rh->wall_start_ns, h.wall_start_ns);
+    assert_string_equal(rh->cmdline, h.cmdline);
+
+    struct tf_chunk c;
+    uint64_t events_off = 0;
+    int kinds_seen = 0;
+    for (int step = 0; step < 10; step++) {
+        assert_int_equal(tf_next(rd, &c), 1);
+        kinds_seen |= 1 << c.kind;
+        if (codec != TF_CODEC_NONE && c.kind == TF_CHUNK_EVENTS && codec_available(codec))
+            assert_int_equal(c.codec, codec); /* the streams compress well */
+        switch (step) {
+        case 0:
+            assert_int_equal(c.kind, TF_CHUNK_META_SITES);
+            assert_int_equal(c.count, 3);
+            for (int i = 0; i < 3; i++) {
+                assert_int_equal(c.sites[i].id, sites[i].id);
+                assert_int_equal(c.sites[i].line, sites[i].line);
+                assert_string_equal(c.sites[i].file, sites[i].file);
+                assert_string_equal(c.sites[i].label, sites[i].label);
+            }
+            break;
+        case 1:
+            assert_int_equal(c.kind, TF_CHUNK_META_THREADS);
+            assert_int_equal(c.count, 2);
+            assert_int_equal(c.threads[1].id, 2);
+            assert_int_equal(c.threads[1].os_tid, 101);
+            break;
+        case 2:
+            assert_int_equal(c.kind, TF_CHUNK_META_SKEW);
+            assert_int_equal(c.count, 2);
+            assert_int_equal(c.skews[1].cpu, 1);
+            assert_int_equal(c.skews[1].offset_ns, -5000000);
+            assert_true(c.skews[1].drift_ppm == 12.5);
+            assert_int_equal(c.skews[1].change_ms, 250);
+            assert_true(c.skews[1].drift2_ppm == -3.25);
+            assert_int_equal(c.skews[0].change_ms, -1);
+            break;
+        case 3:
+            assert_int_equal(c.kind, TF_CHUNK_SAMPLES);
+            assert_int_equal(c.count, 300);
+            for (int i = 0; i < 300; i++) {
+                assert_int_equal(c.samples[i].tsc, samples[i].tsc);
+                assert_int_equal(c.samples[i].ref_ns, samples[i].ref_ns);
+                assert_int_equal(c.samples[i].truth_tsc, samples[i].truth_tsc);
+                assert_int_equal(c.samples[i].width, samples[i].width);
+                assert_int_equal(c.samples[i].cpu, samples[i].cpu);
+                assert_int_equal(c.samples[i].phase, samples[i].phase);
+                assert_int_equal(c.samples[i].thread, samples[i].thread);
+            }
+            break;
+        case 4: {
+            assert_int_equal(c.kind, TF_CHUNK_EVENTS);
+            assert_int_equal(c.thread, 1);
+            assert_int_equal(c.count, N1);
+            events_off = c.offset;
+            uint64_t cur = 40;
+            for (size_t i = 0; i < N1; i++) {
+                if (r1[i].kind == TF_EV_START)
+                    cur = r1[i].addr;
+                expect_record(&c.events[i], &r1[i], &t1[i], 1, 1000 + i, cur);
+            }
+            break;
+        }
+        case 5: {
+            assert_int_equal(c.thread, 2);
+            assert_int_equal(c.count, N2);
+            uint64_t cur = 7;
+            for (size_t i = 0; i < N2; i++) {
+                if (r2[i].kind == TF_EV_START)
+                    cur = r2[i].addr;
+                expect_record(&c.events[i], &r2[i], NULL, 2, i, cur);
+            }
+            break;
+        }
+        case 6:
+            assert_int_equal(c.kind, TF_CHUNK_EVENTS);
+            assert_int_equal(c.thread, 0);
+            assert_int_equal(c.count, NE);
+            assert_events_equal(c.events, merged, NE);
+            break;
+        case 7:
+            assert_int_equal(c.thread, 2);
+            assert_events_equal(c.events, single, NE);
+            break;
+        case 8:
+            assert_int_equal(c.kind, TF_CHUNK_MODEL);
+            assert_int_equal(c.count, 2);
+            assert_int_equal(c.models[0].used, 500);
+            assert_int_equal(c.models[0].rejected, 3);
+            assert_int_equal(c.models[0].nseg, 2);
+            assert_true(c.models[0].seg[1].a == 0.334 && c.models[0].seg[1].b == -9.5);
+            assert_int_equal(c.models[0].seg[1].tsc_from, 123456789);
+            assert_true(c.models[0].rms_ns == 3.25 && c.models[0].max_ns == 11.0);
+            assert_int_equal(c.models[1].nseg, 256);
+            for (int k = 0; k < 256; k++)
+                assert_true(c.models[1].seg[k].a == 1.0 / (k + 1));
+            break;
+        case 9:
+            assert_int_equal(c.kind, TF_CHUNK_END);
+            assert_int_equal(c.writer_errors, 3);
+            assert_int_equal(c.threads[0].events, N1);
+            assert_int_equal(c.threads[1].dropped, 9);
+            break;
+        }
+    }
+    assert_int_equal(kinds_seen, 0xfe); /* kinds 1..7 */
+    assert_int_equal(tf_next(rd, &c), 0);
+    assert_int_equal(tf_reader_skipped(rd), 0);
+
+    /* Random access gives the same chunk again. */
+    assert_int_equal(tf_read_at(rd, events_off, &c), 1);
+    assert_int_equal(c.count, N1);
+    assert_int_equal(c.events[N1 - 1].ts, r1[N1 - 1].tsc);
+    tf_close(rd);
+}
+
+static void test_every_chunk_kind_round_trips_uncompressed(void **s)
+{
+    (void)s;
+    round_trip_all_kinds(TF_CODEC_NONE);
+}
+
+static void test_every_chunk_kind_round_trips_with_zlib(void **s)
+{
+    (void)s;
+    round_trip_all_kinds(TF_CODEC_ZLIB);
+}
+
+static void test_every_chunk_kind_round_trips_with_lz4(void **s)
+{
+    (void)s;
+    round_trip_all_kinds(TF_CODEC_LZ4); /* falls back to zlib in a build without liblz4 */
+}
+
+static void test_long_runs_are_split_and_keep_seq_and_instance(void **s)
+{
+    (void)s;
+    const char *path = tu_path("long.bin");
+    size_t n = CODEC_MAX_EVENTS + 1234;
+    struct tf_record *r = malloc(n * sizeof *r);
+    assert_non_null(r);
+    uint64_t inst = 0;
+    make_records(r, NULL, n, &inst);
+    r[n - 1].kind = TF_EV_COMMIT; /* not a START: its instance comes from the previous piece */
+    r[CODEC_MAX_EVENTS].kind = TF_EV_READ;
+    struct tf_header h = make_header();
+    struct tf_writer *w = tf_create(path, &h, 0);
+    assert_non_null(w);
+    assert_int_equal(tf_write_records(w, 3, 5, 0, r, NULL, n, TF_CODEC_LZ4, 1), 0);
+    assert_int_equal(tf_finish(w, 0), 0);
+    struct tf_reader *rd = tf_open(path, 0);
+    assert_non_null(rd);
+    struct tf_chunk c;
+    size_t seen = 0, chunks = 0;
+    uint64_t cur = 0;
+    while (tf_next(rd, &c) == 1) {
+        chunks++;
+        for (size_t i = 0; i < c.count; i++, seen++) {
+            if (r[seen].kind == TF_EV_START)
+                cur = r[seen].addr;
+            expect_record(&c.events[i], &r[seen], NULL, 3, 5 + seen, cur);
+        }
+    }
+    assert_int_equal(chunks, 2);
+    assert_int_equal(seen, n);
+    tf_close(rd);
+    free(r);
+}
+
+static void test_skip_events_gives_counts_without_payloads(void **s)
+{
+    (void)s;
+    const char *path = tu_path("skip.bin");
+    uint64_t offs[8];
+    write_event_file(path, TF_CODEC_ZLIB, 5, 300, offs);
+    struct tf_reader *rd = tf_open(path, TF_SKIP_EVENTS);
+    assert_non_null(rd);
+    struct tf_chunk c;
+    for (int i = 0; i < 5; i++) {
+        assert_int_equal(tf_next(rd, &c), 1);
+        assert_int_equal(c.kind, TF_CHUNK_EVENTS);
+        assert_int_equal(c.count, 300);
+        assert_int_equal(c.offset, offs[i]);
+        assert_null(c.events);
+    }
+    assert_int_equal(tf_next(rd, &c), 1);
+    assert_int_equal(c.kind, TF_CHUNK_END);
+    assert_int_equal(c.threads[1].dropped, 3);
+    tf_close(rd);
+}
+
+/* ---- damage ---------------------------------------------------------------- */
+
+static void test_truncation_at_a_chunk_boundary_reads_every_complete_chunk(void **s)
+{
+    (void)s;
+    const char *path = tu_path("cut.bin"), *cut = tu_path("cut-part.bin");
+    uint64_t offs[8];
+    write_event_file(path, TF_CODEC_LZ4, 6, 200, offs);
+    for (int k = 0; k <= 7; k++) {
+        copy_prefix(path, cut, offs[k], -1, 0);
+        size_t chunks;
+        int rc;
+        size_t ev = read_all(cut, 0, &chunks, &rc, NULL);
+        assert_int_equal(rc, 0);
+        assert_int_equal(chunks, (size_t)k);
+        assert_int_equal(ev, (size_t)(k < 6 ? k : 6) * 200);
+    }
+}
+
+static void test_torn_tail_is_an_error_or_skipped_bytes_with_salvage(void **s)
+{
+    (void)s;
+    const char *path = tu_path("torn.bin"), *cut = tu_path("torn-part.bin");
+    uint64_t offs[8];
+    write_event_file(path, TF_CODEC_ZLIB, 6, 200, offs);
+    for (int trial = 0; trial < 60; trial++) {
+        int k = (int)(rnd() % 6); /* tear inside chunk k */
+        uint64_t len = offs[k] + 1 + rnd() % (offs[k + 1] - offs[k] - 1);
+        copy_prefix(path, cut, len, -1, 0);
+        struct tf_reader *rd = tf_open(cut, 0);
+        assert_non_null(rd);
+        struct tf_chunk c;
+        for (int i = 0; i < k; i++)
+            assert_int_equal(tf_next(rd, &c), 1);
+        assert_int_equal(tf_next(rd, &c), -1);
+        assert_msg_names(cut, offs[k], "truncated chunk");
+        tf_close(rd);
+
+        rd = tf_open(cut, TF_SALVAGE);
+        assert_non_null(rd);
+        size_t ev = 0;
+        int rc;
+        while ((rc = tf_next(rd, &c)) == 1)
+            ev += c.count;
+        assert_int_equal(rc, 0);
+        assert_int_equal(ev, (size_t)k * 200);
+        assert_int_equal(tf_reader_skipped(rd), 1);
+        assert_int_equal(tf_reader_skipped_bytes(rd), len - offs[k]);
+        tf_close(rd);
+    }
+}
+
+static void test_truncated_or_foreign_header_is_refused(void **s)
+{
+    (void)s;
+    const char *path = tu_path("hdr.bin"), *cut = tu_path("hdr-part.bin");
+    uint64_t offs[4];
+    write_event_file(path, TF_CODEC_NONE, 1, 10, offs);
+    copy_prefix(path, cut, 100, -1, 0);
+    assert_null(tf_open(cut, 0));
+    assert_msg_names(cut, 0, "truncated header");
+    copy_prefix(path, cut, 5, -1, 0);
+    assert_null(tf_open(cut, TF_SALVAGE));
+    assert_msg_names(cut, 0, "not a trace file (bad magic)");
+    assert_null(tf_open(tu_path("missing.bin"), 0));
+    assert_non_null(strstr(error_get(), "missing.bin"));
+}
+
+static void test_newer_format_version_is_refused(void **s)
+{
+    (void)s;
+    const char *path = tu_path("ver.bin"), *bumped = tu_path("ver2.bin");
+    uint64_t offs[4];
+    write_event_file(path, TF_CODEC_NONE, 1, 10, offs);
+    size_t n;
+    char *buf = tu_read_file(path, &n);
+    assert_non_null(buf);
+    buf[8] = TF_VERSION + 1; /* little-endian u32 at offset 8 */
+    FILE *f = fopen(bumped, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(buf, 1, n, f), n);
+    fclose(f);
+    free(buf);
+    assert_null(tf_open(bumped, TF_SALVAGE));
+    char want[200];
+    snprintf(want, sizeof want, "%s: format version %d is newer than this tool's %d", bumped,
+             TF_VERSION + 1, TF_VERSION);
+    assert_string_equal(error_get(), want);
+}
+
+static void test_flipped_bit_in_file_header_is_detected(void **s)
+{
+    (void)s;
+    const char *path = tu_path("fh.bin"), *bad = tu_path("fh-bad.bin");
+    uint64_t offs[8];
+    write_event_file(path, TF_CODEC_LZ4, 3, 100, offs);
+    for (long at = 0; at < 576; at += 7) {
+        copy_prefix(path, bad, offs[4], at, (unsigned)(at % 8));
+        struct tf_reader *rd = tf_open(bad, 0);
+        assert_null(rd);
+        assert_non_null(strstr(error_get(), bad));
+        /* Salvage keeps every chunk when the header is merely damaged. */
+        size_t chunks;
+        int rc;
+        size_t ev = read_all(bad, TF_SALVAGE, &chunks, &rc, NULL);
+        if (at >= 12) {
+            assert_int_equal(rc, 0);
+            assert_int_equal(ev, 300);
+        }
+    }
+}
+
+static void test_flipped_bit_in_chunk_header_skips_exactly_that_chunk(void **s)
+{
+    (void)s;
+    const char *path = tu_path("ch.bin"), *bad = tu_path("ch-bad.bin");
+    uint64_t offs[8];
+    write_event_file(path, TF_CODEC_ZLIB, 5, 150, offs);
+    for (int k = 0; k < 5; k++) {
+        for (int byte = 0; byte < 40; byte += 3) {
+            copy_prefix(path, bad, offs[6], (long)(offs[k] + (uint64_t)byte), (unsigned)(byte % 8));
+            struct tf_reader *rd = tf_open(bad, 0);
+            assert_non_null(rd);
+            struct tf_chunk c;
+            for (int i = 0; i < k; i++)
+                assert_int_equal(tf_next(rd, &c), 1);
+            assert_int_equal(tf_next(rd, &c), -1);
+            assert_msg_names(bad, offs[k], "chunk");
+            tf_close(rd);
+
+            size_t chunks;
+            int rc;
+            uint64_t skipped;
+            size_t ev = read_all(bad, TF_SALVAGE, &chunks, &rc, &skipped);
+            assert_int_equal(rc, 0);
+            assert_int_equal(ev, 4 * 150);
+            assert_int_equal(chunks, 5); /* 4 EVENTS + END */
+            assert_int_equal(skipped, 1);
+        }
+    }
+}
+
+static void test_flipped_bit_in_payload_is_a_crc_mismatch(void **s)
+{
+    (void)s;
+    const char *path = tu_path("pl.bin"), *bad = tu_path("pl-bad.bin");
+    uint64_t offs[8];
+    for (int codec = 0; codec < 3; codec++) {
+        write_event_file(path, codec, 5, 150, offs);
+        for (int trial = 0; trial < 40; trial++) {
+            int k = (int)(rnd() % 6); /* 5 = the END chunk */
+            uint64_t at = offs[k] + 40 + rnd() % (offs[k + 1] - offs[k] - 40);
+            copy_prefix(path, bad, offs[6], (long)at, (unsigned)(rnd() % 8));
+            struct tf_reader *rd = tf_open(bad, 0);
+            assert_non_null(rd);
+            struct tf_chunk c;
+            for (int i = 0; i < k; i++)
+                assert_int_equal(tf_next(rd, &c), 1);
+            assert_int_equal(tf_next(rd, &c), -1);
+            assert_msg_names(bad, offs[k], "chunk CRC mismatch");
+            tf_close(rd);
+
+            size_t chunks;
+            int rc;
+            uint64_t skipped;
+            size_t ev = read_all(bad, TF_SALVAGE, &chunks, &rc, &skipped);
+            assert_int_equal(rc, 0);
+            assert_int_equal(ev, (size_t)(k < 5 ? 4 : 5) * 150);
+            assert_int_equal(chunks, 5);
+            assert_int_equal(skipped, 1);
+        }
+    }
+}
+
+static void test_garbage_between_chunks_is_skipped_by_salvage(void **s)
+{
+    (void)s;
+    const char *path = tu_path("gb.bin"), *bad = tu_path("gb-bad.bin");
+    uint64_t offs[8];
+    write_event_file(path, TF_CODEC_NONE, 4, 100, offs);
+    size_t n;
+    char *buf = tu_read_file(path, &n);
+    assert_non_null(buf);
+    FILE *f = fopen(bad, "wb");
+    assert_non_null(f);
+    fwrite(buf, 1, offs[2], f);
+    char junk[333];
+    for (size_t i = 0; i < sizeof junk; i++)
+        junk[i] = i % 50 == 0 ? 'C' : (char)rnd(); /* with false starts of the magic */
+    memcpy(junk + 100, "CHNK", 4);
+    fwrite(junk, 1, sizeof junk, f);
+    fwrite(buf + offs[2], 1, n - offs[2], f);
+    fclose(f);
+    free(buf);
+    size_t chunks;
+    int rc;
+    uint64_t skipped;
+    assert_int_equal(read_all(bad, TF_SALVAGE, &chunks, &rc, &skipped), 400);
+    assert_int_equal(rc, 0);
+    assert_int_equal(skipped, 1);
+    read_all(bad, 0, &chunks, &rc, NULL);
+    assert_int_equal(rc, -1);
+    assert_int_equal(chunks, 2);
+    assert_msg_names(bad, offs[2], "bad chunk magic");
+}
+
+static void test_random_damage_never_crashes(void **s)
+{
+    (void)s;
+    const char *path = tu_path("rd.bin"), *bad = tu_path("rd-bad.bin");
+    uint64_t offs[8];
+    write_event_file(path, TF_CODEC_LZ4, 5, 100, offs);
+    size_t n;
+    char *orig = tu_read_file(path, &n);
+    assert_non_null(orig);
+    for (int trial = 0; trial < 200; trial++) {
+        char *buf = malloc(n);
+        assert_non_null(buf);
+        memcpy(buf, orig, n);
+        int flips = 1 + (int)(rnd() % 20);
+        for (int i = 0; i < flips; i++)
+            buf[576 + rnd() % (n - 576)] = (char)rnd();
+        size_t len = 576 + rnd() % (n - 575);
+        FILE *f = fopen(bad, "wb");
+        assert_non_null(f);
+        fwrite(buf, 1, len, f);
+        fclose(f);
+        free(buf);
+        size_t chunks;
+        int rc;
+        size_t ev = read_all(bad, TF_SALVAGE, &chunks, &rc, NULL);
+        assert_int_equal(rc, 0);
+        assert_true(ev <= 500);
+        read_all(bad, 0, &chunks, &rc, NULL);
+        assert_true(rc == 0 || rc == -1);
+    }
+    free(orig);
+}
+
+/* ---- writer ------------------------------------------------------------------ */
+
+static int dir_entries(const char *dir)
+{
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, ".."))
+            n++;
+    closedir(d);
+    return n;
+}
+
+static void test_atomic_writer_leaves_no_temporary_behind(void **s)
+{
+    (void)s;
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s", tu_path("atomic"));
+    assert_int_equal(mkdir(dir, 0755), 0);
+    char path[600];
+    snprintf(path, sizeof path, "%s/out.bin", dir);
+    struct tf_header h = make_header();
+
+    struct tf_writer *w = tf_create(path, &h, TF_WRITE_ATOMIC);
+    assert_non_null(w);
+    struct tf_thread_info t = { 1, 2, 3, 4 };
+    assert_int_equal(tf_write_threads(w, &t, 1), 0);
+    assert_int_equal(dir_entries(dir), 1); /* the temporary */
+    assert_int_equal(access(path, F_OK), -1);
+    tf_abandon(w);
+    assert_int_equal(dir_entries(dir), 0);
+
+    w = tf_create(path, &h, TF_WRITE_ATOMIC);
+    assert_non_null(w);
+    assert_int_equal(tf_write_threads(w, &t, 1), 0);
+    uint64_t bytes = tf_writer_bytes(w);
+    assert_int_equal(tf_finish(w, 1), 0);
+    assert_int_equal(dir_entries(dir), 1);
+    size_t n;
+    char *buf = tu_read_file(path, &n);
+    assert_non_null(buf);
+    assert_int_equal(n, bytes);
+    free(buf);
+}
+
+static void test_writer_refuses_invalid_records_and_unwritable_paths(void **s)
+{
+    (void)s;
+    struct tf_header h = make_header();
+    assert_null(tf_create(tu_path("no/such/dir/x.bin"), &h, 0));
+    assert_non_null(strstr(error_get(), "no/such/dir/x.bin"));
+    struct tf_writer *w = tf_create(tu_path("inv.bin"), &h, 0);
+    assert_non_null(w);
+    struct tf_record r[2] = { { 1, 0, TF_EV_START, 0, 0, 1, 0 }, { 2, 0, 9, 0, 0, 0, 0 } };
+    assert_int_equal(tf_write_records(w, 1, 0, 0, r, NULL, 2, TF_CODEC_NONE, 0), -1);
+    assert_non_null(strstr(error_get(), "invalid kind 9"));
+    assert_int_equal(tf_finish(w, 0), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_every_chunk_kind_round_trips_uncompressed),
+        cmocka_unit_test(test_every_chunk_kind_round_trips_with_zlib),
+        cmocka_unit_test(test_every_chunk_kind_round_trips_with_lz4),
+        cmocka_unit_test(test_long_runs_are_split_and_keep_seq_and_instance),
+        cmocka_unit_test(test_skip_events_gives_counts_without_payloads),
+        cmocka_unit_test(test_truncation_at_a_chunk_boundary_reads_every_complete_chunk),
+        cmocka_unit_test(test_torn_tail_is_an_error_or_skipped_bytes_with_salvage),
+        cmocka_unit_test(test_truncated_or_foreign_header_is_refused),
+        cmocka_unit_test(test_newer_format_version_is_refused),
+        cmocka_unit_test(test_flipped_bit_in_file_header_is_detected),
+        cmocka_unit_test(test_flipped_bit_in_chunk_header_skips_exactly_that_chunk),
+        cmocka_unit_test(test_flipped_bit_in_payload_is_a_crc_mismatch),
+        cmocka_unit_test(test_garbage_between_chunks_is_skipped_by_salvage),
+        cmocka_unit_test(test_random_damage_never_crashes),
+        cmocka_unit_test(test_atomic_writer_leaves_no_temporary_behind),
+        cmocka_unit_test(test_writer_refuses_invalid_records_and_unwritable_paths),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
