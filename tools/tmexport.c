@@ -82,7 +82,8 @@ struct meta {
     struct site_name *sites;   /* indexed by site id */
     size_t nsites;
     uint32_t *os_tid;          /* indexed by thread id */
-    size_t nthreads;
+    size_t nthreads;           /* capacity of os_tid */
+    uint32_t max_thread;       /* highest thread id named by the metadata */
 };
 
 static int grow(void **p, size_t *n, size_t want, size_t elem)
@@ -122,6 +123,8 @@ static int meta_add_thread(struct meta *m, const struct tf_thread_info *t)
         return -1;
     if (t->os_tid)
         m->os_tid[t->id] = t->os_tid;
+    if (t->id > m->max_thread)
+        m->max_thread = t->id;
     return 0;
 }
 
@@ -244,7 +247,7 @@ static int is_hw(uint32_t flags)
 static void emit_thread_names(struct exporter *x)
 {
     FILE *f = x->o->f;
-    for (size_t t = 1; t < x->m->nthreads; t++) {
+    for (size_t t = 1; t <= x->m->max_thread; t++) {
         out_sep(x->o);
         fprintf(f, "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%" PRIu32 ",\"tid\":%zu,"
                    "\"args\":{\"name\":\"T%zu (tid %" PRIu32 ")\"}}",
