@@ -16,6 +16,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 struct bench_opts {
     int threads;        /* --threads, default 1 */
@@ -82,5 +83,18 @@ double bench_opt_double(const struct bench_opts *o, const char *name, double def
 const char *bench_opt_str(const struct bench_opts *o, const char *name, const char *def);
 /* Set when an option had a bad value; setup() should return -1. */
 extern int bench_opt_error;
+
+/* ---- the driver (bench.c), called by tmbench.c ------------------------- */
+
+/* The backend this binary was built for: "libtmtrace", "libitm" or "mutex". */
+extern const char *const bench_backend;
+
+/* Runs one workload: argv[0] is the workload name, the rest its options.
+ * Prints the JSON line on stdout. Returns the exit status: 0 ok, 1 check
+ * failed (or the run could not happen), 2 bad options. */
+int bench_run(const struct workload *wl, int argc, char **argv);
+
+/* Prints the common options and, when wl is not NULL, the workload's own. */
+void bench_usage(FILE *out, const struct workload *wl);
 
 #endif

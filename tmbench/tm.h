@@ -13,6 +13,12 @@
  *
  * Transactional helper functions take no descriptor: the libtmtrace build
  * keeps it in an initial-exec thread-local (tm_tx).
+ *
+ * The libitm and mutex builds count committed blocks in tm_commit_count (a
+ * thread-local the driver sums), because neither backend reports statistics.
+ * TM_RESTART exists for libtmtrace (abort and rerun) and libitm (where it can
+ * only cancel the block); the mutex build has none, so a workload that needs
+ * it does not compile there.
  */
 #ifndef TMBENCH_TM_H
 #define TMBENCH_TM_H
@@ -20,15 +26,19 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#if defined(TM_ITM) || defined(TM_MUTEX)
+extern __thread uint64_t tm_commit_count;
+#endif
+
 #if defined(TM_ITM)
 
 #define TM_BACKEND "libitm"
 #define TM_SAFE __attribute__((transaction_safe))
 #define TM_THREAD_ENTER() ((void)0)
 #define TM_THREAD_EXIT() ((void)0)
-#define TM_BEGIN(label) __transaction_atomic {
-#define TM_BEGIN_RO(label) __transaction_atomic {
-#define TM_END }
+#define TM_BEGIN(label) { __transaction_atomic {
+#define TM_BEGIN_RO(label) TM_BEGIN(label)
+#define TM_END } tm_commit_count++; }
 #define TM_READ(x) (x)
 #define TM_WRITE(x, v) ((x) = (v))
 #define TM_READ_P(x) (x)
@@ -49,7 +59,7 @@ extern pthread_mutex_t tm_global_lock;
 #define TM_THREAD_EXIT() ((void)0)
 #define TM_BEGIN(label) { pthread_mutex_lock(&tm_global_lock);
 #define TM_BEGIN_RO(label) TM_BEGIN(label)
-#define TM_END pthread_mutex_unlock(&tm_global_lock); }
+#define TM_END pthread_mutex_unlock(&tm_global_lock); tm_commit_count++; }
 #define TM_READ(x) (x)
 #define TM_WRITE(x, v) ((x) = (v))
 #define TM_READ_P(x) (x)

@@ -1,0 +1,623 @@
+/*
+ * bench.c - the tmbench driver: option parsing, the workload option store
+ * behind bench_opt_*(), per-thread random seeding, the worker threads with
+ * their start barrier, the duration timer or ops budget, the backend's thread
+ * enter/exit and statistics, and the one JSON line per run.
+ *
+ * Owns: everything a workload does not: the same file builds for the three
+ * backends (libtmtrace, libitm, mutex). It must never know about a particular
+ * workload, and never run workload code outside setup/worker/check/teardown.
+ */
+#include "bench.h"
+#include "tm.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#if defined(TM_ITM)
+const char *const bench_backend = "libitm";
+__thread uint64_t tm_commit_count;
+#elif defined(TM_MUTEX)
+const char *const bench_backend = "mutex";
+__thread uint64_t tm_commit_count;
+pthread_mutex_t tm_global_lock = PTHREAD_MUTEX_INITIALIZER;
+#else
+const char *const bench_backend = "libtmtrace";
+__thread tmt_tx *tm_tx __attribute__((tls_model("initial-exec")));
+#endif
+
+int bench_opt_error;
+
+/* The workload options of the current run, "--name" "value" pairs, and which
+ * of them a bench_opt_*() call has looked at. */
+static char **wl_args;
+static int wl_nargs;
+static unsigned char *wl_used;
+static const char *prog_name = "tmbench";
+
+static void bench_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void bench_err(const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "%s: ", prog_name);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+/* ---- workload options -------------------------------------------------- */
+
+/* The value of the last --name given (later options override earlier ones). */
+static const char *opt_find(const char *name)
+{
+    const char *val = NULL;
+    for (int i = 0; i + 1 < wl_nargs; i += 2) {
+        if (strcmp(wl_args[i] + 2, name) == 0) {
+            wl_used[i] = 1;
+            val = wl_args[i + 1];
+        }
+    }
+    return val;
+}
+
+static int parse_long(const char *text, long *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(text, &end, 10);
+    if (errno || end == text || *end)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int parse_double(const char *text, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(text, &end);
+    if (errno || end == text || *end || v != v)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+long bench_opt_long(const struct bench_opts *o, const char *name, long def, long min, long max)
+{
+    (void)o;
+    const char *text = opt_find(name);
+    long v;
+    if (!text)
+        return def;
+    if (parse_long(text, &v) != 0) {
+        bench_err("--%s: '%s' is not an integer", name, text);
+        bench_opt_error = 1;
+        return def;
+    }
+    if (v < min || v > max) {
+        bench_err("--%s: %ld is outside [%ld, %ld]", name, v, min, max);
+        bench_opt_error = 1;
+        return def;
+    }
+    return v;
+}
+
+double bench_opt_double(const struct bench_opts *o, const char *name, double def, double min, double max)
+{
+    (void)o;
+    const char *text = opt_find(name);
+    double v;
+    if (!text)
+        return def;
+    if (parse_double(text, &v) != 0) {
+        bench_err("--%s: '%s' is not a number", name, text);
+        bench_opt_error = 1;
+        return def;
+    }
+    if (v < min || v > max) {
+        bench_err("--%s: %g is outside [%g, %g]", name, v, min, max);
+        bench_opt_error = 1;
+        return def;
+    }
+    return v;
+}
+
+const char *bench_opt_str(const struct bench_opts *o, const char *name, const char *def)
+{
+    (void)o;
+    const char *text = opt_find(name);
+    return text ? text : def;
+}
+
+/* ---- common options ---------------------------------------------------- */
+
+enum { OPT_THREADS = 't', OPT_DURATION = 'd', OPT_OPS = 'n', OPT_SEED = 's', OPT_HELP = 'h' };
+
+static const struct option common_options[] = {
+    { "threads", required_argument, NULL, OPT_THREADS },
+    { "duration", required_argument, NULL, OPT_DURATION },
+    { "ops", required_argument, NULL, OPT_OPS },
+    { "seed", required_argument, NULL, OPT_SEED },
+    { "help", no_argument, NULL, OPT_HELP },
+    { NULL, 0, NULL, 0 },
+};
+
+static int is_common(const char *name, size_t len)
+{
+    for (const struct option *c = common_options; c->name; c++)
+        if (strlen(c->name) == len && strncmp(c->name, name, len) == 0)
+            return 1;
+    return 0;
+}
+
+void bench_usage(FILE *out, const struct workload *wl)
+{
+    fprintf(out,
+            "usage: tmbench %s [options]\n"
+            "common options:\n"
+            "  --threads N    worker threads (default 1)\n"
+            "  --duration S   seconds to run (default 1)\n"
+            "  --ops N        total operations over all threads instead of a duration\n"
+            "  --seed N       random seed (default 1); thread i gets its own stream\n"
+            "  --help         this text\n",
+            wl ? wl->name : "<workload>");
+    if (wl && wl->help && wl->help[0])
+        fprintf(out, "%s options:\n%s", wl->name, wl->help);
+    fprintf(out, "Prints one JSON line; exit 0 = check ok, 1 = check failed, 2 = bad options.\n");
+}
+
+/* Splits argv into the common options (handed to getopt_long) and the
+ * workload's "--name value" pairs (kept for bench_opt_*). Returns 0, 1 for
+ * --help, or -1 after a one-line error. */
+static int parse_args(int argc, char **argv, struct bench_opts *o, const struct workload *wl)
+{
+    char **common = calloc((size_t)argc + 1, sizeof *common);
+    wl_args = calloc((size_t)argc * 2 + 1, sizeof *wl_args);
+    wl_used = calloc((size_t)argc * 2 + 1, 1);
+    if (!common || !wl_args || !wl_used) {
+        free(common);
+        bench_err("out of memory");
+        return -1;
+    }
+    int nc = 0;
+    common[nc++] = argv[0];
+    wl_nargs = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (a[0] == '-' && a[1] == '-' && a[2]) {
+            const char *eq = strchr(a + 2, '=');
+            size_t len = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
+            if (is_common(a + 2, len)) {
+                common[nc++] = argv[i];
+                if (!eq && strcmp(a + 2, "help") != 0 && i + 1 < argc)
+                    common[nc++] = argv[++i];
+                continue;
+            }
+            /* A workload option: keep "--name" and its value. */
+            char *name = strndup(a, len + 2);
+            const char *val = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
+            if (!name || !val) {
+                bench_err("option %s needs a value", a);
+                free(name);
+                free(common);
+                return -1;
+            }
+            wl_args[wl_nargs++] = name;
+            wl_args[wl_nargs++] = (char *)val;
+        } else if (a[0] == '-' && a[1] && a[1] != '-') {
+            common[nc++] = argv[i];
+            if (!a[2] && strchr("tdns", a[1]) && i + 1 < argc)
+                common[nc++] = argv[++i];
+        } else {
+            bench_err("unexpected argument '%s' (options are --name value)", a);
+            free(common);
+            return -1;
+        }
+    }
+
+    int rc = 0;
+    opterr = 0;
+    optind = 1;
+    int c;
+    while (rc == 0 && (c = getopt_long(nc, common, ":t:d:n:s:h", common_options, NULL)) != -1) {
+        long lv;
+        double dv;
+        switch (c) {
+        case OPT_THREADS:
+            if (parse_long(optarg, &lv) != 0 || lv < 1 || lv > 1024) {
+                bench_err("--threads: '%s' is not an integer in [1, 1024]", optarg);
+                rc = -1;
+            } else {
+                o->threads = (int)lv;
+            }
+            break;
+        case OPT_DURATION:
+            if (parse_double(optarg, &dv) != 0 || !(dv > 0) || dv > 86400) {
+                bench_err("--duration: '%s' is not a number of seconds in (0, 86400]", optarg);
+                rc = -1;
+            } else {
+                o->duration = dv;
+            }
+            break;
+        case OPT_OPS:
+        case OPT_SEED: {
+            char *end;
+            errno = 0;
+            unsigned long long v = strtoull(optarg, &end, 10);
+            if (errno || end == optarg || *end || optarg[0] == '-') {
+                bench_err("--%s: '%s' is not a non-negative integer", c == OPT_OPS ? "ops" : "seed",
+                          optarg);
+                rc = -1;
+            } else if (c == OPT_OPS) {
+                o->ops = v;
+            } else {
+                o->seed = v;
+            }
+            break;
+        }
+        case OPT_HELP:
+            rc = 1;
+            break;
+        case ':':
+            bench_err("option %s needs a value", common[optind - 1]);
+            rc = -1;
+            break;
+        default:
+            bench_err("unknown option '%s'", common[optind - 1]);
+            rc = -1;
+            break;
+        }
+    }
+    free(common);
+    (void)wl;
+    o->argc = wl_nargs;
+    o->argv = wl_args;
+    return rc;
+}
+
+static void free_args(void)
+{
+    for (int i = 0; i < wl_nargs; i += 2)
+        free(wl_args[i]);
+    free(wl_args);
+    free(wl_used);
+    wl_args = NULL;
+    wl_used = NULL;
+    wl_nargs = 0;
+}
+
+/* ---- backend hooks ----------------------------------------------------- */
+
+struct bench_counts {
+    uint64_t commits;
+    uint64_t aborts;
+    int aborts_known;
+#if !defined(TM_ITM) && !defined(TM_MUTEX)
+    tmt_stats stats;
+#endif
+};
+
+static int backend_init(void)
+{
+#if !defined(TM_ITM) && !defined(TM_MUTEX)
+    if (tmt_init() != 0) {
+        bench_err("libtmtrace: %s", tmt_error());
+        return -1;
+    }
+#endif
+    return 0;
+}
+
+/* Called in every thread that runs transactions, the main one included
+ * (setup and check may use transactions). */
+static int backend_thread_enter(void)
+{
+#if !defined(TM_ITM) && !defined(TM_MUTEX)
+    tm_tx = tmt_thread_enter();
+    if (!tm_tx) {
+        bench_err("libtmtrace: %s", tmt_error());
+        return -1;
+    }
+#endif
+    return 0;
+}
+
+/* Returns the commits counted locally by this thread (libitm and mutex). */
+static uint64_t backend_thread_exit(void)
+{
+#if !defined(TM_ITM) && !defined(TM_MUTEX)
+    if (tm_tx)
+        tmt_thread_exit();
+    tm_tx = NULL;
+    return 0;
+#else
+    uint64_t n = tm_commit_count;
+    tm_commit_count = 0;
+    return n;
+#endif
+}
+
+static void backend_snapshot(struct bench_counts *c)
+{
+    memset(c, 0, sizeof *c);
+#if !defined(TM_ITM) && !defined(TM_MUTEX)
+    if (tmt_stats_get(&c->stats) == 0) {
+        c->commits = c->stats.commits;
+        c->aborts = c->stats.aborts;
+        c->aborts_known = 1;
+    }
+#elif defined(TM_MUTEX)
+    c->aborts_known = 1; /* a lock never aborts */
+#endif
+}
+
+/* ---- threads ----------------------------------------------------------- */
+
+struct start_gate;
+static void gate_arrive(struct start_gate *g);
+
+struct bench_worker {
+    struct bench_thread bt;
+    const struct workload *wl;
+    void *state;
+    struct start_gate *start;
+    uint64_t local_commits;
+    int failed;
+    pthread_t tid;
+} __attribute__((aligned(64)));
+
+/* splitmix64: turns (seed, thread id) into well-spread, non-zero xorshift states. */
+static uint64_t seed_mix(uint64_t x)
+{
+    x += 0x9E3779B97F4A7C15ULL;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+    x ^= x >> 31;
+    return x ? x : 0x2545F4914F6CDD1DULL;
+}
+
+static void *worker_main(void *arg)
+{
+    struct bench_worker *w = arg;
+    if (backend_thread_enter() != 0)
+        w->failed = 1;
+    /* Every thread reaches the gate, even one that failed to enter, so
+     * that the timer is never left waiting. */
+    gate_arrive(w->start);
+    if (!w->failed)
+        w->wl->worker(w->state, &w->bt);
+    w->local_commits = backend_thread_exit();
+    return NULL;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void sleep_until(double deadline)
+{
+    struct timespec ts;
+    ts.tv_sec = (time_t)deadline;
+    ts.tv_nsec = (long)((deadline - (double)ts.tv_sec) * 1e9);
+    if (ts.tv_nsec >= 1000000000L)
+        ts.tv_nsec = 999999999L;
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+        ;
+}
+
+/* ---- output ------------------------------------------------------------ */
+
+static void json_string(FILE *out, const char *s)
+{
+    fputc('"', out);
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\')
+            fprintf(out, "\\%c", ch);
+        else if (ch < 0x20)
+            fprintf(out, "\\u%04x", ch);
+        else
+            fputc(ch, out);
+    }
+    fputc('"', out);
+}
+
+static void print_json(const struct workload *wl, void *state, const struct bench_opts *o,
+                       double seconds, uint64_t ops, const struct bench_counts *d, int check_ok,
+                       const char *check_msg)
+{
+    printf("{\"workload\":");
+    json_string(stdout, wl->name);
+    printf(",\"backend\":\"%s\",\"threads\":%d,\"seconds\":%.6f,\"ops\":%" PRIu64
+           ",\"ops_per_s\":%.1f,\"commits\":%" PRIu64,
+           bench_backend, o->threads, seconds, ops, seconds > 0 ? (double)ops / seconds : 0.0,
+           d->commits);
+    if (d->aborts_known)
+        printf(",\"aborts\":%" PRIu64, d->aborts);
+    else
+        printf(",\"aborts\":null");
+#if !defined(TM_ITM) && !defined(TM_MUTEX)
+    printf(",\"aborts_by_reason\":{");
+    for (unsigned r = 1; r < TMT_ABORT_REASONS; r++)
+        printf("%s\"%s\":%" PRIu64, r > 1 ? "," : "", tmt_abort_reason_name(r),
+               d->stats.aborts_by_reason[r]);
+    printf("},\"htm_commits\":%" PRIu64 ",\"fallbacks\":%" PRIu64, d->stats.htm_commits,
+           d->stats.fallbacks);
+#endif
+    printf(",\"seed\":%" PRIu64 ",\"duration\":%g,\"ops_budget\":%" PRIu64, o->seed,
+           o->ops ? 0.0 : o->duration, o->ops);
+    if (wl->json_extra) {
+        char extra[1024] = "";
+        wl->json_extra(state, extra, sizeof extra);
+        if (extra[0])
+            printf(",%s", extra);
+    }
+    printf(",\"check\":\"%s\"", check_ok ? "ok" : "failed");
+    if (!check_ok) {
+        printf(",\"check_msg\":");
+        json_string(stdout, check_msg);
+    }
+    printf("}\n");
+    fflush(stdout);
+}
+
+/* ---- the run ----------------------------------------------------------- */
+
+/* The start gate: workers announce themselves and wait for `go`, so that the
+ * timer starts when every thread is ready, and a thread that could not be
+ * created leaves nobody waiting. */
+struct start_gate {
+    int ready;
+    int go;
+};
+
+static void gate_arrive(struct start_gate *g)
+{
+    __atomic_add_fetch(&g->ready, 1, __ATOMIC_ACQ_REL);
+    while (!__atomic_load_n(&g->go, __ATOMIC_ACQUIRE))
+        sched_yield();
+}
+
+static int run_threads(const struct workload *wl, void *state, const struct bench_opts *o,
+                       double *seconds, uint64_t *ops, uint64_t *local_commits)
+{
+    int n = o->threads;
+    struct bench_worker *w = aligned_alloc(64, sizeof *w * (size_t)n);
+    struct start_gate gate = { 0, 0 };
+    volatile int stop = 0;
+    int failed = 0, started = 0;
+    if (!w) {
+        bench_err("out of memory for %d threads", n);
+        return -1;
+    }
+    memset(w, 0, sizeof *w * (size_t)n);
+    for (int i = 0; i < n; i++) {
+        w[i].bt.id = i;
+        w[i].bt.rng = seed_mix(o->seed * 0x100000001B3ULL + (uint64_t)i + 1);
+        w[i].bt.opts = o;
+        w[i].bt.stop = &stop;
+        w[i].bt.ops_budget = o->ops ? o->ops / (uint64_t)n + ((uint64_t)i < o->ops % (uint64_t)n) : 0;
+        w[i].wl = wl;
+        w[i].state = state;
+        w[i].start = &gate;
+        if (pthread_create(&w[i].tid, NULL, worker_main, &w[i]) != 0) {
+            bench_err("cannot create thread %d", i);
+            failed = 1;
+            __atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
+            break;
+        }
+        started++;
+    }
+    while (__atomic_load_n(&gate.ready, __ATOMIC_ACQUIRE) < started)
+        sched_yield();
+    double t0 = now_s();
+    __atomic_store_n(&gate.go, 1, __ATOMIC_RELEASE);
+    if (!o->ops && !failed) {
+        sleep_until(t0 + o->duration);
+        __atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
+    }
+    for (int i = 0; i < started; i++)
+        pthread_join(w[i].tid, NULL);
+    *seconds = now_s() - t0;
+    *ops = 0;
+    *local_commits = 0;
+    for (int i = 0; i < started; i++) {
+        *ops += w[i].bt.ops;
+        *local_commits += w[i].local_commits;
+        failed |= w[i].failed;
+    }
+    free(w);
+    return failed ? -1 : 0;
+}
+
+int bench_run(const struct workload *wl, int argc, char **argv)
+{
+    struct bench_opts o = { .threads = 1, .duration = 1.0, .ops = 0, .seed = 1 };
+    prog_name = "tmbench";
+    bench_opt_error = 0;
+    int rc = parse_args(argc, argv, &o, wl);
+    if (rc != 0) {
+        free_args();
+        if (rc == 1) {
+            bench_usage(stdout, wl);
+            return 0;
+        }
+        return 2;
+    }
+    if (o.ops && o.ops < (uint64_t)o.threads) {
+        bench_err("--ops %" PRIu64 " is smaller than --threads %d", o.ops, o.threads);
+        free_args();
+        return 2;
+    }
+    if (backend_init() != 0 || backend_thread_enter() != 0) {
+        free_args();
+        return 2;
+    }
+
+    void *state = NULL;
+    if (wl->setup(&o, &state) != 0 || bench_opt_error) {
+        if (state && wl->teardown)
+            wl->teardown(state);
+        backend_thread_exit();
+        free_args();
+        return 2;
+    }
+    for (int i = 0; i < wl_nargs; i += 2) {
+        if (!wl_used[i]) {
+            bench_err("%s: unknown option %s (see tmbench %s --help)", wl->name, wl_args[i],
+                      wl->name);
+            if (wl->teardown)
+                wl->teardown(state);
+            backend_thread_exit();
+            free_args();
+            return 2;
+        }
+    }
+
+    struct bench_counts before, after, delta;
+    double seconds = 0;
+    uint64_t ops = 0, local_commits = 0;
+    backend_snapshot(&before);
+    int run_rc = run_threads(wl, state, &o, &seconds, &ops, &local_commits);
+    backend_snapshot(&after);
+
+    delta = after;
+    delta.commits = after.commits - before.commits + local_commits;
+    delta.aborts = after.aborts - before.aborts;
+#if !defined(TM_ITM) && !defined(TM_MUTEX)
+    for (unsigned r = 0; r < TMT_ABORT_REASONS; r++)
+        delta.stats.aborts_by_reason[r] -= before.stats.aborts_by_reason[r];
+    delta.stats.htm_commits -= before.stats.htm_commits;
+    delta.stats.fallbacks -= before.stats.fallbacks;
+#endif
+
+    char msg[512] = "";
+    int check_ok = run_rc == 0;
+    if (run_rc != 0)
+        snprintf(msg, sizeof msg, "a worker thread could not start or enter the TM runtime");
+    else if (wl->check && wl->check(state, msg, sizeof msg) != 0)
+        check_ok = 0;
+    if (!check_ok && !msg[0])
+        snprintf(msg, sizeof msg, "check failed");
+    print_json(wl, state, &o, seconds, ops, &delta, check_ok, msg);
+    if (!check_ok)
+        bench_err("%s: check failed: %s", wl->name, msg);
+
+    if (wl->teardown)
+        wl->teardown(state);
+    backend_thread_exit();
+    free_args();
+    return check_ok ? 0 : 1;
+}
