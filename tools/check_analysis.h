@@ -1,0 +1,117 @@
+/*
+ * check_analysis.h - what tmcheck computes from a trace's events.
+ *
+ * Owns: the consistency metrics (temporal inconsistencies, grammar
+ * violations, out-of-place events, late starts, premature ends), the abort
+ * analysis (conflict-free aborts, culprit attribution, hardware status
+ * classes), the per-site table, the conflict matrix, the clock error, and
+ * the bounded state they need while events stream through in merged order.
+ * Never: reads files or prints (check_report.c does), exits.
+ */
+#ifndef TMT_CHECK_ANALYSIS_H
+#define TMT_CHECK_ANALYSIS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "trace_file.h"
+
+/* Events a thread's timestamp-order view may be displaced by before the
+ * view is no longer exact (counted in ca_totals.window_overflows). */
+#define CA_REORDER_WINDOW 4096
+
+enum ca_htm_class {
+    CA_HTM_CONFLICT = 0,   /* CONFLICT bit */
+    CA_HTM_CAPACITY,       /* CAPACITY bit */
+    CA_HTM_STM_ACTIVE,     /* explicit abort with the runtime's "software transactions active" code */
+    CA_HTM_EXPLICIT,       /* other explicit aborts */
+    CA_HTM_RETRY_ONLY,     /* only RETRY (e.g. interrupt) */
+    CA_HTM_OTHER,          /* no known bit (status 0: unexplained) */
+    CA_HTM_CLASSES
+};
+
+struct ca_opts {
+    unsigned stripes_log2;   /* the runtime's TMTRACE_STRIPES (default 20) */
+    uint64_t uncertainty;    /* u, in trace time units (0 for raw traces) */
+    double ns_per_unit;      /* 1 for synced traces, 1e9/tsc_hz for raw */
+    int have_accesses;       /* the trace records reads and writes (level all) */
+};
+
+struct ca_thread {
+    uint32_t thread;
+    uint64_t events, temporal, grammar, out_of_place, late_starts, premature_ends;
+    uint64_t attempts, commits, aborts, open_at_end, window_overflows;
+};
+
+struct ca_site {
+    uint32_t site;
+    uint64_t attempts, commits, aborts;
+    uint64_t aborts_by_reason[8];
+    uint64_t htm_class[CA_HTM_CLASSES];
+    double wasted_ns;          /* sum over aborted attempts of abort - start */
+    uint64_t retried_commits;  /* commits counted for retries */
+    uint64_t retries_sum, retries_max;
+    uint64_t rs_sum, rs_max, ws_sum, ws_max, sets_n;  /* from COMMIT records */
+    uint64_t conflict_free, true_conflicts, false_conflicts;
+};
+
+struct ca_conflict {
+    uint32_t victim_site, culprit_site;
+    uint64_t count, true_count, false_count;
+    double wasted_ns;
+};
+
+struct ca_totals {
+    uint64_t events, transactions, attempts, commits, aborts;
+    uint64_t stm_aborts, htm_aborts, user_aborts, fallbacks;
+    uint64_t temporal, grammar, out_of_place, late_starts, premature_ends;
+    uint64_t open_at_end, window_overflows;
+    uint64_t conflict_free, true_conflicts, false_conflicts;
+    uint64_t htm_class[CA_HTM_CLASSES];
+    double wasted_ns;
+    /* clock error against the ground truth, ns */
+    uint64_t truth_events;
+    double err_p50, err_p99, err_max;
+};
+
+/* One attributed STM abort, handed to the caller as it is resolved. */
+struct ca_attribution {
+    uint32_t thread, site;
+    uint64_t instance;
+    uint64_t start, abort;        /* trace time units */
+    unsigned reason;
+    int found;                    /* 0 = conflict-free */
+    int true_conflict;
+    uint32_t culprit_thread, culprit_site;
+    uint64_t culprit_instance, culprit_commit;
+    uint64_t addr;                /* the conflicting address (the victim's) */
+};
+
+struct ca_state;
+
+struct ca_state *ca_create(const struct ca_opts *o);
+/* Feeds the next event in merged order. 0, or -1 (out of memory). */
+int ca_event(struct ca_state *s, const struct tf_event *ev);
+/* Ends the stream: flushes the per-thread views and pending aborts. */
+int ca_finish(struct ca_state *s);
+void ca_free(struct ca_state *s);
+
+/* Results (valid after ca_finish, until ca_free). */
+const struct ca_totals *ca_totals(const struct ca_state *s);
+const struct ca_thread *ca_threads(const struct ca_state *s, size_t *n);
+const struct ca_site *ca_sites(const struct ca_state *s, size_t *n);          /* sites seen, by id */
+const struct ca_conflict *ca_conflicts(const struct ca_state *s, size_t *n);  /* sorted by count */
+/* Optional callback for every resolved STM abort (e.g. a listing). */
+void ca_on_attribution(struct ca_state *s, void (*fn)(void *, const struct ca_attribution *), void *ctx);
+
+/* The runtime's stripe of an address (stm.c: words hash with a fold). */
+static inline uint64_t ca_stripe(uint64_t addr, unsigned log2)
+{
+    uint64_t w = addr >> 3;
+    return (w ^ (w >> log2)) & ((UINT64_C(1) << log2) - 1);
+}
+
+const char *ca_reason_name(unsigned reason);
+const char *ca_htm_class_name(unsigned c);
+
+#endif

@@ -1,0 +1,321 @@
+/*
+ * check_report.c - tmcheck's text report, JSON object and CSV files.
+ *
+ * Owns: presentation only: names of sites, units, quoting.
+ * Never: changes a number it is given, or leaves a half-written CSV file.
+ */
+#include "check_report.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "tool_common.h"
+
+static const struct tf_site *site_info(const struct merge_index *ix, uint32_t id)
+{
+    for (size_t i = 0; i < ix->nsites; i++)
+        if (ix->sites[i].id == id)
+            return &ix->sites[i];
+    return NULL;
+}
+
+/* "label" or "file:line" or "site N", into buf. */
+static const char *site_name(const struct merge_index *ix, uint32_t id, char *buf, size_t cap)
+{
+    const struct tf_site *s = site_info(ix, id);
+    if (s && s->label[0])
+        snprintf(buf, cap, "%.*s", (int)sizeof s->label, s->label);
+    else if (s && s->file[0])
+        snprintf(buf, cap, "%.*s:%d", (int)sizeof s->file, s->file, s->line);
+    else
+        snprintf(buf, cap, "site %u", id);
+    return buf;
+}
+
+static void json_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            fprintf(f, "\\%c", c);
+        else if (c < 0x20)
+            fprintf(f, "\\u%04x", c);
+        else
+            fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+static void csv_str(FILE *f, const char *s)
+{
+    if (!strpbrk(s, ",\"\r\n")) {
+        fputs(s, f);
+        return;
+    }
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"')
+            fputc('"', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+static double pct(uint64_t a, uint64_t b) { return b ? 100.0 * (double)a / (double)b : 0.0; }
+static double mean(uint64_t sum, uint64_t n) { return n ? (double)sum / (double)n : 0.0; }
+
+/* Which results the dropped events could have changed. */
+static const char *dropped_note(void)
+{
+    return "temporal inconsistencies, grammar violations, out-of-place events, late starts, premature ends "
+           "and abort attribution may be affected by the dropped events";
+}
+
+void cr_text(FILE *f, const struct cr_input *in)
+{
+    const struct ca_totals *t = ca_totals(in->st);
+    char nb[300], nb2[300];
+    fprintf(f, "%s: %s trace, %llu events, %llu threads\n", in->path, in->synced ? "synchronised" : "raw",
+            (unsigned long long)t->events, (unsigned long long)in->ix->nsrc);
+    fprintf(f, "transactions %llu, attempts %llu, commits %llu, aborts %llu (stm %llu, htm %llu, user %llu), "
+            "fallbacks %llu\n",
+            (unsigned long long)t->transactions, (unsigned long long)t->attempts, (unsigned long long)t->commits,
+            (unsigned long long)t->aborts, (unsigned long long)t->stm_aborts, (unsigned long long)t->htm_aborts,
+            (unsigned long long)t->user_aborts, (unsigned long long)t->fallbacks);
+    fprintf(f, "dropped events %llu%s\n", (unsigned long long)in->dropped, in->ix->have_end ? "" : " (no END chunk)");
+    if (in->dropped)
+        fprintf(f, "note: %s\n", dropped_note());
+    if (in->skipped_chunks)
+        fprintf(f, "note: %llu damaged chunks skipped (--salvage); their events are missing\n",
+                (unsigned long long)in->skipped_chunks);
+    fprintf(f, "\nconsistency\n");
+    fprintf(f, "  temporal inconsistencies  %llu\n", (unsigned long long)t->temporal);
+    fprintf(f, "  grammar violations        %llu\n", (unsigned long long)t->grammar);
+    fprintf(f, "  out-of-place events       %llu (%.4f%%)\n", (unsigned long long)t->out_of_place,
+            pct(t->out_of_place, t->events));
+    fprintf(f, "  late starts               %llu\n", (unsigned long long)t->late_starts);
+    fprintf(f, "  premature commits/aborts  %llu\n", (unsigned long long)t->premature_ends);
+    if (t->open_at_end)
+        fprintf(f, "  attempts without an end  %llu\n", (unsigned long long)t->open_at_end);
+    if (t->window_overflows)
+        fprintf(f, "  note: %llu events displaced by more than %u positions: timestamp order is approximate\n",
+                (unsigned long long)t->window_overflows, CA_REORDER_WINDOW);
+    fprintf(f, "\naborts (window widened by %.1f ns)\n", in->uncertainty_ns);
+    if (in->have_accesses) {
+        fprintf(f, "  conflict-free stm aborts  %llu of %llu\n", (unsigned long long)t->conflict_free,
+                (unsigned long long)t->stm_aborts);
+        fprintf(f, "  true conflicts            %llu\n", (unsigned long long)t->true_conflicts);
+        fprintf(f, "  false (stripe) conflicts  %llu\n", (unsigned long long)t->false_conflicts);
+    } else {
+        fprintf(f, "  conflict-free aborts: not available (the trace has no read/write events)\n");
+    }
+    for (unsigned c = 0; c < CA_HTM_CLASSES; c++)
+        if (t->htm_class[c])
+            fprintf(f, "  htm %-20s  %llu\n", ca_htm_class_name(c), (unsigned long long)t->htm_class[c]);
+    if (in->have_truth)
+        fprintf(f, "\nclock error vs ground truth (%llu events): p50 %.0f ns, p99 %.0f ns, max %.0f ns\n",
+                (unsigned long long)t->truth_events, t->err_p50, t->err_p99, t->err_max);
+
+    size_t ns;
+    const struct ca_site *s = ca_sites(in->st, &ns);
+    fprintf(f, "\nsites\n  %-28s %9s %9s %9s %7s %12s %8s %6s %8s %6s %8s %6s\n", "site", "attempts", "commits",
+            "aborts", "rate%", "wasted_ns", "retries", "max", "rs_mean", "max", "ws_mean", "max");
+    for (size_t i = 0; i < ns; i++) {
+        fprintf(f, "  %-28.28s %9llu %9llu %9llu %7.2f %12.0f %8.2f %6llu %8.1f %6llu %8.1f %6llu\n",
+                site_name(in->ix, s[i].site, nb, sizeof nb), (unsigned long long)s[i].attempts,
+                (unsigned long long)s[i].commits, (unsigned long long)s[i].aborts, pct(s[i].aborts, s[i].attempts),
+                s[i].wasted_ns, mean(s[i].retries_sum, s[i].retried_commits), (unsigned long long)s[i].retries_max,
+                mean(s[i].rs_sum, s[i].sets_n), (unsigned long long)s[i].rs_max, mean(s[i].ws_sum, s[i].sets_n),
+                (unsigned long long)s[i].ws_max);
+        for (unsigned r = 1; r < 8; r++)
+            if (s[i].aborts_by_reason[r])
+                fprintf(f, "      %-16s %llu\n", ca_reason_name(r), (unsigned long long)s[i].aborts_by_reason[r]);
+    }
+    size_t nc;
+    const struct ca_conflict *c = ca_conflicts(in->st, &nc);
+    if (nc) {
+        fprintf(f, "\nconflicts (victim <- culprit)\n  %-28s %-28s %9s %7s %7s %12s\n", "victim", "culprit", "count",
+                "true", "false", "wasted_ns");
+        for (size_t i = 0; i < nc; i++)
+            fprintf(f, "  %-28.28s %-28.28s %9llu %7llu %7llu %12.0f\n",
+                    site_name(in->ix, c[i].victim_site, nb, sizeof nb),
+                    site_name(in->ix, c[i].culprit_site, nb2, sizeof nb2), (unsigned long long)c[i].count,
+                    (unsigned long long)c[i].true_count, (unsigned long long)c[i].false_count, c[i].wasted_ns);
+    }
+    size_t nt;
+    const struct ca_thread *th = ca_threads(in->st, &nt);
+    fprintf(f, "\nthreads\n  %6s %10s %9s %9s %9s %9s %9s\n", "thread", "events", "temporal", "grammar",
+            "out_of_pl", "late", "premature");
+    for (size_t i = 0; i < nt; i++)
+        fprintf(f, "  %6u %10llu %9llu %9llu %9llu %9llu %9llu\n", th[i].thread, (unsigned long long)th[i].events,
+                (unsigned long long)th[i].temporal, (unsigned long long)th[i].grammar,
+                (unsigned long long)th[i].out_of_place, (unsigned long long)th[i].late_starts,
+                (unsigned long long)th[i].premature_ends);
+    fprintf(f, "\n%s\n", t->temporal || t->grammar ? "INCONSISTENT: temporal or grammar violations found"
+                                                   : "consistent: no temporal or grammar violations");
+}
+
+void cr_json(FILE *f, const struct cr_input *in)
+{
+    const struct ca_totals *t = ca_totals(in->st);
+    char nb[300];
+    fprintf(f, "{\"file\":");
+    json_str(f, in->path);
+    fprintf(f, ",\"synced\":%s,\"events\":%llu,\"transactions\":%llu,\"attempts\":%llu,\"commits\":%llu,"
+            "\"aborts\":%llu,\"stm_aborts\":%llu,\"htm_aborts\":%llu,\"user_aborts\":%llu,\"fallbacks\":%llu,"
+            "\"dropped_events\":%llu,\"skipped_chunks\":%llu,",
+            in->synced ? "true" : "false", (unsigned long long)t->events, (unsigned long long)t->transactions,
+            (unsigned long long)t->attempts, (unsigned long long)t->commits, (unsigned long long)t->aborts,
+            (unsigned long long)t->stm_aborts, (unsigned long long)t->htm_aborts, (unsigned long long)t->user_aborts,
+            (unsigned long long)t->fallbacks, (unsigned long long)in->dropped,
+            (unsigned long long)in->skipped_chunks);
+    if (in->dropped) {
+        fprintf(f, "\"dropped_note\":");
+        json_str(f, dropped_note());
+        fputc(',', f);
+    }
+    fprintf(f, "\"temporal_inconsistencies\":%llu,\"grammar_violations\":%llu,"
+            "\"out_of_place_events\":{\"count\":%llu,\"percent\":%.6f},\"late_starts\":%llu,"
+            "\"premature_ends\":%llu,\"open_attempts\":%llu,\"reorder_window_overflows\":%llu,"
+            "\"uncertainty_ns\":%.3f,\"stripes_log2\":%u,",
+            (unsigned long long)t->temporal, (unsigned long long)t->grammar, (unsigned long long)t->out_of_place,
+            pct(t->out_of_place, t->events), (unsigned long long)t->late_starts,
+            (unsigned long long)t->premature_ends, (unsigned long long)t->open_at_end,
+            (unsigned long long)t->window_overflows, in->uncertainty_ns, in->stripes_log2);
+    if (in->have_accesses)
+        fprintf(f, "\"conflict_free_aborts\":%llu,\"true_conflicts\":%llu,\"false_conflicts\":%llu,",
+                (unsigned long long)t->conflict_free, (unsigned long long)t->true_conflicts,
+                (unsigned long long)t->false_conflicts);
+    else
+        fprintf(f, "\"conflict_free_aborts\":null,\"true_conflicts\":null,\"false_conflicts\":null,");
+    fprintf(f, "\"wasted_ns\":%.0f,\"htm_abort_classes\":{", t->wasted_ns);
+    for (unsigned c = 0; c < CA_HTM_CLASSES; c++)
+        fprintf(f, "%s\"%s\":%llu", c ? "," : "", ca_htm_class_name(c), (unsigned long long)t->htm_class[c]);
+    fprintf(f, "},");
+    if (in->have_truth)
+        fprintf(f, "\"clock_error_ns\":{\"events\":%llu,\"p50\":%.1f,\"p99\":%.1f,\"max\":%.1f},",
+                (unsigned long long)t->truth_events, t->err_p50, t->err_p99, t->err_max);
+    size_t ns;
+    const struct ca_site *s = ca_sites(in->st, &ns);
+    fprintf(f, "\"sites\":[");
+    for (size_t i = 0; i < ns; i++) {
+        fprintf(f, "%s{\"site\":%u,\"name\":", i ? "," : "", s[i].site);
+        json_str(f, site_name(in->ix, s[i].site, nb, sizeof nb));
+        fprintf(f, ",\"attempts\":%llu,\"commits\":%llu,\"aborts\":%llu,\"abort_rate\":%.6f,\"aborts_by_reason\":{",
+                (unsigned long long)s[i].attempts, (unsigned long long)s[i].commits,
+                (unsigned long long)s[i].aborts, s[i].attempts ? (double)s[i].aborts / (double)s[i].attempts : 0.0);
+        for (unsigned r = 1; r < 8; r++)
+            fprintf(f, "%s\"%s\":%llu", r > 1 ? "," : "", ca_reason_name(r),
+                    (unsigned long long)s[i].aborts_by_reason[r]);
+        fprintf(f, "},\"wasted_ns\":%.0f,\"retries_per_commit_mean\":%.4f,\"retries_per_commit_max\":%llu,"
+                "\"read_set_mean\":%.3f,\"read_set_max\":%llu,\"write_set_mean\":%.3f,\"write_set_max\":%llu,"
+                "\"conflict_free_aborts\":%llu,\"true_conflicts\":%llu,\"false_conflicts\":%llu}",
+                s[i].wasted_ns, mean(s[i].retries_sum, s[i].retried_commits), (unsigned long long)s[i].retries_max,
+                mean(s[i].rs_sum, s[i].sets_n), (unsigned long long)s[i].rs_max, mean(s[i].ws_sum, s[i].sets_n),
+                (unsigned long long)s[i].ws_max, (unsigned long long)s[i].conflict_free,
+                (unsigned long long)s[i].true_conflicts, (unsigned long long)s[i].false_conflicts);
+    }
+    size_t nc;
+    const struct ca_conflict *c = ca_conflicts(in->st, &nc);
+    fprintf(f, "],\"conflicts\":[");
+    for (size_t i = 0; i < nc; i++)
+        fprintf(f, "%s{\"victim_site\":%u,\"culprit_site\":%u,\"count\":%llu,\"true\":%llu,\"false\":%llu,"
+                "\"wasted_ns\":%.0f}",
+                i ? "," : "", c[i].victim_site, c[i].culprit_site, (unsigned long long)c[i].count,
+                (unsigned long long)c[i].true_count, (unsigned long long)c[i].false_count, c[i].wasted_ns);
+    size_t nt;
+    const struct ca_thread *th = ca_threads(in->st, &nt);
+    fprintf(f, "],\"threads\":[");
+    for (size_t i = 0; i < nt; i++)
+        fprintf(f, "%s{\"thread\":%u,\"events\":%llu,\"temporal_inconsistencies\":%llu,\"grammar_violations\":%llu,"
+                "\"out_of_place_events\":%llu,\"late_starts\":%llu,\"premature_ends\":%llu,\"attempts\":%llu,"
+                "\"commits\":%llu,\"aborts\":%llu}",
+                i ? "," : "", th[i].thread, (unsigned long long)th[i].events, (unsigned long long)th[i].temporal,
+                (unsigned long long)th[i].grammar, (unsigned long long)th[i].out_of_place,
+                (unsigned long long)th[i].late_starts, (unsigned long long)th[i].premature_ends,
+                (unsigned long long)th[i].attempts, (unsigned long long)th[i].commits,
+                (unsigned long long)th[i].aborts);
+    fprintf(f, "],\"consistent\":%s}\n", t->temporal || t->grammar ? "false" : "true");
+}
+
+static int csv_file(const char *dir, const char *name, struct tool_out *o)
+{
+    size_t n = strlen(dir) + strlen(name) + 2;
+    char *p = malloc(n);
+    if (!p)
+        return tool_error("out of memory");
+    snprintf(p, n, "%s/%s", dir, name);
+    int rc = tool_out_open(o, p, NULL);
+    free(p);
+    return rc < 0 ? TOOL_USAGE : 0;
+}
+
+int cr_csv(const char *dir, const struct cr_input *in)
+{
+    struct tool_out o[3];
+    memset(o, 0, sizeof o);
+    char nb[300];
+    static const char *const names[3] = { "sites.csv", "conflicts.csv", "threads.csv" };
+    for (int k = 0; k < 3; k++)
+        if (csv_file(dir, names[k], &o[k]) != 0) {
+            for (int j = 0; j < k; j++)
+                tool_out_abandon(&o[j]);
+            return TOOL_USAGE;
+        }
+    size_t ns, nc, nt;
+    const struct ca_site *s = ca_sites(in->st, &ns);
+    FILE *f = o[0].f;
+    fprintf(f, "site,name,attempts,commits,aborts,abort_rate");
+    for (unsigned r = 1; r < 8; r++)
+        fprintf(f, ",aborts_%s", ca_reason_name(r));
+    fprintf(f, ",wasted_ns,retries_mean,retries_max,read_set_mean,read_set_max,write_set_mean,write_set_max,"
+            "conflict_free_aborts,true_conflicts,false_conflicts\n");
+    for (size_t i = 0; i < ns; i++) {
+        fprintf(f, "%u,", s[i].site);
+        csv_str(f, site_name(in->ix, s[i].site, nb, sizeof nb));
+        fprintf(f, ",%llu,%llu,%llu,%.6f", (unsigned long long)s[i].attempts, (unsigned long long)s[i].commits,
+                (unsigned long long)s[i].aborts, s[i].attempts ? (double)s[i].aborts / (double)s[i].attempts : 0.0);
+        for (unsigned r = 1; r < 8; r++)
+            fprintf(f, ",%llu", (unsigned long long)s[i].aborts_by_reason[r]);
+        fprintf(f, ",%.0f,%.4f,%llu,%.3f,%llu,%.3f,%llu,%llu,%llu,%llu\n", s[i].wasted_ns,
+                mean(s[i].retries_sum, s[i].retried_commits), (unsigned long long)s[i].retries_max,
+                mean(s[i].rs_sum, s[i].sets_n), (unsigned long long)s[i].rs_max, mean(s[i].ws_sum, s[i].sets_n),
+                (unsigned long long)s[i].ws_max, (unsigned long long)s[i].conflict_free,
+                (unsigned long long)s[i].true_conflicts, (unsigned long long)s[i].false_conflicts);
+    }
+    const struct ca_conflict *c = ca_conflicts(in->st, &nc);
+    f = o[1].f;
+    fprintf(f, "victim_site,victim_name,culprit_site,culprit_name,count,true_conflicts,false_conflicts,wasted_ns\n");
+    for (size_t i = 0; i < nc; i++) {
+        fprintf(f, "%u,", c[i].victim_site);
+        csv_str(f, site_name(in->ix, c[i].victim_site, nb, sizeof nb));
+        fprintf(f, ",%u,", c[i].culprit_site);
+        csv_str(f, site_name(in->ix, c[i].culprit_site, nb, sizeof nb));
+        fprintf(f, ",%llu,%llu,%llu,%.0f\n", (unsigned long long)c[i].count, (unsigned long long)c[i].true_count,
+                (unsigned long long)c[i].false_count, c[i].wasted_ns);
+    }
+    const struct ca_thread *th = ca_threads(in->st, &nt);
+    f = o[2].f;
+    fprintf(f, "thread,events,temporal_inconsistencies,grammar_violations,out_of_place_events,late_starts,"
+            "premature_ends,attempts,commits,aborts,dropped_events\n");
+    for (size_t i = 0; i < nt; i++) {
+        uint64_t dropped = 0;
+        for (size_t k = 0; k < in->ix->nend; k++)
+            if (in->ix->end[k].id == th[i].thread)
+                dropped = in->ix->end[k].dropped;
+        fprintf(f, "%u,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu\n", th[i].thread,
+                (unsigned long long)th[i].events, (unsigned long long)th[i].temporal,
+                (unsigned long long)th[i].grammar, (unsigned long long)th[i].out_of_place,
+                (unsigned long long)th[i].late_starts, (unsigned long long)th[i].premature_ends,
+                (unsigned long long)th[i].attempts, (unsigned long long)th[i].commits,
+                (unsigned long long)th[i].aborts, (unsigned long long)dropped);
+    }
+    for (int k = 0; k < 3; k++)
+        if (tool_out_commit(&o[k]) < 0) {
+            for (int j = k + 1; j < 3; j++)
+                tool_out_abandon(&o[j]);
+            return TOOL_USAGE;
+        }
+    return 0;
+}

@@ -1,0 +1,36 @@
+/*
+ * check_report.h - how tmcheck presents its results: the text report, the
+ * JSON object and the CSV files.
+ *
+ * Owns: formatting, quoting (JSON strings, CSV fields) and the files of
+ * --csv DIR (written atomically through tool_common).
+ * Never: computes metrics (check_analysis does) or decides the exit code.
+ */
+#ifndef TMT_CHECK_REPORT_H
+#define TMT_CHECK_REPORT_H
+
+#include <stdio.h>
+
+#include "check_analysis.h"
+#include "sync_merge.h"
+
+struct cr_input {
+    const char *path;
+    const struct merge_index *ix;
+    const struct ca_state *st;
+    int synced;
+    int have_accesses;
+    int have_truth;
+    uint64_t dropped;
+    uint64_t skipped_chunks;
+    double uncertainty_ns;
+    unsigned stripes_log2;
+};
+
+void cr_text(FILE *f, const struct cr_input *in);
+void cr_json(FILE *f, const struct cr_input *in);
+/* Writes DIR/sites.csv, DIR/conflicts.csv, DIR/threads.csv. 0, or the
+ * tool's exit code 2 after a one-line message. */
+int cr_csv(const char *dir, const struct cr_input *in);
+
+#endif
