@@ -16,7 +16,7 @@ set title ttl noenhanced font ",14"
 set ylabel ylab noenhanced
 set xlabel xlab noenhanced offset 0,-1.5
 set bmargin 6
-set key top right noenhanced
+set key outside top center horizontal noenhanced
 set xtics noenhanced
 set yrange [0:*]
 if (logy) { set logscale y; set yrange [*:*] }
@@ -30,7 +30,7 @@ do for [ext in "png svg"] {
     set output out.".".ext
     # Each bar also carries its value, so that a zero still shows as "0".
     plot for [i=2:ncol] in using i:xtic(1) title columnheader(i) lc rgb palette_c(i-1), \
-         for [i=2:ncol] in using ($0 + (i - 2 - (ncol - 2 - 1) / 2.0) / (ncol - 2 + 1.0)):(column(i)):(vlabel(column(i))) \
+         for [i=2:ncol] in using ($0 + (i - 2 - (ncol - 2) / 2.0) / ncol):(column(i)):(vlabel(column(i))) \
              with labels offset 0,0.6 font ",8" notitle
     set output
 }

@@ -15,12 +15,13 @@ set grid xtics ytics
 set style fill solid 0.9 noborder
 set key outside right top noenhanced
 kind_colour(k) = (k == 0 ? 0x27ae60 : k == 1 ? 0xc0392b : k == 2 ? 0x2e86c1 : 0xe67e22)
+array names[4] = ["STM commit", "STM abort", "hardware commit", "hardware abort"]
 box(k, want, x) = (k == want ? x : NaN)
 do for [ext in "png svg"] {
     eval(ext eq "png" ? term_png(w, h) : term_svg(w, h))
     set output out.".".ext
     plot for [k=0:3] in using (box($4, k, ($1 + $2) / 2)):3:1:2:($3 - 0.35):($3 + 0.35) \
          with boxxyerror lc rgb kind_colour(k) \
-         title word("STM_commit STM_abort hardware_commit hardware_abort", k + 1)
+         title names[k + 1]
     set output
 }
