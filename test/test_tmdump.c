@@ -1,0 +1,199 @@
+/*
+ * test_tmdump.c - tmdump's output on a hand-built trace: the line format,
+ * per-thread order, the filters, the summary, and one-line errors with
+ * exit status 2.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "test_util.h"
+#include "trace_file.h"
+
+static char out[1 << 16];
+
+/* Runs tmdump with `args`; stderr joins stdout when `with_stderr`. */
+static int dump(const char *args, int with_stderr)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "%s %s %s", tu_build("tools/tmdump"), args,
+             with_stderr ? "2>&1" : "2>/dev/null");
+    return tu_run(cmd, out, sizeof out);
+}
+
+static int count_lines(const char *s)
+{
+    int n = 0;
+    for (; *s; s++)
+        n += *s == '\n';
+    return n;
+}
+
+/* Thread 2's first chunk, then thread 1's, then thread 2's second chunk:
+ * tmdump must print T1 first, then T2 in chunk order. */
+static const char *build_trace(void)
+{
+    const char *path = tu_path("hand.bin");
+    struct tf_header h;
+    memset(&h, 0, sizeof h);
+    h.tsc_hz = 3000000000ull;
+    h.ncpus = 2;
+    h.pid = 77;
+    h.events_level = 2;
+    snprintf(h.cmdline, sizeof h.cmdline, "bench --hand");
+    struct tf_writer *w = tf_create(path, &h, 0);
+    assert_non_null(w);
+    struct tf_site sites[2] = { { 1, 12, "list.c", "insert" }, { 2, 40, "list.c", "lookup" } };
+    assert_int_equal(tf_write_sites(w, sites, 2), 0);
+    struct tf_sample smp[3] = { { 100, 5000, 100, 30, 0, TF_PHASE_PRE, 0, 0 },
+                                { 110, 5010, 110, 40, 1, TF_PHASE_PRE, 0, 0 },
+                                { 900, 9000, 900, 35, 1, TF_PHASE_POST, 0, 0 } };
+    assert_int_equal(tf_write_samples(w, smp, 3), 0);
+    struct tf_record t2a[3] = { { 1000, 1, TF_EV_START, 0, 2, 7, TF_START_HTM_EMU },
+                                { 1040, 1, TF_EV_READ, 8, 2, 0x5000, 3 },
+                                { 1090, 1, TF_EV_ABORT, 2, 2, 0x5000, 0 } };
+    struct tf_record t1[4] = { { 1010, 0, TF_EV_START, 0, 1, 3, 0 },
+                               { 1020, 0, TF_EV_WRITE, 8, 1, 0x6008, 9 },
+                               { 1030, 0, TF_EV_COMMIT, 0, 1, 4, 1ull << 32 },
+                               { 1035, 0, TF_EV_FALLBACK, TF_FB_CAPACITY, 1, 0, 0 } };
+    struct tf_record t2b[2] = { { 1200, 0, TF_EV_START, 0, 2, 8, TF_START_RETRY },
+                                { 1300, 0, TF_EV_COMMIT, 0, 2, 0, 1 } };
+    assert_int_equal(tf_write_records(w, 2, 0, 0, t2a, NULL, 3, TF_CODEC_LZ4, 1), 0);
+    assert_int_equal(tf_write_records(w, 1, 0, 0, t1, NULL, 4, TF_CODEC_ZLIB, 1), 0);
+    assert_int_equal(tf_write_records(w, 2, 3, 7, t2b, NULL, 2, TF_CODEC_NONE, 0), 0);
+    struct tf_thread_info ti[2] = { { 1, 501, 4, 0 }, { 2, 502, 5, 6 } };
+    assert_int_equal(tf_write_end(w, ti, 2, 0), 0);
+    assert_int_equal(tf_finish(w, 0), 0);
+    return path;
+}
+
+static void test_events_print_one_per_line_in_thread_order(void **s)
+{
+    (void)s;
+    const char *path = build_trace();
+    assert_int_equal(dump(path, 0), 0);
+    const char *want =
+        "1010 start T1 1 3 core=0\n"
+        "1020 write T1 1 3 0x6008 core=0\n"
+        "1030 commit T1 1 3 core=0\n"
+        "1035 fallback T1 1 3 capacity core=0\n"
+        "1000 start T2 2 7 core=1\n"
+        "1040 read T2 2 7 0x5000 core=1\n"
+        "1090 abort T2 2 7 read-version core=1\n"
+        "1200 start T2 2 8 core=0\n"
+        "1300 commit T2 2 8 core=0\n";
+    assert_string_equal(out, want);
+}
+
+static void test_filters_select_thread_site_and_limit(void **s)
+{
+    (void)s;
+    const char *path = build_trace();
+    char args[600];
+    snprintf(args, sizeof args, "--thread 2 %s", path);
+    assert_int_equal(dump(args, 0), 0);
+    assert_int_equal(count_lines(out), 5);
+    assert_null(strstr(out, "T1"));
+    snprintf(args, sizeof args, "--site 1 %s", path);
+    assert_int_equal(dump(args, 0), 0);
+    assert_int_equal(count_lines(out), 4);
+    assert_null(strstr(out, "T2"));
+    snprintf(args, sizeof args, "--thread 2 --limit 2 %s", path);
+    assert_int_equal(dump(args, 0), 0);
+    assert_string_equal(out, "1000 start T2 2 7 core=1\n1040 read T2 2 7 0x5000 core=1\n");
+    snprintf(args, sizeof args, "-t 9 %s", path);
+    assert_int_equal(dump(args, 0), 0);
+    assert_string_equal(out, "");
+}
+
+static void test_summary_lists_header_sites_threads_and_phases(void **s)
+{
+    (void)s;
+    const char *path = build_trace();
+    char args[600];
+    snprintf(args, sizeof args, "--summary %s", path);
+    assert_int_equal(dump(args, 0), 0);
+    assert_non_null(strstr(out, "tsc frequency: 3000000000 Hz\n"));
+    assert_non_null(strstr(out, "pid: 77\n"));
+    assert_non_null(strstr(out, "command line: bench --hand\n"));
+    assert_non_null(strstr(out, "site 1: list.c:12 insert\n"));
+    assert_non_null(strstr(out, "site 2: list.c:40 lookup\n"));
+    assert_non_null(strstr(out, "thread T1: os tid 501, 4 events, 0 dropped, 4 in file\n"));
+    assert_non_null(strstr(out, "thread T2: os tid 502, 5 events, 6 dropped, 5 in file\n"));
+    assert_non_null(strstr(out, "samples cpu 0: pre 1, post 0, in-run 0"));
+    assert_non_null(strstr(out, "samples cpu 1: pre 1, post 1, in-run 0, bracket width 35..40 ticks"));
+    assert_non_null(strstr(out, "end chunk: present"));
+}
+
+static void test_damage_is_one_line_with_offset_and_salvage_goes_on(void **s)
+{
+    (void)s;
+    const char *path = build_trace();
+    size_t n;
+    char *buf = tu_read_file(path, &n);
+    assert_non_null(buf);
+    /* Damage thread 1's chunk (the second EVENTS chunk in the file). */
+    struct tf_reader *r = tf_open(path, 0);
+    assert_non_null(r);
+    struct tf_chunk c;
+    uint64_t off = 0;
+    int k = 0;
+    while (tf_next(r, &c) == 1)
+        if (c.kind == TF_CHUNK_EVENTS && ++k == 2)
+            off = c.offset;
+    tf_close(r);
+    assert_true(off > 0);
+    buf[off + 44] ^= 0x10; /* inside thread 1's payload */
+    const char *bad = tu_path("hand-bad.bin");
+    FILE *f = fopen(bad, "wb");
+    assert_non_null(f);
+    fwrite(buf, 1, n, f);
+    fclose(f);
+    free(buf);
+
+    char args[600], want[700];
+    assert_int_equal(dump(bad, 1), 2);
+    snprintf(want, sizeof want, "tmdump: %s: offset %llu: chunk CRC mismatch\n", bad,
+             (unsigned long long)off);
+    assert_non_null(strstr(out, want));
+    snprintf(args, sizeof args, "--salvage %s", bad);
+    assert_int_equal(dump(args, 0), 0);
+    assert_int_equal(count_lines(out), 5); /* thread 2's events only */
+    assert_null(strstr(out, " T1 "));
+}
+
+static void test_bad_usage_is_one_line_and_exit_2(void **s)
+{
+    (void)s;
+    assert_int_equal(dump("--no-such-option x", 1), 2);
+    assert_int_equal(count_lines(out), 1);
+    assert_non_null(strstr(out, "tmdump: "));
+    assert_int_equal(dump("--limit -3 x", 1), 2);
+    assert_int_equal(count_lines(out), 1);
+    assert_non_null(strstr(out, "--limit"));
+    assert_int_equal(dump(tu_path("absent.bin"), 1), 2);
+    assert_int_equal(count_lines(out), 1);
+    assert_non_null(strstr(out, "absent.bin"));
+    assert_int_equal(dump("", 1), 2);
+    assert_int_equal(count_lines(out), 1);
+    assert_int_equal(dump("--help", 0), 0);
+    assert_non_null(strstr(out, "--summary"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_events_print_one_per_line_in_thread_order),
+        cmocka_unit_test(test_filters_select_thread_site_and_limit),
+        cmocka_unit_test(test_summary_lists_header_sites_threads_and_phases),
+        cmocka_unit_test(test_damage_is_one_line_with_offset_and_salvage_goes_on),
+        cmocka_unit_test(test_bad_usage_is_one_line_and_exit_2),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

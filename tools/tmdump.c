@@ -1,0 +1,441 @@
+/*
+ * tmdump.c - prints a trace: one event per line, or a --summary of the
+ * header, sites, threads, sampling phases, injected skews and clock models.
+ *
+ * Owns: the text forms of events and summaries. Never: holds more than one
+ * chunk of events (an index pass remembers only chunk offsets), writes any
+ * file, or goes on silently past damage (without --salvage damage is an
+ * error; with it every skip is reported on stderr).
+ */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codec.h"
+#include "tool_common.h"
+#include "trace_file.h"
+
+struct dump_opts {
+    const char *path;
+    int summary;
+    int salvage;
+    int have_thread, have_site;
+    uint64_t thread, site;
+    uint64_t limit;     /* UINT64_MAX = no limit */
+};
+
+static void dump_usage(FILE *f)
+{
+    fprintf(f,
+            "usage: tmdump [options] TRACE\n"
+            "Prints the events of a trace, one per line:\n"
+            "  <timestamp> <event> T<thread> <site> <instance> [address|reason] core=<cpu>\n"
+            "in each thread's order (threads in ascending id; a synchronised trace in\n"
+            "its merged order).\n"
+            "  -t, --thread N    only events of thread N\n"
+            "  -s, --site N      only events of site N\n"
+            "  -n, --limit N     print at most N events\n"
+            "  -S, --summary     header, sites, per-thread counts, sampling phases,\n"
+            "                    injected skews and clock models instead of events\n"
+            "      --salvage     skip damaged chunks (reported on stderr) and go on\n"
+            "      --bench-codec measure the event codecs on a synthetic stream\n"
+            "  -V, --version     print the version\n"
+            "  -h, --help        this text\n"
+            "Exit status: 0 success, 2 bad usage or unreadable/damaged trace.\n");
+}
+
+/* ---- event lines ------------------------------------------------------- */
+
+static const char *dump_abort_name(unsigned r)
+{
+    static const char *const names[] = { "none", "read-locked", "read-version", "commit-locked",
+                                         "commit-validate", "user-retry", "user-cancel", "htm" };
+    return r < sizeof names / sizeof names[0] ? names[r] : "?";
+}
+
+static const char *dump_fallback_name(unsigned r)
+{
+    static const char *const names[] = { "?", "no-retry", "capacity", "attempts", "flags" };
+    return r < sizeof names / sizeof names[0] ? names[r] : "?";
+}
+
+static void dump_event(FILE *out, const struct tf_event *e)
+{
+    fprintf(out, "%" PRIu64 " %s T%" PRIu32 " %" PRIu32 " %" PRIu64, e->ts, tf_event_kind_name(e->kind),
+            e->thread, e->site, e->instance);
+    switch (e->kind) {
+    case TF_EV_READ:
+    case TF_EV_WRITE:
+        fprintf(out, " 0x%" PRIx64, e->addr);
+        break;
+    case TF_EV_ABORT:
+        fprintf(out, " %s", dump_abort_name(e->reason));
+        break;
+    case TF_EV_FALLBACK:
+        fprintf(out, " %s", dump_fallback_name(e->reason));
+        break;
+    default:
+        break;
+    }
+    fprintf(out, " core=%u\n", e->cpu);
+}
+
+/* Prints the chunk's events that pass the filters; returns 1 once the limit
+ * is reached. */
+static int dump_chunk_events(const struct dump_opts *o, const struct tf_chunk *c, uint64_t *printed)
+{
+    for (size_t i = 0; i < c->count; i++) {
+        const struct tf_event *e = &c->events[i];
+        if (o->have_thread && e->thread != o->thread)
+            continue;
+        if (o->have_site && e->site != o->site)
+            continue;
+        if (*printed >= o->limit)
+            return 1;
+        dump_event(stdout, e);
+        (*printed)++;
+    }
+    return *printed >= o->limit;
+}
+
+/* With --salvage, tells the user what was skipped (once per call). */
+static void dump_report_salvage(struct tf_reader *r, uint64_t *reported)
+{
+    uint64_t n = tf_reader_skipped(r);
+    if (n > *reported) {
+        tool_error("warning: skipped damage (%s)", tf_reader_damage(r));
+        *reported = n;
+    }
+}
+
+struct dump_index {
+    uint32_t thread;
+    uint64_t offset;
+    size_t order;       /* file position, for a stable sort */
+};
+
+static int dump_index_cmp(const void *a, const void *b)
+{
+    const struct dump_index *x = a, *y = b;
+    if (x->thread != y->thread)
+        return x->thread < y->thread ? -1 : 1;
+    return x->order < y->order ? -1 : x->order > y->order;
+}
+
+static int dump_events(const struct dump_opts *o)
+{
+    unsigned fl = TF_SKIP_EVENTS | (o->salvage ? TF_SALVAGE : 0);
+    struct tf_reader *idx = tf_open(o->path, fl);
+    if (!idx)
+        return tool_error_lib();
+    /* Pass 1: where each thread's chunks are. */
+    struct dump_index *ix = NULL;
+    size_t n = 0, cap = 0;
+    struct tf_chunk c;
+    int rc;
+    uint64_t reported = 0;
+    int synced = (tf_reader_header(idx)->flags & TF_HDR_SYNCED) != 0;
+    while ((rc = tf_next(idx, &c)) == 1) {
+        dump_report_salvage(idx, &reported);
+        if (c.kind != TF_CHUNK_EVENTS)
+            continue;
+        if (o->have_thread && c.thread != 0 && c.thread != o->thread)
+            continue;
+        if (n == cap) {
+            cap = cap ? 2 * cap : 256;
+            struct dump_index *p = realloc(ix, cap * sizeof *ix);
+            if (!p) {
+                free(ix);
+                tf_close(idx);
+                return tool_error("%s: out of memory for the chunk index", o->path);
+            }
+            ix = p;
+        }
+        ix[n] = (struct dump_index){ synced ? 0 : c.thread, c.offset, n };
+        n++;
+    }
+    dump_report_salvage(idx, &reported);
+    tf_close(idx);
+    if (rc < 0) {
+        free(ix);
+        return tool_error_lib();
+    }
+    /* Merged chunks (thread 0) come first in file order; a raw trace's
+     * threads follow in ascending id, each in its chunk order. */
+    qsort(ix, n, sizeof *ix, dump_index_cmp);
+
+    /* Pass 2: decode and print, one chunk at a time. */
+    struct tf_reader *r = tf_open(o->path, o->salvage ? TF_SALVAGE : 0);
+    if (!r) {
+        free(ix);
+        return tool_error_lib();
+    }
+    uint64_t printed = 0;
+    int status = TOOL_OK;
+    for (size_t i = 0; i < n && printed < o->limit; i++) {
+        if (tf_read_at(r, ix[i].offset, &c) != 1) {
+            if (!o->salvage) {
+                status = tool_error_lib();
+                break;
+            }
+            tool_error("warning: skipped damage (%s)", error_get());
+            continue;
+        }
+        if (dump_chunk_events(o, &c, &printed))
+            break;
+    }
+    if (fflush(stdout) != 0 && status == TOOL_OK)
+        status = tool_error("-: write error on standard output");
+    free(ix);
+    tf_close(r);
+    return status;
+}
+
+/* ---- summary ------------------------------------------------------------ */
+
+struct dump_thread_sum {
+    int seen;
+    uint64_t counted;        /* events found in the file */
+    uint64_t events, dropped; /* from the END chunk */
+    uint32_t os_tid;
+    int in_end;
+};
+
+struct dump_cpu_sum {
+    uint64_t samples[3];      /* per phase */
+    uint64_t min_width, max_width;
+};
+
+/* Grows a zeroed array so that index `i` exists. */
+static int dump_room(void **arr, size_t *n, size_t i, size_t esz)
+{
+    if (i < *n)
+        return 0;
+    if (i >= (1u << 24))
+        return -1;
+    size_t m = *n ? *n : 16;
+    while (m <= i)
+        m *= 2;
+    void *p = realloc(*arr, m * esz);
+    if (!p)
+        return -1;
+    memset((char *)p + *n * esz, 0, (m - *n) * esz);
+    *arr = p;
+    *n = m;
+    return 0;
+}
+
+static void dump_print_header(const char *path, const struct tf_header *h)
+{
+    printf("file: %s\n", path);
+    printf("format version: %u\n", h->version);
+    printf("flags: %s%s%s\n", h->flags & TF_HDR_SYNCED ? "synced " : "",
+           h->flags & TF_HDR_INJECTED ? "injected " : "", h->flags ? "" : "raw");
+    printf("tsc frequency: %" PRIu64 " Hz\n", h->tsc_hz);
+    printf("reference clock: %s\n", h->ref_clock == 1 ? "CLOCK_MONOTONIC_RAW" : "CLOCK_MONOTONIC");
+    printf("cpus: %u\n", h->ncpus);
+    printf("pid: %u\n", h->pid);
+    printf("events level: %s\n", h->events_level == 0 ? "off" : h->events_level == 1 ? "tx" : "all");
+    printf("wall start: %" PRId64 " ns\n", h->wall_start_ns);
+    printf("command line: %s\n", h->cmdline);
+}
+
+static int dump_summary(const struct dump_opts *o)
+{
+    struct tf_reader *r = tf_open(o->path, o->salvage ? TF_SALVAGE : 0);
+    if (!r)
+        return tool_error_lib();
+    dump_print_header(o->path, tf_reader_header(r));
+    struct dump_thread_sum *th = NULL;
+    struct dump_cpu_sum *cpu = NULL;
+    size_t nth = 0, ncpu = 0;
+    uint64_t chunks[TF_CHUNK_KINDS] = { 0 }, bytes = 0, writer_errors = 0, reported = 0;
+    int have_end = 0, status = TOOL_OK, rc;
+    struct tf_chunk c;
+    while ((rc = tf_next(r, &c)) == 1) {
+        dump_report_salvage(r, &reported);
+        chunks[c.kind]++;
+        bytes += c.stored_len + 40;
+        switch (c.kind) {
+        case TF_CHUNK_META_SITES:
+            for (size_t i = 0; i < c.count; i++)
+                printf("site %u: %s:%d %s\n", c.sites[i].id, c.sites[i].file[0] ? c.sites[i].file : "?",
+                       c.sites[i].line, c.sites[i].label);
+            break;
+        case TF_CHUNK_META_SKEW:
+            for (size_t i = 0; i < c.count; i++)
+                printf("skew cpu %u: offset %" PRId64 " ns, drift %.3f ppm, change at %" PRId64
+                       " ms to %.3f ppm\n", c.skews[i].cpu, c.skews[i].offset_ns, c.skews[i].drift_ppm,
+                       c.skews[i].change_ms, c.skews[i].drift2_ppm);
+            break;
+        case TF_CHUNK_MODEL:
+            for (size_t i = 0; i < c.count; i++) {
+                const struct tf_cpu_model *m = &c.models[i];
+                printf("model cpu %u: drift %.3f ppm, offset %.1f ns, rms %.1f ns, max %.1f ns, "
+                       "%u segments, %u samples used, %u rejected\n", m->cpu, m->drift_ppm,
+                       m->offset_ns, m->rms_ns, m->max_ns, m->nseg, m->used, m->rejected);
+            }
+            break;
+        case TF_CHUNK_EVENTS:
+        case TF_CHUNK_META_THREADS:
+        case TF_CHUNK_END:
+            if (c.kind == TF_CHUNK_END) {
+                have_end = 1;
+                writer_errors += c.writer_errors;
+            }
+            for (size_t i = 0; i < c.count; i++) {
+                uint32_t t = c.kind == TF_CHUNK_EVENTS ? c.events[i].thread : c.threads[i].id;
+                if (dump_room((void **)&th, &nth, t, sizeof *th) != 0) {
+                    status = tool_error("%s: offset %" PRIu64 ": thread id %u is too large", o->path,
+                                        c.offset, t);
+                    goto out;
+                }
+                th[t].seen = 1;
+                if (c.kind == TF_CHUNK_EVENTS) {
+                    th[t].counted++;
+                } else {
+                    th[t].os_tid = c.threads[i].os_tid;
+                    if (c.kind == TF_CHUNK_END) {
+                        th[t].in_end = 1;
+                        th[t].events = c.threads[i].events;
+                        th[t].dropped = c.threads[i].dropped;
+                    }
+                }
+            }
+            break;
+        case TF_CHUNK_SAMPLES:
+            for (size_t i = 0; i < c.count; i++) {
+                const struct tf_sample *s = &c.samples[i];
+                if (dump_room((void **)&cpu, &ncpu, s->cpu, sizeof *cpu) != 0) {
+                    status = tool_error("%s: out of memory", o->path);
+                    goto out;
+                }
+                struct dump_cpu_sum *p = &cpu[s->cpu];
+                if (p->samples[0] + p->samples[1] + p->samples[2] == 0 || s->width < p->min_width)
+                    p->min_width = s->width;
+                if (s->width > p->max_width)
+                    p->max_width = s->width;
+                p->samples[s->phase < 3 ? s->phase : 2]++;
+            }
+            break;
+        }
+    }
+    dump_report_salvage(r, &reported);
+    if (rc < 0) {
+        status = tool_error_lib();
+        goto out;
+    }
+    for (size_t t = 0; t < nth; t++) {
+        if (!th[t].seen)
+            continue;
+        if (th[t].in_end)
+            printf("thread T%zu: os tid %u, %" PRIu64 " events, %" PRIu64 " dropped, %" PRIu64
+                   " in file\n", t, th[t].os_tid, th[t].events, th[t].dropped, th[t].counted);
+        else
+            printf("thread T%zu: os tid %u, %" PRIu64 " events in file (no END chunk)\n", t,
+                   th[t].os_tid, th[t].counted);
+    }
+    for (size_t k = 0; k < ncpu; k++) {
+        const struct dump_cpu_sum *p = &cpu[k];
+        if (p->samples[0] + p->samples[1] + p->samples[2] == 0)
+            continue;
+        printf("samples cpu %zu: pre %" PRIu64 ", post %" PRIu64 ", in-run %" PRIu64
+               ", bracket width %" PRIu64 "..%" PRIu64 " ticks\n", k, p->samples[0], p->samples[1],
+               p->samples[2], p->min_width, p->max_width);
+    }
+    printf("chunks:");
+    for (unsigned k = 1; k < TF_CHUNK_KINDS; k++)
+        printf(" %s=%" PRIu64, tf_chunk_kind_name(k), chunks[k]);
+    printf("\nbytes in chunks: %" PRIu64 "\n", bytes);
+    printf("end chunk: %s, writer errors %" PRIu64 "\n", have_end ? "present" : "missing (writer died?)",
+           writer_errors);
+    if (o->salvage)
+        printf("damaged: %" PRIu64 " regions skipped, %" PRIu64 " bytes\n", tf_reader_skipped(r),
+               tf_reader_skipped_bytes(r));
+out:
+    free(th);
+    free(cpu);
+    tf_close(r);
+    if (fflush(stdout) != 0 && status == TOOL_OK)
+        status = tool_error("-: write error on standard output");
+    return status;
+}
+
+static int dump_bench(void)
+{
+    const int codecs[] = { TF_CODEC_NONE, TF_CODEC_LZ4, TF_CODEC_ZLIB };
+    for (size_t i = 0; i < sizeof codecs / sizeof codecs[0]; i++) {
+        if (!codec_available(codecs[i]))
+            continue;
+        double eps, bpe;
+        if (codec_bench(codecs[i], 1, 4u << 20, &eps, &bpe) != 0)
+            return tool_error_lib();
+        printf("codec %s: %.1f M events/s encode+compress, %.2f bytes/event\n",
+               tf_codec_name((unsigned)codecs[i]), eps / 1e6, bpe);
+    }
+    return TOOL_OK;
+}
+
+int main(int argc, char **argv)
+{
+    tool_init("tmdump");
+    struct dump_opts o = { .limit = UINT64_MAX };
+    enum { OPT_SALVAGE = 256, OPT_BENCH };
+    static const struct option longs[] = {
+        { "thread", required_argument, NULL, 't' },
+        { "site", required_argument, NULL, 's' },
+        { "limit", required_argument, NULL, 'n' },
+        { "summary", no_argument, NULL, 'S' },
+        { "salvage", no_argument, NULL, OPT_SALVAGE },
+        { "bench-codec", no_argument, NULL, OPT_BENCH },
+        { "version", no_argument, NULL, 'V' },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    opterr = 0;
+    int ch;
+    while ((ch = getopt_long(argc, argv, "t:s:n:SVh", longs, NULL)) != -1) {
+        switch (ch) {
+        case 't':
+            if (tool_parse_u64("--thread", optarg, 0, UINT32_MAX, &o.thread) != 0)
+                return TOOL_USAGE;
+            o.have_thread = 1;
+            break;
+        case 's':
+            if (tool_parse_u64("--site", optarg, 0, UINT32_MAX, &o.site) != 0)
+                return TOOL_USAGE;
+            o.have_site = 1;
+            break;
+        case 'n':
+            if (tool_parse_u64("--limit", optarg, 0, UINT64_MAX, &o.limit) != 0)
+                return TOOL_USAGE;
+            break;
+        case 'S':
+            o.summary = 1;
+            break;
+        case OPT_SALVAGE:
+            o.salvage = 1;
+            break;
+        case OPT_BENCH:
+            return dump_bench();
+        case 'V':
+            tool_print_version(stdout);
+            return TOOL_OK;
+        case 'h':
+            dump_usage(stdout);
+            return TOOL_OK;
+        default:
+            return tool_bad_option(argv);
+        }
+    }
+    if (optind >= argc)
+        return tool_error("no trace file given (try --help)");
+    if (optind != argc - 1)
+        return tool_error("expected one trace file, got %d arguments (try --help)", argc - optind);
+    o.path = argv[optind];
+    static char outbuf[1 << 16];
+    setvbuf(stdout, outbuf, _IOFBF, sizeof outbuf);
+    return o.summary ? dump_summary(&o) : dump_events(&o);
+}
