@@ -1,0 +1,55 @@
+/*
+ * htm.h - the hardware fast path: Intel RTM when the CPU has it, or its
+ * emulation (TMTRACE_HTM=emulate), and its coexistence with the STM.
+ *
+ * Owns: CPUID detection, the retry/fallback policy, the counter of active
+ * software transactions that hardware attempts subscribe to, the emulation
+ * lock and tx->htm. Never calls a tb_ev_* hook between the start of a
+ * hardware attempt and its end (the record would join the hardware footprint
+ * and vanish on abort); START is stamped before, COMMIT/ABORT/FALLBACK after.
+ */
+#ifndef TMT_HTM_H
+#define TMT_HTM_H
+
+#include <stdint.h>
+
+#include "tx.h"
+
+/* Explicit abort codes the runtime itself uses (bits 24..31 of the status). */
+#define HTM_CODE_STM_ACTIVE TMT_HTM_CODE_STM_ACTIVE /* software transactions are running */
+#define HTM_CODE_USER_RETRY 0xfeu                   /* tmt_tx_retry() */
+#define HTM_CODE_USER_CANCEL 0xfdu                  /* tmt_tx_cancel() */
+#define HTM_CODE_NEED_STM 0xfcu                     /* a nested block asked for the STM */
+#define HTM_CODE_EMU_EXPLICIT 0x01u                 /* emulation: injected explicit abort */
+
+/* Reads CPUID once. */
+void htm_init(void);
+/* RTM present and not disabled by microcode (RTM_ALWAYS_ABORT). */
+int htm_rtm_usable(void);
+/* The hardware path in force now: TX_MODE_HTM, TX_MODE_HTM_EMU or
+ * TX_MODE_NONE (off, or auto without usable RTM: exactly like off). */
+int htm_path(void);
+
+/* Runs hardware attempts for the transaction in `tx` under the policy.
+ * Returns 1 when an attempt is running (tx->mode is HTM or HTM_EMU), 0 when
+ * the transaction falls back to the STM or was cancelled (tx->cancelled). */
+int htm_start(struct tmt_tx *tx, int path);
+/* Ends the running hardware attempt (may abort it: emulation). */
+void htm_commit(struct tmt_tx *tx);
+/* Accesses inside a hardware attempt (plain on real RTM; counted, undo-logged
+ * and possibly aborted under emulation). */
+uint64_t htm_read(struct tmt_tx *tx, uintptr_t addr, unsigned size);
+void htm_write(struct tmt_tx *tx, uintptr_t addr, uint64_t value, unsigned size);
+/* Aborts the running hardware attempt explicitly with `code` (never returns:
+ * real RTM resumes in htm_start, emulation goes through tx_abort). */
+__attribute__((noreturn)) void htm_abort_code(struct tmt_tx *tx, unsigned code);
+/* Emulation: undoes the attempt's writes and releases the emulation lock;
+ * keeps the status for the policy at the restart. */
+void htm_rollback(struct tmt_tx *tx, uint32_t status);
+
+/* Software transactions announce themselves (start) and leave (commit or
+ * abort); only needed while a hardware path is in force. */
+void htm_sw_enter(struct tmt_tx *tx);
+void htm_sw_leave(struct tmt_tx *tx);
+
+#endif

@@ -1,0 +1,410 @@
+/*
+ * stm.c - word-based TL2 (see stm.h and docs/design.md).
+ *
+ * Owns: the version clock, the stripe table and everything in tx->stm. Every
+ * access to memory that other threads write concurrently (data words, stripe
+ * words, the clock) goes through __atomic builtins: on x86 these are the plain
+ * moves TL2 needs, and they keep the thread sanitizer's model exact. Must
+ * never call the tracer or allocate on the read/write fast paths.
+ *
+ * Stripe word: unlocked = version << 1; locked = address of the owner's
+ * struct tx_lockrec | 1.
+ */
+#include "stm.h"
+
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "error.h"
+
+/* The clock has its own cache line: every update commit increments it. */
+static struct {
+    uint64_t now;
+    char pad[56];
+} stm_clock __attribute__((aligned(64)));
+
+static uintptr_t *stm_stripes;
+static uint64_t stm_mask;
+static unsigned stm_log2;
+
+#define STM_LOCK_SPINS 256      /* commit: spins on a busy stripe before aborting */
+#define STM_BACKOFF_MAX_LOG2 16 /* backoff: at most 2^16 pauses per abort */
+
+int stm_init(void)
+{
+    unsigned log2 = (unsigned)config.stripes_log2;
+    if (stm_stripes != NULL && log2 == stm_log2)
+        return 0;
+    /* Only reached before any transaction ran (tmt_init) or with a new table
+     * size requested while no thread is inside a transaction. */
+    uintptr_t *table = calloc((size_t)1 << log2, sizeof *table);
+    if (table == NULL)
+        return error_set("TMTRACE_STRIPES=%u: cannot allocate %zu bytes of stripes", log2,
+                         ((size_t)1 << log2) * sizeof *table);
+    free(stm_stripes);
+    stm_stripes = table;
+    stm_log2 = log2;
+    stm_mask = ((uint64_t)1 << log2) - 1;
+    return 0;
+}
+
+unsigned stm_stripes_log2(void) { return stm_log2; }
+
+/* Words (addr >> 3) hash onto stripes; folding the bits above the table size
+ * back in keeps arrays placed a multiple of the table size apart from
+ * sharing every stripe. */
+static inline uint64_t stm_hash(uintptr_t addr)
+{
+    uint64_t w = (uint64_t)addr >> 3;
+    return (w ^ (w >> stm_log2)) & stm_mask;
+}
+
+uint64_t stm_stripe_index(uintptr_t addr) { return stm_hash(addr); }
+
+static inline uintptr_t *stm_stripe(uintptr_t addr) { return &stm_stripes[stm_hash(addr)]; }
+
+uint64_t stm_clock_now(void) { return __atomic_load_n(&stm_clock.now, __ATOMIC_ACQUIRE); }
+
+/* ---- exact-size memory access -------------------------------------------- */
+
+static inline uint32_t stm_byte_mask(uintptr_t a, unsigned size)
+{
+    return (((1u << size) - 1u) << (a & 7u)) & 0xffu;
+}
+
+static inline uint64_t stm_bits(uint32_t bytes)
+{
+    uint64_t m = 0;
+    for (unsigned i = 0; i < 8; i++)
+        if (bytes & (1u << i))
+            m |= (uint64_t)0xff << (8 * i);
+    return m;
+}
+
+static inline uint64_t stm_extract(uint64_t word, uintptr_t a, unsigned size)
+{
+    uint64_t v = word >> (8 * (a & 7u));
+    return size == 8 ? v : v & (((uint64_t)1 << (8 * size)) - 1);
+}
+
+/* ---- the redo log's index -------------------------------------------------- */
+
+static inline uint64_t stm_bloom_bit(uintptr_t w) { return (uint64_t)1 << ((w >> 3) & 63); }
+
+static inline uint32_t stm_slot_hash(uintptr_t w, uint32_t bits)
+{
+    return (uint32_t)(((uint64_t)(w >> 3) * 0x9E3779B97F4A7C15ull) >> (64 - bits));
+}
+
+static inline struct tx_wentry *stm_wfind(struct tx_stm *s, uintptr_t w)
+{
+    uint32_t mask = (1u << s->wslot_bits) - 1;
+    for (uint32_t i = stm_slot_hash(w, s->wslot_bits);; i = (i + 1) & mask) {
+        struct tx_wslot *sl = &s->wslots[i];
+        if (sl->gen != s->wgen)
+            return NULL;
+        if (sl->addr == w)
+            return &s->wset[sl->idx];
+    }
+}
+
+static void stm_windex(struct tx_stm *s, uint32_t idx)
+{
+    uintptr_t w = s->wset[idx].addr;
+    uint32_t mask = (1u << s->wslot_bits) - 1;
+    uint32_t i = stm_slot_hash(w, s->wslot_bits);
+    while (s->wslots[i].gen == s->wgen)
+        i = (i + 1) & mask;
+    s->wslots[i].addr = w;
+    s->wslots[i].idx = idx;
+    s->wslots[i].gen = s->wgen;
+}
+
+/* Cold: the redo log is full. Grows it and keeps the index at most half full. */
+__attribute__((noinline)) static void stm_wgrow(struct tx_stm *s)
+{
+    if (s->wn == s->wcap)
+        s->wset = tx_grow(s->wset, &s->wcap, sizeof *s->wset, 16);
+    uint32_t want = s->wslot_bits ? s->wslot_bits : 6;
+    while ((1u << want) < 2 * s->wcap)
+        want++;
+    if (want != s->wslot_bits || s->wslots == NULL) {
+        free(s->wslots);
+        s->wslots = calloc((size_t)1 << want, sizeof *s->wslots);
+        if (s->wslots == NULL)
+            abort();
+        s->wslot_bits = want;
+        s->wgen = 1;
+        for (uint32_t i = 0; i < s->wn; i++)
+            stm_windex(s, i);
+    }
+}
+
+__attribute__((noinline)) static void stm_rgrow(struct tx_stm *s)
+{
+    s->rset = tx_grow(s->rset, &s->rcap, sizeof *s->rset, 64);
+}
+
+/* ---- begin ------------------------------------------------------------------ */
+
+void stm_begin(struct tmt_tx *tx, int read_only)
+{
+    struct tx_stm *s = &tx->stm;
+    s->ro = read_only;
+    s->rn = 0;
+    s->wn = 0;
+    s->nlocked = 0;
+    s->bloom = 0;
+    if (TX_UNLIKELY(s->wslots == NULL))
+        stm_wgrow(s);
+    if (TX_UNLIKELY(++s->wgen == 0)) {
+        memset(s->wslots, 0, ((size_t)1 << s->wslot_bits) * sizeof *s->wslots);
+        s->wgen = 1;
+    }
+    s->rv = __atomic_load_n(&stm_clock.now, __ATOMIC_ACQUIRE);
+    __atomic_store_n(&s->active_rv, s->rv, __ATOMIC_RELEASE);
+}
+
+/* ---- reads ------------------------------------------------------------------ */
+
+__attribute__((noreturn, noinline, cold)) static void stm_read_conflict(struct tmt_tx *tx, uintptr_t a,
+                                                                       uintptr_t v1, uintptr_t v2)
+{
+    unsigned reason = ((v1 | v2) & 1) ? TMT_ABORT_READ_LOCKED : TMT_ABORT_READ_VERSION;
+    tx_abort(tx, reason, a, 0);
+}
+
+/* TL2 read: the stripe unlocked and unchanged around the data load, and not
+ * newer than the start version, means the value belongs to the snapshot rv. */
+static inline uint64_t stm_load_checked(struct tmt_tx *tx, uintptr_t a, unsigned size)
+{
+    struct tx_stm *s = &tx->stm;
+    uintptr_t *stripe = stm_stripe(a);
+    uintptr_t v1 = __atomic_load_n(stripe, __ATOMIC_ACQUIRE);
+    uint64_t val = tx_mem_load(a, size);
+    uintptr_t v2 = __atomic_load_n(stripe, __ATOMIC_ACQUIRE);
+    if (TX_UNLIKELY(v1 != v2 || (v1 & 1) || (v1 >> 1) > s->rv))
+        stm_read_conflict(tx, a, v1, v2);
+    if (!s->ro) {
+        if (TX_UNLIKELY(s->rn == s->rcap))
+            stm_rgrow(s);
+        s->rset[s->rn++] = a;
+    }
+    return val;
+}
+
+static inline uint64_t stm_read(struct tmt_tx *tx, uintptr_t a, unsigned size)
+{
+    struct tx_stm *s = &tx->stm;
+    uintptr_t w = a & ~(uintptr_t)7;
+    if (TX_UNLIKELY(s->bloom & stm_bloom_bit(w))) {
+        struct tx_wentry *e = stm_wfind(s, w);
+        if (e != NULL) {
+            uint32_t need = stm_byte_mask(a, size);
+            if ((e->mask & need) == need)
+                return stm_extract(e->value, a, size);
+            /* Partly written by this transaction: memory for the rest. */
+            uint64_t mem = stm_load_checked(tx, a, size) << (8 * (a & 7u));
+            uint64_t own = stm_bits(e->mask & need);
+            return stm_extract((mem & ~own) | (e->value & own), a, size);
+        }
+    }
+    return stm_load_checked(tx, a, size);
+}
+
+uint64_t stm_read_u64(struct tmt_tx *tx, uintptr_t addr) { return stm_read(tx, addr, 8); }
+uint64_t stm_read_u32(struct tmt_tx *tx, uintptr_t addr) { return stm_read(tx, addr, 4); }
+uint64_t stm_read_u8(struct tmt_tx *tx, uintptr_t addr) { return stm_read(tx, addr, 1); }
+
+/* ---- writes ----------------------------------------------------------------- */
+
+static inline void stm_write(struct tmt_tx *tx, uintptr_t a, uint64_t v, unsigned size)
+{
+    struct tx_stm *s = &tx->stm;
+    uintptr_t w = a & ~(uintptr_t)7;
+    uint32_t bytes = stm_byte_mask(a, size);
+    uint64_t bits = size == 8 ? ~(uint64_t)0 : stm_bits(bytes);
+    uint64_t shifted = v << (8 * (a & 7u));
+    uint64_t bb = stm_bloom_bit(w);
+    if (s->bloom & bb) {
+        struct tx_wentry *e = stm_wfind(s, w);
+        if (e != NULL) {
+            e->value = (e->value & ~bits) | (shifted & bits);
+            e->mask |= bytes;
+            return;
+        }
+    }
+    if (TX_UNLIKELY(s->wn == s->wcap)) /* the index always has >= 2 * wcap slots */
+        stm_wgrow(s);
+    uint32_t idx = s->wn++;
+    struct tx_wentry *e = &s->wset[idx];
+    e->addr = w;
+    e->value = shifted & bits;
+    e->mask = bytes;
+    stm_windex(s, idx);
+    s->bloom |= bb;
+}
+
+void stm_write_u64(struct tmt_tx *tx, uintptr_t addr, uint64_t value) { stm_write(tx, addr, value, 8); }
+void stm_write_u32(struct tmt_tx *tx, uintptr_t addr, uint64_t value) { stm_write(tx, addr, value, 4); }
+void stm_write_u8(struct tmt_tx *tx, uintptr_t addr, uint64_t value) { stm_write(tx, addr, value, 1); }
+
+/* ---- commit ----------------------------------------------------------------- */
+
+static inline int stm_lock_is_mine(const struct tx_stm *s, uintptr_t v)
+{
+    const struct tx_lockrec *r = (const struct tx_lockrec *)(v & ~(uintptr_t)1);
+    return (v & 1) && r >= s->locks && r < s->locks + s->nlocked;
+}
+
+static void stm_release(struct tx_stm *s, uintptr_t value_or_zero)
+{
+    for (uint32_t i = 0; i < s->nlocked; i++) {
+        struct tx_lockrec *r = &s->locks[i];
+        __atomic_store_n(r->stripe, value_or_zero ? value_or_zero : r->old, __ATOMIC_RELEASE);
+    }
+    s->nlocked = 0;
+}
+
+/* Locks the stripe of one redo-log entry; 0 on success, -1 if it stayed busy. */
+static int stm_lock_one(struct tx_stm *s, uintptr_t addr)
+{
+    uintptr_t *stripe = stm_stripe(addr);
+    for (unsigned spins = 0;; spins++) {
+        uintptr_t v = __atomic_load_n(stripe, __ATOMIC_ACQUIRE);
+        if (v & 1) {
+            if (stm_lock_is_mine(s, v))
+                return 0;
+            if (spins >= STM_LOCK_SPINS)
+                return -1;
+            tx_pause();
+            continue;
+        }
+        struct tx_lockrec *r = &s->locks[s->nlocked];
+        r->stripe = stripe;
+        r->old = v;
+        if (__atomic_compare_exchange_n(stripe, &v, (uintptr_t)r | 1, 0, __ATOMIC_ACQUIRE,
+                                        __ATOMIC_RELAXED)) {
+            s->nlocked++;
+            return 0;
+        }
+    }
+}
+
+/* Every stripe read is still at a version <= rv and not locked by others. */
+static int stm_validate(struct tx_stm *s, uintptr_t *bad)
+{
+    for (uint32_t i = 0; i < s->rn; i++) {
+        uintptr_t v = __atomic_load_n(stm_stripe(s->rset[i]), __ATOMIC_ACQUIRE);
+        if (v & 1) {
+            if (!stm_lock_is_mine(s, v)) {
+                *bad = s->rset[i];
+                return -1;
+            }
+            v = ((const struct tx_lockrec *)(v & ~(uintptr_t)1))->old;
+        }
+        if ((v >> 1) > s->rv) {
+            *bad = s->rset[i];
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static void stm_writeback(const struct tx_stm *s)
+{
+    for (uint32_t i = 0; i < s->wn; i++) {
+        const struct tx_wentry *e = &s->wset[i];
+        if (e->mask == 0xffu) {
+            tx_mem_store(e->addr, e->value, 8);
+            continue;
+        }
+        /* Exact sizes: never rewrite a byte this transaction did not write. */
+        for (unsigned half = 0; half < 2; half++) {
+            uint32_t hm = (e->mask >> (4 * half)) & 0xfu;
+            if (hm == 0xfu) {
+                tx_mem_store(e->addr + 4 * half, e->value >> (32 * half), 4);
+                continue;
+            }
+            for (unsigned b = 0; b < 4; b++)
+                if (hm & (1u << b))
+                    tx_mem_store(e->addr + 4 * half + b, e->value >> (8 * (4 * half + b)), 1);
+        }
+    }
+}
+
+static inline void stm_idle(struct tx_stm *s)
+{
+    s->consecutive_aborts = 0;
+    __atomic_store_n(&s->active_rv, UINT64_MAX, __ATOMIC_RELEASE);
+}
+
+uint64_t stm_commit(struct tmt_tx *tx)
+{
+    struct tx_stm *s = &tx->stm;
+    if (s->wn == 0) {
+        /* Every read was consistent at rv when it was made: nothing to do. */
+        stm_idle(s);
+        return 0;
+    }
+    if (TX_UNLIKELY(s->lcap < s->wn)) {
+        free(s->locks);
+        s->lcap = s->wcap;
+        s->locks = malloc((size_t)s->lcap * sizeof *s->locks);
+        if (s->locks == NULL)
+            abort();
+    }
+    for (uint32_t i = 0; i < s->wn; i++) {
+        if (stm_lock_one(s, s->wset[i].addr) != 0)
+            tx_abort(tx, TMT_ABORT_COMMIT_LOCKED, s->wset[i].addr, 0);
+    }
+    uint64_t wv = __atomic_add_fetch(&stm_clock.now, 1, __ATOMIC_ACQ_REL);
+    /* wv == rv + 1: no other update committed since the start, the reads
+     * cannot have been overwritten. */
+    uintptr_t bad = 0;
+    if (wv != s->rv + 1 && stm_validate(s, &bad) != 0)
+        tx_abort(tx, TMT_ABORT_COMMIT_VALIDATE, stm_stripe_index(bad), 0);
+    stm_writeback(s);
+    stm_release(s, (uintptr_t)wv << 1);
+    stm_idle(s);
+    return wv;
+}
+
+void stm_rollback(struct tmt_tx *tx)
+{
+    struct tx_stm *s = &tx->stm;
+    stm_release(s, 0);
+    s->rn = 0;
+    s->wn = 0;
+    s->bloom = 0;
+    s->consecutive_aborts++;
+    __atomic_store_n(&s->active_rv, UINT64_MAX, __ATOMIC_RELEASE);
+}
+
+void stm_backoff(struct tmt_tx *tx)
+{
+    uint32_t n = tx->stm.consecutive_aborts;
+    if (n < 2)
+        return;
+    unsigned log2 = n + 3 < STM_BACKOFF_MAX_LOG2 ? n + 3 : STM_BACKOFF_MAX_LOG2;
+    uint64_t spins = tx_rand(tx) & (((uint64_t)1 << log2) - 1);
+    for (uint64_t i = 0; i < spins; i++)
+        tx_pause();
+    /* Many aborts in a row on an oversubscribed machine usually mean a
+     * preempted lock holder: let it run. */
+    if (n >= 8)
+        sched_yield();
+}
+
+void stm_free(struct tmt_tx *tx)
+{
+    struct tx_stm *s = &tx->stm;
+    free(s->rset);
+    free(s->wset);
+    free(s->wslots);
+    free(s->locks);
+    memset(s, 0, sizeof *s);
+    s->active_rv = UINT64_MAX;
+}

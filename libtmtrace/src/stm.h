@@ -1,0 +1,48 @@
+/*
+ * stm.h - the word-based TL2 software transactional memory.
+ *
+ * Owns: the global version clock, the table of versioned write-lock stripes,
+ * and the software half of a descriptor (tx->stm): read set, redo log, commit.
+ * Conflicts end in tx_abort() (the single abort path in api.c), never in a
+ * return code. Never records trace events (api.c does, around these calls)
+ * and never allocates in steady state: the sets grow geometrically and are
+ * kept across transactions.
+ */
+#ifndef TMT_STM_H
+#define TMT_STM_H
+
+#include <stdint.h>
+
+#include "tx.h"
+
+/* Allocates the stripe table (2^config.stripes_log2 words). 0 or -1. */
+int stm_init(void);
+/* log2 of the stripe count in force, and the stripe an address maps to. */
+unsigned stm_stripes_log2(void);
+uint64_t stm_stripe_index(uintptr_t addr);
+/* The global version clock (for tests and the commit record). */
+uint64_t stm_clock_now(void);
+
+/* Starts a software attempt: takes the start version, empties the sets. */
+void stm_begin(struct tmt_tx *tx, int read_only);
+
+/* Transactional accesses of 1, 4 or 8 naturally aligned bytes. Reads return
+ * the value zero-extended; a read sees the transaction's own earlier writes. */
+uint64_t stm_read_u64(struct tmt_tx *tx, uintptr_t addr);
+uint64_t stm_read_u32(struct tmt_tx *tx, uintptr_t addr);
+uint64_t stm_read_u8(struct tmt_tx *tx, uintptr_t addr);
+void stm_write_u64(struct tmt_tx *tx, uintptr_t addr, uint64_t value);
+void stm_write_u32(struct tmt_tx *tx, uintptr_t addr, uint64_t value);
+void stm_write_u8(struct tmt_tx *tx, uintptr_t addr, uint64_t value);
+
+/* Commits: returns the write version (0 when the attempt wrote nothing).
+ * On a conflict it aborts through tx_abort() and does not return. */
+uint64_t stm_commit(struct tmt_tx *tx);
+/* Undoes whatever a failed attempt holds (commit locks) and empties the sets. */
+void stm_rollback(struct tmt_tx *tx);
+/* Randomized exponential backoff after repeated aborts (bounded). */
+void stm_backoff(struct tmt_tx *tx);
+/* Frees the sets of a descriptor that is being discarded. */
+void stm_free(struct tmt_tx *tx);
+
+#endif

@@ -1,0 +1,209 @@
+/*
+ * tx.h - the per-thread transaction descriptor (struct tmt_tx).
+ *
+ * Owns: the layout of the descriptor that every runtime module works on: the
+ * restart points, nesting and mode, the STM's read/write sets, the hardware
+ * path's state, the allocation logs and the per-thread statistics. Each
+ * module touches only its own part (stm.c: `stm`, htm.c: `htm`, txmem.c:
+ * `mem`, api.c: the rest). Nothing here may take a lock or allocate; the
+ * descriptor is owned by one thread, other threads only read the statistics
+ * (with relaxed atomic loads) and `stm.active_rv`.
+ */
+#ifndef TMT_TX_H
+#define TMT_TX_H
+
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "tmtrace.h"
+#include "trace_buffer.h"
+
+#if defined(__GNUC__)
+#define TX_LIKELY(x) __builtin_expect(!!(x), 1)
+#define TX_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#else
+#define TX_LIKELY(x) (x)
+#define TX_UNLIKELY(x) (x)
+#endif
+
+/* What executes the current attempt. NONE outside transactions. */
+enum tx_mode { TX_MODE_NONE = 0, TX_MODE_STM = 1, TX_MODE_HTM = 2, TX_MODE_HTM_EMU = 3 };
+
+/* One redo-log entry: an aligned 8-byte word, the bytes written to it and
+ * which of them were written (bit i = byte i), so write-back stores exactly
+ * those bytes. */
+struct tx_wentry {
+    uintptr_t addr;  /* word address (multiple of 8) */
+    uint64_t value;  /* little-endian image of the word; only masked bytes count */
+    uint32_t mask;   /* bytes written, 0x01..0xff */
+    uint32_t pad_;
+};
+
+/* Open-addressing index over the redo log. A slot is live only when its
+ * generation is the current one, so starting a transaction clears the index
+ * by bumping one counter. */
+struct tx_wslot {
+    uintptr_t addr;
+    uint32_t idx;
+    uint32_t gen;
+};
+
+/* A stripe locked by the committing transaction. The locked stripe word points
+ * at its record (| 1), which is how the owner recognises its own locks and
+ * finds the version they replaced. */
+struct tx_lockrec {
+    uintptr_t *stripe;
+    uintptr_t old;
+};
+
+struct tx_stm {
+    uint64_t rv;                 /* start version (snapshot the reads are valid at) */
+    int ro;                      /* no read set kept */
+    int counted;                 /* registered with the hardware path's software-tx counter */
+    uint64_t bloom;              /* one bit per (word >> 3) & 63 in the redo log */
+    uintptr_t *rset;             /* addresses read (their stripes are re-checked at commit) */
+    uint32_t rn, rcap;
+    struct tx_wentry *wset;
+    uint32_t wn, wcap;
+    struct tx_wslot *wslots;
+    uint32_t wslot_bits, wgen;
+    struct tx_lockrec *locks;
+    uint32_t nlocked, lcap;
+    uint64_t active_rv;          /* rv while a software attempt runs, UINT64_MAX when idle (shared) */
+    uint32_t consecutive_aborts; /* software aborts of this transaction, for backoff */
+};
+
+/* An undo-log entry of an emulated hardware attempt. */
+struct tx_undo {
+    uintptr_t addr;
+    uint64_t old;
+    uint32_t size;
+};
+
+struct tx_htm {
+    uint32_t attempts;      /* hardware attempts of the current transaction */
+    uint32_t last_status;   /* status word of the last hardware abort */
+    int pending;            /* an emulated abort left last_status to the policy */
+    int fell_back;          /* the current transaction runs on the STM for good */
+    /* Emulation of the current attempt. */
+    uint32_t accesses;
+    uint32_t abort_at;      /* inject an abort at this access (0 = none) */
+    uint32_t abort_status;
+    struct tx_undo *undo;
+    uint32_t nundo, undocap;
+};
+
+struct tx_mem {
+    void **allocs;          /* allocated by the current attempt */
+    uint32_t nallocs, acap;
+    void **frees;           /* to free when the transaction commits */
+    uint32_t nfrees, fcap;
+    struct tx_limbo *limbo; /* freed by committed transactions, not yet reclaimable */
+    uint32_t nlimbo, limbocap;
+};
+
+struct tx_counts {
+    uint64_t commits;
+    uint64_t aborts;
+    uint64_t aborts_by_reason[TMT_ABORT_REASONS];
+};
+
+struct tx_stats {
+    struct tx_counts all;
+    uint64_t htm_commits;
+    uint64_t htm_aborts;
+    uint64_t fallbacks;
+};
+
+struct tmt_tx {
+    struct tb_thread trace;     /* first: every event touches it */
+    int mode;                   /* enum tx_mode */
+    int depth;                  /* flat nesting depth */
+    unsigned flags;             /* enum tmt_tx_flags of the outermost block */
+    unsigned nested_flags;      /* flags of the innermost nested begin */
+    int ro_demoted;             /* a "read-only" block wrote: rerun it as an update */
+    uint32_t site_id;
+    uint32_t attempt;           /* attempts of the current transaction so far */
+    int cancelled;              /* the restart must skip the block */
+    uint64_t instance;          /* attempts started by this thread */
+    uint64_t rng;               /* xorshift state: backoff and emulation */
+    sigjmp_buf env;             /* restart point of the outermost block */
+    sigjmp_buf scratch;         /* what nested begins fill and never use */
+    struct tx_stm stm;
+    struct tx_htm htm;
+    struct tx_mem mem;
+    struct tx_stats stats;
+    struct tx_counts *site_stats; /* indexed by site id; grown off the hot path */
+    uint32_t nsite_stats;
+    uint32_t thread_id;
+    struct tmt_tx *next;        /* api.c's registry of descriptors */
+    int live;
+};
+
+/* The single abort path (api.c): rolls the attempt back, records the abort and
+ * restarts the transaction at its TMT_ATOMIC. `where` is the conflicting
+ * address or stripe index, `status` the hardware status word. */
+__attribute__((noreturn)) void tx_abort(struct tmt_tx *tx, unsigned reason, uint64_t where,
+                                        uint32_t status);
+/* Counts and records an abort without restarting (the hardware path, whose
+ * aborts arrive back at _xbegin). */
+void tx_abort_record(struct tmt_tx *tx, unsigned reason, uint64_t where, uint32_t status);
+
+/* The oldest start version among software attempts running now (UINT64_MAX
+ * if none): memory unlinked by a commit with a write version <= it can no
+ * longer be reached by any transaction (api.c, over its registry). */
+uint64_t tx_oldest_active_rv(void);
+
+/* Per-thread counter increment: the owner is the only writer, readers use
+ * relaxed loads, so no read-modify-write is needed. */
+static inline void tx_count(uint64_t *c) { __atomic_store_n(c, *c + 1, __ATOMIC_RELAXED); }
+
+/* xorshift64* on the descriptor's state. */
+static inline uint64_t tx_rand(struct tmt_tx *tx)
+{
+    uint64_t x = tx->rng;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    tx->rng = x;
+    return x * 0x2545F4914F6CDD1DULL;
+}
+
+/* Doubles a log's capacity (first size `min`). Running out of memory in the
+ * middle of a transaction leaves no consistent way to go on, so it aborts the
+ * process; logs are kept across transactions, so this is rare. */
+static inline void *tx_grow(void *p, uint32_t *cap, size_t elem, uint32_t min)
+{
+    uint32_t n = *cap ? *cap * 2 : min;
+    void *q = realloc(p, (size_t)n * elem);
+    if (q == NULL)
+        abort();
+    *cap = n;
+    return q;
+}
+
+static inline void tx_pause(void) { __builtin_ia32_pause(); }
+
+/* Exact-size loads and stores of shared data (1, 4 or 8 naturally aligned
+ * bytes). Acquire/release so that TL2's check "stripe unchanged around the
+ * data load" is also sound in the C11 model; on x86 these are plain moves. */
+static inline uint64_t tx_mem_load(uintptr_t a, unsigned size)
+{
+    switch (size) {
+    case 8: return __atomic_load_n((uint64_t *)a, __ATOMIC_ACQUIRE);
+    case 4: return __atomic_load_n((uint32_t *)a, __ATOMIC_ACQUIRE);
+    default: return __atomic_load_n((uint8_t *)a, __ATOMIC_ACQUIRE);
+    }
+}
+
+static inline void tx_mem_store(uintptr_t a, uint64_t v, unsigned size)
+{
+    switch (size) {
+    case 8: __atomic_store_n((uint64_t *)a, v, __ATOMIC_RELEASE); break;
+    case 4: __atomic_store_n((uint32_t *)a, (uint32_t)v, __ATOMIC_RELEASE); break;
+    default: __atomic_store_n((uint8_t *)a, (uint8_t)v, __ATOMIC_RELEASE); break;
+    }
+}
+
+#endif

@@ -1,0 +1,119 @@
+/*
+ * txmem.c - transactional malloc and free (see txmem.h).
+ *
+ * Owns tx->mem. A software transaction's free is deferred twice: to its
+ * commit (an abort must not have freed anything), and then until no software
+ * attempt that started before that commit is still running (such an attempt
+ * may still hold the pointer it read before the block was unlinked; TL2 lets
+ * it read on until it aborts). Hardware attempts exclude software ones, so
+ * their frees need only the first deferral. Never records events.
+ */
+#include "txmem.h"
+
+#include <sched.h>
+#include <stdlib.h>
+
+#include "stm.h"
+
+#define TXMEM_LIMBO_SCAN 64 /* limbo entries that trigger a reclamation pass */
+
+static void txmem_log(void ***log, uint32_t *n, uint32_t *cap, void *p)
+{
+    if (*n == *cap)
+        *log = tx_grow(*log, cap, sizeof **log, 16);
+    (*log)[(*n)++] = p;
+}
+
+void *txmem_malloc(struct tmt_tx *tx, size_t size)
+{
+    void *p = malloc(size);
+    /* Real hardware attempts roll the allocator's own state back on abort,
+     * so only software and emulated attempts need the log. */
+    if (p != NULL && (tx->mode == TX_MODE_STM || tx->mode == TX_MODE_HTM_EMU))
+        txmem_log(&tx->mem.allocs, &tx->mem.nallocs, &tx->mem.acap, p);
+    return p;
+}
+
+void txmem_free(struct tmt_tx *tx, void *ptr)
+{
+    if (ptr == NULL)
+        return;
+    if (tx->mode == TX_MODE_STM || tx->mode == TX_MODE_HTM_EMU)
+        txmem_log(&tx->mem.frees, &tx->mem.nfrees, &tx->mem.fcap, ptr);
+    else
+        free(ptr); /* outside transactions, and inside real hardware ones */
+}
+
+/* Frees every limbo entry no running attempt can reach; keeps the rest. */
+static void txmem_reclaim(struct tx_mem *m)
+{
+    uint64_t oldest = tx_oldest_active_rv();
+    uint32_t kept = 0;
+    for (uint32_t i = 0; i < m->nlimbo; i++) {
+        if (m->limbo[i].stamp <= oldest)
+            free(m->limbo[i].ptr);
+        else
+            m->limbo[kept++] = m->limbo[i];
+    }
+    m->nlimbo = kept;
+}
+
+void txmem_commit(struct tmt_tx *tx, uint64_t wv)
+{
+    struct tx_mem *m = &tx->mem;
+    m->nallocs = 0;
+    if (m->nfrees == 0)
+        return;
+    if (tx->mode != TX_MODE_STM) {
+        for (uint32_t i = 0; i < m->nfrees; i++)
+            free(m->frees[i]);
+        m->nfrees = 0;
+        return;
+    }
+    /* A transaction that wrote nothing unlinked nothing: wait for every
+     * attempt running now (their rv <= the clock) instead. */
+    uint64_t stamp = wv ? wv : stm_clock_now() + 1;
+    for (uint32_t i = 0; i < m->nfrees; i++) {
+        if (m->nlimbo == m->limbocap)
+            m->limbo = tx_grow(m->limbo, &m->limbocap, sizeof *m->limbo, 64);
+        m->limbo[m->nlimbo].ptr = m->frees[i];
+        m->limbo[m->nlimbo].stamp = stamp;
+        m->nlimbo++;
+    }
+    m->nfrees = 0;
+    if (m->nlimbo >= TXMEM_LIMBO_SCAN)
+        txmem_reclaim(m);
+}
+
+void txmem_abort(struct tmt_tx *tx)
+{
+    struct tx_mem *m = &tx->mem;
+    for (uint32_t i = 0; i < m->nallocs; i++)
+        free(m->allocs[i]);
+    m->nallocs = 0;
+    m->nfrees = 0;
+}
+
+void txmem_thread_exit(struct tmt_tx *tx)
+{
+    struct tx_mem *m = &tx->mem;
+    for (;;) {
+        txmem_reclaim(m);
+        if (m->nlimbo == 0)
+            break;
+        /* Only other threads' running attempts hold it back; they end. */
+        sched_yield();
+    }
+}
+
+void txmem_free_logs(struct tmt_tx *tx)
+{
+    struct tx_mem *m = &tx->mem;
+    free(m->allocs);
+    free(m->frees);
+    free(m->limbo);
+    m->allocs = NULL;
+    m->frees = NULL;
+    m->limbo = NULL;
+    m->nallocs = m->acap = m->nfrees = m->fcap = m->nlimbo = m->limbocap = 0;
+}

@@ -1,0 +1,492 @@
+/*
+ * test_stm.c - the TL2 STM: atomicity (bank), opacity, exact sub-word
+ * accesses, read-only transactions and the abort reasons TL2 detects.
+ * Runs with TMTRACE_HTM=off semantics (config.htm forced to off).
+ */
+#include <pthread.h>
+#include <semaphore.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "config.h"
+#include "stm.h"
+#include "tmtrace.h"
+#include "tx.h"
+
+static void run_threads(int n, void *(*fn)(void *), void *arg)
+{
+    pthread_t th[16];
+    for (int i = 0; i < n; i++)
+        assert_int_equal(pthread_create(&th[i], NULL, fn, arg), 0);
+    for (int i = 0; i < n; i++)
+        pthread_join(th[i], NULL);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    assert_int_equal(tmt_init(), 0);
+    config.htm = CONFIG_HTM_OFF;
+    return 0;
+}
+
+/* ---- bank ------------------------------------------------------------------ */
+
+#define ACCOUNTS 32
+#define START_BALANCE 1000
+
+struct bank {
+    long acct[ACCOUNTS];
+    int transfers_per_thread;
+    int writers_left;
+    long audits;
+    long bad_audits;
+    uint64_t seed;
+};
+
+static void *bank_writer(void *arg)
+{
+    struct bank *b = arg;
+    tmt_tx *tx = tmt_thread_enter();
+    assert_non_null(tx);
+    uint64_t r = __atomic_add_fetch(&b->seed, 0x9E3779B97F4A7C15ull, __ATOMIC_RELAXED) | 1;
+    for (int i = 0; i < b->transfers_per_thread; i++) {
+        r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+        int from = (int)(r % ACCOUNTS), to = (int)((r >> 20) % ACCOUNTS);
+        const long amount = (long)((r >> 40) % 50);
+        TMT_ATOMIC(tx, "bank-transfer") {
+            long f = tmt_read_long(tx, &b->acct[from]);
+            tmt_write_long(tx, &b->acct[from], f - amount);
+            long t = tmt_read_long(tx, &b->acct[to]);
+            tmt_write_long(tx, &b->acct[to], t + amount);
+        } TMT_END;
+    }
+    __atomic_sub_fetch(&b->writers_left, 1, __ATOMIC_RELEASE);
+    tmt_thread_exit();
+    return NULL;
+}
+
+static void *bank_auditor(void *arg)
+{
+    struct bank *b = arg;
+    tmt_tx *tx = tmt_thread_enter();
+    assert_non_null(tx);
+    do {
+        volatile long sum = 0;
+        TMT_ATOMIC_FLAGS(tx, "bank-audit", TMT_TX_READ_ONLY) {
+            sum = 0;
+            for (int i = 0; i < ACCOUNTS; i++)
+                sum += tmt_read_long(tx, &b->acct[i]);
+        } TMT_END;
+        b->audits++;
+        if (sum != (long)ACCOUNTS * START_BALANCE)
+            b->bad_audits++;
+    } while (__atomic_load_n(&b->writers_left, __ATOMIC_ACQUIRE) > 0 || b->audits < 3);
+    tmt_thread_exit();
+    return NULL;
+}
+
+struct bank_run {
+    struct bank *b;
+    int writers;
+    int next;
+};
+
+static void *bank_thread(void *arg)
+{
+    struct bank_run *r = arg;
+    int me = __atomic_fetch_add(&r->next, 1, __ATOMIC_RELAXED);
+    return me < r->writers ? bank_writer(r->b) : bank_auditor(r->b);
+}
+
+static void bank_run(int writers)
+{
+    static struct bank b;
+    memset(&b, 0, sizeof b);
+    for (int i = 0; i < ACCOUNTS; i++)
+        b.acct[i] = START_BALANCE;
+    b.transfers_per_thread = 8000 / writers;
+    b.writers_left = writers;
+    b.seed = 42;
+    tmt_stats before, after;
+    tmt_stats_get(&before);
+    struct bank_run r = { &b, writers, 0 };
+    run_threads(writers + 1, bank_thread, &r);
+    tmt_stats_get(&after);
+    long total = 0;
+    for (int i = 0; i < ACCOUNTS; i++)
+        total += b.acct[i];
+    assert_int_equal(total, (long)ACCOUNTS * START_BALANCE);
+    assert_true(b.audits >= 3);
+    assert_int_equal(b.bad_audits, 0);
+    assert_int_equal(after.commits - before.commits,
+                     (uint64_t)(b.transfers_per_thread * writers) + (uint64_t)b.audits);
+}
+
+static void test_bank_total_is_invariant_with_1_thread(void **s) { (void)s; bank_run(1); }
+static void test_bank_total_is_invariant_with_2_threads(void **s) { (void)s; bank_run(2); }
+static void test_bank_total_is_invariant_with_4_threads(void **s) { (void)s; bank_run(4); }
+static void test_bank_total_is_invariant_with_8_threads(void **s) { (void)s; bank_run(8); }
+
+/* ---- opacity ---------------------------------------------------------------- */
+
+struct probe {
+    long x;
+    long pad[15]; /* x and y on different stripes and cache lines */
+    long y;
+    int iters;
+    long inconsistent;
+    long observed;
+};
+
+static void *probe_thread(void *arg)
+{
+    struct probe *p = arg;
+    tmt_tx *tx = tmt_thread_enter();
+    for (int i = 0; i < p->iters; i++) {
+        if (i % 2) {
+            TMT_ATOMIC(tx, "probe-update") {
+                long v = tmt_read_long(tx, &p->x);
+                tmt_write_long(tx, &p->x, v + 1);
+                tmt_write_long(tx, &p->y, v + 1);
+            } TMT_END;
+        } else {
+            TMT_ATOMIC(tx, "probe-observe") {
+                long a = tmt_read_long(tx, &p->x);
+                /* Checked inside the body, before commit: a doomed attempt
+                 * that saw x and y disagree would be counted here. */
+                for (volatile int spin = 0; spin < 20; spin++)
+                    ;
+                long c = tmt_read_long(tx, &p->y);
+                __atomic_add_fetch(&p->observed, 1, __ATOMIC_RELAXED);
+                if (a != c)
+                    __atomic_add_fetch(&p->inconsistent, 1, __ATOMIC_RELAXED);
+                /* Make the observer an update transaction too, so it keeps a
+                 * read set and exercises commit-time validation. */
+                tmt_write_long(tx, &p->pad[(i / 2) % 15], a);
+            } TMT_END;
+        }
+    }
+    tmt_thread_exit();
+    return NULL;
+}
+
+static void test_no_transaction_ever_sees_two_paired_words_differ(void **s)
+{
+    (void)s;
+    static struct probe p;
+    memset(&p, 0, sizeof p);
+    p.iters = 6000;
+    run_threads(4, probe_thread, &p);
+    assert_int_equal(p.x, p.y);
+    assert_int_equal(p.x, 4 * (p.iters / 2));
+    assert_true(p.observed >= 4 * (p.iters / 2));
+    assert_int_equal(p.inconsistent, 0);
+}
+
+/* ---- sub-word exactness -------------------------------------------------------- */
+
+struct words {
+    union {
+        uint64_t whole;
+        int32_t i32[2];
+        float f32[2];
+        uint8_t u8[8];
+    } w __attribute__((aligned(8)));
+};
+
+static void test_narrow_writes_leave_neighbouring_bytes_untouched(void **s)
+{
+    (void)s;
+    tmt_tx *tx = tmt_thread_enter();
+    static struct words v;
+    v.w.whole = 0x1122334455667788ull;
+    TMT_ATOMIC(tx, "int-write") {
+        tmt_write_i32(tx, &v.w.i32[0], -5);
+    } TMT_END;
+    assert_int_equal(v.w.i32[0], -5);
+    assert_int_equal((uint32_t)v.w.i32[1], 0x11223344u);
+
+    v.w.whole = 0x1122334455667788ull;
+    TMT_ATOMIC(tx, "byte-write") {
+        tmt_write_u8(tx, &v.w.u8[3], 0xab);
+        tmt_write_u8(tx, &v.w.u8[6], 0xcd);
+    } TMT_END;
+    assert_true(v.w.whole == 0x11cd3344ab667788ull);
+
+    v.w.whole = 0x1122334455667788ull;
+    TMT_ATOMIC(tx, "float-write") {
+        tmt_write_float(tx, &v.w.f32[1], 2.5f);
+    } TMT_END;
+    assert_true(v.w.f32[1] == 2.5f);
+    assert_int_equal((uint32_t)v.w.i32[0], 0x55667788u);
+    tmt_thread_exit();
+}
+
+static void test_narrow_reads_see_the_transactions_own_writes(void **s)
+{
+    (void)s;
+    tmt_tx *tx = tmt_thread_enter();
+    static struct words v;
+    v.w.whole = 0x1122334455667788ull;
+    volatile int32_t merged = 0, low = 0;
+    volatile uint8_t byte = 0;
+    volatile float f = 0;
+    TMT_ATOMIC(tx, "read-own") {
+        tmt_write_u8(tx, &v.w.u8[1], 0xee);           /* one byte of i32[0] */
+        merged = tmt_read_i32(tx, &v.w.i32[0]);        /* part log, part memory */
+        tmt_write_i32(tx, &v.w.i32[1], 0x0a0b0c0d);
+        byte = tmt_read_u8(tx, &v.w.u8[5]);            /* inside the logged int */
+        tmt_write_float(tx, &v.w.f32[1], -1.25f);
+        f = tmt_read_float(tx, &v.w.f32[1]);
+        low = tmt_read_i32(tx, &v.w.i32[0]);
+    } TMT_END;
+    assert_int_equal((uint32_t)merged, 0x5566ee88u);
+    assert_int_equal(byte, 0x0c);
+    assert_true(f == -1.25f);
+    assert_int_equal((uint32_t)low, 0x5566ee88u);
+    assert_true(v.w.f32[1] == -1.25f);
+    tmt_thread_exit();
+}
+
+struct shared_word {
+    struct words v;
+    int iters;
+    int next;
+};
+
+/* Threads 0..3 each own one byte and thread 4 an int of the same word; the
+ * float half is written by thread 5. Some use transactions, the int owner
+ * writes with plain atomic stores: a transaction that wrote back whole words
+ * would lose its updates. */
+static void *owner_thread(void *arg)
+{
+    struct shared_word *sw = arg;
+    int me = __atomic_fetch_add(&sw->next, 1, __ATOMIC_RELAXED);
+    tmt_tx *tx = tmt_thread_enter();
+    for (int i = 0; i < sw->iters; i++) {
+        if (me < 4) {
+            TMT_ATOMIC(tx, "own-byte") {
+                uint8_t b = tmt_read_u8(tx, &sw->v.w.u8[me]);
+                tmt_write_u8(tx, &sw->v.w.u8[me], (uint8_t)(b + 1));
+            } TMT_END;
+        } else if (me == 4) {
+            __atomic_store_n(&sw->v.w.i32[1], __atomic_load_n(&sw->v.w.i32[1], __ATOMIC_RELAXED) + 1,
+                             __ATOMIC_RELAXED);
+        }
+    }
+    tmt_thread_exit();
+    return NULL;
+}
+
+static void test_narrow_writes_stay_exact_under_concurrent_neighbour_writes(void **s)
+{
+    (void)s;
+    static struct shared_word sw;
+    memset(&sw, 0, sizeof sw);
+    sw.iters = 200; /* below 256: a byte counter cannot wrap */
+    run_threads(5, owner_thread, &sw);
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(sw.v.w.u8[i], 200);
+    assert_int_equal(sw.v.w.i32[1], 200);
+
+    /* Float neighbours, both transactional, in one word. */
+    static struct words fv;
+    memset(&fv, 0, sizeof fv);
+    tmt_tx *tx = tmt_thread_enter();
+    for (int i = 0; i < 100; i++) {
+        TMT_ATOMIC(tx, "float-pair") {
+            float a = tmt_read_float(tx, &fv.w.f32[0]);
+            tmt_write_float(tx, &fv.w.f32[0], a + 1.0f);
+        } TMT_END;
+    }
+    assert_true(fv.w.f32[0] == 100.0f);
+    assert_true(fv.w.f32[1] == 0.0f);
+    tmt_thread_exit();
+}
+
+/* ---- read-only transactions ---------------------------------------------------- */
+
+static void test_read_only_transaction_keeps_no_read_set(void **s)
+{
+    (void)s;
+    tmt_tx *tx = tmt_thread_enter();
+    static long data[8] = { 1, 2, 3, 4, 5, 6, 7, 8 };
+    volatile long sum = 0;
+    volatile uint32_t rn = 99;
+    uint64_t clock_before = stm_clock_now();
+    TMT_ATOMIC_FLAGS(tx, "ro-sum", TMT_TX_READ_ONLY) {
+        sum = 0;
+        for (int i = 0; i < 8; i++)
+            sum += tmt_read_long(tx, &data[i]);
+        rn = tx->stm.rn;
+    } TMT_END;
+    assert_int_equal(sum, 36);
+    assert_int_equal(rn, 0);
+    /* Committing it took no write version. */
+    assert_true(stm_clock_now() == clock_before);
+    tmt_thread_exit();
+}
+
+static void test_read_only_block_that_writes_reruns_as_an_update(void **s)
+{
+    (void)s;
+    tmt_tx *tx = tmt_thread_enter();
+    static long cell = 7;
+    volatile int runs = 0;
+    TMT_ATOMIC_FLAGS(tx, "ro-liar", TMT_TX_READ_ONLY) {
+        runs++;
+        long v = tmt_read_long(tx, &cell);
+        tmt_write_long(tx, &cell, v * 2);
+    } TMT_END;
+    assert_int_equal(cell, 14);
+    assert_int_equal(runs, 2);
+    tmt_thread_exit();
+}
+
+/* ---- conflicts and their reasons ------------------------------------------------- */
+
+struct duel {
+    sem_t go, done;
+    long x, y;
+    long pad[16];
+    long z;
+};
+
+static void *duel_writer(void *arg)
+{
+    struct duel *d = arg;
+    tmt_tx *tx = tmt_thread_enter();
+    sem_wait(&d->go);
+    TMT_ATOMIC(tx, "duel-writer") {
+        tmt_write_long(tx, &d->x, tmt_read_long(tx, &d->x) + 1);
+    } TMT_END;
+    sem_post(&d->done);
+    tmt_thread_exit();
+    return NULL;
+}
+
+static uint64_t site_aborts(const char *label, unsigned reason)
+{
+    tmt_site_stats st[64];
+    size_t n = tmt_stats_sites(st, 64);
+    uint64_t total = 0;
+    for (size_t i = 0; i < n && i < 64; i++)
+        if (strcmp(st[i].label, label) == 0)
+            total += st[i].aborts_by_reason[reason];
+    return total;
+}
+
+/* `read_after`: the victim reads x only after the writer committed (read
+ * finds a newer version); else it read x before (commit validation fails). */
+static void duel(int read_after, const char *label, unsigned expect_reason)
+{
+    static struct duel d;
+    memset(&d, 0, sizeof d);
+    sem_init(&d.go, 0, 0);
+    sem_init(&d.done, 0, 0);
+    pthread_t w;
+    assert_int_equal(pthread_create(&w, NULL, duel_writer, &d), 0);
+    tmt_tx *tx = tmt_thread_enter();
+    uint64_t before = site_aborts(label, expect_reason);
+    volatile int attempts = 0;
+    volatile long seen = -1;
+    if (read_after) {
+        TMT_ATOMIC(tx, "duel-read-version") {
+            if (attempts++ == 0) {
+                (void)tmt_read_long(tx, &d.z); /* the snapshot is taken */
+                sem_post(&d.go);
+                sem_wait(&d.done);
+            }
+            seen = tmt_read_long(tx, &d.x);
+            tmt_write_long(tx, &d.y, seen);
+        } TMT_END;
+    } else {
+        TMT_ATOMIC(tx, "duel-validate") {
+            seen = tmt_read_long(tx, &d.x);
+            if (attempts++ == 0) {
+                sem_post(&d.go);
+                sem_wait(&d.done);
+            }
+            tmt_write_long(tx, &d.y, seen);
+        } TMT_END;
+    }
+    pthread_join(w, NULL);
+    assert_int_equal(attempts, 2);
+    assert_int_equal(seen, 1);
+    assert_int_equal(d.y, 1);
+    assert_int_equal(site_aborts(label, expect_reason) - before, 1);
+    tmt_thread_exit();
+    sem_destroy(&d.go);
+    sem_destroy(&d.done);
+}
+
+static void test_read_of_a_newer_stripe_aborts_with_read_version(void **s)
+{
+    (void)s;
+    duel(1, "duel-read-version", TMT_ABORT_READ_VERSION);
+}
+
+static void test_overwritten_read_set_aborts_at_commit_validation(void **s)
+{
+    (void)s;
+    duel(0, "duel-validate", TMT_ABORT_COMMIT_VALIDATE);
+}
+
+static void test_a_word_and_its_sub_words_share_one_stripe(void **s)
+{
+    (void)s;
+    static uint64_t w[4] __attribute__((aligned(8)));
+    uintptr_t a = (uintptr_t)&w[1];
+    for (int i = 0; i < 8; i++)
+        assert_true(stm_stripe_index(a + i) == stm_stripe_index(a));
+    assert_true(stm_stripe_index(a) < ((uint64_t)1 << stm_stripes_log2()));
+    /* Neighbouring words spread over different stripes. */
+    assert_true(stm_stripe_index(a) != stm_stripe_index(a + 8));
+}
+
+static void test_large_write_sets_grow_and_commit(void **s)
+{
+    (void)s;
+    tmt_tx *tx = tmt_thread_enter();
+    enum { N = 5000 };
+    static long big[N];
+    volatile long check = 0;
+    TMT_ATOMIC(tx, "big") {
+        for (int i = 0; i < N; i++)
+            tmt_write_long(tx, &big[i], i + 1);
+        check = 0;
+        for (int i = 0; i < N; i++)
+            check += tmt_read_long(tx, &big[i]);
+    } TMT_END;
+    assert_int_equal(check, (long)N * (N + 1) / 2);
+    for (int i = 0; i < N; i++)
+        assert_int_equal(big[i], i + 1);
+    tmt_thread_exit();
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_bank_total_is_invariant_with_1_thread),
+        cmocka_unit_test(test_bank_total_is_invariant_with_2_threads),
+        cmocka_unit_test(test_bank_total_is_invariant_with_4_threads),
+        cmocka_unit_test(test_bank_total_is_invariant_with_8_threads),
+        cmocka_unit_test(test_no_transaction_ever_sees_two_paired_words_differ),
+        cmocka_unit_test(test_narrow_writes_leave_neighbouring_bytes_untouched),
+        cmocka_unit_test(test_narrow_reads_see_the_transactions_own_writes),
+        cmocka_unit_test(test_narrow_writes_stay_exact_under_concurrent_neighbour_writes),
+        cmocka_unit_test(test_read_only_transaction_keeps_no_read_set),
+        cmocka_unit_test(test_read_only_block_that_writes_reruns_as_an_update),
+        cmocka_unit_test(test_read_of_a_newer_stripe_aborts_with_read_version),
+        cmocka_unit_test(test_overwritten_read_set_aborts_at_commit_validation),
+        cmocka_unit_test(test_a_word_and_its_sub_words_share_one_stripe),
+        cmocka_unit_test(test_large_write_sets_grow_and_commit),
+    };
+    return cmocka_run_group_tests(tests, setup, NULL);
+}
