@@ -5,9 +5,11 @@
  * Owns: the command line of `tmexport`, the mapping of transaction attempts
  * to complete ("X") slices, aborts to instant ("i") events and abort
  * culprits to flow ("s"/"f") arrows, and the JSON writer for that format.
- * Never buffers the whole trace: one pass over the metadata chunks, one over
- * the events, with memory bounded by the thread count, the largest write set
- * and a fixed-size table of recent committed writes. Never accepts an
+ * Culprits are tmcheck's attribution (check_analysis.c), so that the arrows
+ * and tmcheck's conflict matrix always agree; the events come through the
+ * shared index and merge (sync_merge.c), so a raw trace is shown in merged
+ * order too. Never buffers the whole trace: memory is bounded by the thread
+ * count and the analysis' own bounded state. Never accepts an
  * unsynchronised trace unless --raw says the user knows its time line may be
  * inconsistent.
  */
@@ -17,7 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check_analysis.h"
 #include "error.h"
+#include "sync_merge.h"
 #include "tool_common.h"
 #include "tmtrace.h"
 #include "trace_file.h"
@@ -30,7 +34,8 @@ static const char usage_text[] =
     "  (name = site label; args: outcome, abort reason, core, instance, set sizes),\n"
     "  an instant event per abort and per hardware fallback, and a flow arrow from\n"
     "  each abort's culprit commit (the latest commit by another thread, before the\n"
-    "  abort, that wrote the conflicting address) to the aborted attempt.\n"
+    "  abort, that wrote the conflicting address or stripe, as tmcheck attributes\n"
+    "  it) to the aborted attempt.\n"
     "options:\n"
     "  -c, --chrome      Chrome trace-event JSON (the only format, the default)\n"
     "  -o, --output FILE write to FILE (atomically) instead of standard output\n"
@@ -38,6 +43,7 @@ static const char usage_text[] =
     "                    converted with the header's frequency; order may be wrong)\n"
     "      --no-flows    leave out the culprit arrows\n"
     "      --salvage     skip damaged chunks instead of failing\n"
+    "      --stripes LOG2 the traced run's TMTRACE_STRIPES (default 20), for culprits\n"
     "      --version     print the version\n"
     "  -h, --help        this text\n"
     "exit status: 0 written, 2 bad usage or bad input\n";
@@ -77,14 +83,64 @@ struct site_name {
     char label[160];
 };
 
-struct meta {
-    struct tf_header hdr;
+/* Site labels by id ("label (file:line)"), built once from the index. */
+static struct site_name *site_names(const struct merge_index *ix, size_t *n)
+{
+    size_t max = 0;
+    for (size_t i = 0; i < ix->nsites; i++)
+        if (ix->sites[i].id + (size_t)1 > max)
+            max = ix->sites[i].id + (size_t)1;
+    struct site_name *t = calloc(max ? max : 1, sizeof *t);
+    if (!t)
+        return NULL;
+    for (size_t i = 0; i < ix->nsites; i++) {
+        const struct tf_site *s = &ix->sites[i];
+        const char *label = s->label[0] ? s->label : "tx";
+        const char *file = strrchr(s->file, '/');
+        file = file ? file + 1 : s->file;
+        if (file[0])
+            snprintf(t[s->id].label, sizeof t[s->id].label, "%.*s (%.*s:%d)", 100, label, 40, file,
+                     s->line);
+        else
+            snprintf(t[s->id].label, sizeof t[s->id].label, "%.*s", 100, label);
+    }
+    *n = max;
+    return t;
+}
+
+/* ---- per-thread attempt state ------------------------------------------ */
+
+struct attempt {
+    int open;
+    uint64_t start_ns;
+    uint64_t instance;
+    uint32_t site;
+    uint32_t flags;      /* tf_start_flags | attempt << 16 */
+    uint16_t cpu;
+    uint64_t reads;      /* READ/WRITE events seen in the attempt */
+    uint64_t writes;
+};
+
+struct exporter {
+    const struct merge_index *ix;
     struct site_name *sites;   /* indexed by site id */
     size_t nsites;
-    uint32_t *os_tid;          /* indexed by thread id */
-    size_t nthreads;           /* capacity of os_tid */
-    uint32_t max_thread;       /* highest thread id named by the metadata */
+    struct out *o;
+    int raw;
+    int flows;
+    double ns_per_tick;  /* raw traces: TSC ticks to ns */
+    struct attempt *th;  /* indexed by thread id */
+    size_t nth;
+    uint64_t next_flow_id;
 };
+
+static const char *site_label(const struct exporter *x, uint32_t id, char *buf, size_t cap)
+{
+    if (id < x->nsites && x->sites[id].label[0])
+        return x->sites[id].label;
+    snprintf(buf, cap, "site %" PRIu32, id);
+    return buf;
+}
 
 static int grow(void **p, size_t *n, size_t want, size_t elem)
 {
@@ -102,112 +158,6 @@ static int grow(void **p, size_t *n, size_t want, size_t elem)
     return 0;
 }
 
-static int meta_add_site(struct meta *m, const struct tf_site *s)
-{
-    if (grow((void **)&m->sites, &m->nsites, (size_t)s->id + 1, sizeof *m->sites) < 0)
-        return -1;
-    const char *label = s->label[0] ? s->label : "tx";
-    const char *file = strrchr(s->file, '/');
-    file = file ? file + 1 : s->file;
-    if (file[0])
-        snprintf(m->sites[s->id].label, sizeof m->sites[s->id].label, "%.*s (%.*s:%d)", 100,
-                 label, 40, file, s->line);
-    else
-        snprintf(m->sites[s->id].label, sizeof m->sites[s->id].label, "%.*s", 100, label);
-    return 0;
-}
-
-static int meta_add_thread(struct meta *m, const struct tf_thread_info *t)
-{
-    if (grow((void **)&m->os_tid, &m->nthreads, (size_t)t->id + 1, sizeof *m->os_tid) < 0)
-        return -1;
-    if (t->os_tid)
-        m->os_tid[t->id] = t->os_tid;
-    if (t->id > m->max_thread)
-        m->max_thread = t->id;
-    return 0;
-}
-
-static const char *site_label(const struct meta *m, uint32_t id, char *buf, size_t cap)
-{
-    if (id < m->nsites && m->sites[id].label[0])
-        return m->sites[id].label;
-    snprintf(buf, cap, "site %" PRIu32, id);
-    return buf;
-}
-
-/* First pass: sites and threads, without decoding the events. */
-static int read_meta(const char *path, unsigned oflags, struct meta *m)
-{
-    struct tf_reader *r = tf_open(path, oflags | TF_SKIP_EVENTS);
-    if (!r)
-        return -1;
-    m->hdr = *tf_reader_header(r);
-    struct tf_chunk c;
-    int rc;
-    while ((rc = tf_next(r, &c)) == 1) {
-        for (size_t i = 0; i < c.count && c.kind == TF_CHUNK_META_SITES; i++)
-            if (meta_add_site(m, &c.sites[i]) < 0)
-                goto fail;
-        for (size_t i = 0; i < c.count && (c.kind == TF_CHUNK_META_THREADS || c.kind == TF_CHUNK_END); i++)
-            if (meta_add_thread(m, &c.threads[i]) < 0)
-                goto fail;
-    }
-    if (rc < 0)
-        goto fail;
-    tf_close(r);
-    return 0;
-fail:
-    tf_close(r);
-    return -1;
-}
-
-/* ---- culprits: a direct-mapped table of the latest committed write ------ */
-
-/* Bounded: a collision forgets the older entry, which can only cost an arrow. */
-#define WT_BITS 20
-
-struct wt_entry {
-    uint64_t addr;      /* 0 = empty */
-    uint64_t start_ns;  /* the committing attempt's start and commit stamps */
-    uint64_t commit_ns;
-    uint64_t instance;
-    uint32_t thread;
-    uint32_t site;
-};
-
-static inline size_t wt_slot(uint64_t addr)
-{
-    return (size_t)((addr * 0x9E3779B97F4A7C15ULL) >> (64 - WT_BITS));
-}
-
-/* ---- per-thread attempt state ------------------------------------------ */
-
-struct attempt {
-    int open;
-    uint64_t start_ns;
-    uint64_t instance;
-    uint32_t site;
-    uint32_t flags;      /* tf_start_flags | attempt << 16 */
-    uint16_t cpu;
-    uint64_t reads;      /* READ/WRITE events seen in the attempt */
-    uint64_t writes;
-    uint64_t *waddr;     /* addresses written, for the culprit table */
-    size_t nw, capw;
-};
-
-struct exporter {
-    struct meta *m;
-    struct out *o;
-    int raw;
-    int flows;
-    double ns_per_tick;  /* raw traces: TSC ticks to ns */
-    struct attempt *th;  /* indexed by thread id */
-    size_t nth;
-    struct wt_entry *wt;
-    uint64_t next_flow_id;
-};
-
 static uint64_t ev_ns(const struct exporter *x, uint64_t ts)
 {
     return x->raw ? (uint64_t)((double)ts * x->ns_per_tick) : ts;
@@ -217,15 +167,6 @@ static uint64_t ev_ns(const struct exporter *x, uint64_t ts)
 static void put_us(FILE *f, const char *key, uint64_t ns)
 {
     fprintf(f, "\"%s\":%" PRIu64 ".%03u", key, ns / 1000, (unsigned)(ns % 1000));
-}
-
-static const char *reason_name(unsigned r)
-{
-    static const char *const names[TMT_ABORT_REASONS] = {
-        "none", "read-locked", "read-version", "commit-locked", "commit-validate",
-        "user-retry", "user-cancel", "htm",
-    };
-    return r < TMT_ABORT_REASONS ? names[r] : "unknown";
 }
 
 static const char *fallback_name(unsigned r)
@@ -247,20 +188,24 @@ static int is_hw(uint32_t flags)
 static void emit_thread_names(struct exporter *x)
 {
     FILE *f = x->o->f;
-    for (size_t t = 1; t <= x->m->max_thread; t++) {
+    /* META_THREADS names every thread that entered; the END chunk is the
+     * fallback for traces whose writer only wrote that. */
+    const struct tf_thread_info *t = x->ix->nthreads ? x->ix->threads : x->ix->end;
+    size_t n = x->ix->nthreads ? x->ix->nthreads : x->ix->nend;
+    for (size_t i = 0; i < n; i++) {
         out_sep(x->o);
-        fprintf(f, "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%" PRIu32 ",\"tid\":%zu,"
-                   "\"args\":{\"name\":\"T%zu (tid %" PRIu32 ")\"}}",
-                x->m->hdr.pid, t, t, x->m->os_tid[t]);
+        fprintf(f, "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%" PRIu32 ",\"tid\":%" PRIu32 ","
+                   "\"args\":{\"name\":\"T%" PRIu32 " (tid %" PRIu32 ")\"}}",
+                x->ix->hdr.pid, t[i].id, t[i].id, t[i].os_tid);
         out_sep(x->o);
         fprintf(f, "{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":%" PRIu32
-                   ",\"tid\":%zu,\"args\":{\"sort_index\":%zu}}",
-                x->m->hdr.pid, t, t);
+                   ",\"tid\":%" PRIu32 ",\"args\":{\"sort_index\":%" PRIu32 "}}",
+                x->ix->hdr.pid, t[i].id, t[i].id);
     }
     out_sep(x->o);
     fprintf(f, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%" PRIu32 ",\"args\":{\"name\":\"",
-            x->m->hdr.pid);
-    json_str(f, x->m->hdr.cmdline[0] ? x->m->hdr.cmdline : "traced program");
+            x->ix->hdr.pid);
+    json_str(f, x->ix->hdr.cmdline[0] ? x->ix->hdr.cmdline : "traced program");
     fputs("\"}}", f);
 }
 
@@ -280,9 +225,9 @@ static void emit_slice(struct exporter *x, uint32_t thread, const struct attempt
     }
     out_sep(x->o);
     fputs("{\"ph\":\"X\",\"name\":\"", f);
-    json_str(f, site_label(x->m, a->site, buf, sizeof buf));
+    json_str(f, site_label(x, a->site, buf, sizeof buf));
     fprintf(f, "\",\"cat\":\"%s,%s\",\"pid\":%" PRIu32 ",\"tid\":%" PRIu32 ",",
-            is_hw(a->flags) ? "htm" : "stm", commit ? "commit" : "abort", x->m->hdr.pid, thread);
+            is_hw(a->flags) ? "htm" : "stm", commit ? "commit" : "abort", x->ix->hdr.pid, thread);
     put_us(f, "ts", a->start_ns);
     fputc(',', f);
     put_us(f, "dur", dur);
@@ -293,7 +238,7 @@ static void emit_slice(struct exporter *x, uint32_t thread, const struct attempt
             is_hw(a->flags) ? "hardware" : "software", a->cpu, end->cpu, a->instance,
             a->flags >> 16, a->site, rs, ws);
     if (!commit) {
-        fprintf(f, ",\"abort_reason\":\"%s\"", reason_name(end->reason));
+        fprintf(f, ",\"abort_reason\":\"%s\"", ca_reason_name(end->reason));
         if (end->addr)
             fprintf(f, ",\"conflict\":\"0x%" PRIx64 "\"", end->addr);
         if (end->reason == TMT_ABORT_HTM)
@@ -310,74 +255,47 @@ static void emit_instant(struct exporter *x, uint32_t thread, uint64_t ns, const
     out_sep(x->o);
     fprintf(f, "{\"ph\":\"i\",\"s\":\"t\",\"name\":\"%s\",\"cat\":\"%s\",\"pid\":%" PRIu32
                ",\"tid\":%" PRIu32 ",",
-            name, cat, x->m->hdr.pid, thread);
+            name, cat, x->ix->hdr.pid, thread);
     put_us(f, "ts", ns);
     fprintf(f, ",\"args\":{\"%s\":\"%s\"}}", key, val);
     x->o->instants++;
 }
 
-/* An arrow from the culprit's commit to the aborted attempt. Both ends sit
- * 1 ns inside their slices so that viewers bind them to the right slice. */
-static void emit_flow(struct exporter *x, const struct wt_entry *c, uint32_t thread,
-                      const struct attempt *a, uint64_t abort_ns)
+/* An arrow from the culprit's commit to the aborted attempt, for each abort
+ * that the analysis attributed. Both ends sit 1 ns inside their slices so
+ * that viewers bind them to the right slice. */
+static void on_attribution(void *ctx, const struct ca_attribution *at)
 {
+    struct exporter *x = ctx;
+    if (!at->found)
+        return;
     FILE *f = x->o->f;
     uint64_t id = ++x->next_flow_id;
-    uint64_t s_ns = c->commit_ns > c->start_ns ? c->commit_ns - 1 : c->commit_ns;
-    uint64_t f_ns = abort_ns > a->start_ns ? abort_ns - 1 : abort_ns;
+    uint64_t c_ns = ev_ns(x, at->culprit_commit), a_ns = ev_ns(x, at->abort);
+    uint64_t start_ns = ev_ns(x, at->start);
+    uint64_t s_ns = c_ns ? c_ns - 1 : 0;
+    uint64_t f_ns = a_ns > start_ns ? a_ns - 1 : a_ns;
     out_sep(x->o);
     fprintf(f, "{\"ph\":\"s\",\"name\":\"culprit\",\"cat\":\"conflict\",\"id\":%" PRIu64
                ",\"pid\":%" PRIu32 ",\"tid\":%" PRIu32 ",",
-            id, x->m->hdr.pid, c->thread);
+            id, x->ix->hdr.pid, at->culprit_thread);
     put_us(f, "ts", s_ns);
     fputc('}', f);
     out_sep(x->o);
     fprintf(f, "{\"ph\":\"f\",\"bp\":\"e\",\"name\":\"culprit\",\"cat\":\"conflict\",\"id\":%" PRIu64
                ",\"pid\":%" PRIu32 ",\"tid\":%" PRIu32 ",",
-            id, x->m->hdr.pid, thread);
+            id, x->ix->hdr.pid, at->thread);
     put_us(f, "ts", f_ns);
     char b1[32], b2[32];
-    fprintf(f, ",\"args\":{\"culprit_thread\":%" PRIu32 ",\"culprit_instance\":%" PRIu64
-               ",\"culprit_site\":\"", c->thread, c->instance);
-    json_str(f, site_label(x->m, c->site, b1, sizeof b1));
+    fprintf(f, ",\"args\":{\"conflict\":\"%s\",\"address\":\"0x%" PRIx64 "\",\"culprit_thread\":%" PRIu32
+               ",\"culprit_instance\":%" PRIu64 ",\"culprit_site\":\"",
+            at->true_conflict ? "true" : "false (same stripe)", at->addr, at->culprit_thread,
+            at->culprit_instance);
+    json_str(f, site_label(x, at->culprit_site, b1, sizeof b1));
     fputs("\",\"victim_site\":\"", f);
-    json_str(f, site_label(x->m, a->site, b2, sizeof b2));
+    json_str(f, site_label(x, at->site, b2, sizeof b2));
     fputs("\"}}", f);
     x->o->flows++;
-}
-
-static int attempt_note_write(struct attempt *a, uint64_t addr)
-{
-    if (a->nw == a->capw) {
-        size_t n = a->capw ? a->capw * 2 : 64;
-        uint64_t *p = realloc(a->waddr, n * sizeof *p);
-        if (!p)
-            return error_set("out of memory");
-        a->waddr = p;
-        a->capw = n;
-    }
-    a->waddr[a->nw++] = addr;
-    return 0;
-}
-
-static void record_commit(struct exporter *x, uint32_t thread, const struct attempt *a,
-                          uint64_t commit_ns)
-{
-    for (size_t i = 0; i < a->nw; i++) {
-        struct wt_entry *e = &x->wt[wt_slot(a->waddr[i])];
-        *e = (struct wt_entry){ a->waddr[i], a->start_ns, commit_ns, a->instance, thread, a->site };
-    }
-}
-
-static const struct wt_entry *find_culprit(const struct exporter *x, uint32_t thread, uint64_t addr,
-                                           uint64_t abort_ns)
-{
-    if (!addr)
-        return NULL;
-    const struct wt_entry *e = &x->wt[wt_slot(addr)];
-    if (e->addr != addr || e->thread == thread || e->commit_ns > abort_ns)
-        return NULL;
-    return e;
 }
 
 static int on_event(struct exporter *x, const struct tf_event *ev)
@@ -397,35 +315,21 @@ static int on_event(struct exporter *x, const struct tf_event *ev)
         a->flags = (uint32_t)ev->value;
         a->cpu = ev->cpu;
         a->reads = a->writes = 0;
-        a->nw = 0;
         break;
     case TF_EV_READ:
         a->reads++;
         break;
     case TF_EV_WRITE:
         a->writes++;
-        if (a->open && x->flows && attempt_note_write(a, ev->addr) < 0)
-            return -1;
         break;
     case TF_EV_COMMIT:
-        if (!a->open)
-            break;
-        emit_slice(x, t, a, ev);
-        if (x->flows)
-            record_commit(x, t, a, ns);
-        a->open = 0;
-        break;
     case TF_EV_ABORT:
         if (!a->open)
             break;
         emit_slice(x, t, a, ev);
-        emit_instant(x, t, ns, "abort", is_hw(a->flags) ? "htm" : "stm", "reason",
-                     reason_name(ev->reason));
-        if (x->flows) {
-            const struct wt_entry *c = find_culprit(x, t, ev->addr, ns);
-            if (c)
-                emit_flow(x, c, t, a, ns);
-        }
+        if (ev->kind == TF_EV_ABORT)
+            emit_instant(x, t, ns, "abort", is_hw(a->flags) ? "htm" : "stm", "reason",
+                         ca_reason_name(ev->reason));
         a->open = 0;
         break;
     case TF_EV_FALLBACK:
@@ -437,30 +341,31 @@ static int on_event(struct exporter *x, const struct tf_event *ev)
     return 0;
 }
 
-/* Second pass: the events, in file order (global time order once synced). */
-static int export_events(struct exporter *x, const char *path, unsigned oflags)
+/* The events in merged order (already so in a synced trace), each shown and
+ * fed to the analysis, whose attributions come back as arrows. */
+static int export_events(struct exporter *x, const char *path, unsigned oflags, struct ca_state *st)
 {
     struct tf_reader *r = tf_open(path, oflags);
     if (!r)
         return -1;
-    struct tf_chunk c;
-    int rc;
-    while ((rc = tf_next(r, &c)) == 1) {
-        if (c.kind != TF_CHUNK_EVENTS)
-            continue;
-        for (size_t i = 0; i < c.count; i++) {
-            struct tf_event ev = c.events[i];
-            if (!ev.thread)
-                ev.thread = c.thread;
-            if (on_event(x, &ev) < 0) {
-                tf_close(r);
-                return -1;
-            }
-        }
+    struct merge *m = merge_create(r, x->ix, NULL, NULL);
+    if (!m) {
+        tf_close(r);
+        return -1;
     }
+    const struct tf_event *ev;
+    int rc;
+    while ((rc = merge_next(m, &ev)) == 1)
+        if (on_event(x, ev) < 0 || (st && ca_event(st, ev) < 0)) {
+            rc = -1;
+            break;
+        }
+    if (rc == 0 && st && ca_finish(st) < 0)
+        rc = -1;
     if (rc == 0 && tf_reader_skipped(r))
         fprintf(stderr, "%s: %s: skipped %" PRIu64 " damaged chunks (%" PRIu64 " bytes)\n",
                 tool_name(), path, tf_reader_skipped(r), tf_reader_skipped_bytes(r));
+    merge_free(m);
     tf_close(r);
     return rc < 0 ? -1 : 0;
 }
@@ -469,19 +374,21 @@ static int export_events(struct exporter *x, const char *path, unsigned oflags)
 
 int main(int argc, char **argv)
 {
-    enum { OPT_RAW = 256, OPT_NO_FLOWS, OPT_SALVAGE, OPT_VERSION };
+    enum { OPT_RAW = 256, OPT_NO_FLOWS, OPT_SALVAGE, OPT_VERSION, OPT_STRIPES };
     static const struct option opts[] = {
         { "chrome", no_argument, NULL, 'c' },
         { "output", required_argument, NULL, 'o' },
         { "raw", no_argument, NULL, OPT_RAW },
         { "no-flows", no_argument, NULL, OPT_NO_FLOWS },
         { "salvage", no_argument, NULL, OPT_SALVAGE },
+        { "stripes", required_argument, NULL, OPT_STRIPES },
         { "version", no_argument, NULL, OPT_VERSION },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
     const char *outpath = "-";
     int raw = 0, flows = 1;
+    uint64_t stripes = 20;
     unsigned oflags = 0;
     int ch;
     tool_init("tmexport");
@@ -493,6 +400,10 @@ int main(int argc, char **argv)
         case OPT_RAW: raw = 1; break;
         case OPT_NO_FLOWS: flows = 0; break;
         case OPT_SALVAGE: oflags |= TF_SALVAGE; break;
+        case OPT_STRIPES:
+            if (tool_parse_u64("--stripes", optarg, 1, 40, &stripes) < 0)
+                return TOOL_USAGE;
+            break;
         case OPT_VERSION: tool_print_version(stdout); return TOOL_OK;
         case 'h': fputs(usage_text, stdout); return TOOL_OK;
         default: return tool_bad_option(argv);
@@ -504,32 +415,58 @@ int main(int argc, char **argv)
         return tool_error("%s: exactly one trace expected (see --help)", argv[optind + 1]);
     const char *path = argv[optind];
 
-    struct meta m = { 0 };
-    if (read_meta(path, oflags, &m) < 0)
+    struct tf_reader *r = tf_open(path, oflags | TF_SKIP_EVENTS);
+    if (!r)
         return tool_error_lib();
-    if (!(m.hdr.flags & TF_HDR_SYNCED) && !raw)
+    struct merge_index ix;
+    if (mi_scan(r, &ix) < 0) {
+        tf_close(r);
+        return tool_error_lib();
+    }
+    tf_close(r);
+    int synced = (ix.hdr.flags & TF_HDR_SYNCED) != 0;
+    if (!synced && !raw) {
+        mi_free(&ix);
         return tool_error("%s: trace is not synchronised (run tmsync first, or pass --raw)", path);
-    if (grow((void **)&m.os_tid, &m.nthreads, 1, sizeof *m.os_tid) < 0)
-        return tool_error_lib();
+    }
 
-    struct exporter x = { .m = &m, .raw = !(m.hdr.flags & TF_HDR_SYNCED), .flows = flows };
-    x.ns_per_tick = m.hdr.tsc_hz ? 1e9 / (double)m.hdr.tsc_hz : 1.0;
-    if (flows && !(x.wt = calloc((size_t)1 << WT_BITS, sizeof *x.wt)))
+    struct exporter x = { .ix = &ix, .raw = !synced, .flows = flows };
+    x.ns_per_tick = ix.hdr.tsc_hz ? 1e9 / (double)ix.hdr.tsc_hz : 1.0;
+    x.sites = site_names(&ix, &x.nsites);
+    /* The analysis widens each abort's window by the clock uncertainty that
+     * tmsync recorded (the largest residual), as tmcheck does. */
+    double u = 0;
+    for (size_t i = 0; synced && i < ix.nmodels; i++)
+        if (ix.models[i].max_ns > u)
+            u = ix.models[i].max_ns;
+    struct ca_opts co = { .stripes_log2 = (unsigned)stripes, .uncertainty = (uint64_t)(u + 0.999),
+                          .ns_per_unit = synced ? 1.0 : x.ns_per_tick,
+                          .have_accesses = ix.hdr.events_level >= 2 };
+    struct ca_state *st = flows ? ca_create(&co) : NULL;
+    if (!x.sites || (flows && !st)) {
+        mi_free(&ix);
+        free(x.sites);
+        ca_free(st);
         return tool_error("out of memory");
+    }
+    if (st)
+        ca_on_attribution(st, on_attribution, &x);
 
     /* -o: written beside the target and renamed, so no partial file is left. */
     struct tool_out to;
-    if (tool_out_open(&to, outpath, path) < 0)
-        return TOOL_USAGE;
+    int status = TOOL_OK;
+    if (tool_out_open(&to, outpath, path) < 0) {
+        status = TOOL_USAGE;
+        goto done;
+    }
     struct out o = { .f = to.f, .first = 1 };
     x.o = &o;
 
     fprintf(o.f, "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"tool\":\"tmexport\",\"synced\":%s,"
                  "\"tsc_hz\":%" PRIu64 "},\"traceEvents\":[",
-            x.raw ? "false" : "true", m.hdr.tsc_hz);
+            x.raw ? "false" : "true", ix.hdr.tsc_hz);
     emit_thread_names(&x);
-    int status = TOOL_OK;
-    if (export_events(&x, path, oflags) < 0) {
+    if (export_events(&x, path, oflags, st) < 0) {
         tool_error_lib();
         tool_out_abandon(&to);
         status = TOOL_USAGE;
@@ -538,11 +475,10 @@ int main(int argc, char **argv)
         if (tool_out_commit(&to) < 0)
             status = TOOL_USAGE;
     }
-    for (size_t t = 0; t < x.nth; t++)
-        free(x.th[t].waddr);
+done:
     free(x.th);
-    free(x.wt);
-    free(m.sites);
-    free(m.os_tid);
+    free(x.sites);
+    ca_free(st);
+    mi_free(&ix);
     return status;
 }
