@@ -1,0 +1,367 @@
+/*
+ * test_check.c - tmcheck on hand-built traces whose every count is known:
+ * one test per metric, attribution cases, bad input.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <math.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "test_util.h"
+#include "trace_gen.h"
+
+#define HZ 1000000000ull   /* 1 tick = 1 ns: stamps read as nanoseconds */
+#define A1 0x10000ull      /* an address */
+
+static char out[1 << 16];
+
+/* Writes threads th[0..n) as a raw trace and runs tmcheck --json on it. */
+static int check(const char *name, struct tg_thread *th, size_t n, uint64_t dropped, const char *extra)
+{
+    struct tf_header h = tg_header(HZ, 2, 0);
+    const char *path = tu_path(name);
+    assert_int_equal(tg_write(path, &h, th, n, NULL, 0, dropped, 1000), 0);
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "%s --json %s '%s' 2>&1", tu_build("tools/tmcheck"), extra ? extra : "", path);
+    int rc = tu_run(cmd, out, sizeof out);
+    for (size_t i = 0; i < n; i++)
+        tg_free(&th[i]);
+    return rc;
+}
+
+static double J(const char *key) { return tg_json_num(out, NULL, key); }
+
+/* S (R W) C repeated: a consistent thread of `k` transactions from t0. */
+static void good_txs(struct tg_thread *t, uint64_t t0, int k, unsigned site)
+{
+    for (int i = 0; i < k; i++) {
+        uint64_t b = t0 + (uint64_t)i * 100;
+        tg_ev(t, b, TF_EV_START, 0, site, (uint64_t)i + 1, 0);
+        tg_ev(t, b + 10, TF_EV_READ, 8, site, A1 + 64 * (uint64_t)i, 0);
+        tg_ev(t, b + 20, TF_EV_WRITE, 8, site, A1 + 64 * (uint64_t)i, 1);
+        tg_ev(t, b + 30, TF_EV_COMMIT, 0, site, 1, 1 | (1ull << 32));
+    }
+}
+
+static void consistent_trace_counts_and_exit_0(void **st)
+{
+    (void)st;
+    struct tg_thread th[2] = { 0 };
+    good_txs(&th[0], 1000, 5, 1);
+    good_txs(&th[1], 1050, 3, 2);
+    assert_int_equal(check("ok.bin", th, 2, 0, NULL), 0);
+    assert_true(J("events") == 32);
+    assert_true(J("transactions") == 8);
+    assert_true(J("commits") == 8);
+    assert_true(J("aborts") == 0);
+    assert_true(J("temporal_inconsistencies") == 0);
+    assert_true(J("grammar_violations") == 0);
+    assert_true(J("dropped_events") == 0);
+    assert_non_null(strstr(out, "\"consistent\":true"));
+}
+
+static void temporal_inconsistency_is_a_backward_or_equal_step_in_program_order(void **st)
+{
+    (void)st;
+    struct tg_thread th[1] = { 0 };
+    tg_ev(&th[0], 10, TF_EV_START, 0, 1, 1, 0);
+    tg_ev(&th[0], 20, TF_EV_READ, 8, 1, A1, 0);
+    tg_ev(&th[0], 20, TF_EV_READ, 8, 1, A1 + 8, 0);   /* equal: 1 */
+    tg_ev(&th[0], 15, TF_EV_WRITE, 8, 1, A1, 0);      /* backwards: 2 */
+    tg_ev(&th[0], 30, TF_EV_COMMIT, 0, 1, 1, 0);
+    assert_int_equal(check("temporal.bin", th, 1, 0, NULL), 1);
+    assert_true(J("temporal_inconsistencies") == 2);
+    assert_true(J("grammar_violations") == 0);
+}
+
+static void grammar_counts_each_break_and_resynchronises_at_start(void **st)
+{
+    (void)st;
+    struct tg_thread th[1] = { 0 };
+    tg_ev(&th[0], 10, TF_EV_START, 0, 1, 1, 0);
+    tg_ev(&th[0], 20, TF_EV_READ, 8, 1, A1, 0);
+    tg_ev(&th[0], 30, TF_EV_COMMIT, 0, 1, 1, 0);
+    tg_ev(&th[0], 40, TF_EV_READ, 8, 1, A1, 0);     /* op outside a transaction: break 1 */
+    tg_ev(&th[0], 45, TF_EV_WRITE, 8, 1, A1, 0);    /* same break, not counted again */
+    tg_ev(&th[0], 50, TF_EV_START, 0, 1, 2, 0);
+    tg_ev(&th[0], 60, TF_EV_WRITE, 8, 1, A1, 0);
+    tg_ev(&th[0], 70, TF_EV_START, 0, 1, 3, 0);     /* start inside a transaction: break 2 */
+    tg_ev(&th[0], 75, TF_EV_FALLBACK, 3, 1, 0, 0);  /* ignored by the grammar */
+    tg_ev(&th[0], 80, TF_EV_ABORT, 2, 1, A1, 0);
+    tg_ev(&th[0], 90, TF_EV_START, 0, 1, 4, 0);
+    tg_ev(&th[0], 95, TF_EV_COMMIT, 0, 1, 4, 0);
+    assert_int_equal(check("grammar.bin", th, 1, 0, NULL), 1);
+    assert_true(J("grammar_violations") == 2);
+    assert_true(J("temporal_inconsistencies") == 0);
+}
+
+static void out_of_place_events_are_those_whose_timestamp_rank_differs(void **st)
+{
+    (void)st;
+    struct tg_thread th[1] = { 0 };
+    tg_ev(&th[0], 10, TF_EV_START, 0, 1, 1, 0);
+    tg_ev(&th[0], 20, TF_EV_READ, 8, 1, A1, 0);
+    tg_ev(&th[0], 40, TF_EV_READ, 8, 1, A1 + 8, 0);   /* rank 3 in time, 2 in program */
+    tg_ev(&th[0], 30, TF_EV_WRITE, 8, 1, A1, 0);      /* rank 2 in time, 3 in program */
+    tg_ev(&th[0], 50, TF_EV_COMMIT, 0, 1, 1, 0);
+    assert_int_equal(check("oop.bin", th, 1, 0, NULL), 1);
+    assert_true(J("count") == 2);                     /* out_of_place_events.count */
+    assert_true(fabs(J("percent") - 40.0) < 1e-9);
+    assert_true(J("temporal_inconsistencies") == 1);
+    assert_true(J("grammar_violations") == 0);
+}
+
+static void late_start_is_an_operation_stamped_before_its_start(void **st)
+{
+    (void)st;
+    struct tg_thread th[1] = { 0 };
+    tg_ev(&th[0], 20, TF_EV_START, 0, 1, 1, 0);
+    tg_ev(&th[0], 10, TF_EV_READ, 8, 1, A1, 0);
+    tg_ev(&th[0], 30, TF_EV_COMMIT, 0, 1, 1, 0);
+    good_txs(&th[0], 100, 2, 1);
+    assert_int_equal(check("late.bin", th, 1, 0, NULL), 1);
+    assert_true(J("late_starts") == 1);
+    assert_true(J("premature_ends") == 0);
+}
+
+static void premature_end_is_an_operation_stamped_after_its_commit_or_abort(void **st)
+{
+    (void)st;
+    struct tg_thread th[1] = { 0 };
+    tg_ev(&th[0], 10, TF_EV_START, 0, 1, 1, 0);
+    tg_ev(&th[0], 50, TF_EV_WRITE, 8, 1, A1, 0);
+    tg_ev(&th[0], 40, TF_EV_COMMIT, 0, 1, 1, 0);
+    tg_ev(&th[0], 60, TF_EV_START, 0, 1, 2, 0);
+    tg_ev(&th[0], 90, TF_EV_READ, 8, 1, A1, 0);
+    tg_ev(&th[0], 80, TF_EV_ABORT, 1, 1, A1, 0);
+    tg_ev(&th[0], 100, TF_EV_START, 0, 1, 3, 0);
+    tg_ev(&th[0], 110, TF_EV_COMMIT, 0, 1, 3, 0);
+    assert_int_equal(check("premature.bin", th, 1, 0, NULL), 1);
+    assert_true(J("premature_ends") == 2);
+    assert_true(J("late_starts") == 0);
+}
+
+/* Victim (thread 1, site 1) reads `vaddr` in [100, 200] and aborts for
+ * `reason`; thread 2 (site 2) writes `caddr` and commits at `commit`. */
+static int conflict_case(const char *name, uint64_t vaddr, uint64_t caddr, uint64_t commit)
+{
+    struct tg_thread th[2] = { 0 };
+    tg_ev(&th[0], 100, TF_EV_START, 0, 1, 1, 0);
+    tg_ev(&th[0], 110, TF_EV_READ, 8, 1, vaddr, 0);
+    tg_ev(&th[0], 200, TF_EV_ABORT, 2, 1, vaddr, 0);
+    tg_ev(&th[0], 210, TF_EV_START, 0, 1, 2, TF_START_RETRY);
+    tg_ev(&th[0], 220, TF_EV_READ, 8, 1, vaddr, 0);
+    tg_ev(&th[0], 230, TF_EV_COMMIT, 0, 1, 3, 1);
+    tg_ev(&th[1], commit - 20, TF_EV_START, 0, 2, 7, 0);
+    tg_ev(&th[1], commit - 10, TF_EV_WRITE, 8, 2, caddr, 5);
+    tg_ev(&th[1], commit, TF_EV_COMMIT, 0, 2, 9, 1ull << 32);
+    return check(name, th, 2, 0, NULL);
+}
+
+/* An address on the same stripe as `a` (default 2^20 stripes), other word. */
+static uint64_t same_stripe_other_word(uint64_t a)
+{
+    uint64_t w = a >> 3, w2 = (1ull << 20) + (w ^ 1);
+    return w2 << 3;
+}
+
+static void attribution_true_conflict_names_the_culprit(void **st)
+{
+    (void)st;
+    assert_int_equal(conflict_case("true.bin", A1, A1, 150), 0);
+    assert_true(J("stm_aborts") == 1);
+    assert_true(J("true_conflicts") == 1);
+    assert_true(J("false_conflicts") == 0);
+    assert_true(J("conflict_free_aborts") == 0);
+    const char *c = strstr(out, "\"conflicts\":[");
+    assert_non_null(c);
+    assert_true(tg_json_num(out, c, "victim_site") == 1);
+    assert_true(tg_json_num(out, c, "culprit_site") == 2);
+    assert_true(tg_json_num(out, c, "wasted_ns") == 100);
+}
+
+static void attribution_false_conflict_is_same_stripe_other_address(void **st)
+{
+    (void)st;
+    assert_int_equal(conflict_case("false.bin", A1, same_stripe_other_word(A1), 150), 0);
+    assert_true(J("true_conflicts") == 0);
+    assert_true(J("false_conflicts") == 1);
+    assert_true(J("conflict_free_aborts") == 0);
+}
+
+static void abort_without_conflicting_commit_in_window_is_conflict_free(void **st)
+{
+    (void)st;
+    /* a different stripe inside the window */
+    assert_int_equal(conflict_case("free1.bin", A1, A1 + 4096, 150), 0);
+    assert_true(J("conflict_free_aborts") == 1);
+    /* the same address, but committed before the attempt started */
+    assert_int_equal(conflict_case("free2.bin", A1, A1, 60), 0);
+    assert_true(J("conflict_free_aborts") == 1);
+    assert_true(J("true_conflicts") == 0);
+}
+
+static void per_site_table_counts_attempts_wasted_time_retries_and_sets(void **st)
+{
+    (void)st;
+    struct tg_thread th[1] = { 0 };
+    tg_ev(&th[0], 0, TF_EV_START, 0, 3, 1, 0);
+    tg_ev(&th[0], 10, TF_EV_ABORT, 2, 3, 0, 0);
+    tg_ev(&th[0], 20, TF_EV_START, 0, 3, 2, TF_START_RETRY);
+    tg_ev(&th[0], 40, TF_EV_ABORT, 4, 3, 0, 0);
+    tg_ev(&th[0], 50, TF_EV_START, 0, 3, 3, TF_START_RETRY);
+    tg_ev(&th[0], 60, TF_EV_COMMIT, 0, 3, 3, 3 | (2ull << 32));
+    tg_ev(&th[0], 70, TF_EV_START, 0, 3, 4, 0);
+    tg_ev(&th[0], 80, TF_EV_COMMIT, 0, 3, 4, 5 | (0ull << 32));
+    assert_int_equal(check("site.bin", th, 1, 0, NULL), 0);
+    const char *s = strstr(out, "\"sites\":[");
+    assert_non_null(s);
+    assert_true(tg_json_num(out, s, "site") == 3);
+    assert_true(tg_json_num(out, s, "attempts") == 4);
+    assert_true(tg_json_num(out, s, "commits") == 2);
+    assert_true(tg_json_num(out, s, "aborts") == 2);
+    assert_true(tg_json_num(out, s, "read-version") == 1);
+    assert_true(tg_json_num(out, s, "commit-validate") == 1);
+    assert_true(fabs(tg_json_num(out, s, "abort_rate") - 0.5) < 1e-9);
+    assert_true(tg_json_num(out, s, "wasted_ns") == 30);
+    assert_true(tg_json_num(out, s, "retries_per_commit_mean") == 1.0);
+    assert_true(tg_json_num(out, s, "retries_per_commit_max") == 2);
+    assert_true(tg_json_num(out, s, "read_set_mean") == 4.0);
+    assert_true(tg_json_num(out, s, "read_set_max") == 5);
+    assert_true(tg_json_num(out, s, "write_set_max") == 2);
+}
+
+static void hardware_aborts_are_classified_by_status_bits(void **st)
+{
+    (void)st;
+    struct tg_thread th[1] = { 0 };
+    const uint64_t status[] = { 4 | 2, 8, 1 | (0xffu << 24), 1 | (3u << 24), 2, 0 };
+    uint64_t t = 10;
+    for (size_t i = 0; i < 6; i++, t += 10) {
+        tg_ev(&th[0], t, TF_EV_START, 0, 1, i + 1, TF_START_HTM_EMU);
+        tg_ev(&th[0], t + 5, TF_EV_ABORT, 7, 1, 0, status[i]);
+    }
+    tg_ev(&th[0], t, TF_EV_FALLBACK, 3, 1, 0, 0);
+    tg_ev(&th[0], t + 1, TF_EV_START, 0, 1, 9, 0);
+    tg_ev(&th[0], t + 2, TF_EV_COMMIT, 0, 1, 9, 0);
+    assert_int_equal(check("htm.bin", th, 1, 0, NULL), 0);
+    assert_true(J("htm_aborts") == 6);
+    assert_true(J("stm_aborts") == 0);
+    assert_true(J("fallbacks") == 1);
+    const char *c = strstr(out, "\"htm_abort_classes\":");
+    assert_non_null(c);
+    const char *names[] = { "conflict", "capacity", "stm-active", "explicit", "retry-only", "unexplained" };
+    for (size_t i = 0; i < 6; i++)
+        assert_true(tg_json_num(out, c, names[i]) == 1);
+}
+
+static void dropped_events_are_reported_with_the_checks_they_affect(void **st)
+{
+    (void)st;
+    struct tg_thread th[1] = { 0 };
+    good_txs(&th[0], 0, 2, 1);
+    assert_int_equal(check("dropped.bin", th, 1, 7, NULL), 0);
+    assert_true(J("dropped_events") == 7);
+    assert_non_null(strstr(out, "dropped_note"));
+}
+
+static void csv_files_hold_sites_conflicts_and_threads(void **st)
+{
+    (void)st;
+    struct tg_thread th[2] = { 0 };
+    good_txs(&th[0], 1000, 3, 1);
+    good_txs(&th[1], 1050, 2, 2);
+    const char *dir = tu_path("csv");
+    char extra[600];
+    snprintf(extra, sizeof extra, "--csv '%s'", dir);
+    assert_int_equal(check("csv.bin", th, 2, 0, extra), 0);
+    char p[700];
+    snprintf(p, sizeof p, "%s/sites.csv", dir);
+    char *s = tu_read_file(p, NULL);
+    assert_non_null(s);
+    assert_non_null(strstr(s, "\n1,site1,3,3,0,"));
+    assert_non_null(strstr(s, "\n2,site2,2,2,0,"));
+    free(s);
+    snprintf(p, sizeof p, "%s/threads.csv", dir);
+    s = tu_read_file(p, NULL);
+    assert_non_null(s);
+    assert_non_null(strstr(s, "\n1,12,0,0,0,0,0,3,3,0,0"));
+    free(s);
+    snprintf(p, sizeof p, "%s/conflicts.csv", dir);
+    s = tu_read_file(p, NULL);
+    assert_non_null(s);
+    assert_non_null(strstr(s, "victim_site,"));
+    free(s);
+}
+
+/* Runs tmcheck expecting exit 2 and one line that contains `what`. */
+static void expect_bad(const char *args, const char *what)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "%s %s 2>&1 >/dev/null", tu_build("tools/tmcheck"), args);
+    assert_int_equal(tu_run(cmd, out, sizeof out), 2);
+    assert_non_null(strstr(out, what));
+    char *nl = strchr(out, '\n');
+    assert_true(nl == NULL || nl[1] == '\0');
+}
+
+static void bad_input_gives_one_line_and_exit_2(void **st)
+{
+    (void)st;
+    FILE *f = fopen(tu_path("junk.bin"), "wb");
+    assert_non_null(f);
+    fputs("this is not a trace at all, just some text that is long enough", f);
+    fclose(f);
+    char a[600];
+    snprintf(a, sizeof a, "'%s'", tu_path("junk.bin"));
+    expect_bad(a, "junk.bin");
+    snprintf(a, sizeof a, "'%s'", tu_path("missing.bin"));
+    expect_bad(a, "missing.bin");
+    expect_bad("--bogus x", "--bogus");
+    expect_bad("", "TRACE");
+    /* a truncated trace: the error names the file and an offset */
+    struct tg_thread th[1] = { 0 };
+    good_txs(&th[0], 0, 50, 1);
+    struct tf_header h = tg_header(HZ, 2, 0);
+    assert_int_equal(tg_write(tu_path("trunc.bin"), &h, th, 1, NULL, 0, 0, 40), 0);
+    tg_free(&th[0]);
+    struct stat sb;
+    assert_int_equal(stat(tu_path("trunc.bin"), &sb), 0);
+    assert_int_equal(truncate(tu_path("trunc.bin"), sb.st_size - 100), 0);
+    snprintf(a, sizeof a, "'%s'", tu_path("trunc.bin"));
+    expect_bad(a, "trunc.bin");
+    assert_non_null(strstr(out, "offset"));
+    /* --salvage reads the good chunks */
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "%s --json --salvage '%s' 2>/dev/null", tu_build("tools/tmcheck"), tu_path("trunc.bin"));
+    assert_int_equal(tu_run(cmd, out, sizeof out), 0);
+    assert_true(J("events") > 0 && J("events") < 200);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(consistent_trace_counts_and_exit_0),
+        cmocka_unit_test(temporal_inconsistency_is_a_backward_or_equal_step_in_program_order),
+        cmocka_unit_test(grammar_counts_each_break_and_resynchronises_at_start),
+        cmocka_unit_test(out_of_place_events_are_those_whose_timestamp_rank_differs),
+        cmocka_unit_test(late_start_is_an_operation_stamped_before_its_start),
+        cmocka_unit_test(premature_end_is_an_operation_stamped_after_its_commit_or_abort),
+        cmocka_unit_test(attribution_true_conflict_names_the_culprit),
+        cmocka_unit_test(attribution_false_conflict_is_same_stripe_other_address),
+        cmocka_unit_test(abort_without_conflicting_commit_in_window_is_conflict_free),
+        cmocka_unit_test(per_site_table_counts_attempts_wasted_time_retries_and_sets),
+        cmocka_unit_test(hardware_aborts_are_classified_by_status_bits),
+        cmocka_unit_test(dropped_events_are_reported_with_the_checks_they_affect),
+        cmocka_unit_test(csv_files_hold_sites_conflicts_and_threads),
+        cmocka_unit_test(bad_input_gives_one_line_and_exit_2),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
