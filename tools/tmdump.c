@@ -164,7 +164,8 @@ static int dump_events(const struct dump_opts *o)
     }
     /* Merged chunks (thread 0) come first in file order; a raw trace's
      * threads follow in ascending id, each in its chunk order. */
-    qsort(ix, n, sizeof *ix, dump_index_cmp);
+    if (n > 1)
+        qsort(ix, n, sizeof *ix, dump_index_cmp);
 
     /* Pass 2: decode and print, one chunk at a time. */
     struct tf_reader *r = tf_open(o->path, o->salvage ? TF_SALVAGE : 0);
