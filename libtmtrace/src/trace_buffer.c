@@ -69,19 +69,25 @@ static struct tb_chunk *pool_get(void)
         __atomic_load_n(&pool_bytes, __ATOMIC_RELAXED) + (int64_t)chunk_bytes() > pool_limit)
         return NULL;
     struct tb_chunk *c = NULL;
+    int grow = 0;
     pthread_mutex_lock(&pool_lock);
     if (pool_free != NULL) {
         c = pool_free;
         pool_free = c->next;
         __atomic_store_n(&pool_nfree, pool_nfree - 1, __ATOMIC_RELAXED);
-    } else if (pool_bytes + (int64_t)chunk_bytes() <= pool_limit) {
-        c = chunk_alloc(chunk_cap, pool_truth);
-        if (c != NULL) {
-            c->pooled = 1;
-            __atomic_store_n(&pool_bytes, pool_bytes + (int64_t)chunk_bytes(), __ATOMIC_RELAXED);
-        }
+    } else if (__atomic_load_n(&pool_bytes, __ATOMIC_RELAXED) + (int64_t)chunk_bytes() <= pool_limit) {
+        /* Reserve the bytes now, allocate outside the lock. */
+        __atomic_fetch_add(&pool_bytes, (int64_t)chunk_bytes(), __ATOMIC_RELAXED);
+        grow = 1;
     }
     pthread_mutex_unlock(&pool_lock);
+    if (grow) {
+        c = chunk_alloc(chunk_cap, pool_truth);
+        if (c == NULL)
+            __atomic_fetch_sub(&pool_bytes, (int64_t)chunk_bytes(), __ATOMIC_RELAXED);
+        else
+            c->pooled = 1;
+    }
     if (c != NULL) {
         c->next = NULL;
         c->n = 0;
@@ -182,10 +188,14 @@ uint64_t tb_total_dropped(void) { return __atomic_load_n(&total_dropped, __ATOMI
 
 /* ---- hand-over ---------------------------------------------------------- */
 
+/* The order of the stores matters to tb_snapshot_all running in a signal
+ * handler on this thread: t->chunk changes last, so a snapshot sees either
+ * the old chunk (already marked handed over) or the new one complete. */
 static void set_chunk(struct tb_thread *t, struct tb_chunk *c)
 {
-    t->chunk = c;
     if (c == NULL) {
+        __atomic_store_n(&t->chunk, NULL, __ATOMIC_RELAXED);
+        __atomic_signal_fence(__ATOMIC_SEQ_CST);
         t->base = t->cur = t->end = NULL;
         t->truth = NULL;
         return;
@@ -196,6 +206,8 @@ static void set_chunk(struct tb_thread *t, struct tb_chunk *c)
     t->base = t->cur = c->recs;
     t->end = c->recs + c->cap;
     t->truth = c->truth;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    __atomic_store_n(&t->chunk, c, __ATOMIC_RELAXED);
 }
 
 /* Sends the current chunk (if it holds anything) to the writer and takes a
@@ -207,7 +219,8 @@ static int hand_over(struct tb_thread *t)
         size_t n = (size_t)(t->cur - t->base);
         if (n == 0 && c->nsamples == 0)
             return 1; /* nothing to send: keep it */
-        c->n = n;
+        __atomic_store_n(&c->n, n, __ATOMIC_RELAXED); /* marks it handed over */
+        __atomic_signal_fence(__ATOMIC_SEQ_CST);
         t->seq += n;
         t->recorded += n;
         __atomic_fetch_add(&total_recorded, n, __ATOMIC_RELAXED);
@@ -348,30 +361,41 @@ void tb_teardown(void)
 
 void tb_snapshot_all(void (*emit)(struct tb_chunk *c))
 {
+    struct tb_chunk *copies = NULL, **tail = &copies;
     pthread_mutex_lock(&reg_lock);
     for (size_t i = 0; i < nreg; i++) {
         struct tb_thread *t = reg[i].live;
-        if (t == NULL || t->chunk == NULL)
-            continue;
+        struct tb_chunk *src = t ? __atomic_load_n(&t->chunk, __ATOMIC_ACQUIRE) : NULL;
+        if (src == NULL || __atomic_load_n(&src->n, __ATOMIC_RELAXED) != 0)
+            continue; /* none, or already on its way to the writer */
         struct tf_record *cur = __atomic_load_n(&t->cur, __ATOMIC_ACQUIRE);
-        size_t n = (size_t)(cur - t->base);
-        struct tb_chunk *src = t->chunk;
+        size_t n = (size_t)(cur - src->recs);
+        if (n > src->cap)
+            continue;
         struct tb_chunk *c = chunk_alloc(n ? n : 1, src->truth != NULL);
         if (c == NULL)
             continue;
         c->thread = t->thread_id;
-        c->seq = t->seq;
+        c->seq = src->seq;
         c->first_instance = src->first_instance;
         c->n = n;
         c->nsamples = src->nsamples;
         memcpy(c->samples, src->samples, sizeof c->samples);
-        memcpy(c->recs, t->base, n * sizeof c->recs[0]);
+        memcpy(c->recs, src->recs, n * sizeof c->recs[0]);
         if (c->truth)
             memcpy(c->truth, src->truth, n * sizeof c->truth[0]);
         reg[i].dropped = t->dropped;
-        emit(c);
+        *tail = c;
+        tail = &c->next;
     }
     pthread_mutex_unlock(&reg_lock);
+    /* Emitted outside the lock: the writer takes it to announce threads. */
+    while (copies != NULL) {
+        struct tb_chunk *next = copies->next;
+        copies->next = NULL;
+        emit(copies);
+        copies = next;
+    }
 }
 
 int tb_attach(struct tb_thread *t)

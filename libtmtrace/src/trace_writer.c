@@ -141,7 +141,10 @@ void tw_write_now(struct tb_chunk *c)
             tw_written[c->thread] += c->n;
         __atomic_fetch_add(&tw_nwritten, 1, __ATOMIC_RELAXED);
     }
-    tb_chunk_release(c);
+    /* After a fatal signal the interrupted thread may hold the pool's lock;
+     * the process is about to die, so the chunk is simply not recycled. */
+    if (!__atomic_load_n(&tw_sig_req, __ATOMIC_ACQUIRE))
+        tb_chunk_release(c);
 }
 
 void tw_submit(struct tb_chunk *c)
@@ -247,17 +250,25 @@ void tw_stop(void)
     sem_destroy(&tw_wake);
 }
 
-int tw_signal_flush(int max_ms)
+int tw_signal_flush(int stall_ms)
 {
     if (!tw_running)
         return 0;
     __atomic_store_n(&tw_sig_req, 1, __ATOMIC_RELEASE);
     sem_post(&tw_wake);
-    for (int i = 0; i < max_ms; i++) {
+    /* A long queue may take a while to write: give up only when the writer
+     * has made no progress for stall_ms. */
+    uint64_t seen = tw_chunks_written() + tw_errors();
+    for (int idle = 0; idle < stall_ms; idle++) {
         if (__atomic_load_n(&tw_sig_done, __ATOMIC_ACQUIRE))
             return 1;
         struct timespec ts = { 0, 1000000 };
         nanosleep(&ts, NULL);
+        uint64_t now = tw_chunks_written() + tw_errors();
+        if (now != seen) {
+            seen = now;
+            idle = 0;
+        }
     }
     return __atomic_load_n(&tw_sig_done, __ATOMIC_ACQUIRE);
 }

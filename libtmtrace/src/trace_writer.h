@@ -41,9 +41,10 @@ int tw_start(struct tf_writer *w, int mode, void (*on_signal)(void));
 void tw_submit(struct tb_chunk *c);
 /* Writes everything queued, stops and joins the writer. Idempotent. */
 void tw_stop(void);
-/* From a signal handler: wakes the writer to flush and waits for it at most
- * about `max_ms` ms. Async-signal-safe. Returns 1 if the flush finished. */
-int tw_signal_flush(int max_ms);
+/* From a signal handler: wakes the writer to flush and waits for it while it
+ * makes progress (gives up after `stall_ms` ms without a chunk written).
+ * Async-signal-safe. Returns 1 if the flush finished. */
+int tw_signal_flush(int stall_ms);
 /* Writes a chunk now on the calling thread (tail of the trace). */
 void tw_write_now(struct tb_chunk *c);
 /* Writes META_SITES for sites registered since the last call. */

@@ -108,7 +108,7 @@ static void tr_signal(int sig)
     int saved = errno;
     int expect = TR_ACTIVE;
     if (__atomic_compare_exchange_n(&tr_state, &expect, TR_CLOSED, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-        (void)tw_signal_flush(5000);
+        (void)tw_signal_flush(2000);
     struct sigaction dfl;
     memset(&dfl, 0, sizeof dfl);
     dfl.sa_handler = SIG_DFL;

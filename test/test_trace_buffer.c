@@ -1,0 +1,570 @@
+/*
+ * test_trace_buffer.c - the tracer's buffers, writer and life cycle driven
+ * through the event hooks the runtime calls (tb_ev_*), each case in a forked
+ * child with its own TMTRACE_* environment, the trace read back with the
+ * format module's reader.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "clock_sample.h"
+#include "config.h"
+#include "error.h"
+#include "site.h"
+#include "trace_buffer.h"
+#include "trace_file.h"
+#include "tracer.h"
+#include "test_util.h"
+
+extern char **environ;
+
+/* ---- running a traced child -------------------------------------------- */
+
+/* Sets the child's TMTRACE_* environment: NULL-terminated "NAME=VALUE". */
+static void child_env(const char *const *env)
+{
+    for (int again = 1; again;) {
+        again = 0;
+        for (char **e = environ; *e; e++)
+            if (strncmp(*e, "TMTRACE_", 8) == 0) {
+                char name[128];
+                snprintf(name, sizeof name, "%.*s", (int)strcspn(*e, "="), *e);
+                unsetenv(name);
+                again = 1;
+                break;
+            }
+    }
+    for (; *env; env++)
+        putenv((char *)*env);
+}
+
+/* Runs body in a child that loaded the config and started the tracer; the
+ * child exits with body's result. Returns the child's wait status. */
+static int run_child(const char *const *env, int (*body)(void *), void *arg)
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        child_env(env);
+        if (config_load() != 0 || tracer_init() != 0) {
+            fprintf(stderr, "child: %s\n", error_get());
+            _exit(90);
+        }
+        int rc = body(arg);
+        if (tracer_shutdown() != 0) {
+            fprintf(stderr, "child shutdown: %s\n", error_get());
+            _exit(91);
+        }
+        _exit(rc);
+    }
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    return status;
+}
+
+static void assert_child_ok(int status)
+{
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        fail_msg("child status %#x", status);
+}
+
+/* ---- reading a trace back ------------------------------------------------- */
+
+struct readback {
+    struct tf_header hdr;
+    struct tf_event *ev;
+    size_t nev, capev;
+    struct tf_sample *smp;
+    size_t nsmp, capsmp;
+    struct tf_thread_info end[16];
+    size_t nend;
+    int have_end;
+    uint64_t writer_errors;
+    int threads_before_events; /* every EVENTS chunk came after its thread's META_THREADS */
+    char site_label[128];
+    int error;                 /* tf_next returned -1 */
+    struct tf_skew skew[8];
+    size_t nskew;
+};
+
+static void grow(void **p, size_t *cap, size_t need, size_t size)
+{
+    if (need <= *cap)
+        return;
+    *cap = need * 2;
+    *p = realloc(*p, *cap * size);
+    assert_non_null(*p);
+}
+
+static void read_trace(const char *path, struct readback *rb)
+{
+    memset(rb, 0, sizeof *rb);
+    rb->threads_before_events = 1;
+    struct tf_reader *r = tf_open(path, 0);
+    if (r == NULL)
+        fail_msg("%s", error_get());
+    rb->hdr = *tf_reader_header(r);
+    uint32_t announced[64] = { 0 };
+    struct tf_chunk c;
+    int rc;
+    while ((rc = tf_next(r, &c)) == 1) {
+        switch (c.kind) {
+        case TF_CHUNK_EVENTS:
+            if (c.thread >= 64 || !announced[c.thread])
+                rb->threads_before_events = 0;
+            grow((void **)&rb->ev, &rb->capev, rb->nev + c.count, sizeof *rb->ev);
+            memcpy(rb->ev + rb->nev, c.events, c.count * sizeof *c.events);
+            rb->nev += c.count;
+            break;
+        case TF_CHUNK_SAMPLES:
+            grow((void **)&rb->smp, &rb->capsmp, rb->nsmp + c.count, sizeof *rb->smp);
+            memcpy(rb->smp + rb->nsmp, c.samples, c.count * sizeof *c.samples);
+            rb->nsmp += c.count;
+            break;
+        case TF_CHUNK_META_THREADS:
+            for (size_t i = 0; i < c.count; i++)
+                if (c.threads[i].id < 64)
+                    announced[c.threads[i].id] = 1;
+            break;
+        case TF_CHUNK_META_SITES:
+            if (c.count > 0)
+                snprintf(rb->site_label, sizeof rb->site_label, "%s", c.sites[0].label);
+            break;
+        case TF_CHUNK_META_SKEW:
+            rb->nskew = c.count < 8 ? c.count : 8;
+            memcpy(rb->skew, c.skews, rb->nskew * sizeof *c.skews);
+            break;
+        case TF_CHUNK_END:
+            rb->have_end = 1;
+            rb->nend = c.count < 16 ? c.count : 16;
+            memcpy(rb->end, c.threads, rb->nend * sizeof *c.threads);
+            rb->writer_errors = c.writer_errors;
+            break;
+        }
+    }
+    rb->error = rc < 0;
+    tf_close(r);
+}
+
+static void free_trace(struct readback *rb)
+{
+    free(rb->ev);
+    free(rb->smp);
+}
+
+/* ---- bodies ----------------------------------------------------------------- */
+
+static tmt_site the_site = TMT_SITE_INIT("round-trip");
+static long cells[4];
+
+/* One transaction of every record kind, then a second that aborts. */
+static int body_every_kind(void *arg)
+{
+    (void)arg;
+    struct tb_thread t;
+    if (tb_attach(&t) != 0)
+        return 10;
+    uint32_t site = site_id(&the_site);
+    tb_ev_start(&t, site, 1, TF_START_HTM_EMU, 0);
+    tb_ev_abort(&t, TMT_ABORT_HTM, 0, TMT_HTM_CONFLICT | TMT_HTM_RETRY);
+    tb_ev_fallback(&t, TF_FB_ATTEMPTS, TMT_HTM_CONFLICT | TMT_HTM_RETRY);
+    tb_ev_start(&t, site, 2, TF_START_RETRY, 1);
+    tb_ev_read(&t, &cells[0], 41, 8);
+    tb_ev_write(&t, &cells[1], 0xdeadbeef, 4);
+    tb_ev_abort(&t, TMT_ABORT_READ_VERSION, 0x1234, 0);
+    tb_ev_start(&t, site, 3, TF_START_RETRY, 2);
+    tb_ev_read(&t, &cells[2], 7, 1);
+    tb_ev_commit(&t, 99, 1, 0);
+    tb_detach(&t);
+    return tracer_events_recorded() == 10 && tracer_events_dropped() == 0 ? 0 : 11;
+}
+
+struct expect {
+    uint8_t kind, reason;
+    uint64_t addr, value, instance;
+};
+
+static void every_record_kind_round_trips_through_the_file(void **state)
+{
+    (void)state;
+    char file[300];
+    snprintf(file, sizeof file, "TMTRACE_FILE=%s", tu_path("kinds.bin"));
+    const char *env[] = { file, "TMTRACE_SAMPLE_MS=5", NULL };
+    assert_child_ok(run_child(env, body_every_kind, NULL));
+    struct readback rb;
+    read_trace(tu_path("kinds.bin"), &rb);
+    const uint32_t st = TMT_HTM_CONFLICT | TMT_HTM_RETRY;
+    const struct expect want[] = {
+        { TF_EV_START, 0, 1, TF_START_HTM_EMU, 1 },
+        { TF_EV_ABORT, TMT_ABORT_HTM, 0, st, 1 },
+        { TF_EV_FALLBACK, TF_FB_ATTEMPTS, 0, st, 1 },
+        { TF_EV_START, 0, 2, TF_START_RETRY | 1u << 16, 2 },
+        { TF_EV_READ, 8, (uintptr_t)&cells[0], 41, 2 },
+        { TF_EV_WRITE, 4, (uintptr_t)&cells[1], 0xdeadbeef, 2 },
+        { TF_EV_ABORT, TMT_ABORT_READ_VERSION, 0x1234, 0, 2 },
+        { TF_EV_START, 0, 3, TF_START_RETRY | 2u << 16, 3 },
+        { TF_EV_READ, 1, (uintptr_t)&cells[2], 7, 3 },
+        { TF_EV_COMMIT, 0, 99, 1, 3 },
+    };
+    assert_false(rb.error);
+    assert_int_equal(rb.nev, 10);
+    uint64_t last = 0;
+    for (size_t i = 0; i < rb.nev; i++) {
+        const struct tf_event *e = &rb.ev[i];
+        assert_int_equal(e->kind, want[i].kind);
+        assert_int_equal(e->reason, want[i].reason);
+        assert_int_equal(e->addr, want[i].addr);
+        assert_int_equal(e->value, want[i].value);
+        assert_int_equal(e->instance, want[i].instance);
+        assert_int_equal(e->seq, i);
+        assert_int_equal(e->thread, 1);
+        assert_int_equal(e->site, 1);
+        assert_int_equal(e->truth, 0); /* nothing injected */
+        assert_true(e->ts >= last);
+        last = e->ts;
+    }
+    assert_true(rb.threads_before_events);
+    assert_string_equal(rb.site_label, "round-trip");
+    assert_true(rb.have_end);
+    assert_int_equal(rb.nend, 1);
+    assert_int_equal(rb.end[0].events, 10);
+    assert_int_equal(rb.end[0].dropped, 0);
+    assert_int_equal(rb.writer_errors, 0);
+    assert_int_equal(rb.hdr.events_level, CONFIG_EVENTS_ALL);
+    assert_true(rb.hdr.tsc_hz > 100000000u);
+    assert_int_equal(rb.hdr.flags & TF_HDR_INJECTED, 0);
+    free_trace(&rb);
+}
+
+static void level_tx_records_no_reads_or_writes(void **state)
+{
+    (void)state;
+    char file[300];
+    snprintf(file, sizeof file, "TMTRACE_FILE=%s", tu_path("tx.bin"));
+    const char *env[] = { file, "TMTRACE_SAMPLE_MS=5", "TMTRACE_EVENTS=tx", NULL };
+    /* The body expects 10 records; under tx it sees 7, so it reports 11. */
+    int status = run_child(env, body_every_kind, NULL);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 11);
+    struct readback rb;
+    read_trace(tu_path("tx.bin"), &rb);
+    assert_int_equal(rb.nev, 7);
+    for (size_t i = 0; i < rb.nev; i++) {
+        assert_int_not_equal(rb.ev[i].kind, TF_EV_READ);
+        assert_int_not_equal(rb.ev[i].kind, TF_EV_WRITE);
+    }
+    assert_int_equal(rb.hdr.events_level, CONFIG_EVENTS_TX);
+    free_trace(&rb);
+}
+
+static void level_off_writes_no_trace_file(void **state)
+{
+    (void)state;
+    char file[300];
+    snprintf(file, sizeof file, "TMTRACE_FILE=%s", tu_path("off.bin"));
+    const char *env[] = { file, "TMTRACE_EVENTS=off", NULL };
+    int status = run_child(env, body_every_kind, NULL);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 11); /* nothing recorded */
+    struct stat st;
+    assert_int_equal(stat(tu_path("off.bin"), &st), -1);
+}
+
+/* Many events through tiny chunks. */
+#define MANY 20000
+static int body_many(void *arg)
+{
+    const char *watch = arg;
+    struct tb_thread t;
+    if (tb_attach(&t) != 0)
+        return 10;
+    struct stat before, after;
+    if (watch && stat(watch, &before) != 0)
+        return 12;
+    for (uint64_t i = 0; i < MANY / 2; i++) {
+        tb_ev_start(&t, 1, i + 1, 0, 0);
+        tb_ev_commit(&t, i, 0, 0);
+    }
+    if (watch) {
+        struct timespec ts = { 0, 100 * 1000000 };
+        nanosleep(&ts, NULL);
+        if (stat(watch, &after) != 0 || after.st_size != before.st_size)
+            return 13; /* memory mode touched the disk during the run */
+    }
+    tb_detach(&t);
+    return tracer_events_recorded() + tracer_events_dropped() == MANY ? 0 : 11;
+}
+
+static void check_many(const char *path, int expect_drops)
+{
+    struct readback rb;
+    read_trace(path, &rb);
+    assert_false(rb.error);
+    assert_true(rb.have_end);
+    assert_int_equal(rb.end[0].events, rb.nev);
+    assert_int_equal(rb.end[0].events + rb.end[0].dropped, MANY);
+    if (expect_drops)
+        assert_true(rb.end[0].dropped > 0);
+    else
+        assert_int_equal(rb.nev, MANY);
+    for (size_t i = 0; i < rb.nev; i++) {
+        if (i > 0)
+            assert_true(rb.ev[i].seq > rb.ev[i - 1].seq); /* program order, gaps where dropped */
+        assert_int_equal(rb.ev[i].kind, rb.ev[i].seq % 2 ? TF_EV_COMMIT : TF_EV_START);
+        assert_int_equal(rb.ev[i].instance, rb.ev[i].seq / 2 + 1);
+    }
+    free_trace(&rb);
+}
+
+static void stream_mode_writes_every_event_through_small_chunks(void **state)
+{
+    (void)state;
+    char file[300];
+    snprintf(file, sizeof file, "TMTRACE_FILE=%s", tu_path("stream.bin"));
+    const char *env[] = { file, "TMTRACE_SAMPLE_MS=5", "TMTRACE_BUFFER=4096", "TMTRACE_MEMORY=4M", NULL };
+    assert_child_ok(run_child(env, body_many, NULL));
+    check_many(tu_path("stream.bin"), 0);
+}
+
+static void memory_mode_writes_nothing_until_exit(void **state)
+{
+    (void)state;
+    char file[300];
+    snprintf(file, sizeof file, "TMTRACE_FILE=%s", tu_path("memory.bin"));
+    const char *env[] = { file, "TMTRACE_SAMPLE_MS=5", "TMTRACE_BUFFER=4096", "TMTRACE_MODE=memory", NULL };
+    assert_child_ok(run_child(env, body_many, (void *)tu_path("memory.bin")));
+    check_many(tu_path("memory.bin"), 0);
+}
+
+static void events_beyond_the_memory_cap_are_dropped_and_counted(void **state)
+{
+    (void)state;
+    char file[300];
+    snprintf(file, sizeof file, "TMTRACE_FILE=%s", tu_path("drop.bin"));
+    const char *env[] = { file, "TMTRACE_SAMPLE_MS=5", "TMTRACE_BUFFER=4096", "TMTRACE_MEMORY=64k",
+                          "TMTRACE_MODE=memory", NULL };
+    assert_child_ok(run_child(env, body_many, NULL));
+    check_many(tu_path("drop.bin"), 1);
+}
+
+static int body_cpus_and_inrun(void *arg)
+{
+    (void)arg;
+    struct tb_thread t;
+    if (tb_attach(&t) != 0)
+        return 10;
+    for (int i = 0; i < 30; i++) {
+        tb_ev_start(&t, 1, (uint64_t)i + 1, 0, 0);
+        tb_ev_read(&t, &cells[0], 0, 8);
+        tb_ev_commit(&t, 0, 1, 0);
+        struct timespec ts = { 0, 2 * 1000000 };
+        nanosleep(&ts, NULL);
+    }
+    tb_detach(&t);
+    return 0;
+}
+
+static void sampling_phases_cover_every_cpu_and_inrun_samples_appear(void **state)
+{
+    (void)state;
+    char file[300];
+    snprintf(file, sizeof file, "TMTRACE_FILE=%s", tu_path("samples.bin"));
+    const char *env[] = { file, "TMTRACE_SAMPLE_MS=10", "TMTRACE_RESAMPLE_MS=5", NULL };
+    assert_child_ok(run_child(env, body_cpus_and_inrun, NULL));
+    struct readback rb;
+    read_trace(tu_path("samples.bin"), &rb);
+    int cpus[1024];
+    int ncpus = cs_cpus(cpus, 1024);
+    assert_true(ncpus > 0);
+    for (int c = 0; c < ncpus; c++) {
+        size_t pre = 0, post = 0;
+        for (size_t i = 0; i < rb.nsmp; i++) {
+            if (rb.smp[i].cpu != cpus[c])
+                continue;
+            pre += rb.smp[i].phase == TF_PHASE_PRE;
+            post += rb.smp[i].phase == TF_PHASE_POST;
+        }
+        if (pre < 10 || post < 10)
+            fail_msg("CPU %d: %zu pre, %zu post samples", cpus[c], pre, post);
+    }
+    size_t inrun = 0;
+    for (size_t i = 0; i < rb.nsmp; i++)
+        if (rb.smp[i].phase == TF_PHASE_INRUN) {
+            assert_int_equal(rb.smp[i].thread, 1);
+            inrun++;
+        }
+    /* 30 transactions 2 ms apart, a sample due every 5 ms: about 12. */
+    assert_true(inrun >= 5 && inrun <= 31);
+    free_trace(&rb);
+}
+
+static void injected_offsets_shift_every_tsc_exactly_and_truth_reads_back(void **state)
+{
+    (void)state;
+    int cpus[1024];
+    int ncpus = cs_cpus(cpus, 1024);
+    char skew[512] = "TMTRACE_SKEW=", file[300];
+    for (int c = 0; c < ncpus && c < 8; c++)
+        snprintf(skew + strlen(skew), sizeof skew - strlen(skew), "%s%d:%d:0", c ? "," : "", cpus[c],
+                 -500000 + 250000 * c);
+    snprintf(file, sizeof file, "TMTRACE_FILE=%s", tu_path("skew.bin"));
+    const char *env[] = { file, skew, "TMTRACE_SAMPLE_MS=5", "TMTRACE_RESAMPLE_MS=1", NULL };
+    assert_child_ok(run_child(env, body_cpus_and_inrun, NULL));
+    struct readback rb;
+    read_trace(tu_path("skew.bin"), &rb);
+    assert_true(rb.hdr.flags & TF_HDR_INJECTED);
+    assert_int_equal(rb.nskew, (size_t)(ncpus < 8 ? ncpus : 8));
+    double hz = (double)rb.hdr.tsc_hz;
+    assert_int_equal(rb.nev, 90);
+    for (size_t i = 0; i < rb.nev + rb.nsmp; i++) {
+        int64_t got;
+        unsigned cpu;
+        if (i < rb.nev) {
+            assert_true(rb.ev[i].truth != 0);
+            got = (int64_t)(rb.ev[i].ts - rb.ev[i].truth);
+            cpu = rb.ev[i].cpu;
+        } else {
+            got = (int64_t)(rb.smp[i - rb.nev].tsc - rb.smp[i - rb.nev].truth_tsc);
+            cpu = rb.smp[i - rb.nev].cpu;
+        }
+        int64_t want = 0;
+        for (size_t k = 0; k < rb.nskew; k++)
+            if (rb.skew[k].cpu == cpu)
+                want = llround((double)rb.skew[k].offset_ns * hz / 1e9);
+        assert_int_equal(got, want);
+    }
+    free_trace(&rb);
+}
+
+/* ---- killed children ---------------------------------------------------- */
+
+static int body_busy(void *arg)
+{
+    int fd = *(int *)arg;
+    struct tb_thread t;
+    if (tb_attach(&t) != 0)
+        return 10;
+    if (write(fd, "r", 1) != 1)
+        return 12;
+    for (uint64_t i = 1;; i++) {
+        tb_ev_start(&t, 1, i, 0, 0);
+        tb_ev_write(&t, &cells[i & 3], i, 8);
+        tb_ev_commit(&t, i, 0, 1);
+    }
+    return 0;
+}
+
+/* Starts a busy traced child, waits until it runs (and the file has grown
+ * past `min_bytes`), sends `sig`; returns the wait status. */
+static int kill_busy_child(const char *const *env, const char *path, off_t min_bytes, int sig)
+{
+    int p[2];
+    assert_int_equal(pipe(p), 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        close(p[0]);
+        child_env(env);
+        if (config_load() != 0 || tracer_init() != 0)
+            _exit(90);
+        _exit(body_busy(&p[1]));
+    }
+    close(p[1]);
+    char c;
+    assert_int_equal(read(p[0], &c, 1), 1);
+    close(p[0]);
+    struct stat st;
+    for (int i = 0; i < 2000; i++) {
+        struct timespec ts = { 0, 5 * 1000000 };
+        nanosleep(&ts, NULL);
+        if (stat(path, &st) == 0 && st.st_size >= min_bytes)
+            break;
+    }
+    kill(pid, sig);
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    return status;
+}
+
+static void sigkill_leaves_every_flushed_chunk_readable(void **state)
+{
+    (void)state;
+    char file[300];
+    snprintf(file, sizeof file, "TMTRACE_FILE=%s", tu_path("kill.bin"));
+    const char *env[] = { file, "TMTRACE_SAMPLE_MS=5", "TMTRACE_BUFFER=64k", "TMTRACE_MEMORY=32M", NULL };
+    int status = kill_busy_child(env, tu_path("kill.bin"), 200000, SIGKILL);
+    assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+    struct readback rb;
+    read_trace(tu_path("kill.bin"), &rb);
+    /* A chunk cut by the kill may end the file; everything before reads. */
+    assert_false(rb.have_end);
+    assert_true(rb.nev >= 2048);
+    for (size_t i = 1; i < rb.nev; i++)
+        assert_true(rb.ev[i].seq > rb.ev[i - 1].seq);
+    free_trace(&rb);
+}
+
+static void check_sigterm(const char *name, const char *mode)
+{
+    char file[300], m[64];
+    snprintf(file, sizeof file, "TMTRACE_FILE=%s", tu_path(name));
+    snprintf(m, sizeof m, "TMTRACE_MODE=%s", mode);
+    const char *env[] = { file, m, "TMTRACE_SAMPLE_MS=5", "TMTRACE_BUFFER=64k", "TMTRACE_MEMORY=32M", NULL };
+    int status = kill_busy_child(env, tu_path(name), strcmp(mode, "stream") == 0 ? 200000 : 0, SIGTERM);
+    assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM);
+    struct readback rb;
+    read_trace(tu_path(name), &rb);
+    assert_false(rb.error);
+    assert_true(rb.have_end);
+    assert_int_equal(rb.nend, 1);
+    assert_int_equal(rb.end[0].events, rb.nev);
+    assert_true(rb.nev > 0);
+    /* A busy loop outruns any writer: drops are allowed but must add up. */
+    for (size_t i = 1; i < rb.nev; i++)
+        assert_true(rb.ev[i].seq > rb.ev[i - 1].seq);
+    assert_true(rb.ev[rb.nev - 1].seq + 1 <= rb.end[0].events + rb.end[0].dropped);
+    free_trace(&rb);
+}
+
+static void sigterm_leaves_a_complete_trace_in_stream_mode(void **state)
+{
+    (void)state;
+    check_sigterm("term-stream.bin", "stream");
+}
+
+static void sigterm_leaves_a_complete_trace_in_memory_mode(void **state)
+{
+    (void)state;
+    check_sigterm("term-memory.bin", "memory");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(every_record_kind_round_trips_through_the_file),
+        cmocka_unit_test(level_tx_records_no_reads_or_writes),
+        cmocka_unit_test(level_off_writes_no_trace_file),
+        cmocka_unit_test(stream_mode_writes_every_event_through_small_chunks),
+        cmocka_unit_test(memory_mode_writes_nothing_until_exit),
+        cmocka_unit_test(events_beyond_the_memory_cap_are_dropped_and_counted),
+        cmocka_unit_test(sampling_phases_cover_every_cpu_and_inrun_samples_appear),
+        cmocka_unit_test(injected_offsets_shift_every_tsc_exactly_and_truth_reads_back),
+        cmocka_unit_test(sigkill_leaves_every_flushed_chunk_readable),
+        cmocka_unit_test(sigterm_leaves_a_complete_trace_in_stream_mode),
+        cmocka_unit_test(sigterm_leaves_a_complete_trace_in_memory_mode),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
