@@ -58,14 +58,6 @@ struct intruder {
     long detected;
 };
 
-static uint64_t intr_rand(uint64_t *s)
-{
-    *s ^= *s >> 12;
-    *s ^= *s << 25;
-    *s ^= *s >> 27;
-    return *s * 0x2545F4914F6CDD1DULL;
-}
-
 static int intr_setup(const struct bench_opts *o, void **state)
 {
     struct intruder *w = calloc(1, sizeof *w);
@@ -92,20 +84,21 @@ static int intr_setup(const struct bench_opts *o, void **state)
         return -1;
     }
     rbt_init(&w->dict);
-    uint64_t rng = o->seed * 0x9E3779B97F4A7C15ULL + 3;
+    /* Setup draws from its own stream, independent of the workers. */
+    struct bench_thread rng = {.rng = o->seed * 0x9E3779B97F4A7C15ULL + 3};
     long siglen = (long)sizeof intr_signature - 1;
     for (long f = 0; f < w->flows; f++) {
         char *p = w->payload + f * INTR_MAX_LEN;
-        long len = INTR_MIN_LEN + (long)(intr_rand(&rng) % (INTR_MAX_LEN - INTR_MIN_LEN + 1));
+        long len = INTR_MIN_LEN + (long)(bench_rand(&rng) % (INTR_MAX_LEN - INTR_MIN_LEN + 1));
         for (long i = 0; i < len; i++)
-            p[i] = (char)('a' + intr_rand(&rng) % 26);
-        if ((long)(intr_rand(&rng) % 100) < w->attack_pct) {
-            memcpy(p + intr_rand(&rng) % (uint64_t)(len - siglen + 1), intr_signature, (size_t)siglen);
+            p[i] = (char)('a' + bench_rand(&rng) % 26);
+        if ((long)(bench_rand(&rng) % 100) < w->attack_pct) {
+            memcpy(p + bench_rand(&rng) % (uint64_t)(len - siglen + 1), intr_signature, (size_t)siglen);
             w->attack[f] = 1;
             w->planted++;
         }
         /* Near-equal pieces; fragment boundaries may cut the signature. */
-        long count = 1 + (long)(intr_rand(&rng) % (uint64_t)w->max_frags);
+        long count = 1 + (long)(bench_rand(&rng) % (uint64_t)w->max_frags);
         for (long k = 0, off = 0; k < count; k++) {
             long piece = (len - off) / (count - k);
             w->frags[w->nfrags] = (struct intr_frag){f, k, count, piece, p + off};
@@ -115,7 +108,7 @@ static int intr_setup(const struct bench_opts *o, void **state)
         }
     }
     for (long i = w->nfrags - 1; i > 0; i--) {
-        long j = (long)(intr_rand(&rng) % (uint64_t)(i + 1));
+        long j = (long)(bench_rand(&rng) % (uint64_t)(i + 1));
         struct intr_frag *t = w->queue[i];
         w->queue[i] = w->queue[j];
         w->queue[j] = t;

@@ -43,19 +43,11 @@ struct kmeans {
     long iterations, runs;
 };
 
-static uint64_t km_rand(uint64_t *s)
-{
-    *s ^= *s >> 12;
-    *s ^= *s << 25;
-    *s ^= *s >> 27;
-    return *s * 0x2545F4914F6CDD1DULL;
-}
-
 /* Uniform in [-half, half], quantised to 1/1024. */
-static double km_uniform(uint64_t *s, long half)
+static double km_uniform(struct bench_thread *s, long half)
 {
     long span = 2 * half * 1024 + 1;
-    return (double)((long)(km_rand(s) % (uint64_t)span) - half * 1024) / 1024.0;
+    return (double)((long)(bench_rand(s) % (uint64_t)span) - half * 1024) / 1024.0;
 }
 
 static int km_setup(const struct bench_opts *o, void **state)
@@ -91,11 +83,12 @@ static int km_setup(const struct bench_opts *o, void **state)
         fprintf(stderr, "kmeans: out of memory for %ld points\n", w->npoints);
         return -1;
     }
-    uint64_t rng = o->seed * 0x9E3779B97F4A7C15ULL + 5;
+    /* Setup draws from its own stream, independent of the workers. */
+    struct bench_thread rng = {.rng = o->seed * 0x9E3779B97F4A7C15ULL + 5};
     for (size_t i = 0; i < k * d; i++)
         truth[i] = km_uniform(&rng, 50);
     for (size_t p = 0; p < n; p++) {
-        const double *c = truth + (km_rand(&rng) % k) * d;
+        const double *c = truth + (bench_rand(&rng) % k) * d;
         for (size_t j = 0; j < d; j++)
             w->points[p * d + j] = c[j] + km_uniform(&rng, 2) + km_uniform(&rng, 2) + km_uniform(&rng, 2);
     }

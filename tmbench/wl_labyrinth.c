@@ -35,14 +35,6 @@ struct labyrinth {
     long routed, failed, retries;
 };
 
-static uint64_t lab_rand(uint64_t *s)
-{
-    *s ^= *s >> 12;
-    *s ^= *s << 25;
-    *s ^= *s >> 27;
-    return *s * 0x2545F4914F6CDD1DULL;
-}
-
 static int lab_setup(const struct bench_opts *o, void **state)
 {
     struct labyrinth *w = calloc(1, sizeof *w);
@@ -70,13 +62,14 @@ static int lab_setup(const struct bench_opts *o, void **state)
         fprintf(stderr, "labyrinth: out of memory for %ld cells\n", w->ncells);
         return -1;
     }
-    uint64_t rng = o->seed * 0x9E3779B97F4A7C15ULL + 7;
+    /* Setup draws from its own stream, independent of the workers. */
+    struct bench_thread rng = {.rng = o->seed * 0x9E3779B97F4A7C15ULL + 7};
     for (long i = 0; i < w->npaths; i++) {
         long *ends[2] = {&w->pairs[i].src, &w->pairs[i].dst};
         for (int e = 0; e < 2; e++) {
             long c;
             do
-                c = (long)(lab_rand(&rng) % (uint64_t)w->ncells);
+                c = (long)(bench_rand(&rng) % (uint64_t)w->ncells);
             while (w->grid[c] != LAB_FREE);
             w->grid[c] = LAB_ENDPOINT;
             *ends[e] = c;

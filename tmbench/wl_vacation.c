@@ -55,14 +55,6 @@ struct vacation {
     long reservations, deletions, updates;
 };
 
-static uint64_t vac_rand(uint64_t *s)
-{
-    *s ^= *s >> 12;
-    *s ^= *s << 25;
-    *s ^= *s >> 27;
-    return *s * 0x2545F4914F6CDD1DULL;
-}
-
 static struct vac_item *vac_item_new(long capacity, long price)
 {
     struct vac_item *it = malloc(sizeof *it);
@@ -96,14 +88,15 @@ static int vac_setup(const struct bench_opts *o, void **state)
     if (v->range < 1)
         v->range = 1;
 
-    uint64_t rng = o->seed * 0x9E3779B97F4A7C15ULL + 1;
+    /* Setup draws from its own stream, independent of the workers. */
+    struct bench_thread rng = {.rng = o->seed * 0x9E3779B97F4A7C15ULL + 1};
     for (int t = 0; t < VAC_TYPES; t++)
         rbt_init(&v->items[t]);
     rbt_init(&v->customers);
     for (long id = 1; id <= v->relations; id++) {
         for (int t = 0; t < VAC_TYPES; t++) {
-            struct vac_item *it = vac_item_new(VAC_CAPACITY_STEP * (1 + (long)(vac_rand(&rng) % 5)),
-                                               50 + 10 * (long)(vac_rand(&rng) % 50));
+            struct vac_item *it = vac_item_new(VAC_CAPACITY_STEP * (1 + (long)(bench_rand(&rng) % 5)),
+                                               50 + 10 * (long)(bench_rand(&rng) % 50));
             if (!it || !rbt_insert(&v->items[t], id, it, 0))
                 goto oom;
         }
