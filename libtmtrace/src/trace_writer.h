@@ -29,6 +29,7 @@ struct tb_chunk {
     size_t cap;               /* records that fit */
     uint64_t *truth;          /* uninjected TSC per record, or NULL */
     int pooled;               /* 1: belongs to the pool (counted in TMTRACE_MEMORY) */
+    size_t mapped;            /* bytes mmap'ed, 0 if from malloc */
     struct tf_sample samples[TB_CHUNK_SAMPLES];
     struct tf_record recs[];
 };
