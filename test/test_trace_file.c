@@ -199,6 +199,31 @@ static void assert_msg_names(const char *path, uint64_t off, const char *what)
         fail_msg("message '%s' lacks '%s' or '%s'", m, want, what);
 }
 
+/* The damaged copy `bad` reads k good chunks, then fails naming `off` and
+ * `what`; with salvage it reads to the end, skipping one region, with
+ * `events` events in `chunks` chunks. */
+static void expect_damage(const char *bad, int k, uint64_t off, const char *what, size_t events,
+                          size_t chunks)
+{
+    struct tf_reader *rd = tf_open(bad, 0);
+    assert_non_null(rd);
+    struct tf_chunk c;
+    for (int i = 0; i < k; i++)
+        assert_int_equal(tf_next(rd, &c), 1);
+    assert_int_equal(tf_next(rd, &c), -1);
+    assert_msg_names(bad, off, what);
+    tf_close(rd);
+
+    size_t got_chunks;
+    int rc;
+    uint64_t skipped;
+    size_t ev = read_all(bad, TF_SALVAGE, &got_chunks, &rc, &skipped);
+    assert_int_equal(rc, 0);
+    assert_int_equal(ev, events);
+    assert_int_equal(got_chunks, chunks);
+    assert_int_equal(skipped, 1);
+}
+
 /* ---- round trips ------------------------------------------------------- */
 
 static void round_trip_all_kinds(int codec)
@@ -483,24 +508,12 @@ static void test_torn_tail_is_an_error_or_skipped_bytes_with_salvage(void **s)
         int k = (int)(rnd() % 6); /* tear inside chunk k */
         uint64_t len = offs[k] + 1 + rnd() % (offs[k + 1] - offs[k] - 1);
         copy_prefix(path, cut, len, -1, 0);
-        struct tf_reader *rd = tf_open(cut, 0);
+        expect_damage(cut, k, offs[k], "truncated chunk", (size_t)k * 200, (size_t)k);
+        struct tf_reader *rd = tf_open(cut, TF_SALVAGE);
         assert_non_null(rd);
         struct tf_chunk c;
-        for (int i = 0; i < k; i++)
-            assert_int_equal(tf_next(rd, &c), 1);
-        assert_int_equal(tf_next(rd, &c), -1);
-        assert_msg_names(cut, offs[k], "truncated chunk");
-        tf_close(rd);
-
-        rd = tf_open(cut, TF_SALVAGE);
-        assert_non_null(rd);
-        size_t ev = 0;
-        int rc;
-        while ((rc = tf_next(rd, &c)) == 1)
-            ev += c.count;
-        assert_int_equal(rc, 0);
-        assert_int_equal(ev, (size_t)k * 200);
-        assert_int_equal(tf_reader_skipped(rd), 1);
+        while (tf_next(rd, &c) == 1)
+            ;
         assert_int_equal(tf_reader_skipped_bytes(rd), len - offs[k]);
         tf_close(rd);
     }
@@ -575,23 +588,7 @@ static void test_flipped_bit_in_chunk_header_skips_exactly_that_chunk(void **s)
     for (int k = 0; k < 5; k++) {
         for (int byte = 0; byte < 40; byte += 3) {
             copy_prefix(path, bad, offs[6], (long)(offs[k] + (uint64_t)byte), (unsigned)(byte % 8));
-            struct tf_reader *rd = tf_open(bad, 0);
-            assert_non_null(rd);
-            struct tf_chunk c;
-            for (int i = 0; i < k; i++)
-                assert_int_equal(tf_next(rd, &c), 1);
-            assert_int_equal(tf_next(rd, &c), -1);
-            assert_msg_names(bad, offs[k], "chunk");
-            tf_close(rd);
-
-            size_t chunks;
-            int rc;
-            uint64_t skipped;
-            size_t ev = read_all(bad, TF_SALVAGE, &chunks, &rc, &skipped);
-            assert_int_equal(rc, 0);
-            assert_int_equal(ev, 4 * 150);
-            assert_int_equal(chunks, 5); /* 4 EVENTS + END */
-            assert_int_equal(skipped, 1);
+            expect_damage(bad, k, offs[k], "chunk", 4 * 150, 5); /* 4 EVENTS + END */
         }
     }
 }
@@ -607,23 +604,7 @@ static void test_flipped_bit_in_payload_is_a_crc_mismatch(void **s)
             int k = (int)(rnd() % 6); /* 5 = the END chunk */
             uint64_t at = offs[k] + 40 + rnd() % (offs[k + 1] - offs[k] - 40);
             copy_prefix(path, bad, offs[6], (long)at, (unsigned)(rnd() % 8));
-            struct tf_reader *rd = tf_open(bad, 0);
-            assert_non_null(rd);
-            struct tf_chunk c;
-            for (int i = 0; i < k; i++)
-                assert_int_equal(tf_next(rd, &c), 1);
-            assert_int_equal(tf_next(rd, &c), -1);
-            assert_msg_names(bad, offs[k], "chunk CRC mismatch");
-            tf_close(rd);
-
-            size_t chunks;
-            int rc;
-            uint64_t skipped;
-            size_t ev = read_all(bad, TF_SALVAGE, &chunks, &rc, &skipped);
-            assert_int_equal(rc, 0);
-            assert_int_equal(ev, (size_t)(k < 5 ? 4 : 5) * 150);
-            assert_int_equal(chunks, 5);
-            assert_int_equal(skipped, 1);
+            expect_damage(bad, k, offs[k], "chunk CRC mismatch", (size_t)(k < 5 ? 4 : 5) * 150, 5);
         }
     }
 }

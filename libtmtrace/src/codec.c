@@ -173,7 +173,10 @@ static inline uint8_t *codec_encode_one(uint8_t *p, struct codec_pred *st, const
     return p;
 }
 
-static void codec_pred_init(struct codec_pred *st, uint64_t first_seq, uint64_t first_instance)
+/* Fresh predictor state; a merged chunk gets one seq/instance slot per
+ * thread id. 0, or -1 when that table cannot be allocated. */
+static int codec_pred_init(struct codec_pred *st, uint64_t first_seq, uint64_t first_instance,
+                           unsigned flags)
 {
     memset(st, 0, sizeof *st);
     st->slot0.seq = first_seq;
@@ -182,6 +185,14 @@ static void codec_pred_init(struct codec_pred *st, uint64_t first_seq, uint64_t 
     /* READ/WRITE accesses are mostly 8 bytes wide. */
     st->reason[TF_EV_READ] = 8;
     st->reason[TF_EV_WRITE] = 8;
+    if (flags & CODEC_EV_MERGED) {
+        st->slots = malloc(CODEC_THREAD_SLOTS * sizeof *st->slots);
+        if (!st->slots)
+            return -1;
+        for (unsigned k = 0; k < CODEC_THREAD_SLOTS; k++)
+            st->slots[k] = st->slot0;
+    }
+    return 0;
 }
 
 size_t codec_encode_records(uint8_t *out, const struct tf_record *recs, const uint64_t *truth,
@@ -190,10 +201,8 @@ size_t codec_encode_records(uint8_t *out, const struct tf_record *recs, const ui
 {
     unsigned fl = truth ? CODEC_EV_TRUTH : 0;
     struct codec_pred st;
-    codec_pred_init(&st, first_seq, first_instance);
-    uint8_t *p = out;
-    p = codec_put_varint(p, first_seq);
-    p = codec_put_varint(p, first_instance);
+    codec_pred_init(&st, first_seq, first_instance, fl); /* no table: cannot fail */
+    uint8_t *p = codec_put_varint(codec_put_varint(out, first_seq), first_instance);
     struct codec_item it = { 0 };
     for (size_t i = 0; i < n; i++) {
         const struct tf_record *r = &recs[i];
@@ -225,19 +234,11 @@ size_t codec_encode_events(uint8_t *out, const struct tf_event *ev, size_t n, ui
         fl |= CODEC_EV_MERGED;
     uint64_t first_seq = n ? ev[0].seq : 0, first_inst = n ? ev[0].instance : 0;
     struct codec_pred st;
-    codec_pred_init(&st, first_seq, first_inst);
-    if (fl & CODEC_EV_MERGED) {
-        st.slots = calloc(CODEC_THREAD_SLOTS, sizeof *st.slots);
-        if (!st.slots) {
-            error_set("out of memory encoding %zu events", n);
-            return 0;
-        }
-        for (unsigned k = 0; k < CODEC_THREAD_SLOTS; k++)
-            st.slots[k] = st.slot0;
+    if (codec_pred_init(&st, first_seq, first_inst, fl) != 0) {
+        error_set("out of memory encoding %zu events", n);
+        return 0;
     }
-    uint8_t *p = out;
-    p = codec_put_varint(p, first_seq);
-    p = codec_put_varint(p, first_inst);
+    uint8_t *p = codec_put_varint(codec_put_varint(out, first_seq), first_inst);
     struct codec_item it = { 0 };
     for (size_t i = 0; i < n; i++) {
         const struct tf_event *e = &ev[i];
@@ -273,17 +274,11 @@ int codec_decode_events(const uint8_t *in, size_t len, unsigned flags, uint32_t 
     uint64_t first_seq = 0, first_inst = 0, v, w;
     size_t i = 0;
     struct codec_pred st;
-    codec_pred_init(&st, 0, 0);
+    codec_pred_init(&st, 0, 0, 0);
     CODEC_GET(first_seq);
     CODEC_GET(first_inst);
-    codec_pred_init(&st, first_seq, first_inst);
-    if (flags & CODEC_EV_MERGED) {
-        st.slots = calloc(CODEC_THREAD_SLOTS, sizeof *st.slots);
-        if (!st.slots)
-            return error_set("out of memory decoding %zu events", n);
-        for (unsigned k = 0; k < CODEC_THREAD_SLOTS; k++)
-            st.slots[k] = st.slot0;
-    }
+    if (codec_pred_init(&st, first_seq, first_inst, flags) != 0)
+        return error_set("out of memory decoding %zu events", n);
     for (; i < n; i++) {
         struct tf_event *e = &ev[i];
         if (p >= end)
