@@ -1,0 +1,113 @@
+/*
+ * stm.h - TL2's STM_* programming layer over tl2.h, for programs written
+ * against TL2 0.9.6 (and the STAMP suite): STM_THREAD_T, STM_SELF,
+ * STM_BEGIN_RD/WR ... STM_END, STM_READ/WRITE(_P/_F), STM_MALLOC/FREE.
+ *
+ * Unlike the original, every accessor is exact on the variable's size: the
+ * macros dispatch on sizeof(var), so STM_WRITE on a 4-byte int or STM_WRITE_F
+ * on a float never touches the 4 bytes next to it, and _F on a double keeps
+ * its precision. STM_READ returns intptr_t as before, sign- or zero-extended
+ * according to the variable's type.
+ *
+ * Define TL2_COMPAT_KEEP_MALLOC before including this file to keep the C
+ * library's malloc/calloc/realloc/free names (by default they map onto
+ * tmalloc_*, as TL2's stm.h does).
+ */
+#ifndef STM_H
+#define STM_H 1
+
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tl2.h"
+
+#define STM_THREAD_T Thread
+#define STM_SELF Self
+#define STM_RO_FLAG ROFlag
+#define STM_JMPBUF_T sigjmp_buf
+#define STM_JMPBUF buf
+
+#define STM_MALLOC(size) TxAlloc(STM_SELF, size)
+#define STM_FREE(ptr) TxFree(STM_SELF, ptr)
+
+#ifndef TL2_COMPAT_KEEP_MALLOC
+#define malloc(size) tmalloc_reserve(size)
+#define calloc(n, size)                                                       \
+    ({                                                                        \
+        size_t stm_nbytes_ = (size_t)(n) * (size_t)(size);                    \
+        void *stm_p_ = tmalloc_reserve(stm_nbytes_);                          \
+        if (stm_p_)                                                           \
+            memset(stm_p_, 0, stm_nbytes_);                                   \
+        stm_p_;                                                               \
+    })
+#define realloc(ptr, size) tmalloc_reserveAgain(ptr, size)
+#define free(ptr) tmalloc_release(ptr)
+#endif
+
+#define STM_VALID() (1)
+#define STM_RESTART() TxAbort(STM_SELF)
+
+#define STM_STARTUP() TxOnce()
+#define STM_SHUTDOWN() TxShutdown()
+
+#define STM_NEW_THREAD() TxNewThread()
+#define STM_INIT_THREAD(t, id) TxInitThread(t, id)
+#define STM_FREE_THREAD(t) TxFreeThread(t)
+
+/* sigsetjmp runs here, in the caller's frame; TxStartAt takes its own copy
+ * of the buffer at once, so the buffer's scope ending at the `while (0)` does
+ * not matter. The signal mask is not saved (no system call per transaction). */
+#define STM_BEGIN(isReadOnly)                                                  \
+    do {                                                                       \
+        static TxSite stm_site_ = { __FILE__, __LINE__, "tl2", 0 };            \
+        STM_JMPBUF_T STM_JMPBUF;                                               \
+        int STM_RO_FLAG = (isReadOnly);                                        \
+        sigsetjmp(STM_JMPBUF, 0);                                              \
+        TxStartAt(STM_SELF, &STM_JMPBUF, &STM_RO_FLAG, &stm_site_);            \
+    } while (0) /* enforce comma */
+
+#define STM_BEGIN_RD() STM_BEGIN(1)
+#define STM_BEGIN_WR() STM_BEGIN(0)
+#define STM_END() TxCommit(STM_SELF)
+
+typedef volatile intptr_t vintp;
+
+/* 1 when the variable's type is unsigned (its value zero-extends). */
+#define STM_UNSIGNED_(var)                                                     \
+    _Generic((var), _Bool: 1, unsigned char: 1, unsigned short: 1,             \
+             unsigned int: 1, unsigned long: 1, unsigned long long: 1, default: 0)
+#define STM_EXTEND_(var, raw, bits)                                            \
+    (STM_UNSIGNED_(var) ? (intptr_t)(uint##bits##_t)(raw)                      \
+                        : (intptr_t)(int##bits##_t)(raw))
+
+#define STM_READ(var)                                                          \
+    (sizeof(var) == 4   ? STM_EXTEND_(var, TxLoad32(STM_SELF, (volatile uint32_t *)(void *)&(var)), 32) \
+     : sizeof(var) == 1 ? STM_EXTEND_(var, TxLoad8(STM_SELF, (volatile uint8_t *)(void *)&(var)), 8)    \
+     : sizeof(var) == 2 ? STM_EXTEND_(var, TxLoad16(STM_SELF, (volatile uint16_t *)(void *)&(var)), 16) \
+                        : TxLoad(STM_SELF, (vintp *)(void *)&(var)))
+#define STM_READ_P(var) ((void *)TxLoad(STM_SELF, (vintp *)(void *)&(var)))
+#define STM_READ_F(var)                                                        \
+    __builtin_choose_expr(sizeof(var) == 4,                                    \
+        TxLoadF(STM_SELF, (volatile float *)(void *)&(var)),                   \
+        TxLoadD(STM_SELF, (volatile double *)(void *)&(var)))
+
+#define STM_WRITE(var, val)                                                    \
+    (sizeof(var) == 4   ? TxStore32(STM_SELF, (volatile uint32_t *)(void *)&(var), (uint32_t)(intptr_t)(val)) \
+     : sizeof(var) == 1 ? TxStore8(STM_SELF, (volatile uint8_t *)(void *)&(var), (uint8_t)(intptr_t)(val))    \
+     : sizeof(var) == 2 ? TxStore16(STM_SELF, (volatile uint16_t *)(void *)&(var), (uint16_t)(intptr_t)(val)) \
+                        : TxStore(STM_SELF, (vintp *)(void *)&(var), (intptr_t)(val)))
+#define STM_WRITE_P(var, val)                                                  \
+    TxStore(STM_SELF, (vintp *)(void *)&(var), (intptr_t)(void *)(val))
+#define STM_WRITE_F(var, val)                                                  \
+    __builtin_choose_expr(sizeof(var) == 4,                                    \
+        TxStoreF(STM_SELF, (volatile float *)(void *)&(var), (float)(val)),    \
+        TxStoreD(STM_SELF, (volatile double *)(void *)&(var), (double)(val)))
+
+/* Thread-private data: plain stores, as in TL2. */
+#define STM_LOCAL_WRITE(var, val) ({ var = val; var; })
+#define STM_LOCAL_WRITE_F(var, val) ({ var = val; var; })
+#define STM_LOCAL_WRITE_P(var, val) ({ var = val; var; })
+
+#endif /* STM_H */

@@ -1,0 +1,260 @@
+/*
+ * tl2.c - the TL2 0.9.6 API (tl2.h) on top of libtmtrace's public API.
+ *
+ * Owns: the TL2 thread descriptor (a handle on the calling thread's tmt_tx,
+ * plus the undo log of TxStoreLocal) and the mapping of TL2's restart
+ * protocol onto the runtime's: the client fills its own sigjmp_buf, TxStart
+ * copies it into the buffer the runtime restarts through (tmt_tx_prepare),
+ * so every abort lands back at the client's sigsetjmp, which calls TxStart
+ * again. It must never reach into the runtime's internals; TL2 has no error
+ * returns, so an unusable runtime is reported on stderr and aborts the
+ * program (the only way to refuse).
+ */
+#include "tl2.h"
+
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tmtrace.h"
+
+/* TxSite is tmt_site under its TL2-side name. */
+_Static_assert(sizeof(TxSite) == sizeof(tmt_site), "TxSite must mirror tmt_site");
+_Static_assert(offsetof(TxSite, file) == offsetof(tmt_site, file), "TxSite.file");
+_Static_assert(offsetof(TxSite, line) == offsetof(tmt_site, line), "TxSite.line");
+_Static_assert(offsetof(TxSite, label) == offsetof(tmt_site, label), "TxSite.label");
+_Static_assert(offsetof(TxSite, id) == offsetof(tmt_site, id), "TxSite.id");
+
+struct tl2_undo {
+    volatile intptr_t *addr;
+    intptr_t old;
+};
+
+struct _Thread {
+    tmt_tx *tx;
+    long id;
+    int in_tx; /* between the outermost TxStart and its successful TxCommit */
+    struct tl2_undo *undo;
+    size_t nundo;
+    size_t capundo;
+};
+
+static tmt_site tl2_default_site = TMT_SITE_INIT("TxStart");
+
+static void tl2_fatal(const char *what)
+{
+    fprintf(stderr, "libtl2: %s: %s\n", what, tmt_error());
+    abort();
+}
+
+void TxOnce(void)
+{
+    if (tmt_init() != 0)
+        tl2_fatal("TxOnce");
+}
+
+void TxShutdown(void)
+{
+    if (tmt_shutdown() != 0)
+        fprintf(stderr, "libtl2: TxShutdown: %s\n", tmt_error());
+}
+
+Thread *TxNewThread(void)
+{
+    Thread *t = calloc(1, sizeof *t);
+    if (!t) {
+        fprintf(stderr, "libtl2: TxNewThread: out of memory\n");
+        abort();
+    }
+    return t;
+}
+
+void TxInitThread(Thread *Self, long id)
+{
+    Self->id = id;
+    Self->tx = tmt_thread_enter();
+    if (!Self->tx)
+        tl2_fatal("TxInitThread");
+}
+
+void TxFreeThread(Thread *Self)
+{
+    if (!Self)
+        return;
+    /* The runtime registers threads, not descriptors: only the thread that
+     * initialised this descriptor can leave. */
+    if (Self->tx && Self->tx == tmt_self())
+        tmt_thread_exit();
+    free(Self->undo);
+    free(Self);
+}
+
+/* Undoes the TxStoreLocal writes of an aborted attempt, newest first. */
+static void tl2_undo_locals(Thread *Self)
+{
+    while (Self->nundo > 0) {
+        struct tl2_undo *u = &Self->undo[--Self->nundo];
+        *u->addr = u->old;
+    }
+}
+
+void TxStartAt(Thread *Self, sigjmp_buf *envPtr, int *ROFlag, TxSite *site)
+{
+    tmt_tx *tx = Self->tx;
+    if (Self->in_tx && tmt_tx_depth(tx) == 0) {
+        /* Back from a restart: the runtime's buffer already holds the
+         * client's restart point. */
+        tl2_undo_locals(Self);
+        tmt_tx_start(tx);
+        return;
+    }
+    unsigned flags = (ROFlag && *ROFlag) ? TMT_TX_READ_ONLY : 0u;
+    sigjmp_buf *env = tmt_tx_prepare(tx, (tmt_site *)(void *)site, flags);
+    memcpy(env, envPtr, sizeof *env);
+    Self->in_tx = 1;
+    tmt_tx_start(tx);
+}
+
+void TxStart(Thread *Self, sigjmp_buf *envPtr, int *ROFlag)
+{
+    TxStartAt(Self, envPtr, ROFlag, (TxSite *)(void *)&tl2_default_site);
+}
+
+int TxCommit(Thread *Self)
+{
+    tmt_tx_commit(Self->tx);
+    if (tmt_tx_depth(Self->tx) == 0) {
+        Self->in_tx = 0;
+        Self->nundo = 0;
+    }
+    return 1;
+}
+
+void TxAbort(Thread *Self)
+{
+    tmt_tx_retry(Self->tx);
+}
+
+intptr_t TxLoad(Thread *Self, volatile intptr_t *addr)
+{
+    return (intptr_t)tmt_read_word(Self->tx, (volatile uintptr_t *)addr);
+}
+
+void TxStore(Thread *Self, volatile intptr_t *addr, intptr_t value)
+{
+    tmt_write_word(Self->tx, (volatile uintptr_t *)addr, (uintptr_t)value);
+}
+
+void TxStoreLocal(Thread *Self, volatile intptr_t *addr, intptr_t value)
+{
+    if (Self->in_tx) {
+        if (Self->nundo == Self->capundo) {
+            size_t cap = Self->capundo ? Self->capundo * 2 : 64;
+            struct tl2_undo *u = realloc(Self->undo, cap * sizeof *u);
+            if (!u) {
+                fprintf(stderr, "libtl2: TxStoreLocal: out of memory for the undo log\n");
+                abort();
+            }
+            Self->undo = u;
+            Self->capundo = cap;
+        }
+        Self->undo[Self->nundo].addr = addr;
+        Self->undo[Self->nundo].old = *addr;
+        Self->nundo++;
+    }
+    *addr = value;
+}
+
+uint8_t TxLoad8(Thread *Self, volatile uint8_t *addr)
+{
+    return tmt_read_u8(Self->tx, addr);
+}
+
+/* The runtime has no 2-byte access: two exact byte accesses (little endian). */
+uint16_t TxLoad16(Thread *Self, volatile uint16_t *addr)
+{
+    volatile uint8_t *b = (volatile uint8_t *)addr;
+    return (uint16_t)(tmt_read_u8(Self->tx, b) | (tmt_read_u8(Self->tx, b + 1) << 8));
+}
+
+uint32_t TxLoad32(Thread *Self, volatile uint32_t *addr)
+{
+    return (uint32_t)tmt_read_i32(Self->tx, (volatile int32_t *)addr);
+}
+
+float TxLoadF(Thread *Self, volatile float *addr)
+{
+    return tmt_read_float(Self->tx, addr);
+}
+
+double TxLoadD(Thread *Self, volatile double *addr)
+{
+    return tmt_read_double(Self->tx, addr);
+}
+
+void TxStore8(Thread *Self, volatile uint8_t *addr, uint8_t value)
+{
+    tmt_write_u8(Self->tx, addr, value);
+}
+
+void TxStore16(Thread *Self, volatile uint16_t *addr, uint16_t value)
+{
+    volatile uint8_t *b = (volatile uint8_t *)addr;
+    tmt_write_u8(Self->tx, b, (uint8_t)value);
+    tmt_write_u8(Self->tx, b + 1, (uint8_t)(value >> 8));
+}
+
+void TxStore32(Thread *Self, volatile uint32_t *addr, uint32_t value)
+{
+    tmt_write_i32(Self->tx, (volatile int32_t *)addr, (int32_t)value);
+}
+
+void TxStoreF(Thread *Self, volatile float *addr, float value)
+{
+    tmt_write_float(Self->tx, addr, value);
+}
+
+void TxStoreD(Thread *Self, volatile double *addr, double value)
+{
+    tmt_write_double(Self->tx, addr, value);
+}
+
+void *TxAlloc(Thread *Self, size_t size)
+{
+    return tmt_malloc(Self->tx, size);
+}
+
+void TxFree(Thread *Self, void *ptr)
+{
+    tmt_free(Self->tx, ptr);
+}
+
+void *tmalloc_reserve(size_t size)
+{
+    return malloc(size);
+}
+
+void *tmalloc_reserveAgain(void *ptr, size_t size)
+{
+    return realloc(ptr, size);
+}
+
+void tmalloc_release(void *ptr)
+{
+    free(ptr);
+}
+
+/* The runtime calls llround (from libm), but TL2's link line has no -lm: a
+ * weak stand-in keeps libtl2.a self-contained and gives way to libm's when a
+ * program links it. Rounds half away from zero, like llround. */
+__attribute__((weak)) long long llround(double x)
+{
+    long long i = (long long)x; /* truncates toward zero */
+    double frac = x - (double)i; /* exact: both have the same exponent range */
+    if (frac >= 0.5)
+        i++;
+    else if (frac <= -0.5)
+        i--;
+    return i;
+}

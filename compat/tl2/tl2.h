@@ -1,0 +1,88 @@
+/*
+ * tl2.h - the TL2 (release 0.9.6) programming interface, implemented on top
+ * of libtmtrace. Programs written for TL2 build unchanged against the
+ * directory that holds this header, stm.h and libtl2.a:
+ *
+ *     cc -DSTM -I$DIR prog.c -L$DIR -ltl2 -lpthread
+ *
+ * Differences from the original, all in the program's favour: the sized
+ * accessors below let stm.h read and write exactly the variable's bytes (the
+ * original moved 8 bytes for a 4-byte int or float); thread descriptors can be
+ * created and freed any number of times; the runtime's TMTRACE_* environment
+ * applies (tracing, hardware path, ...).
+ *
+ * This header must stay self-contained C: it is copied next to libtl2.a and
+ * included by programs that know nothing of libtmtrace.
+ */
+#ifndef TL2_H
+#define TL2_H 1
+
+#include <setjmp.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct _Thread Thread;
+
+/* A transaction's place in the source; STM_BEGIN declares one per use so the
+ * trace names TL2 transactions by file and line. Same layout as tmt_site. */
+typedef struct TxSite {
+    const char *file;
+    int line;
+    const char *label;
+    volatile uint32_t id;
+} TxSite;
+
+void TxOnce(void);
+void TxShutdown(void);
+
+Thread *TxNewThread(void);
+void TxInitThread(Thread *Self, long id);
+void TxFreeThread(Thread *Self);
+
+/* The caller has filled *envPtr with sigsetjmp; an abort restarts there.
+ * *ROFlag != 0 promises a read-only transaction (it is rerun as an update
+ * transaction if it writes). */
+void TxStart(Thread *Self, sigjmp_buf *envPtr, int *ROFlag);
+void TxStartAt(Thread *Self, sigjmp_buf *envPtr, int *ROFlag, TxSite *site);
+/* Returns (1) only when the transaction committed; otherwise it restarts. */
+int TxCommit(Thread *Self);
+/* Aborts the attempt and restarts the transaction; never returns. */
+void TxAbort(Thread *Self) __attribute__((noreturn));
+
+intptr_t TxLoad(Thread *Self, volatile intptr_t *addr);
+void TxStore(Thread *Self, volatile intptr_t *addr, intptr_t value);
+/* Thread-private location: written at once, restored if the attempt aborts. */
+void TxStoreLocal(Thread *Self, volatile intptr_t *addr, intptr_t value);
+
+/* Exact-size accesses (used by stm.h). */
+uint8_t TxLoad8(Thread *Self, volatile uint8_t *addr);
+uint16_t TxLoad16(Thread *Self, volatile uint16_t *addr);
+uint32_t TxLoad32(Thread *Self, volatile uint32_t *addr);
+float TxLoadF(Thread *Self, volatile float *addr);
+double TxLoadD(Thread *Self, volatile double *addr);
+void TxStore8(Thread *Self, volatile uint8_t *addr, uint8_t value);
+void TxStore16(Thread *Self, volatile uint16_t *addr, uint16_t value);
+void TxStore32(Thread *Self, volatile uint32_t *addr, uint32_t value);
+void TxStoreF(Thread *Self, volatile float *addr, float value);
+void TxStoreD(Thread *Self, volatile double *addr, double value);
+
+/* Transactional allocation: released if the attempt aborts; TxFree takes
+ * effect at commit and accepts memory from malloc. */
+void *TxAlloc(Thread *Self, size_t size);
+void TxFree(Thread *Self, void *ptr);
+
+/* TL2's allocator entry points (stm.h maps malloc/realloc/free onto them).
+ * Plain heap memory: TxFree and free() accept it. */
+void *tmalloc_reserve(size_t size);
+void *tmalloc_reserveAgain(void *ptr, size_t size);
+void tmalloc_release(void *ptr);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TL2_H */
