@@ -65,15 +65,15 @@ static inline struct tf_header tg_header(uint64_t tsc_hz, unsigned level, int in
     return h;
 }
 
-/* Writes a raw trace: sites 1..nsites, threads 1..n (their records, in
- * chunks of at most `chunk` records), samples, an END chunk with `dropped`
- * events lost on thread 1. Returns 0 or -1. */
-static inline int tg_write(const char *path, const struct tf_header *h, struct tg_thread *th, size_t n,
-                           const struct tf_sample *s, size_t ns, uint64_t dropped, size_t chunk)
+/* Starts a raw trace: sites 1..4, threads 1..n (with `events[i]` events
+ * and `dropped` lost on thread 1, also for the END chunk), samples. */
+static inline struct tf_writer *tg_begin(const char *path, const struct tf_header *h, size_t n,
+                                         const uint64_t *events, const struct tf_sample *s, size_t ns,
+                                         struct tf_thread_info *ti)
 {
     struct tf_writer *w = tf_create(path, h, 0);
     if (!w)
-        return -1;
+        return NULL;
     struct tf_site sites[4];
     memset(sites, 0, sizeof sites);
     for (unsigned i = 0; i < 4; i++) {
@@ -82,33 +82,63 @@ static inline int tg_write(const char *path, const struct tf_header *h, struct t
         strcpy(sites[i].file, "gen.c");
         snprintf(sites[i].label, sizeof sites[i].label, "site%u", i + 1);
     }
-    struct tf_thread_info ti[64];
-    memset(ti, 0, sizeof ti);
-    for (size_t i = 0; i < n && i < 64; i++) {
+    memset(ti, 0, n * sizeof *ti);
+    for (size_t i = 0; i < n; i++) {
         ti[i].id = (uint32_t)(i + 1);
-        ti[i].events = th[i].n;
+        ti[i].events = events[i];
     }
-    ti[0].dropped = dropped;
-    int rc = tf_write_sites(w, sites, 4) < 0 || tf_write_threads(w, ti, n) < 0 ? -1 : 0;
-    if (rc == 0 && ns)
-        rc = tf_write_samples(w, s, ns);
-    for (size_t i = 0; rc == 0 && i < n; i++) {
-        uint64_t inst = 0;
-        for (size_t k = 0; rc == 0 && k < th[i].n; k += chunk) {
-            size_t m = th[i].n - k < chunk ? th[i].n - k : chunk;
-            rc = tf_write_records(w, (uint32_t)(i + 1), k, inst, th[i].r + k, th[i].truth + k, m, TF_CODEC_NONE, 0);
-            for (size_t j = k; j < k + m; j++)
-                if (th[i].r[j].kind == TF_EV_START)
-                    inst = th[i].r[j].addr;
-        }
+    if (tf_write_sites(w, sites, 4) < 0 || tf_write_threads(w, ti, n) < 0 || (ns && tf_write_samples(w, s, ns) < 0)) {
+        tf_abandon(w);
+        return NULL;
     }
-    if (rc == 0)
-        rc = tf_write_end(w, ti, n, 0);
-    if (rc != 0) {
+    return w;
+}
+
+/* Appends thread `id`'s records [first_seq, first_seq + t->n) in chunks of
+ * at most `chunk`; *inst carries the instance across calls. */
+static inline int tg_records(struct tf_writer *w, uint32_t id, uint64_t first_seq, uint64_t *inst,
+                             const struct tg_thread *t, size_t chunk)
+{
+    for (size_t k = 0; k < t->n; k += chunk) {
+        size_t m = t->n - k < chunk ? t->n - k : chunk;
+        if (tf_write_records(w, id, first_seq + k, *inst, t->r + k, t->truth + k, m, TF_CODEC_NONE, 0) < 0)
+            return -1;
+        for (size_t j = k; j < k + m; j++)
+            if (t->r[j].kind == TF_EV_START)
+                *inst = t->r[j].addr;
+    }
+    return 0;
+}
+
+static inline int tg_end(struct tf_writer *w, const struct tf_thread_info *ti, size_t n)
+{
+    if (tf_write_end(w, ti, n, 0) < 0) {
         tf_abandon(w);
         return -1;
     }
     return tf_finish(w, 0);
+}
+
+/* A whole raw trace from in-memory threads (at most 64). */
+static inline int tg_write(const char *path, const struct tf_header *h, struct tg_thread *th, size_t n,
+                           const struct tf_sample *s, size_t ns, uint64_t dropped, size_t chunk)
+{
+    struct tf_thread_info ti[64];
+    uint64_t ev[64];
+    for (size_t i = 0; i < n && i < 64; i++)
+        ev[i] = th[i].n;
+    struct tf_writer *w = tg_begin(path, h, n, ev, s, ns, ti);
+    if (!w)
+        return -1;
+    ti[0].dropped = dropped;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t inst = 0;
+        if (tg_records(w, (uint32_t)(i + 1), 0, &inst, &th[i], chunk) < 0) {
+            tf_abandon(w);
+            return -1;
+        }
+    }
+    return tg_end(w, ti, n);
 }
 
 /* The number after "key": at the first occurrence after `from` (NULL = start);
