@@ -825,9 +825,9 @@ int tf_write_records(struct tf_writer *w, uint32_t thread, uint64_t first_seq, u
                      const struct tf_record *recs, const uint64_t *truth, size_t n, int codec, int level)
 {
     /* Long runs become several chunks; the instance carries over through
-     * the last START of each piece. */
+     * the last START of each piece. An empty run writes nothing. */
     size_t done = 0;
-    do {
+    while (done < n) {
         size_t m = n - done < CODEC_MAX_EVENTS ? n - done : CODEC_MAX_EVENTS;
         for (size_t i = done; i < done + m; i++)
             if (recs[i].kind == 0 || recs[i].kind >= TF_EV_KINDS)
@@ -844,7 +844,7 @@ int tf_write_records(struct tf_writer *w, uint32_t thread, uint64_t first_seq, u
             if (recs[i].kind == TF_EV_START)
                 first_instance = recs[i].addr;
         done += m;
-    } while (done < n);
+    }
     return 0;
 }
 
@@ -852,7 +852,7 @@ int tf_write_events(struct tf_writer *w, uint32_t thread, const struct tf_event 
                     int codec, int level)
 {
     size_t done = 0;
-    do {
+    while (done < n) {
         size_t m = n - done < CODEC_MAX_EVENTS ? n - done : CODEC_MAX_EVENTS;
         for (size_t i = done; i < done + m; i++)
             if (ev[i].kind == 0 || ev[i].kind >= TF_EV_KINDS)
@@ -867,7 +867,7 @@ int tf_write_events(struct tf_writer *w, uint32_t thread, const struct tf_event 
                          level) != 0)
             return -1;
         done += m;
-    } while (done < n);
+    }
     return 0;
 }
 
