@@ -76,8 +76,10 @@ void cr_text(FILE *f, const struct cr_input *in)
 {
     const struct ca_totals *t = ca_totals(in->st);
     char nb[300], nb2[300];
-    fprintf(f, "%s: %s trace, %llu events, %llu threads\n", in->path, in->synced ? "synchronised" : "raw",
-            (unsigned long long)t->events, (unsigned long long)in->ix->nsrc);
+    size_t nthreads;
+    ca_threads(in->st, &nthreads);
+    fprintf(f, "%s: %s trace, %llu events, %zu threads\n", in->path, in->synced ? "synchronised" : "raw",
+            (unsigned long long)t->events, nthreads);
     fprintf(f, "transactions %llu, attempts %llu, commits %llu, aborts %llu (stm %llu, htm %llu, user %llu), "
             "fallbacks %llu\n",
             (unsigned long long)t->transactions, (unsigned long long)t->attempts, (unsigned long long)t->commits,
