@@ -49,6 +49,16 @@ struct bank {
     uint64_t seed;
 };
 
+static void bank_transfer(tmt_tx *tx, struct bank *b, int from, int to, long amount)
+{
+    TMT_ATOMIC(tx, "bank-transfer") {
+        long f = tmt_read_long(tx, &b->acct[from]);
+        tmt_write_long(tx, &b->acct[from], f - amount);
+        long t = tmt_read_long(tx, &b->acct[to]);
+        tmt_write_long(tx, &b->acct[to], t + amount);
+    } TMT_END;
+}
+
 static void *bank_writer(void *arg)
 {
     struct bank *b = arg;
@@ -57,14 +67,7 @@ static void *bank_writer(void *arg)
     uint64_t r = __atomic_add_fetch(&b->seed, 0x9E3779B97F4A7C15ull, __ATOMIC_RELAXED) | 1;
     for (int i = 0; i < b->transfers_per_thread; i++) {
         r ^= r << 13, r ^= r >> 7, r ^= r << 17;
-        int from = (int)(r % ACCOUNTS), to = (int)((r >> 20) % ACCOUNTS);
-        const long amount = (long)((r >> 40) % 50);
-        TMT_ATOMIC(tx, "bank-transfer") {
-            long f = tmt_read_long(tx, &b->acct[from]);
-            tmt_write_long(tx, &b->acct[from], f - amount);
-            long t = tmt_read_long(tx, &b->acct[to]);
-            tmt_write_long(tx, &b->acct[to], t + amount);
-        } TMT_END;
+        bank_transfer(tx, b, (int)(r % ACCOUNTS), (int)((r >> 20) % ACCOUNTS), (long)((r >> 40) % 50));
     }
     __atomic_sub_fetch(&b->writers_left, 1, __ATOMIC_RELEASE);
     tmt_thread_exit();

@@ -137,7 +137,7 @@ uint64_t tx_oldest_active_rv(void)
     uint64_t oldest = UINT64_MAX;
     pthread_mutex_lock(&api_lock);
     for (struct tmt_tx *t = api_all; t; t = t->next) {
-        uint64_t rv = __atomic_load_n(&t->stm.active_rv, __ATOMIC_ACQUIRE);
+        uint64_t rv = __atomic_load_n(&t->stm.active_rv, __ATOMIC_SEQ_CST);
         if (rv < oldest)
             oldest = rv;
     }

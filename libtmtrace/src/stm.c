@@ -164,7 +164,10 @@ void stm_begin(struct tmt_tx *tx, int read_only)
         s->wgen = 1;
     }
     s->rv = __atomic_load_n(&stm_clock.now, __ATOMIC_ACQUIRE);
-    __atomic_store_n(&s->active_rv, s->rv, __ATOMIC_RELEASE);
+    /* Sequentially consistent (a full fence): either a reclaiming thread
+     * sees this attempt running, or this attempt's reads see the commit that
+     * unlinked what the reclaimer frees (and abort on it). See txmem.c. */
+    __atomic_store_n(&s->active_rv, s->rv, __ATOMIC_SEQ_CST);
 }
 
 /* ---- reads ------------------------------------------------------------------ */

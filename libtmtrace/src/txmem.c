@@ -17,6 +17,8 @@
 
 #define TXMEM_LIMBO_SCAN 64 /* limbo entries that trigger a reclamation pass */
 
+static uint64_t txmem_order; /* only ever the target of a fencing no-op */
+
 static void txmem_log(void ***log, uint32_t *n, uint32_t *cap, void *p)
 {
     if (*n == *cap)
@@ -47,6 +49,11 @@ void txmem_free(struct tmt_tx *tx, void *ptr)
 /* Frees every limbo entry no running attempt can reach; keeps the rest. */
 static void txmem_reclaim(struct tx_mem *m)
 {
+    /* Pairs with the sequentially consistent store in stm_begin(): the
+     * commit's stores are visible before the running attempts are looked at.
+     * A locked read-modify-write is the full fence (the thread sanitizer does
+     * not model stand-alone fences). */
+    __atomic_fetch_add(&txmem_order, 0, __ATOMIC_SEQ_CST);
     uint64_t oldest = tx_oldest_active_rv();
     uint32_t kept = 0;
     for (uint32_t i = 0; i < m->nlimbo; i++) {

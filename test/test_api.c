@@ -1,0 +1,312 @@
+/*
+ * test_api.c - the public API's rules: initialisation and its errors, user
+ * retry and cancel, flat nesting, thread descriptor reuse, statistics.
+ */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "config.h"
+#include "tmtrace.h"
+#include "tx.h"
+
+/* Runs first: nothing has initialised the runtime yet. */
+static void test_bad_tmtrace_value_makes_init_fail_naming_the_variable(void **s)
+{
+    (void)s;
+    setenv("TMTRACE_HTM", "sometimes", 1);
+    assert_int_equal(tmt_init(), -1);
+    assert_non_null(strstr(tmt_error(), "TMTRACE_HTM"));
+    assert_non_null(strstr(tmt_error(), "sometimes"));
+    assert_null(tmt_thread_enter());
+    unsetenv("TMTRACE_HTM");
+
+    setenv("TMTRACE_STRIPE", "12", 1); /* misspelt */
+    assert_int_equal(tmt_init(), -1);
+    assert_non_null(strstr(tmt_error(), "TMTRACE_STRIPE"));
+    unsetenv("TMTRACE_STRIPE");
+
+    /* Fixed environment: init succeeds and stays done. */
+    setenv("TMTRACE_HTM", "off", 1);
+    assert_int_equal(tmt_init(), 0);
+    assert_int_equal(tmt_init(), 0);
+    assert_int_equal(config.htm, CONFIG_HTM_OFF);
+    unsetenv("TMTRACE_HTM");
+}
+
+static void test_thread_enter_twice_returns_the_same_descriptor(void **s)
+{
+    (void)s;
+    assert_null(tmt_self());
+    tmt_tx *a = tmt_thread_enter();
+    assert_non_null(a);
+    assert_ptr_equal(tmt_thread_enter(), a);
+    assert_ptr_equal(tmt_self(), a);
+    assert_int_equal(tmt_tx_depth(a), 0);
+    tmt_thread_exit();
+    assert_null(tmt_self());
+}
+
+static void test_user_retry_discards_the_attempt_and_runs_again(void **s)
+{
+    (void)s;
+    tmt_tx *tx = tmt_thread_enter();
+    static long cell;
+    static long trail;
+    cell = 0;
+    trail = 0;
+    tmt_stats before, after;
+    tmt_stats_get(&before);
+    volatile int runs = 0;
+    TMT_ATOMIC(tx, "retry-three-times") {
+        runs++;
+        tmt_write_long(tx, &trail, tmt_read_long(tx, &trail) + 100); /* discarded on retry */
+        if (runs < 3)
+            tmt_tx_retry(tx);
+        tmt_write_long(tx, &cell, runs);
+    } TMT_END;
+    tmt_stats_get(&after);
+    assert_int_equal(runs, 3);
+    assert_int_equal(cell, 3);
+    assert_int_equal(trail, 100);
+    assert_int_equal(after.aborts_by_reason[TMT_ABORT_USER_RETRY] - before.aborts_by_reason[TMT_ABORT_USER_RETRY], 2);
+    assert_int_equal(after.commits - before.commits, 1);
+    tmt_thread_exit();
+}
+
+static void test_cancel_discards_the_effects_and_skips_the_block(void **s)
+{
+    (void)s;
+    tmt_tx *tx = tmt_thread_enter();
+    static long cell = 5;
+    volatile int after_cancel = 0, runs = 0;
+    tmt_stats before, after;
+    tmt_stats_get(&before);
+    TMT_ATOMIC(tx, "cancel") {
+        runs++;
+        tmt_write_long(tx, &cell, 99);
+        tmt_tx_cancel(tx);
+        after_cancel = 1;
+    } TMT_END;
+    tmt_stats_get(&after);
+    assert_int_equal(cell, 5);
+    assert_int_equal(runs, 1);
+    assert_int_equal(after_cancel, 0);
+    assert_int_equal(tmt_tx_depth(tx), 0);
+    assert_int_equal(after.aborts_by_reason[TMT_ABORT_USER_CANCEL] - before.aborts_by_reason[TMT_ABORT_USER_CANCEL], 1);
+    assert_int_equal(after.commits, before.commits);
+    /* The descriptor works normally afterwards. */
+    TMT_ATOMIC(tx, "after-cancel") {
+        tmt_write_long(tx, &cell, 6);
+    } TMT_END;
+    assert_int_equal(cell, 6);
+    tmt_thread_exit();
+}
+
+static void inner_increment(tmt_tx *tx, long *p, volatile int *inner_depth)
+{
+    TMT_ATOMIC(tx, "inner") {
+        *inner_depth = tmt_tx_depth(tx);
+        tmt_write_long(tx, p, tmt_read_long(tx, p) + 1);
+    } TMT_END;
+}
+
+static void test_nested_blocks_are_flattened_into_the_outer_one(void **s)
+{
+    (void)s;
+    tmt_tx *tx = tmt_thread_enter();
+    static long a, b;
+    a = b = 0;
+    volatile int inner_depth = 0, depth_after_inner = 0;
+    tmt_stats before, after;
+    tmt_stats_get(&before);
+    TMT_ATOMIC(tx, "outer") {
+        inner_increment(tx, &a, &inner_depth);
+        depth_after_inner = tmt_tx_depth(tx);
+        tmt_write_long(tx, &b, tmt_read_long(tx, &a) * 10);
+    } TMT_END;
+    tmt_stats_get(&after);
+    assert_int_equal(inner_depth, 2);
+    assert_int_equal(depth_after_inner, 1);
+    assert_int_equal(a, 1);
+    assert_int_equal(b, 10);
+    assert_int_equal(after.commits - before.commits, 1); /* one transaction, not two */
+    tmt_thread_exit();
+}
+
+static void test_retry_in_a_nested_block_restarts_the_outer_block(void **s)
+{
+    (void)s;
+    tmt_tx *tx = tmt_thread_enter();
+    static long cell;
+    cell = 0;
+    volatile int outer_runs = 0, inner_runs = 0;
+    TMT_ATOMIC(tx, "outer-r") {
+        outer_runs++;
+        tmt_write_long(tx, &cell, tmt_read_long(tx, &cell) + 1);
+        TMT_ATOMIC(tx, "inner-r") {
+            inner_runs++;
+            if (inner_runs == 1)
+                tmt_tx_retry(tx);
+        } TMT_END;
+    } TMT_END;
+    assert_int_equal(outer_runs, 2);
+    assert_int_equal(inner_runs, 2);
+    assert_int_equal(cell, 1);
+    tmt_thread_exit();
+}
+
+struct reuse {
+    long counter;
+    tmt_tx *seen[64];
+    int nseen;
+    pthread_mutex_t lock;
+};
+
+static void *reuse_thread(void *arg)
+{
+    struct reuse *r = arg;
+    tmt_tx *tx = tmt_thread_enter();
+    assert_non_null(tx);
+    pthread_mutex_lock(&r->lock);
+    int known = 0;
+    for (int i = 0; i < r->nseen; i++)
+        known |= r->seen[i] == tx;
+    if (!known && r->nseen < 64)
+        r->seen[r->nseen++] = tx;
+    pthread_mutex_unlock(&r->lock);
+    for (int i = 0; i < 20; i++) {
+        TMT_ATOMIC(tx, "reuse") {
+            tmt_write_long(tx, &r->counter, tmt_read_long(tx, &r->counter) + 1);
+        } TMT_END;
+    }
+    tmt_thread_exit();
+    return NULL;
+}
+
+static void test_thread_descriptors_are_reused_across_many_enters_and_exits(void **s)
+{
+    (void)s;
+    static struct reuse r;
+    memset(&r, 0, sizeof r);
+    pthread_mutex_init(&r.lock, NULL);
+    tmt_stats before, after;
+    tmt_stats_get(&before);
+    enum { ROUNDS = 40, THREADS = 4 };
+    for (int round = 0; round < ROUNDS; round++) {
+        pthread_t th[THREADS];
+        for (int i = 0; i < THREADS; i++)
+            assert_int_equal(pthread_create(&th[i], NULL, reuse_thread, &r), 0);
+        for (int i = 0; i < THREADS; i++)
+            pthread_join(th[i], NULL);
+    }
+    tmt_stats_get(&after);
+    assert_int_equal(r.counter, ROUNDS * THREADS * 20);
+    /* Statistics of exited threads are kept. */
+    assert_int_equal(after.commits - before.commits, (uint64_t)ROUNDS * THREADS * 20);
+    /* At most THREADS descriptors live at once, and exited ones are reused
+     * (the main thread's from earlier tests counts too). */
+    assert_true(r.nseen <= THREADS + 1);
+    pthread_mutex_destroy(&r.lock);
+}
+
+static void test_site_statistics_name_the_site_and_count_its_outcomes(void **s)
+{
+    (void)s;
+    tmt_tx *tx = tmt_thread_enter();
+    static long cell;
+    for (int i = 0; i < 7; i++) {
+        volatile int runs = 0;
+        TMT_ATOMIC(tx, "counted-site") {
+            if (runs++ == 0)
+                tmt_tx_retry(tx);
+            tmt_write_long(tx, &cell, i);
+        } TMT_END;
+    }
+    tmt_site_stats st[128];
+    size_t n = tmt_stats_sites(st, 128);
+    assert_true(n >= 1 && n <= 128);
+    int found = 0;
+    for (size_t i = 0; i < n; i++) {
+        assert_int_equal(st[i].id, i + 1);
+        if (strcmp(st[i].label, "counted-site") == 0) {
+            found++;
+            assert_non_null(strstr(st[i].file, "test_api.c"));
+            assert_true(st[i].line > 0);
+            assert_int_equal(st[i].commits, 7);
+            assert_int_equal(st[i].aborts, 7);
+            assert_int_equal(st[i].aborts_by_reason[TMT_ABORT_USER_RETRY], 7);
+        }
+    }
+    assert_int_equal(found, 1);
+    tmt_thread_exit();
+}
+
+static void test_abort_reasons_have_distinct_names(void **s)
+{
+    (void)s;
+    assert_string_equal(tmt_abort_reason_name(TMT_ABORT_READ_LOCKED), "read-locked");
+    assert_string_equal(tmt_abort_reason_name(TMT_ABORT_COMMIT_VALIDATE), "commit-validate");
+    assert_string_equal(tmt_abort_reason_name(TMT_ABORT_REASONS + 3), "unknown");
+    for (unsigned a = 0; a < TMT_ABORT_REASONS; a++)
+        for (unsigned b = a + 1; b < TMT_ABORT_REASONS; b++)
+            assert_string_not_equal(tmt_abort_reason_name(a), tmt_abort_reason_name(b));
+}
+
+static void test_typed_accessors_round_trip_every_type(void **s)
+{
+    (void)s;
+    tmt_tx *tx = tmt_thread_enter();
+    static struct {
+        uintptr_t w;
+        long l;
+        void *p;
+        int64_t i64;
+        int32_t i32;
+        uint8_t u8;
+        float f;
+        double d;
+    } v;
+    volatile int ok = 0;
+    TMT_ATOMIC(tx, "types") {
+        tmt_write_word(tx, &v.w, (uintptr_t)-3);
+        tmt_write_long(tx, &v.l, -123456789L);
+        tmt_write_ptr(tx, &v.p, &v);
+        tmt_write_i64(tx, &v.i64, INT64_MIN);
+        tmt_write_i32(tx, &v.i32, -7);
+        tmt_write_u8(tx, &v.u8, 250);
+        tmt_write_float(tx, &v.f, 0.75f);
+        tmt_write_double(tx, &v.d, -1e300);
+        ok = tmt_read_word(tx, &v.w) == (uintptr_t)-3 && tmt_read_long(tx, &v.l) == -123456789L &&
+             tmt_read_ptr(tx, &v.p) == (void *)&v && tmt_read_i64(tx, &v.i64) == INT64_MIN &&
+             tmt_read_i32(tx, &v.i32) == -7 && tmt_read_u8(tx, &v.u8) == 250 &&
+             tmt_read_float(tx, &v.f) == 0.75f && tmt_read_double(tx, &v.d) == -1e300;
+    } TMT_END;
+    assert_true(ok);
+    assert_true(v.w == (uintptr_t)-3 && v.l == -123456789L && v.p == (void *)&v);
+    assert_true(v.i64 == INT64_MIN && v.i32 == -7 && v.u8 == 250 && v.f == 0.75f && v.d == -1e300);
+    tmt_thread_exit();
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_bad_tmtrace_value_makes_init_fail_naming_the_variable),
+        cmocka_unit_test(test_thread_enter_twice_returns_the_same_descriptor),
+        cmocka_unit_test(test_user_retry_discards_the_attempt_and_runs_again),
+        cmocka_unit_test(test_cancel_discards_the_effects_and_skips_the_block),
+        cmocka_unit_test(test_nested_blocks_are_flattened_into_the_outer_one),
+        cmocka_unit_test(test_retry_in_a_nested_block_restarts_the_outer_block),
+        cmocka_unit_test(test_thread_descriptors_are_reused_across_many_enters_and_exits),
+        cmocka_unit_test(test_site_statistics_name_the_site_and_count_its_outcomes),
+        cmocka_unit_test(test_abort_reasons_have_distinct_names),
+        cmocka_unit_test(test_typed_accessors_round_trip_every_type),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,420 @@
+/*
+ * test_htm.c - the hybrid control flow, exercised through the emulated
+ * hardware path (this machine has no RTM): retries, fallbacks for each
+ * reason, the explicit abort while software transactions run and the wait
+ * for them, explicit user aborts, nesting, and atomicity of a bank mixing
+ * emulated hardware and software transactions. Also: `auto` without RTM is
+ * exactly `off`.
+ */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "config.h"
+#include "htm.h"
+#include "tmtrace.h"
+#include "tx.h"
+
+static int setup(void **state)
+{
+    (void)state;
+    assert_int_equal(tmt_init(), 0);
+    return 0;
+}
+
+/* Emulation with a chosen abort mix; every test starts from here. */
+static int emulate(void **state)
+{
+    (void)state;
+    config.htm = CONFIG_HTM_EMULATE;
+    config.htm_retries = 5;
+    config.htm_emu_abort_pct = 0;
+    config.htm_emu_explicit_pct = 0;
+    config.htm_emu_capacity = 4096;
+    config.seed = 7;
+    return 0;
+}
+
+static tmt_stats delta(const tmt_stats *before)
+{
+    tmt_stats now, d;
+    tmt_stats_get(&now);
+    d.commits = now.commits - before->commits;
+    d.aborts = now.aborts - before->aborts;
+    for (unsigned r = 0; r < TMT_ABORT_REASONS; r++)
+        d.aborts_by_reason[r] = now.aborts_by_reason[r] - before->aborts_by_reason[r];
+    d.htm_commits = now.htm_commits - before->htm_commits;
+    d.htm_aborts = now.htm_aborts - before->htm_aborts;
+    d.fallbacks = now.fallbacks - before->fallbacks;
+    return d;
+}
+
+/* One increment of *cell with `touches` extra reads; returns the mode the
+ * body ran in (of its last attempt). */
+static int increment(tmt_tx *tx, long *cell, int touches)
+{
+    volatile int mode = 0;
+    TMT_ATOMIC(tx, "htm-increment") {
+        long v = tmt_read_long(tx, cell);
+        for (int i = 0; i < touches; i++)
+            v += 0 * tmt_read_long(tx, cell);
+        tmt_write_long(tx, cell, v + 1);
+        mode = tx->mode;
+    } TMT_END;
+    return mode;
+}
+
+static void test_auto_without_rtm_behaves_exactly_like_off(void **s)
+{
+    (void)s;
+    config.htm = CONFIG_HTM_AUTO;
+    tmt_tx *tx = tmt_thread_enter();
+    static long cell;
+    tmt_stats before;
+    tmt_stats_get(&before);
+    int mode = 0;
+    for (int i = 0; i < 100; i++)
+        mode = increment(tx, &cell, 0);
+    tmt_stats d = delta(&before);
+    assert_int_equal(cell, 100);
+    if (htm_rtm_usable()) {
+        /* A machine with RTM takes the hardware path under auto. */
+        assert_int_equal(htm_path(), TX_MODE_HTM);
+    } else {
+        assert_int_equal(htm_path(), TX_MODE_NONE);
+        assert_int_equal(mode, TX_MODE_STM);
+        assert_int_equal(d.htm_commits + d.htm_aborts + d.fallbacks, 0);
+        assert_int_equal(d.commits, 100);
+        /* Software transactions do not even announce themselves. */
+        assert_int_equal(tx->stm.counted, 0);
+    }
+    tmt_thread_exit();
+}
+
+static void test_attempts_without_injected_aborts_commit_in_hardware(void **s)
+{
+    (void)s;
+    tmt_tx *tx = tmt_thread_enter();
+    static long cell;
+    tmt_stats before;
+    tmt_stats_get(&before);
+    int mode = increment(tx, &cell, 3);
+    tmt_stats d = delta(&before);
+    assert_int_equal(mode, TX_MODE_HTM_EMU);
+    assert_int_equal(cell, 1);
+    assert_int_equal(d.htm_commits, 1);
+    assert_int_equal(d.commits, 1);
+    assert_int_equal(d.htm_aborts + d.fallbacks, 0);
+    tmt_thread_exit();
+}
+
+static void test_conflicts_are_retried_then_fall_back_when_attempts_run_out(void **s)
+{
+    (void)s;
+    config.htm_emu_abort_pct = 100; /* every attempt: CONFLICT|RETRY */
+    tmt_tx *tx = tmt_thread_enter();
+    static long cell;
+    cell = 0;
+    tmt_stats before;
+    tmt_stats_get(&before);
+    int mode = increment(tx, &cell, 20);
+    tmt_stats d = delta(&before);
+    assert_int_equal(mode, TX_MODE_STM);
+    /* The aborted attempts' writes were undone: one increment in all. */
+    assert_int_equal(cell, 1);
+    assert_int_equal(d.htm_aborts, 5);
+    assert_int_equal(d.aborts_by_reason[TMT_ABORT_HTM], 5);
+    assert_int_equal(d.fallbacks, 1);
+    assert_int_equal(d.htm_commits, 0);
+    assert_int_equal(d.commits, 1);
+    assert_int_equal(tx->htm.last_status, TMT_HTM_CONFLICT | TMT_HTM_RETRY);
+    tmt_thread_exit();
+}
+
+static void test_status_without_retry_falls_back_at_once(void **s)
+{
+    (void)s;
+    config.htm_emu_explicit_pct = 100;
+    tmt_tx *tx = tmt_thread_enter();
+    static long cell;
+    tmt_stats before;
+    tmt_stats_get(&before);
+    int mode = increment(tx, &cell, 20);
+    tmt_stats d = delta(&before);
+    assert_int_equal(mode, TX_MODE_STM);
+    assert_int_equal(d.htm_aborts, 1);
+    assert_int_equal(d.fallbacks, 1);
+    assert_true(tx->htm.last_status & TMT_HTM_EXPLICIT);
+    assert_false(tx->htm.last_status & TMT_HTM_RETRY);
+    assert_int_equal(tmt_htm_abort_code(tx->htm.last_status), HTM_CODE_EMU_EXPLICIT);
+    tmt_thread_exit();
+}
+
+static void test_capacity_overflow_falls_back_at_once(void **s)
+{
+    (void)s;
+    config.htm_emu_capacity = 8;
+    tmt_tx *tx = tmt_thread_enter();
+    static long cell;
+    cell = 0;
+    tmt_stats before;
+    tmt_stats_get(&before);
+    int small = increment(tx, &cell, 2); /* 4 accesses: fits */
+    int large = increment(tx, &cell, 20); /* 22 accesses: does not */
+    tmt_stats d = delta(&before);
+    assert_int_equal(small, TX_MODE_HTM_EMU);
+    assert_int_equal(large, TX_MODE_STM);
+    assert_int_equal(cell, 2);
+    assert_int_equal(d.htm_aborts, 1);
+    assert_int_equal(d.fallbacks, 1);
+    assert_int_equal(tx->htm.last_status, TMT_HTM_CAPACITY);
+    tmt_thread_exit();
+}
+
+static void test_zero_retries_means_software_only(void **s)
+{
+    (void)s;
+    config.htm_retries = 0;
+    tmt_tx *tx = tmt_thread_enter();
+    static long cell;
+    tmt_stats before;
+    tmt_stats_get(&before);
+    assert_int_equal(increment(tx, &cell, 0), TX_MODE_STM);
+    tmt_stats d = delta(&before);
+    assert_int_equal(d.htm_aborts + d.htm_commits + d.fallbacks, 0);
+    tmt_thread_exit();
+}
+
+/* ---- software transaction active: explicit abort, wait, retry ------------- */
+
+struct overlap {
+    long cell;
+    tmt_tx *hw;   /* the thread whose hardware attempt must be refused */
+    int hw_ready;
+};
+
+static void *software_holder(void *arg)
+{
+    struct overlap *o = arg;
+    tmt_tx *tx = tmt_thread_enter();
+    TMT_ATOMIC_FLAGS(tx, "sw-holder", TMT_TX_NO_HTM) {
+        tmt_write_long(tx, &o->cell, tmt_read_long(tx, &o->cell) + 10);
+        /* Stay inside until the hardware side was refused once. */
+        while (!__atomic_load_n(&o->hw_ready, __ATOMIC_ACQUIRE) ||
+               __atomic_load_n(&o->hw->stats.htm_aborts, __ATOMIC_RELAXED) == 0)
+            tx_pause();
+    } TMT_END;
+    tmt_thread_exit();
+    return NULL;
+}
+
+static void test_software_activity_aborts_hardware_explicitly_and_it_waits(void **s)
+{
+    (void)s;
+    static struct overlap o;
+    memset(&o, 0, sizeof o);
+    tmt_tx *tx = tmt_thread_enter();
+    o.hw = tx;
+    uint64_t aborts_before = tx->stats.htm_aborts;
+    assert_int_equal(aborts_before, 0);
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, software_holder, &o), 0);
+    tmt_stats before;
+    tmt_stats_get(&before);
+    /* The holder is inside its software transaction (it announced itself
+     * before taking its start version). */
+    while (tx_oldest_active_rv() == UINT64_MAX)
+        tx_pause();
+    __atomic_store_n(&o.hw_ready, 1, __ATOMIC_RELEASE);
+    int mode = increment(tx, &o.cell, 0);
+    pthread_join(th, NULL);
+    tmt_stats d = delta(&before);
+    assert_int_equal(mode, TX_MODE_HTM_EMU);
+    assert_int_equal(o.cell, 11);
+    assert_int_equal(tx->stats.htm_aborts, 1);
+    assert_int_equal(tx->htm.last_status, TMT_HTM_EXPLICIT | (TMT_HTM_CODE_STM_ACTIVE << 24));
+    assert_int_equal(d.fallbacks, 0);
+    assert_int_equal(d.htm_commits, 1);
+    tmt_thread_exit();
+}
+
+/* ---- user aborts and nesting inside hardware attempts ------------------------- */
+
+static void test_user_retry_in_hardware_reruns_on_the_software_path(void **s)
+{
+    (void)s;
+    tmt_tx *tx = tmt_thread_enter();
+    static long cell;
+    cell = 0;
+    volatile int runs = 0, first_mode = 0, last_mode = 0;
+    TMT_ATOMIC(tx, "hw-retry") {
+        if (runs++ == 0)
+            first_mode = tx->mode;
+        tmt_write_long(tx, &cell, tmt_read_long(tx, &cell) + 1);
+        last_mode = tx->mode;
+        if (runs == 1)
+            tmt_tx_retry(tx);
+    } TMT_END;
+    assert_int_equal(first_mode, TX_MODE_HTM_EMU);
+    assert_int_equal(last_mode, TX_MODE_STM);
+    assert_int_equal(cell, 1);
+    assert_int_equal(tmt_htm_abort_code(tx->htm.last_status), HTM_CODE_USER_RETRY);
+    tmt_thread_exit();
+}
+
+static void test_user_cancel_in_hardware_undoes_and_skips(void **s)
+{
+    (void)s;
+    tmt_tx *tx = tmt_thread_enter();
+    static long cell = 4;
+    volatile int runs = 0, mode = 0, after = 0;
+    TMT_ATOMIC(tx, "hw-cancel") {
+        runs++;
+        mode = tx->mode;
+        tmt_write_long(tx, &cell, 1000);
+        tmt_tx_cancel(tx);
+        after = 1;
+    } TMT_END;
+    assert_int_equal(mode, TX_MODE_HTM_EMU);
+    assert_int_equal(runs, 1);
+    assert_int_equal(after, 0);
+    assert_int_equal(cell, 4);
+    tmt_thread_exit();
+}
+
+static void test_nested_block_asking_for_the_stm_moves_the_whole_transaction(void **s)
+{
+    (void)s;
+    tmt_tx *tx = tmt_thread_enter();
+    static long cell;
+    cell = 0;
+    volatile int outer_runs = 0, inner_mode = 0;
+    tmt_stats before;
+    tmt_stats_get(&before);
+    TMT_ATOMIC(tx, "hw-outer") {
+        outer_runs++;
+        tmt_write_long(tx, &cell, tmt_read_long(tx, &cell) + 1);
+        TMT_ATOMIC_FLAGS(tx, "stm-inner", TMT_TX_NO_HTM) {
+            inner_mode = tx->mode;
+        } TMT_END;
+    } TMT_END;
+    tmt_stats d = delta(&before);
+    assert_int_equal(outer_runs, 2);
+    assert_int_equal(inner_mode, TX_MODE_STM);
+    assert_int_equal(cell, 1);
+    assert_int_equal(d.fallbacks, 1);
+    assert_int_equal(d.commits, 1);
+    tmt_thread_exit();
+}
+
+/* ---- bank under the hybrid ------------------------------------------------------- */
+
+#define H_ACCOUNTS 16
+
+struct hbank {
+    int32_t acct[H_ACCOUNTS]; /* 4-byte accounts: hybrid and sub-word at once */
+    int per_thread;
+    int running;
+    long audits, bad;
+    int next;
+};
+
+static void hbank_transfer(tmt_tx *tx, struct hbank *b, int from, int to)
+{
+    TMT_ATOMIC(tx, "hbank-transfer") {
+        int32_t f = tmt_read_i32(tx, &b->acct[from]);
+        tmt_write_i32(tx, &b->acct[from], f - 3);
+        int32_t t = tmt_read_i32(tx, &b->acct[to]);
+        tmt_write_i32(tx, &b->acct[to], t + 3);
+    } TMT_END;
+}
+
+static void *hbank_thread(void *arg)
+{
+    struct hbank *b = arg;
+    int me = __atomic_fetch_add(&b->next, 1, __ATOMIC_RELAXED);
+    tmt_tx *tx = tmt_thread_enter();
+    uint64_t r = 0x1234567ull * (uint64_t)(me + 1);
+    if (me == 0) {
+        do {
+            volatile int32_t sum = 0;
+            TMT_ATOMIC_FLAGS(tx, "hbank-audit", TMT_TX_READ_ONLY) {
+                sum = 0;
+                for (int i = 0; i < H_ACCOUNTS; i++)
+                    sum += tmt_read_i32(tx, &b->acct[i]);
+            } TMT_END;
+            b->audits++;
+            b->bad += sum != H_ACCOUNTS * 100;
+        } while (__atomic_load_n(&b->running, __ATOMIC_ACQUIRE) > 0 || b->audits < 3);
+    } else {
+        for (int i = 0; i < b->per_thread; i++) {
+            r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+            hbank_transfer(tx, b, (int)(r % H_ACCOUNTS), (int)((r >> 17) % H_ACCOUNTS));
+        }
+        __atomic_sub_fetch(&b->running, 1, __ATOMIC_RELEASE);
+    }
+    tmt_thread_exit();
+    return NULL;
+}
+
+static void hbank(int writers)
+{
+    /* The documented default mix. */
+    config.htm_emu_abort_pct = 10;
+    config.htm_emu_explicit_pct = 2;
+    static struct hbank b;
+    memset(&b, 0, sizeof b);
+    for (int i = 0; i < H_ACCOUNTS; i++)
+        b.acct[i] = 100;
+    b.per_thread = 4000 / writers;
+    b.running = writers;
+    tmt_stats before;
+    tmt_stats_get(&before);
+    pthread_t th[9];
+    for (int i = 0; i <= writers; i++)
+        assert_int_equal(pthread_create(&th[i], NULL, hbank_thread, &b), 0);
+    for (int i = 0; i <= writers; i++)
+        pthread_join(th[i], NULL);
+    tmt_stats d = delta(&before);
+    int32_t total = 0;
+    for (int i = 0; i < H_ACCOUNTS; i++)
+        total += b.acct[i];
+    assert_int_equal(total, H_ACCOUNTS * 100);
+    assert_int_equal(b.bad, 0);
+    assert_int_equal(d.commits, (uint64_t)(b.per_thread * writers) + (uint64_t)b.audits);
+    /* Both paths really ran. */
+    assert_true(d.htm_commits > 0);
+    assert_true(d.fallbacks > 0);
+    assert_true(d.commits > d.htm_commits);
+}
+
+static void test_bank_is_atomic_on_the_hybrid_with_1_writer(void **s) { (void)s; hbank(1); }
+static void test_bank_is_atomic_on_the_hybrid_with_2_writers(void **s) { (void)s; hbank(2); }
+static void test_bank_is_atomic_on_the_hybrid_with_4_writers(void **s) { (void)s; hbank(4); }
+static void test_bank_is_atomic_on_the_hybrid_with_8_writers(void **s) { (void)s; hbank(8); }
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup(test_auto_without_rtm_behaves_exactly_like_off, emulate),
+        cmocka_unit_test_setup(test_attempts_without_injected_aborts_commit_in_hardware, emulate),
+        cmocka_unit_test_setup(test_conflicts_are_retried_then_fall_back_when_attempts_run_out, emulate),
+        cmocka_unit_test_setup(test_status_without_retry_falls_back_at_once, emulate),
+        cmocka_unit_test_setup(test_capacity_overflow_falls_back_at_once, emulate),
+        cmocka_unit_test_setup(test_zero_retries_means_software_only, emulate),
+        cmocka_unit_test_setup(test_software_activity_aborts_hardware_explicitly_and_it_waits, emulate),
+        cmocka_unit_test_setup(test_user_retry_in_hardware_reruns_on_the_software_path, emulate),
+        cmocka_unit_test_setup(test_user_cancel_in_hardware_undoes_and_skips, emulate),
+        cmocka_unit_test_setup(test_nested_block_asking_for_the_stm_moves_the_whole_transaction, emulate),
+        cmocka_unit_test_setup(test_bank_is_atomic_on_the_hybrid_with_1_writer, emulate),
+        cmocka_unit_test_setup(test_bank_is_atomic_on_the_hybrid_with_2_writers, emulate),
+        cmocka_unit_test_setup(test_bank_is_atomic_on_the_hybrid_with_4_writers, emulate),
+        cmocka_unit_test_setup(test_bank_is_atomic_on_the_hybrid_with_8_writers, emulate),
+    };
+    return cmocka_run_group_tests(tests, setup, NULL);
+}

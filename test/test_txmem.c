@@ -1,0 +1,220 @@
+/*
+ * test_txmem.c - transactional malloc/free: aborted attempts release their
+ * allocations, frees take effect only at commit, outside transactions they
+ * are malloc/free, and memory freed by a commit is never released while a
+ * concurrent transaction may still read it (ASan turns that into a failure).
+ */
+#include <malloc.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "config.h"
+#include "tmtrace.h"
+#include "tx.h"
+
+static int setup(void **state)
+{
+    (void)state;
+    assert_int_equal(tmt_init(), 0);
+    config.htm = CONFIG_HTM_OFF;
+    return 0;
+}
+
+/* Bytes the allocator has handed out (mmapped blocks included). */
+static size_t heap_in_use(void)
+{
+    struct mallinfo2 mi = mallinfo2();
+    return mi.uordblks + mi.hblkhd;
+}
+
+static void test_allocations_of_aborted_attempts_are_released(void **s)
+{
+    (void)s;
+    tmt_tx *tx = tmt_thread_enter();
+    enum { BLOCK = 256 * 1024, ATTEMPTS = 20 };
+    static void *volatile kept;
+    volatile int runs = 0;
+    volatile uint32_t logged = 0;
+    size_t before = heap_in_use();
+    TMT_ATOMIC(tx, "alloc-and-retry") {
+        char *p = tmt_malloc(tx, BLOCK);
+        assert_non_null(p);
+        memset(p, 0x5a, BLOCK);
+        logged = tx->mem.nallocs;
+        kept = p;
+        if (++runs < ATTEMPTS)
+            tmt_tx_retry(tx);
+    } TMT_END;
+    size_t after = heap_in_use();
+    assert_int_equal(runs, ATTEMPTS);
+    assert_int_equal(logged, 1);
+    assert_int_equal(tx->mem.nallocs, 0);
+    /* One block survives, not twenty (allocator metadata is small). */
+    assert_true(after - before < 2 * BLOCK);
+    assert_int_equal(((char *)kept)[BLOCK - 1], 0x5a);
+    free(kept);
+    tmt_thread_exit();
+}
+
+static void test_free_takes_effect_only_when_the_transaction_commits(void **s)
+{
+    (void)s;
+    tmt_tx *tx = tmt_thread_enter();
+    enum { N = 64 };
+    unsigned char *p = malloc(N); /* allocated outside any transaction */
+    assert_non_null(p);
+    memset(p, 0xc3, N);
+    volatile int runs = 0, intact = 1;
+    TMT_ATOMIC(tx, "free-then-retry") {
+        /* On the rerun the aborted free must not have happened: the block
+         * still holds its bytes (ASan would also report a use after free). */
+        for (int i = 0; i < N; i++)
+            intact &= p[i] == 0xc3;
+        tmt_free(tx, p);
+        if (++runs == 1)
+            tmt_tx_retry(tx);
+    } TMT_END;
+    assert_int_equal(runs, 2);
+    assert_true(intact);
+    assert_int_equal(tx->mem.nfrees, 0);
+    /* Committed: handed to reclamation, released at the latest when the
+     * thread leaves. */
+    assert_int_equal(tx->mem.nlimbo, 1);
+    tmt_thread_exit();
+    assert_int_equal(tx->mem.nlimbo, 0);
+}
+
+static void test_cancel_releases_allocations_and_forgets_frees(void **s)
+{
+    (void)s;
+    tmt_tx *tx = tmt_thread_enter();
+    long *outside = malloc(sizeof *outside);
+    assert_non_null(outside);
+    *outside = 77;
+    size_t before = heap_in_use();
+    TMT_ATOMIC(tx, "alloc-free-cancel") {
+        void *big = tmt_malloc(tx, 512 * 1024);
+        assert_non_null(big);
+        tmt_free(tx, outside);
+        tmt_tx_cancel(tx);
+    } TMT_END;
+    assert_true(heap_in_use() - before < 64 * 1024);
+    assert_int_equal(*outside, 77); /* not freed */
+    assert_int_equal(tx->mem.nallocs + tx->mem.nfrees + tx->mem.nlimbo, 0);
+    free(outside);
+    tmt_thread_exit();
+}
+
+static void test_outside_a_transaction_they_are_malloc_and_free(void **s)
+{
+    (void)s;
+    tmt_tx *tx = tmt_thread_enter();
+    long *p = tmt_malloc(tx, 16 * sizeof *p);
+    assert_non_null(p);
+    p[15] = 3;
+    assert_int_equal(tx->mem.nallocs, 0);
+    tmt_free(tx, p);
+    assert_int_equal(tx->mem.nfrees + tx->mem.nlimbo, 0);
+    tmt_free(tx, NULL);
+    tmt_thread_exit();
+}
+
+/* ---- concurrent unlink + free against readers ------------------------------ */
+
+struct node {
+    long value;
+    struct node *next;
+};
+
+struct list {
+    struct node *head;
+    int len;
+    int ops;
+    int next_id;
+    long bad_sums;
+};
+
+static void *list_thread(void *arg)
+{
+    struct list *l = arg;
+    int me = __atomic_fetch_add(&l->next_id, 1, __ATOMIC_RELAXED);
+    tmt_tx *tx = tmt_thread_enter();
+    for (int i = 0; i < l->ops; i++) {
+        if (me == 0) {
+            /* Replace the first node with a fresh one at the end. */
+            TMT_ATOMIC(tx, "list-rotate") {
+                struct node *first = tmt_read_ptr(tx, (void **)&l->head);
+                struct node *n = tmt_malloc(tx, sizeof *n);
+                tmt_write_long(tx, &n->value, 1);
+                tmt_write_ptr(tx, (void **)&n->next, NULL);
+                struct node *rest = tmt_read_ptr(tx, (void **)&first->next);
+                tmt_write_ptr(tx, (void **)&l->head, rest);
+                struct node *last = rest;
+                for (struct node *nx; (nx = tmt_read_ptr(tx, (void **)&last->next)) != NULL;)
+                    last = nx;
+                tmt_write_ptr(tx, (void **)&last->next, n);
+                tmt_free(tx, first);
+            } TMT_END;
+        } else {
+            volatile long sum = 0;
+            TMT_ATOMIC_FLAGS(tx, "list-sum", TMT_TX_READ_ONLY) {
+                sum = 0;
+                for (struct node *n = tmt_read_ptr(tx, (void **)&l->head); n;
+                     n = tmt_read_ptr(tx, (void **)&n->next))
+                    sum += tmt_read_long(tx, &n->value);
+            } TMT_END;
+            if (sum != l->len)
+                __atomic_add_fetch(&l->bad_sums, 1, __ATOMIC_RELAXED);
+        }
+    }
+    tmt_thread_exit();
+    return NULL;
+}
+
+static void test_freed_nodes_stay_readable_until_concurrent_readers_finish(void **s)
+{
+    (void)s;
+    static struct list l;
+    memset(&l, 0, sizeof l);
+    l.len = 8;
+    l.ops = 3000;
+    for (int i = 0; i < l.len; i++) {
+        struct node *n = malloc(sizeof *n);
+        assert_non_null(n);
+        n->value = 1;
+        n->next = l.head;
+        l.head = n;
+    }
+    pthread_t th[3];
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(pthread_create(&th[i], NULL, list_thread, &l), 0);
+    for (int i = 0; i < 3; i++)
+        pthread_join(th[i], NULL);
+    assert_int_equal(l.bad_sums, 0);
+    int len = 0;
+    for (struct node *n = l.head, *nx; n; n = nx) {
+        nx = n->next;
+        len++;
+        free(n);
+    }
+    assert_int_equal(len, 8);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_allocations_of_aborted_attempts_are_released),
+        cmocka_unit_test(test_free_takes_effect_only_when_the_transaction_commits),
+        cmocka_unit_test(test_cancel_releases_allocations_and_forgets_frees),
+        cmocka_unit_test(test_outside_a_transaction_they_are_malloc_and_free),
+        cmocka_unit_test(test_freed_nodes_stay_readable_until_concurrent_readers_finish),
+    };
+    return cmocka_run_group_tests(tests, setup, NULL);
+}
