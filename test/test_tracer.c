@@ -1,0 +1,315 @@
+/*
+ * test_tracer.c - the tracer as a program sees it: transactions written with
+ * the public API (tmtrace.h) in a forked child with its own TMTRACE_*
+ * environment, the trace read back and checked record by record.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "error.h"
+#include "tmtrace.h"
+#include "trace_file.h"
+#include "test_util.h"
+
+extern char **environ;
+
+static void child_env(const char *const *env)
+{
+    for (int again = 1; again;) {
+        again = 0;
+        for (char **e = environ; *e; e++)
+            if (strncmp(*e, "TMTRACE_", 8) == 0) {
+                char name[128];
+                snprintf(name, sizeof name, "%.*s", (int)strcspn(*e, "="), *e);
+                unsetenv(name);
+                again = 1;
+                break;
+            }
+    }
+    for (; *env; env++)
+        putenv((char *)*env);
+}
+
+/* The child runs body after tmt_init and exits with its result without
+ * calling tmt_shutdown: the trace must be finished at exit. */
+static int run_child(const char *const *env, int (*body)(void))
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        child_env(env);
+        setenv("TMT_KEEP_TMP", "1", 1); /* the parent's temporary directory outlives this exit() */
+        if (tmt_init() != 0) {
+            fprintf(stderr, "child: %s\n", tmt_error());
+            exit(90);
+        }
+        exit(body());
+    }
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    return status;
+}
+
+struct trace {
+    struct tf_header hdr;
+    struct tf_event *ev;
+    size_t n, cap;
+    struct tf_thread_info end[8];
+    size_t nend;
+    int have_end;
+};
+
+static void load(const char *path, struct trace *t)
+{
+    memset(t, 0, sizeof *t);
+    struct tf_reader *r = tf_open(path, 0);
+    if (r == NULL)
+        fail_msg("%s", error_get());
+    t->hdr = *tf_reader_header(r);
+    struct tf_chunk c;
+    int rc;
+    while ((rc = tf_next(r, &c)) == 1) {
+        if (c.kind == TF_CHUNK_EVENTS) {
+            if (t->n + c.count > t->cap) {
+                t->cap = (t->n + c.count) * 2;
+                t->ev = realloc(t->ev, t->cap * sizeof *t->ev);
+                assert_non_null(t->ev);
+            }
+            memcpy(t->ev + t->n, c.events, c.count * sizeof *c.events);
+            t->n += c.count;
+        } else if (c.kind == TF_CHUNK_END) {
+            t->have_end = 1;
+            t->nend = c.count < 8 ? c.count : 8;
+            memcpy(t->end, c.threads, t->nend * sizeof *c.threads);
+        }
+    }
+    if (rc < 0)
+        fail_msg("%s", error_get());
+    tf_close(r);
+}
+
+/* ---- software transactions ---------------------------------------------- */
+
+static volatile long cells[8];
+
+static int body_stm(void)
+{
+    tmt_tx *tx = tmt_thread_enter();
+    if (tx == NULL)
+        return 10;
+    static volatile int tries;
+    for (long i = 0; i < 20; i++) {
+        TMT_ATOMIC(tx, "transfer") {
+            long a = tmt_read_long(tx, &cells[i % 8]);
+            tmt_write_long(tx, &cells[(i + 1) % 8], a + 100 + i);
+        } TMT_END;
+    }
+    tries = 0;
+    TMT_ATOMIC(tx, "retry-once") {
+        (void)tmt_read_long(tx, &cells[0]);
+        if (tries++ == 0)
+            tmt_tx_retry(tx);
+    } TMT_END;
+    TMT_ATOMIC(tx, "cancelled") {
+        tmt_write_long(tx, &cells[3], -1);
+        tmt_tx_cancel(tx);
+    } TMT_END;
+    tmt_stats st;
+    tmt_stats_get(&st);
+    tmt_thread_exit();
+    return st.events_dropped == 0 && cells[3] != -1 ? 0 : 11;
+}
+
+static void stm_transactions_read_back_in_program_order(void **state)
+{
+    (void)state;
+    char file[300];
+    snprintf(file, sizeof file, "TMTRACE_FILE=%s", tu_path("stm.bin"));
+    const char *env[] = { file, "TMTRACE_SAMPLE_MS=5", "TMTRACE_HTM=off", NULL };
+    int status = run_child(env, body_stm);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    struct trace t;
+    load(tu_path("stm.bin"), &t);
+    assert_true(t.have_end);
+    /* 20 transfers: START READ WRITE COMMIT; retry: START READ ABORT START READ
+     * COMMIT; cancel: START WRITE ABORT. */
+    assert_int_equal(t.n, 20 * 4 + 6 + 3);
+    for (long i = 0; i < 20; i++) {
+        const struct tf_event *e = &t.ev[i * 4];
+        assert_int_equal(e[0].kind, TF_EV_START);
+        assert_int_equal(e[1].kind, TF_EV_READ);
+        assert_int_equal(e[1].addr, (uintptr_t)&cells[i % 8]);
+        assert_int_equal(e[1].reason, sizeof(long));
+        assert_int_equal(e[2].kind, TF_EV_WRITE);
+        assert_int_equal(e[2].addr, (uintptr_t)&cells[(i + 1) % 8]);
+        assert_int_equal(e[2].value, e[1].value + 100 + (uint64_t)i); /* the value written */
+        assert_int_equal(e[3].kind, TF_EV_COMMIT);
+        assert_true(e[3].addr > 0);                       /* write version */
+        assert_int_equal(e[3].value, 1 | (uint64_t)1 << 32); /* read set 1, write set 1 */
+        for (int k = 1; k < 4; k++)
+            assert_int_equal(e[k].instance, e[0].instance);
+        if (i > 0)
+            assert_true(e[3].addr > t.ev[(i - 1) * 4 + 3].addr); /* TL2 clock advances */
+    }
+    const struct tf_event *r = &t.ev[80];
+    assert_int_equal(r[2].kind, TF_EV_ABORT);
+    assert_int_equal(r[2].reason, TMT_ABORT_USER_RETRY);
+    assert_int_equal(r[3].kind, TF_EV_START);
+    assert_true(r[3].value & TF_START_RETRY);
+    assert_int_equal(r[5].kind, TF_EV_COMMIT);
+    assert_int_equal(t.ev[88].kind, TF_EV_ABORT);
+    assert_int_equal(t.ev[88].reason, TMT_ABORT_USER_CANCEL);
+    assert_true(t.ev[0].site != r[0].site); /* sites are told apart */
+    size_t total = 0;
+    for (size_t i = 0; i < t.nend; i++)
+        total += t.end[i].events;
+    assert_int_equal(total, t.n);
+    free(t.ev);
+}
+
+/* ---- the hardware path ---------------------------------------------------- */
+
+static int body_htm(void)
+{
+    tmt_tx *tx = tmt_thread_enter();
+    if (tx == NULL)
+        return 10;
+    for (long i = 0; i < 400; i++) {
+        TMT_ATOMIC(tx, "hw") {
+            long a = tmt_read_long(tx, &cells[i % 8]);
+            tmt_write_long(tx, &cells[(i + 3) % 8], a + 1);
+        } TMT_END;
+    }
+    tmt_thread_exit();
+    return 0;
+}
+
+static void hardware_attempts_have_no_accesses_and_carry_status_and_fallbacks(void **state)
+{
+    (void)state;
+    char file[300];
+    snprintf(file, sizeof file, "TMTRACE_FILE=%s", tu_path("htm.bin"));
+    const char *env[] = { file, "TMTRACE_SAMPLE_MS=5", "TMTRACE_HTM=emulate", "TMTRACE_HTM_EMU_ABORT=40",
+                          "TMTRACE_HTM_EMU_EXPLICIT=10", "TMTRACE_HTM_RETRIES=2", "TMTRACE_SEED=7", NULL };
+    int status = run_child(env, body_htm);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    struct trace t;
+    load(tu_path("htm.bin"), &t);
+    size_t hw_starts = 0, hw_commits = 0, hw_aborts = 0, fallbacks = 0, stm_after_fallback = 0;
+    int in_hw = 0, after_fb = 0;
+    for (size_t i = 0; i < t.n; i++) {
+        const struct tf_event *e = &t.ev[i];
+        switch (e->kind) {
+        case TF_EV_START:
+            in_hw = (e->value & (TF_START_HTM | TF_START_HTM_EMU)) != 0;
+            hw_starts += in_hw;
+            if (after_fb && !in_hw)
+                stm_after_fallback++;
+            after_fb = 0;
+            break;
+        case TF_EV_READ:
+        case TF_EV_WRITE:
+            if (in_hw)
+                fail_msg("event %zu: access recorded inside a hardware attempt", i);
+            break;
+        case TF_EV_COMMIT:
+            hw_commits += in_hw;
+            if (in_hw)
+                assert_int_equal(e->addr, 0); /* no TL2 version on the hardware path */
+            in_hw = 0;
+            break;
+        case TF_EV_ABORT:
+            if (in_hw) {
+                assert_int_equal(e->reason, TMT_ABORT_HTM);
+                assert_true(e->value != 0); /* the status word */
+                hw_aborts++;
+            }
+            in_hw = 0;
+            break;
+        case TF_EV_FALLBACK:
+            assert_true(e->reason >= TF_FB_NO_RETRY && e->reason <= TF_FB_FLAGS);
+            fallbacks++;
+            after_fb = 1;
+            break;
+        }
+    }
+    assert_true(hw_starts > 100);
+    assert_true(hw_commits > 50);
+    assert_true(hw_aborts > 20);
+    assert_true(fallbacks > 0);
+    assert_int_equal(stm_after_fallback, fallbacks); /* each fallback is followed by an STM attempt */
+    free(t.ev);
+}
+
+/* ---- threads ---------------------------------------------------------------- */
+
+static void *thread_main(void *arg)
+{
+    (void)arg;
+    tmt_tx *tx = tmt_thread_enter();
+    for (long i = 0; i < 1000; i++) {
+        TMT_ATOMIC(tx, "mt") {
+            long a = tmt_read_long(tx, &cells[0]);
+            tmt_write_long(tx, &cells[0], a + 1);
+        } TMT_END;
+    }
+    tmt_thread_exit();
+    return NULL;
+}
+
+static int body_threads(void)
+{
+    pthread_t a, b;
+    pthread_create(&a, NULL, thread_main, NULL);
+    pthread_create(&b, NULL, thread_main, NULL);
+    pthread_join(a, NULL);
+    pthread_join(b, NULL);
+    return tmt_shutdown() == 0 ? 0 : 12;
+}
+
+static void each_thread_has_its_own_id_and_end_counts_match(void **state)
+{
+    (void)state;
+    char file[300];
+    snprintf(file, sizeof file, "TMTRACE_FILE=%s", tu_path("mt.bin"));
+    const char *env[] = { file, "TMTRACE_SAMPLE_MS=5", "TMTRACE_HTM=off", "TMTRACE_EVENTS=tx", NULL };
+    int status = run_child(env, body_threads);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    struct trace t;
+    load(tu_path("mt.bin"), &t);
+    assert_true(t.have_end);
+    assert_int_equal(t.nend, 2);
+    size_t commits[3] = { 0 }, per[3] = { 0 };
+    for (size_t i = 0; i < t.n; i++) {
+        assert_true(t.ev[i].thread == 1 || t.ev[i].thread == 2);
+        assert_int_not_equal(t.ev[i].kind, TF_EV_READ); /* level tx */
+        per[t.ev[i].thread]++;
+        commits[t.ev[i].thread] += t.ev[i].kind == TF_EV_COMMIT;
+    }
+    assert_int_equal(commits[1], 1000);
+    assert_int_equal(commits[2], 1000);
+    for (size_t k = 0; k < 2; k++)
+        assert_int_equal(t.end[k].events, per[t.end[k].id]);
+    free(t.ev);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(stm_transactions_read_back_in_program_order),
+        cmocka_unit_test(hardware_attempts_have_no_accesses_and_carry_status_and_fallbacks),
+        cmocka_unit_test(each_thread_has_its_own_id_and_end_counts_match),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
