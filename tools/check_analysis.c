@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "sync_merge.h"
 
 #define CA_BUCKETS_LOG2 16            /* hash buckets of the commit store */
 #define CA_STORE_MAX (1u << 21)       /* committed writes kept at most (~100 MB) */
@@ -104,22 +105,6 @@ struct ca_state {
     void *cbctx;
 };
 
-static int grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-    if (need <= *cap)
-        return 0;
-    size_t c = *cap ? *cap : 16;
-    while (c < need)
-        c *= 2;
-    void *q = realloc(*p, c * elem);
-    if (!q)
-        return error_set("out of memory (%zu bytes)", c * elem);
-    memset((char *)q + *cap * elem, 0, (c - *cap) * elem);
-    *p = q;
-    *cap = c;
-    return 0;
-}
-
 struct ca_state *ca_create(const struct ca_opts *o)
 {
     struct ca_state *s = calloc(1, sizeof *s);
@@ -152,7 +137,7 @@ static struct th *thread_of(struct ca_state *s, uint32_t id)
         id = CA_MAX_ID - 1;
     if (id >= s->nth) {
         size_t cap = s->nth;
-        if (grow((void **)&s->th, &cap, (size_t)id + 1, sizeof *s->th) < 0)
+        if (mi_grow((void **)&s->th, &cap, (size_t)id + 1, sizeof *s->th) < 0)
             return NULL;
         s->nth = cap;
     }
@@ -174,8 +159,8 @@ static struct ca_site *site_of(struct ca_state *s, uint32_t id)
         id = CA_MAX_ID - 1;
     if (id >= s->nsite) {
         size_t cap = s->nsite, cap2 = s->nsite;
-        if (grow((void **)&s->site, &cap, (size_t)id + 1, sizeof *s->site) < 0 ||
-            grow((void **)&s->site_seen, &cap2, (size_t)id + 1, 1) < 0)
+        if (mi_grow((void **)&s->site, &cap, (size_t)id + 1, sizeof *s->site) < 0 ||
+            mi_grow((void **)&s->site_seen, &cap2, (size_t)id + 1, 1) < 0)
             return NULL;
         s->nsite = cap;
     }
@@ -601,7 +586,7 @@ int ca_event(struct ca_state *s, const struct tf_event *ev)
             t->op_max = ev->ts;
         t->has_ops = 1;
         if (s->o.have_accesses) {
-            if (grow((void **)&t->acc, &t->capacc, t->nacc + 1, sizeof *t->acc) < 0)
+            if (mi_grow((void **)&t->acc, &t->capacc, t->nacc + 1, sizeof *t->acc) < 0)
                 return -1;
             t->acc[t->nacc++] = (struct access){ ev->addr, ev->kind == TF_EV_WRITE };
         }

@@ -14,7 +14,7 @@
 
 #include "error.h"
 
-static int grow(void **p, size_t *cap, size_t need, size_t elem)
+int mi_grow(void **p, size_t *cap, size_t need, size_t elem)
 {
     if (need <= *cap)
         return 0;
@@ -24,6 +24,7 @@ static int grow(void **p, size_t *cap, size_t need, size_t elem)
     void *q = realloc(*p, c * elem);
     if (!q)
         return error_set("out of memory (%zu bytes)", c * elem);
+    memset((char *)q + *cap * elem, 0, (c - *cap) * elem);
     *p = q;
     *cap = c;
     return 0;
@@ -34,7 +35,7 @@ static int append(void **arr, size_t *n, size_t *cap, const void *src, size_t k,
 {
     if (k == 0)
         return 0;
-    if (grow(arr, cap, *n + k, elem) < 0)
+    if (mi_grow(arr, cap, *n + k, elem) < 0)
         return -1;
     memcpy((char *)*arr + *n * elem, src, k * elem);
     *n += k;
@@ -46,7 +47,7 @@ static struct mi_source *source_for(struct merge_index *ix, size_t *cap, uint32_
     for (size_t i = ix->nsrc; i-- > 0;)
         if (ix->src[i].thread == thread)
             return &ix->src[i];
-    if (grow((void **)&ix->src, cap, ix->nsrc + 1, sizeof *ix->src) < 0)
+    if (mi_grow((void **)&ix->src, cap, ix->nsrc + 1, sizeof *ix->src) < 0)
         return NULL;
     struct mi_source *s = &ix->src[ix->nsrc++];
     memset(s, 0, sizeof *s);
@@ -101,7 +102,7 @@ int mi_scan(struct tf_reader *r, struct merge_index *ix)
             if (!s)
                 e = -1;
             else {
-                e = grow((void **)&s->offsets, &s->cap, s->n + 1, sizeof *s->offsets);
+                e = mi_grow((void **)&s->offsets, &s->cap, s->n + 1, sizeof *s->offsets);
                 if (e == 0) {
                     s->offsets[s->n++] = c.offset;
                     s->events += c.count;
@@ -125,6 +126,18 @@ int mi_scan(struct tf_reader *r, struct merge_index *ix)
     if (ix->nsrc > 1)
         qsort(ix->src, ix->nsrc, sizeof *ix->src, cmp_src);
     return 0;
+}
+
+int mi_load(const char *path, unsigned flags, struct merge_index *ix, uint64_t *skipped)
+{
+    memset(ix, 0, sizeof *ix);
+    struct tf_reader *r = tf_open(path, TF_SKIP_EVENTS | (flags & TF_SALVAGE));
+    if (!r)
+        return -1;
+    int rc = mi_scan(r, ix);
+    *skipped = tf_reader_skipped(r);
+    tf_close(r);
+    return rc;
 }
 
 void mi_free(struct merge_index *ix)
@@ -183,7 +196,7 @@ static int cursor_fill(struct merge *m, struct cursor *c)
                              tf_chunk_kind_name(ch.kind));
         if (ch.count == 0)
             continue;
-        if (grow((void **)&c->ev, &c->cap, ch.count, sizeof *c->ev) < 0)
+        if (mi_grow((void **)&c->ev, &c->cap, ch.count, sizeof *c->ev) < 0)
             return -1;
         memcpy(c->ev, ch.events, ch.count * sizeof *c->ev);
         if (ch.thread != 0)

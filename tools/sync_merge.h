@@ -51,6 +51,11 @@ struct merge_index {
  * reader's message in error_get(). */
 int mi_scan(struct tf_reader *r, struct merge_index *ix);
 void mi_free(struct merge_index *ix);
+/* Opens `path` (TF_SALVAGE in `flags` passes through), scans it and closes
+ * it; *skipped = damaged chunks skipped. 0 or -1 (error_get()). */
+int mi_load(const char *path, unsigned flags, struct merge_index *ix, uint64_t *skipped);
+/* Grows an array to hold `need` elements (doubling, new part zeroed). */
+int mi_grow(void **p, size_t *cap, size_t need, size_t elem);
 /* Dropped events recorded in the END chunk (0 without one). */
 uint64_t mi_dropped(const struct merge_index *ix);
 

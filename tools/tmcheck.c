@@ -74,16 +74,10 @@ int main(int argc, char **argv)
     if (csv && mkdir(csv, 0777) < 0 && errno != EEXIST)
         return tool_error("--csv %s: cannot create the directory: %s", csv, strerror(errno));
 
-    struct tf_reader *r = tf_open(path, TF_SKIP_EVENTS | flags);
-    if (!r)
-        return tool_error_lib();
     struct merge_index ix;
-    if (mi_scan(r, &ix) < 0) {
-        tf_close(r);
+    uint64_t skipped;
+    if (mi_load(path, flags, &ix, &skipped) < 0)
         return tool_error_lib();
-    }
-    uint64_t skipped = tf_reader_skipped(r);
-    tf_close(r);
 
     int synced = (ix.hdr.flags & TF_HDR_SYNCED) != 0;
     double u = 0;
@@ -100,7 +94,7 @@ int main(int argc, char **argv)
     int rc = 0;
     struct ca_state *st = ca_create(&o);
     struct merge *m = NULL;
-    r = tf_open(path, flags);
+    struct tf_reader *r = tf_open(path, flags);
     if (!st || !r) {
         rc = st ? tool_error_lib() : tool_error("out of memory");
         goto out;

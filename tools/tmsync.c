@@ -253,19 +253,12 @@ static int write_output(struct sync_ctx *x, struct merge_index *ix, const char *
     size_t nm = 0;
     struct tf_cpu_model *models = NULL;
     int bad = 0;
-    for (unsigned c = 0; c < SYNC_MAX_CPU; c++)
-        nm += x->bycpu[c] != NULL;
-    models = calloc(nm ? nm : 1, sizeof *models);
     buf = malloc(SYNC_OUT_BATCH * sizeof *buf);
-    if (!models || !buf) {
+    if (!buf) {
         error_set("out of memory");
         bad = 1;
         goto done;
     }
-    nm = 0;
-    for (unsigned c = 0; c < SYNC_MAX_CPU; c++)
-        if (x->bycpu[c])
-            models[nm++] = x->bycpu[c]->m;
     if ((ix->nsites && tf_write_sites(w, ix->sites, ix->nsites) < 0) ||
         (ix->nthreads && tf_write_threads(w, ix->threads, ix->nthreads) < 0) ||
         (ix->nskews && tf_write_skews(w, ix->skews, ix->nskews) < 0) ||
@@ -299,8 +292,6 @@ static int write_output(struct sync_ctx *x, struct merge_index *ix, const char *
     }
     total += nb;
     /* the models cover every CPU seen in the events, fallbacks included */
-    free(models);
-    nm = 0;
     for (unsigned c = 0; c < SYNC_MAX_CPU; c++)
         nm += x->bycpu[c] != NULL;
     models = calloc(nm ? nm : 1, sizeof *models);
@@ -383,19 +374,12 @@ int main(int argc, char **argv)
         free(defout);
         return tool_error("%s: output would overwrite the input", out);
     }
-    struct tf_reader *r = tf_open(in, TF_SKIP_EVENTS | flags);
-    if (!r) {
-        free(defout);
-        return tool_error_lib();
-    }
     struct merge_index ix;
-    if (mi_scan(r, &ix) < 0) {
-        tf_close(r);
+    uint64_t skipped;
+    if (mi_load(in, flags, &ix, &skipped) < 0) {
         free(defout);
         return tool_error_lib();
     }
-    uint64_t skipped = tf_reader_skipped(r);
-    tf_close(r);
     int rc = 0;
     struct sync_ctx *x = calloc(1, sizeof *x);
     if (!x) {
