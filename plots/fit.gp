@@ -1,13 +1,16 @@
 # fit.gp - one CPU's clock model: top, its (TSC, reference) samples as the
-# offset of the reference from the TSC read at nominal frequency, with the
-# fitted model; bottom, the residuals of the samples against the model.
+# difference between the reference clock and the TSC read at its nominal
+# rate, with the model tmsync fitted; bottom, the residuals of the samples
+# against the model.
 # Input (-e): in = TSV samples with columns t_s (seconds since the first
-# sample), dev_us (reference - nominal TSC time, µs, relative to the first
-# sample), model_us (the model at the same TSC), resid_ns, phase (0 pre,
-# 1 post, 2 in-run), used (1 kept by the fit, 0 rejected); out; ttl; w, h.
+# sample of the trace), dev_us (reference - nominal TSC time, µs, relative to
+# the CPU's first sample), model_us (the model, same scale), resid_ns, phase
+# (0 pre, 1 post, 2 in-run); rlim = residual axis half-range (ns); nout =
+# residuals outside it; out; ttl; w, h.
 load dir."/common.gp"
 if (!exists("w")) w = 1200
 if (!exists("h")) h = 850
+if (!exists("nout")) nout = 0
 set key top left noenhanced box opaque
 sel(p, want, v) = (int(p) == want ? v : NaN)
 do for [ext in "png svg"] {
@@ -16,17 +19,19 @@ do for [ext in "png svg"] {
     set multiplot layout 2,1 title ttl noenhanced font ",14"
     set title "samples and fitted model" noenhanced
     set xlabel "time since the first sample (s)"
-    set ylabel "reference - TSC at nominal rate (µs)"
+    set ylabel "reference − TSC at nominal rate (µs)"
     plot in using 1:(sel($5, 0, $2)) with points pt 7 ps 0.5 lc rgb c_lin title "pre-run samples", \
          "" using 1:(sel($5, 1, $2)) with points pt 7 ps 0.5 lc rgb c_pw title "post-run samples", \
-         "" using 1:(sel($5, 2, $2)) with points pt 9 ps 0.7 lc rgb c_all title "in-run samples", \
-         "" using 1:(sel($6, 0, $2)) with points pt 6 ps 1.0 lc rgb "#000000" title "rejected", \
+         "" using 1:(sel($5, 2, $2)) with points pt 5 ps 0.7 lc rgb c_all title "in-run samples", \
          "" using 1:3 with lines lw 2 lc rgb c_raw title "fitted model"
-    set title "residuals (sample - model)" noenhanced
+    set title (nout > 0 ? sprintf("residuals (sample − model); %d outside the axis", nout) : "residuals (sample − model)") noenhanced
     set ylabel "residual (ns)"
-    plot in using 1:(sel($6, 1, $4)) with points pt 7 ps 0.5 lc rgb c_lin title "used samples", \
-         "" using 1:(sel($6, 0, $4)) with points pt 6 ps 1.0 lc rgb "#000000" title "rejected", \
+    set yrange [-rlim:rlim]
+    plot in using 1:(sel($5, 0, $4)) with points pt 7 ps 0.5 lc rgb c_lin title "pre-run", \
+         "" using 1:(sel($5, 1, $4)) with points pt 7 ps 0.5 lc rgb c_pw title "post-run", \
+         "" using 1:(sel($5, 2, $4)) with points pt 5 ps 0.7 lc rgb c_all title "in-run", \
          0 with lines dt 2 lc rgb "#555555" notitle
+    set yrange [*:*]
     unset multiplot
     set output
 }

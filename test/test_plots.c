@@ -142,6 +142,28 @@ static void write_trace(const char *path)
         snprintf(s[i].label, sizeof s[i].label, "%s", labels[i]);
     }
     assert_int_equal(tf_write_sites(w, s, 3), 0);
+    /* Clock samples of 2 CPUs (pre and post phases, a few in-run) and the
+     * linear model that fits them, with a little noise around it. */
+    struct tf_sample smp[2 * 120];
+    struct tf_cpu_model *mod = calloc(2, sizeof *mod);
+    assert_non_null(mod);
+    size_t ns = 0;
+    for (uint32_t c = 0; c < 2; c++) {
+        double a = 0.5 * (1 + (c ? 80e-6 : -40e-6)), b = c ? 250000.0 : -120000.0;
+        mod[c] = (struct tf_cpu_model){ .cpu = c, .used = 120, .nseg = 1, .drift_ppm = c ? 80 : -40 };
+        mod[c].seg[0] = (struct tf_model_segment){ .tsc_from = 0, .a = a, .b = b };
+        for (int i = 0; i < 120; i++) {
+            uint64_t tsc = 2000000000ull + (uint64_t)i * (i < 50 ? 200000ull : i < 70 ? 4000000ull : 300000ull)
+                           + (i >= 50 ? 10000000ull : 0) + (i >= 70 ? 80000000ull : 0);
+            double noise = (double)((i * 37) % 11) - 5.0;
+            smp[ns++] = (struct tf_sample){ .tsc = tsc, .truth_tsc = tsc, .ref_ns = (uint64_t)(a * (double)tsc + b + noise),
+                                            .width = 150, .cpu = (uint16_t)c,
+                                            .phase = i < 50 ? TF_PHASE_PRE : i < 70 ? TF_PHASE_INRUN : TF_PHASE_POST };
+        }
+    }
+    assert_int_equal(tf_write_samples(w, smp, ns), 0);
+    assert_int_equal(tf_write_models(w, mod, 2), 0);
+    free(mod);
     enum { N = 3 * 400 * 4 };
     struct tf_event *ev = calloc(N, sizeof *ev);
     assert_non_null(ev);
@@ -206,6 +228,25 @@ static void trace_figures_are_pngs_and_svgs(void **state)
     assert_int_equal(check_listed(out), 3);
 }
 
+static void fit_figures_one_per_cpu(void **state)
+{
+    (void)state;
+    const char *trace = tu_path("fit.sync.bin"), *out_dir = tu_path("fit_figs");
+    write_trace(trace);
+    char cmd[1600], out[4096];
+    snprintf(cmd, sizeof cmd, "PATH='%s':\"$PATH\" '%s' fit '%s' --out '%s' 2>&1", tu_build("tools"), tmplot(),
+             trace, out_dir);
+    int rc = tu_run(cmd, out, sizeof out);
+    if (rc != 0)
+        fail_msg("tmplot fit failed: %s", out);
+    char base[600];
+    for (int c = 0; c < 2; c++) {
+        snprintf(base, sizeof base, "%s/fit_fit_cpu%d", out_dir, c);
+        assert_figure(base);
+    }
+    assert_int_equal(check_listed(out), 2);
+}
+
 static void bad_input_is_one_line_exit_2(void **state)
 {
     (void)state;
@@ -232,6 +273,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(validate_figures_are_pngs_and_svgs),
         cmocka_unit_test(trace_figures_are_pngs_and_svgs),
+        cmocka_unit_test(fit_figures_one_per_cpu),
         cmocka_unit_test(bad_input_is_one_line_exit_2),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

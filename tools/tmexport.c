@@ -22,12 +22,14 @@
 #include "check_analysis.h"
 #include "error.h"
 #include "sync_merge.h"
+#include "sync_model.h"
 #include "tool_common.h"
 #include "tmtrace.h"
 #include "trace_file.h"
 
 static const char usage_text[] =
     "usage: tmexport --chrome [options] TRACE\n"
+    "       tmexport --samples-csv [-o FILE] TRACE\n"
     "Writes TRACE (normally a tmsync output, trace.sync.bin) as Chrome trace-event\n"
     "JSON, which ui.perfetto.dev and chrome://tracing open.\n"
     "  one complete slice per transaction attempt on its thread's track\n"
@@ -37,7 +39,11 @@ static const char usage_text[] =
     "  abort, that wrote the conflicting address or stripe, as tmcheck attributes\n"
     "  it) to the aborted attempt.\n"
     "options:\n"
-    "  -c, --chrome      Chrome trace-event JSON (the only format, the default)\n"
+    "  -c, --chrome      Chrome trace-event JSON (the default)\n"
+    "      --samples-csv the clock samples as CSV, one row per (TSC, reference) pair:\n"
+    "                    cpu,phase,thread,tsc,ref_ns,truth_tsc,width_ticks,nominal_ns,\n"
+    "                    model_ns,residual_ns (model columns empty without a model;\n"
+    "                    nominal_ns = tsc at the header's frequency). Raw traces too.\n"
     "  -o, --output FILE write to FILE (atomically) instead of standard output\n"
     "      --raw         accept an unsynchronised trace (timestamps are TSC ticks\n"
     "                    converted with the header's frequency; order may be wrong)\n"
@@ -370,13 +376,47 @@ static int export_events(struct exporter *x, const char *path, unsigned oflags, 
     return rc < 0 ? -1 : 0;
 }
 
+/* ---- clock samples as CSV ----------------------------------------------- */
+
+static const struct tf_cpu_model *model_of(const struct merge_index *ix, uint32_t cpu)
+{
+    for (size_t i = 0; i < ix->nmodels; i++)
+        if (ix->models[i].cpu == cpu)
+            return &ix->models[i];
+    return NULL;
+}
+
+/* One row per sample, with the model tmsync fitted (synced traces) and the
+ * residual, so that a plot needs no knowledge of the model's form. */
+static void export_samples(FILE *f, const struct merge_index *ix)
+{
+    static const char *const phase[] = { "pre", "post", "in-run" };
+    double ns_per_tick = ix->hdr.tsc_hz ? 1e9 / (double)ix->hdr.tsc_hz : 1.0;
+    fputs("cpu,phase,thread,tsc,ref_ns,truth_tsc,width_ticks,nominal_ns,model_ns,residual_ns\n", f);
+    for (size_t i = 0; i < ix->nsamples; i++) {
+        const struct tf_sample *s = &ix->samples[i];
+        fprintf(f, "%u,%s,%" PRIu32 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu32 ",%.1f,", s->cpu,
+                s->phase < 3 ? phase[s->phase] : "?", s->thread, s->tsc, s->ref_ns, s->truth_tsc,
+                s->width, (double)s->tsc * ns_per_tick);
+        const struct tf_cpu_model *m = model_of(ix, s->cpu);
+        uint32_t hint = 0;
+        if (m && m->nseg) {
+            double v = sm_eval(m, s->tsc, &hint);
+            fprintf(f, "%.1f,%.1f\n", v, (double)s->ref_ns - v);
+        } else {
+            fputs(",\n", f);
+        }
+    }
+}
+
 /* ---- main -------------------------------------------------------------- */
 
 int main(int argc, char **argv)
 {
-    enum { OPT_RAW = 256, OPT_NO_FLOWS, OPT_SALVAGE, OPT_VERSION, OPT_STRIPES };
+    enum { OPT_RAW = 256, OPT_NO_FLOWS, OPT_SALVAGE, OPT_VERSION, OPT_STRIPES, OPT_SAMPLES };
     static const struct option opts[] = {
         { "chrome", no_argument, NULL, 'c' },
+        { "samples-csv", no_argument, NULL, OPT_SAMPLES },
         { "output", required_argument, NULL, 'o' },
         { "raw", no_argument, NULL, OPT_RAW },
         { "no-flows", no_argument, NULL, OPT_NO_FLOWS },
@@ -387,7 +427,7 @@ int main(int argc, char **argv)
         { NULL, 0, NULL, 0 },
     };
     const char *outpath = "-";
-    int raw = 0, flows = 1;
+    int raw = 0, flows = 1, samples = 0;
     uint64_t stripes = 20;
     unsigned oflags = 0;
     int ch;
@@ -395,7 +435,8 @@ int main(int argc, char **argv)
     opterr = 0;
     while ((ch = getopt_long(argc, argv, ":co:h", opts, NULL)) != -1) {
         switch (ch) {
-        case 'c': break;
+        case 'c': samples = 0; break;
+        case OPT_SAMPLES: samples = 1; break;
         case 'o': outpath = optarg; break;
         case OPT_RAW: raw = 1; break;
         case OPT_NO_FLOWS: flows = 0; break;
@@ -425,6 +466,19 @@ int main(int argc, char **argv)
     }
     tf_close(r);
     int synced = (ix.hdr.flags & TF_HDR_SYNCED) != 0;
+    if (samples) {
+        struct tool_out so;
+        int st = TOOL_OK;
+        if (tool_out_open(&so, outpath, path) < 0)
+            st = TOOL_USAGE;
+        else {
+            export_samples(so.f, &ix);
+            if (tool_out_commit(&so) < 0)
+                st = TOOL_USAGE;
+        }
+        mi_free(&ix);
+        return st;
+    }
     if (!synced && !raw) {
         mi_free(&ix);
         return tool_error("%s: trace is not synchronised (run tmsync first, or pass --raw)", path);
