@@ -43,10 +43,10 @@ static int lab_setup(const struct bench_opts *o, void **state)
         return -1;
     }
     *state = w;
-    w->x = bench_opt_long(o, "x", 32, 1, 4096);
-    w->y = bench_opt_long(o, "y", 32, 1, 4096);
+    w->x = bench_opt_long(o, "x", 128, 1, 4096);
+    w->y = bench_opt_long(o, "y", 128, 1, 4096);
     w->z = bench_opt_long(o, "z", 3, 1, 4096);
-    w->npaths = bench_opt_long(o, "paths", 64, 1, 1L << 20);
+    w->npaths = bench_opt_long(o, "paths", 256, 1, 1L << 20);
     w->sabotage = bench_opt_long(o, "sabotage", 0, 0, 1);
     if (bench_opt_error)
         return -1;
@@ -313,8 +313,8 @@ static void lab_teardown(void *state)
 
 struct workload wl_labyrinth = {
     .name = "labyrinth",
-    .help = "  --x N --y N --z N   grid size (default 32 x 32 x 3)\n"
-            "  --paths N           pairs to connect (default 64); the run ends when all are taken\n",
+    .help = "  --x N --y N --z N   grid size (default 128 x 128 x 3)\n"
+            "  --paths N           pairs to connect (default 256); the run ends when all are taken\n",
     .setup = lab_setup,
     .worker = lab_worker,
     .check = lab_check,
