@@ -30,6 +30,13 @@ void tool_init(const char *name)
 
 const char *tool_name(void) { return tool_progname; }
 
+/* Decimal, or hexadecimal with 0x; never octal: "010" means ten. */
+static int tool_base(const char *s)
+{
+    const char *p = s + (*s == '-' || *s == '+');
+    return (p[0] == '0' && (p[1] == 'x' || p[1] == 'X')) ? 16 : 10;
+}
+
 /* One line, always: a message from deeper down may carry a newline. */
 static void tool_put_line(const char *msg)
 {
@@ -80,7 +87,7 @@ int tool_parse_u64(const char *what, const char *s, uint64_t min, uint64_t max, 
     errno = 0;
     if (!s || !*s || *s == '-' || *s == ' ')
         return tool_error("%s: '%s' is not a non-negative integer", what, s ? s : ""), -1;
-    unsigned long long v = strtoull(s, &end, 0);
+    unsigned long long v = strtoull(s, &end, tool_base(s));
     if (*end != '\0')
         return tool_error("%s: '%s' is not a non-negative integer", what, s), -1;
     if (errno == ERANGE || v < min || v > max)
@@ -96,7 +103,7 @@ int tool_parse_i64(const char *what, const char *s, int64_t min, int64_t max, in
     errno = 0;
     if (!s || !*s || *s == ' ')
         return tool_error("%s: '%s' is not an integer", what, s ? s : ""), -1;
-    long long v = strtoll(s, &end, 0);
+    long long v = strtoll(s, &end, tool_base(s));
     if (*end != '\0')
         return tool_error("%s: '%s' is not an integer", what, s), -1;
     if (errno == ERANGE || v < min || v > max)

@@ -32,7 +32,8 @@ int tool_error_lib(void);
  * (or optopt) as unknown or missing its value. Returns TOOL_USAGE. */
 int tool_bad_option(char **argv);
 
-/* Strict number parsing: the whole string must be a number in range.
+/* Strict number parsing: the whole string must be a number in range
+ * (integers: decimal, or hexadecimal with 0x).
  * `what` names the option in the message ("--thread"). 0 on success, else
  * the message is already printed and -1 is returned. */
 int tool_parse_u64(const char *what, const char *s, uint64_t min, uint64_t max, uint64_t *out);
