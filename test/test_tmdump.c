@@ -168,6 +168,43 @@ static void test_damage_is_one_line_with_offset_and_salvage_goes_on(void **s)
     assert_null(strstr(out, " T1 "));
 }
 
+static void test_synced_trace_prints_merged_order_and_models(void **s)
+{
+    (void)s;
+    const char *path = tu_path("synced.bin");
+    struct tf_header h;
+    memset(&h, 0, sizeof h);
+    h.flags = TF_HDR_SYNCED;
+    struct tf_writer *w = tf_create(path, &h, TF_WRITE_ATOMIC);
+    assert_non_null(w);
+    struct tf_event ev[3] = {
+        { .ts = 500, .instance = 4, .seq = 0, .thread = 2, .site = 1, .cpu = 1, .kind = TF_EV_START, .addr = 4 },
+        { .ts = 510, .instance = 9, .seq = 0, .thread = 1, .site = 3, .cpu = 0, .kind = TF_EV_START, .addr = 9 },
+        { .ts = 520, .instance = 4, .seq = 1, .thread = 2, .site = 1, .cpu = 1, .kind = TF_EV_READ, .addr = 0x40 },
+    };
+    assert_int_equal(tf_write_events(w, 0, ev, 3, TF_CODEC_ZLIB, 1), 0);
+    static struct tf_cpu_model m;
+    m.cpu = 1;
+    m.nseg = 1;
+    m.used = 90;
+    m.rejected = 2;
+    m.drift_ppm = 3.5;
+    m.rms_ns = 12.0;
+    m.seg[0] = (struct tf_model_segment){ 0, 0.5, 100.0 };
+    assert_int_equal(tf_write_models(w, &m, 1), 0);
+    assert_int_equal(tf_finish(w, 0), 0);
+
+    assert_int_equal(dump(path, 0), 0);
+    assert_string_equal(out, "500 start T2 1 4 core=1\n510 start T1 3 9 core=0\n520 read T2 1 4 0x40 core=1\n");
+    char args[600];
+    snprintf(args, sizeof args, "--summary %s", path);
+    assert_int_equal(dump(args, 0), 0);
+    assert_non_null(strstr(out, "flags: synced"));
+    assert_non_null(strstr(out, "model cpu 1: drift 3.500 ppm"));
+    assert_non_null(strstr(out, "rms 12.0 ns, max 0.0 ns, 1 segments, 90 samples used, 2 rejected"));
+    assert_non_null(strstr(out, "end chunk: missing"));
+}
+
 static void test_bad_usage_is_one_line_and_exit_2(void **s)
 {
     (void)s;
@@ -193,6 +230,7 @@ int main(void)
         cmocka_unit_test(test_filters_select_thread_site_and_limit),
         cmocka_unit_test(test_summary_lists_header_sites_threads_and_phases),
         cmocka_unit_test(test_damage_is_one_line_with_offset_and_salvage_goes_on),
+        cmocka_unit_test(test_synced_trace_prints_merged_order_and_models),
         cmocka_unit_test(test_bad_usage_is_one_line_and_exit_2),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
