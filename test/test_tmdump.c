@@ -27,6 +27,13 @@ static int dump(const char *args, int with_stderr)
     return tu_run(cmd, out, sizeof out);
 }
 
+/* The last output contains `want`; a failure shows both. */
+static void assert_out_has(const char *want)
+{
+    if (!strstr(out, want))
+        fail_msg("output lacks '%s'; it was:\n%s", want, out);
+}
+
 static int count_lines(const char *s)
 {
     int n = 0;
@@ -119,16 +126,16 @@ static void test_summary_lists_header_sites_threads_and_phases(void **s)
     char args[600];
     snprintf(args, sizeof args, "--summary %s", path);
     assert_int_equal(dump(args, 0), 0);
-    assert_non_null(strstr(out, "tsc frequency: 3000000000 Hz\n"));
-    assert_non_null(strstr(out, "pid: 77\n"));
-    assert_non_null(strstr(out, "command line: bench --hand\n"));
-    assert_non_null(strstr(out, "site 1: list.c:12 insert\n"));
-    assert_non_null(strstr(out, "site 2: list.c:40 lookup\n"));
-    assert_non_null(strstr(out, "thread T1: os tid 501, 4 events, 0 dropped, 4 in file\n"));
-    assert_non_null(strstr(out, "thread T2: os tid 502, 5 events, 6 dropped, 5 in file\n"));
-    assert_non_null(strstr(out, "samples cpu 0: pre 1, post 0, in-run 0"));
-    assert_non_null(strstr(out, "samples cpu 1: pre 1, post 1, in-run 0, bracket width 35..40 ticks"));
-    assert_non_null(strstr(out, "end chunk: present"));
+    assert_out_has("tsc frequency: 3000000000 Hz\n");
+    assert_out_has("pid: 77\n");
+    assert_out_has("command line: bench --hand\n");
+    assert_out_has("site 1: list.c:12 insert\n");
+    assert_out_has("site 2: list.c:40 lookup\n");
+    assert_out_has("thread T1: os tid 501, 4 events, 0 dropped, 4 in file\n");
+    assert_out_has("thread T2: os tid 502, 5 events, 6 dropped, 5 in file\n");
+    assert_out_has("samples cpu 0: pre 1, post 0, in-run 0");
+    assert_out_has("samples cpu 1: pre 1, post 1, in-run 0, bracket width 35..40 ticks");
+    assert_out_has("end chunk: present");
 }
 
 static void test_damage_is_one_line_with_offset_and_salvage_goes_on(void **s)
@@ -161,7 +168,7 @@ static void test_damage_is_one_line_with_offset_and_salvage_goes_on(void **s)
     assert_int_equal(dump(bad, 1), 2);
     snprintf(want, sizeof want, "tmdump: %s: offset %llu: chunk CRC mismatch\n", bad,
              (unsigned long long)off);
-    assert_non_null(strstr(out, want));
+    assert_out_has(want);
     snprintf(args, sizeof args, "--salvage %s", bad);
     assert_int_equal(dump(args, 0), 0);
     assert_int_equal(count_lines(out), 5); /* thread 2's events only */
@@ -199,10 +206,10 @@ static void test_synced_trace_prints_merged_order_and_models(void **s)
     char args[600];
     snprintf(args, sizeof args, "--summary %s", path);
     assert_int_equal(dump(args, 0), 0);
-    assert_non_null(strstr(out, "flags: synced"));
-    assert_non_null(strstr(out, "model cpu 1: drift 3.500 ppm"));
-    assert_non_null(strstr(out, "rms 12.0 ns, max 0.0 ns, 1 segments, 90 samples used, 2 rejected"));
-    assert_non_null(strstr(out, "end chunk: missing"));
+    assert_out_has("flags: synced");
+    assert_out_has("model cpu 1: drift 3.500 ppm");
+    assert_out_has("rms 12.0 ns, max 0.0 ns, 1 segments, 90 samples used, 2 rejected");
+    assert_out_has("end chunk: missing");
 }
 
 static void test_bad_usage_is_one_line_and_exit_2(void **s)
@@ -210,17 +217,17 @@ static void test_bad_usage_is_one_line_and_exit_2(void **s)
     (void)s;
     assert_int_equal(dump("--no-such-option x", 1), 2);
     assert_int_equal(count_lines(out), 1);
-    assert_non_null(strstr(out, "tmdump: "));
+    assert_out_has("tmdump: ");
     assert_int_equal(dump("--limit -3 x", 1), 2);
     assert_int_equal(count_lines(out), 1);
-    assert_non_null(strstr(out, "--limit"));
+    assert_out_has("--limit");
     assert_int_equal(dump(tu_path("absent.bin"), 1), 2);
     assert_int_equal(count_lines(out), 1);
-    assert_non_null(strstr(out, "absent.bin"));
+    assert_out_has("absent.bin");
     assert_int_equal(dump("", 1), 2);
     assert_int_equal(count_lines(out), 1);
     assert_int_equal(dump("--help", 0), 0);
-    assert_non_null(strstr(out, "--summary"));
+    assert_out_has("--summary");
 }
 
 int main(void)
