@@ -155,8 +155,8 @@ static int fit_all(struct sync_ctx *x, struct merge_index *ix, enum sm_kind kind
         i = j;
     }
     free(s);
-    /* offsets: how far each CPU's clock is ahead of the median CPU at the
-     * first sample's reference time, in ns at the nominal rate */
+    /* offsets: how far each CPU's clock is ahead of the median CPU's at
+     * the first sample's reference time, in ns at the nominal rate */
     double y0 = INFINITY;
     for (size_t i = 0; i < ix->nsamples; i++)
         y0 = fmin(y0, (double)ix->samples[i].ref_ns);
@@ -166,7 +166,8 @@ static int fit_all(struct sync_ctx *x, struct merge_index *ix, enum sm_kind kind
         if (x->bycpu[c])
             inv[k++] = sm_inverse(&x->bycpu[c]->m, y0);
     qsort(inv, k, sizeof *inv, cmp_double);
-    double med = k ? (k % 2 ? inv[k / 2] : (inv[k / 2 - 1] + inv[k / 2]) / 2) : 0;
+    /* the lower middle for an even count: offsets stay relative to a real CPU */
+    double med = k ? inv[(k - 1) / 2] : 0;
     for (unsigned c = 0; c < SYNC_MAX_CPU; c++)
         if (x->bycpu[c])
             x->bycpu[c]->m.offset_ns = (sm_inverse(&x->bycpu[c]->m, y0) - med) * npt;
