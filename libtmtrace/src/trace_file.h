@@ -238,6 +238,7 @@ void tf_close(struct tf_reader *r);
 
 /* ---- writing ---------------------------------------------------------- */
 
+/* A writer has no lock: one thread at a time may call it. */
 struct tf_writer;
 
 enum tf_writer_flags {
