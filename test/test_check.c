@@ -150,7 +150,7 @@ static void premature_end_is_an_operation_stamped_after_its_commit_or_abort(void
 
 /* Victim (thread 1, site 1) reads `vaddr` in [100, 200] and aborts for
  * `reason`; thread 2 (site 2) writes `caddr` and commits at `commit`. */
-static int conflict_case(const char *name, uint64_t vaddr, uint64_t caddr, uint64_t commit)
+static int conflict_case(const char *name, uint64_t vaddr, uint64_t caddr, uint64_t commit, const char *extra)
 {
     struct tg_thread th[2] = { 0 };
     tg_ev(&th[0], 100, TF_EV_START, 0, 1, 1, 0);
@@ -162,7 +162,7 @@ static int conflict_case(const char *name, uint64_t vaddr, uint64_t caddr, uint6
     tg_ev(&th[1], commit - 20, TF_EV_START, 0, 2, 7, 0);
     tg_ev(&th[1], commit - 10, TF_EV_WRITE, 8, 2, caddr, 5);
     tg_ev(&th[1], commit, TF_EV_COMMIT, 0, 2, 9, 1ull << 32);
-    return check(name, th, 2, 0, NULL);
+    return check(name, th, 2, 0, extra);
 }
 
 /* An address on the same stripe as `a` (default 2^20 stripes), other word. */
@@ -175,7 +175,9 @@ static uint64_t same_stripe_other_word(uint64_t a)
 static void attribution_true_conflict_names_the_culprit(void **st)
 {
     (void)st;
-    assert_int_equal(conflict_case("true.bin", A1, A1, 150), 0);
+    char extra[600];
+    snprintf(extra, sizeof extra, "--csv '%s'", tu_path("attr"));
+    assert_int_equal(conflict_case("true.bin", A1, A1, 150, extra), 0);
     assert_true(J("stm_aborts") == 1);
     assert_true(J("true_conflicts") == 1);
     assert_true(J("false_conflicts") == 0);
@@ -185,12 +187,19 @@ static void attribution_true_conflict_names_the_culprit(void **st)
     assert_true(tg_json_num(out, c, "victim_site") == 1);
     assert_true(tg_json_num(out, c, "culprit_site") == 2);
     assert_true(tg_json_num(out, c, "wasted_ns") == 100);
+    /* the culprit: thread 2, site 2, instance 7, committed at 150 */
+    char p[700];
+    snprintf(p, sizeof p, "%s/aborts.csv", tu_path("attr"));
+    char *csv = tu_read_file(p, NULL);
+    assert_non_null(csv);
+    assert_non_null(strstr(csv, "\n1,1,1,100,200,read-version,true,2,2,7,150,0x10000\n"));
+    free(csv);
 }
 
 static void attribution_false_conflict_is_same_stripe_other_address(void **st)
 {
     (void)st;
-    assert_int_equal(conflict_case("false.bin", A1, same_stripe_other_word(A1), 150), 0);
+    assert_int_equal(conflict_case("false.bin", A1, same_stripe_other_word(A1), 150, NULL), 0);
     assert_true(J("true_conflicts") == 0);
     assert_true(J("false_conflicts") == 1);
     assert_true(J("conflict_free_aborts") == 0);
@@ -200,10 +209,10 @@ static void abort_without_conflicting_commit_in_window_is_conflict_free(void **s
 {
     (void)st;
     /* a different stripe inside the window */
-    assert_int_equal(conflict_case("free1.bin", A1, A1 + 4096, 150), 0);
+    assert_int_equal(conflict_case("free1.bin", A1, A1 + 4096, 150, NULL), 0);
     assert_true(J("conflict_free_aborts") == 1);
     /* the same address, but committed before the attempt started */
-    assert_int_equal(conflict_case("free2.bin", A1, A1, 60), 0);
+    assert_int_equal(conflict_case("free2.bin", A1, A1, 60, NULL), 0);
     assert_true(J("conflict_free_aborts") == 1);
     assert_true(J("true_conflicts") == 0);
 }

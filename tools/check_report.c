@@ -253,6 +253,29 @@ static int csv_file(const char *dir, const char *name, struct tool_out *o)
     return rc < 0 ? TOOL_USAGE : 0;
 }
 
+int cr_aborts_open(const char *dir, struct tool_out *o)
+{
+    memset(o, 0, sizeof *o);
+    if (csv_file(dir, "aborts.csv", o) != 0)
+        return TOOL_USAGE;
+    fprintf(o->f, "thread,site,instance,start,abort,reason,conflict,culprit_thread,culprit_site,"
+            "culprit_instance,culprit_commit,address\n");
+    return 0;
+}
+
+void cr_abort_row(void *file, const struct ca_attribution *a)
+{
+    FILE *f = file;
+    fprintf(f, "%u,%u,%llu,%llu,%llu,%s,", a->thread, a->site, (unsigned long long)a->instance,
+            (unsigned long long)a->start, (unsigned long long)a->abort, ca_reason_name(a->reason));
+    if (a->found)
+        fprintf(f, "%s,%u,%u,%llu,%llu,0x%llx\n", a->true_conflict ? "true" : "false", a->culprit_thread,
+                a->culprit_site, (unsigned long long)a->culprit_instance, (unsigned long long)a->culprit_commit,
+                (unsigned long long)a->addr);
+    else
+        fprintf(f, "none,,,,,\n");
+}
+
 int cr_csv(const char *dir, const struct cr_input *in)
 {
     struct tool_out o[3];

@@ -33,4 +33,11 @@ void cr_json(FILE *f, const struct cr_input *in);
  * tool's exit code 2 after a one-line message. */
 int cr_csv(const char *dir, const struct cr_input *in);
 
+struct tool_out;
+/* DIR/aborts.csv, one row per STM abort as it is resolved: open it (header
+ * written) before the events stream, pass cr_abort_row and the file to
+ * ca_on_attribution, commit it with the others. 0 or exit code 2. */
+int cr_aborts_open(const char *dir, struct tool_out *o);
+void cr_abort_row(void *file, const struct ca_attribution *a);
+
 #endif

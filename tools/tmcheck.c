@@ -30,7 +30,7 @@ static void usage(FILE *f)
             "conflict-free aborts; attributes every software abort to the committed transaction\n"
             "that caused it; per-site table, conflict matrix, clock error vs ground truth.\n"
             "  -j, --json          one JSON object instead of the text report\n"
-            "  -c, --csv DIR       also write DIR/sites.csv, DIR/conflicts.csv, DIR/threads.csv\n"
+            "  -c, --csv DIR       also write DIR/sites.csv, conflicts.csv, threads.csv, aborts.csv\n"
             "  -s, --salvage       skip damaged chunks and report how many\n"
             "  -S, --stripes LOG2  the traced run's TMTRACE_STRIPES (default 20)\n"
             "  -h, --help          this text\n"
@@ -92,12 +92,18 @@ int main(int argc, char **argv)
         .have_accesses = ix.hdr.events_level >= 2,
     };
     int rc = 0;
+    struct tool_out aborts = { 0 };
     struct ca_state *st = ca_create(&o);
     struct merge *m = NULL;
     struct tf_reader *r = tf_open(path, flags);
     if (!st || !r) {
         rc = st ? tool_error_lib() : tool_error("out of memory");
         goto out;
+    }
+    if (csv) {
+        if ((rc = cr_aborts_open(csv, &aborts)) != 0)
+            goto out;
+        ca_on_attribution(st, cr_abort_row, aborts.f);
     }
     m = merge_create(r, &ix, NULL, NULL);
     if (!m) {
@@ -131,7 +137,7 @@ int main(int argc, char **argv)
         .uncertainty_ns = synced ? (double)o.uncertainty : 0.0,
         .stripes_log2 = o.stripes_log2,
     };
-    if (csv && (rc = cr_csv(csv, &in)) != 0)
+    if (csv && ((rc = cr_csv(csv, &in)) != 0 || (rc = tool_out_commit(&aborts) < 0 ? TOOL_USAGE : 0) != 0))
         goto out;
     if (json)
         cr_json(stdout, &in);
@@ -141,6 +147,8 @@ int main(int argc, char **argv)
     const struct ca_totals *t = ca_totals(st);
     rc = t->temporal || t->grammar ? TOOL_FAIL : TOOL_OK;
 out:
+    if (aborts.f)
+        tool_out_abandon(&aborts);
     merge_free(m);
     if (r)
         tf_close(r);
