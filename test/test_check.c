@@ -23,9 +23,11 @@
 static char out[1 << 16];
 
 /* Writes threads th[0..n) as a raw trace and runs tmcheck --json on it. */
+static unsigned level = 2;   /* TMTRACE_EVENTS of the generated traces */
+
 static int check(const char *name, struct tg_thread *th, size_t n, uint64_t dropped, const char *extra)
 {
-    struct tf_header h = tg_header(HZ, 2, 0);
+    struct tf_header h = tg_header(HZ, level, 0);
     const char *path = tu_path(name);
     assert_int_equal(tg_write(path, &h, th, n, NULL, 0, dropped, 1000), 0);
     char cmd[1024];
@@ -217,6 +219,24 @@ static void abort_without_conflicting_commit_in_window_is_conflict_free(void **s
     assert_true(J("true_conflicts") == 0);
 }
 
+static void without_reads_and_writes_conflict_freedom_is_not_claimed(void **st)
+{
+    (void)st;
+    level = 1;
+    struct tg_thread th[2] = { 0 };
+    tg_ev(&th[0], 100, TF_EV_START, 0, 1, 1, 0);
+    tg_ev(&th[0], 200, TF_EV_ABORT, 2, 1, A1, 0);
+    tg_ev(&th[0], 210, TF_EV_START, 0, 1, 2, TF_START_RETRY);
+    tg_ev(&th[0], 230, TF_EV_COMMIT, 0, 1, 3, 1);
+    tg_ev(&th[1], 130, TF_EV_START, 0, 2, 7, 0);
+    tg_ev(&th[1], 150, TF_EV_COMMIT, 0, 2, 9, 1ull << 32);
+    int rc = check("level1.bin", th, 2, 0, NULL);
+    level = 2;
+    assert_int_equal(rc, 0);
+    assert_true(J("stm_aborts") == 1);
+    assert_non_null(strstr(out, "\"conflict_free_aborts\":null"));
+}
+
 static void per_site_table_counts_attempts_wasted_time_retries_and_sets(void **st)
 {
     (void)st;
@@ -366,6 +386,7 @@ int main(void)
         cmocka_unit_test(attribution_true_conflict_names_the_culprit),
         cmocka_unit_test(attribution_false_conflict_is_same_stripe_other_address),
         cmocka_unit_test(abort_without_conflicting_commit_in_window_is_conflict_free),
+        cmocka_unit_test(without_reads_and_writes_conflict_freedom_is_not_claimed),
         cmocka_unit_test(per_site_table_counts_attempts_wasted_time_retries_and_sets),
         cmocka_unit_test(hardware_aborts_are_classified_by_status_bits),
         cmocka_unit_test(dropped_events_are_reported_with_the_checks_they_affect),
