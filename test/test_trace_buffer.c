@@ -250,6 +250,31 @@ static void every_record_kind_round_trips_through_the_file(void **state)
     free_trace(&rb);
 }
 
+static void boundary_stamps_make_reads_and_writes_repeat_the_previous_stamp(void **state)
+{
+    (void)state;
+    char file[300];
+    snprintf(file, sizeof file, "TMTRACE_FILE=%s", tu_path("boundary.bin"));
+    const char *env[] = { file, "TMTRACE_SAMPLE_MS=5", "TMTRACE_STAMP=boundary", NULL };
+    assert_child_ok(run_child(env, body_every_kind, NULL));
+    struct readback rb;
+    read_trace(tu_path("boundary.bin"), &rb);
+    assert_int_equal(rb.nev, 10);
+    size_t repeated = 0;
+    for (size_t i = 1; i < rb.nev; i++) {
+        const struct tf_event *e = &rb.ev[i];
+        if (e->kind == TF_EV_READ || e->kind == TF_EV_WRITE) {
+            assert_int_equal(e->ts, rb.ev[i - 1].ts);
+            assert_int_equal(e->cpu, rb.ev[i - 1].cpu);
+            repeated++;
+        } else {
+            assert_true(e->ts > rb.ev[i - 1].ts); /* boundaries read the clock */
+        }
+    }
+    assert_int_equal(repeated, 3);
+    free_trace(&rb);
+}
+
 static void level_tx_records_no_reads_or_writes(void **state)
 {
     (void)state;
@@ -555,6 +580,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(every_record_kind_round_trips_through_the_file),
+        cmocka_unit_test(boundary_stamps_make_reads_and_writes_repeat_the_previous_stamp),
         cmocka_unit_test(level_tx_records_no_reads_or_writes),
         cmocka_unit_test(level_off_writes_no_trace_file),
         cmocka_unit_test(stream_mode_writes_every_event_through_small_chunks),

@@ -19,6 +19,7 @@ enum config_mode { CONFIG_MODE_STREAM = 0, CONFIG_MODE_MEMORY = 1 };
 enum config_clock { CONFIG_CLOCK_MONOTONIC = 0, CONFIG_CLOCK_MONOTONIC_RAW = 1 };
 enum config_htm { CONFIG_HTM_AUTO = 0, CONFIG_HTM_EMULATE = 1, CONFIG_HTM_OFF = 2 };
 enum config_codec { CONFIG_CODEC_LZ4 = 0, CONFIG_CODEC_ZLIB = 1, CONFIG_CODEC_NONE = 2 };
+enum config_stamp { CONFIG_STAMP_EACH = 0, CONFIG_STAMP_BOUNDARY = 1 };
 
 struct config {
     int events;              /* enum config_events   TMTRACE_EVENTS */
@@ -40,6 +41,7 @@ struct config {
     int64_t htm_emu_explicit_pct; /* TMTRACE_HTM_EMU_EXPLICIT */
     int64_t stripes_log2;    /* TMTRACE_STRIPES */
     int64_t seed;            /* TMTRACE_SEED, 0 = from the clock */
+    int stamp;               /* enum config_stamp    TMTRACE_STAMP */
 };
 
 /* The values in force; defaults until config_load() succeeds. */

@@ -244,6 +244,11 @@ static int hand_over(struct tb_thread *t)
         size_t n = (size_t)(t->cur - t->base);
         if (n == 0 && c->nsamples == 0)
             return 1; /* nothing to send: keep it */
+        if (n > 0) {
+            t->last_tsc = t->cur[-1].tsc;
+            t->last_aux = t->cur[-1].aux;
+            t->last_truth = t->truth ? t->truth[n - 1] : 0;
+        }
         __atomic_store_n(&c->n, n, __ATOMIC_RELAXED); /* marks it handed over */
         __atomic_signal_fence(__ATOMIC_SEQ_CST);
         t->seq += n;
@@ -434,6 +439,7 @@ int tb_attach(struct tb_thread *t)
     if (reg_add(t) != 0)
         return -1;
     t->injecting = (uint8_t)pool_truth;
+    t->stamp_each = config.stamp == CONFIG_STAMP_EACH;
     uint32_t aux;
     uint64_t now = clock_rdtscp(&aux);
     t->tick_period = (uint64_t)config.resample_ms * (tb_hz / 1000);

@@ -23,8 +23,10 @@
 
 #if defined(__GNUC__)
 #define TB_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define TB_LIKELY(x) __builtin_expect(!!(x), 1)
 #else
 #define TB_UNLIKELY(x) (x)
+#define TB_LIKELY(x) (x)
 #endif
 
 struct tb_chunk; /* trace_buffer.c: a chunk of records handed to the writer */
@@ -36,7 +38,8 @@ struct tb_thread {
     uint8_t level;             /* enum config_events; OFF also when not attached */
     uint8_t injecting;         /* clock faults injected: apply skew, keep truth */
     uint16_t site;             /* site of the transaction in progress */
-    uint32_t pad_;
+    uint8_t stamp_each;        /* 1: reads/writes take their own rdtscp (TMTRACE_STAMP=each) */
+    uint8_t pad_[3];
     uint64_t tick_tsc;         /* next in-run sample / migration is due at this TSC */
     uint64_t *truth;           /* truth column of the current chunk (injecting only) */
     struct tf_record *base;    /* first record of the current chunk */
@@ -54,6 +57,9 @@ struct tb_thread {
     uint64_t migrate_period;   /* TSC ticks between forced migrations; 0 = never */
     uint64_t next_migrate_tsc;
     uint64_t next_sample_tsc;
+    /* Stamp of the last record of the previous chunk (TMTRACE_STAMP=boundary). */
+    uint64_t last_tsc, last_truth;
+    uint32_t last_aux;
 };
 
 /* Slow paths (trace_buffer.c). */
@@ -139,18 +145,50 @@ static inline void tb_ev_start(struct tb_thread *t, uint32_t site, uint64_t inst
         tb_tick(t, tsc);
 }
 
+/* A read or write record. With TMTRACE_STAMP=boundary it repeats the stamp
+ * of the thread's previous record instead of reading the clock: on this
+ * hardware any TSC read waits for the loads before it, which stops the
+ * STM's own loads from overlapping and costs far more than the read itself. */
+static inline void tb_emit_access(struct tb_thread *t, unsigned kind, unsigned size, uint64_t addr,
+                                  uint64_t value)
+{
+    if (TB_LIKELY(t->stamp_each)) {
+        tb_emit(t, kind, size, addr, value);
+        return;
+    }
+    struct tf_record *r = tb_slot(t);
+    if (TB_UNLIKELY(r == NULL))
+        return;
+    if (TB_LIKELY(r != t->base)) {
+        r->tsc = r[-1].tsc;
+        r->aux = r[-1].aux;
+        if (TB_UNLIKELY(t->injecting))
+            t->truth[r - t->base] = t->truth[r - t->base - 1];
+    } else {
+        r->tsc = t->last_tsc;
+        r->aux = t->last_aux;
+        if (TB_UNLIKELY(t->injecting))
+            t->truth[0] = t->last_truth;
+    }
+    r->kind = (uint8_t)kind;
+    r->reason = (uint8_t)size;
+    r->site = t->site;
+    r->addr = addr;
+    r->value = value;
+}
+
 static inline void tb_ev_read(struct tb_thread *t, const volatile void *addr, uint64_t value, unsigned size)
 {
     if (t->level != CONFIG_EVENTS_ALL)
         return;
-    tb_emit(t, TF_EV_READ, size, (uint64_t)(uintptr_t)addr, value);
+    tb_emit_access(t, TF_EV_READ, size, (uint64_t)(uintptr_t)addr, value);
 }
 
 static inline void tb_ev_write(struct tb_thread *t, const volatile void *addr, uint64_t value, unsigned size)
 {
     if (t->level != CONFIG_EVENTS_ALL)
         return;
-    tb_emit(t, TF_EV_WRITE, size, (uint64_t)(uintptr_t)addr, value);
+    tb_emit_access(t, TF_EV_WRITE, size, (uint64_t)(uintptr_t)addr, value);
 }
 
 /* After the commit took effect (after _xend on the hardware path). */
