@@ -147,6 +147,30 @@ static void tr_remove_handlers(void)
 
 static void tr_atexit(void) { (void)tracer_shutdown(); }
 
+static uint64_t tr_ref_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* When the sampling phase was too short for a fit (TMTRACE_SAMPLE_MS of a
+ * millisecond or two): the TSC against the clock over at least 10 ms since
+ * init, sleeping for the rest. */
+static uint64_t tr_two_point_hz(uint64_t tsc0, uint64_t ns0)
+{
+    uint64_t now = tr_ref_ns();
+    if (now - ns0 < 10000000u) {
+        uint64_t left = 10000000u - (now - ns0);
+        struct timespec ts = { 0, (long)left };
+        nanosleep(&ts, NULL);
+    }
+    uint32_t aux;
+    uint64_t tsc1 = clock_rdtscp(&aux);
+    uint64_t ns1 = tr_ref_ns();
+    return ns1 > ns0 && tsc1 > tsc0 ? (uint64_t)((double)(tsc1 - tsc0) * 1e9 / (double)(ns1 - ns0) + 0.5) : 0;
+}
+
 static int tr_sample(unsigned phase, struct cs_set *set)
 {
     return cs_phase(phase, tr_cpus, tr_ncpus, config.sample_ms, config.clock, set);
@@ -170,7 +194,7 @@ int tracer_init(void)
     clock_gettime(CLOCK_REALTIME, &wall);
     hdr.wall_start_ns = (int64_t)wall.tv_sec * 1000000000 + wall.tv_nsec;
     uint32_t aux;
-    uint64_t base = clock_rdtscp(&aux);
+    uint64_t base = clock_rdtscp(&aux), base_ns = tr_ref_ns();
 
     struct cs_set pre = { 0 };
     if (tr_sample(TF_PHASE_PRE, &pre) != 0) {
@@ -178,10 +202,11 @@ int tracer_init(void)
         return -1;
     }
     uint64_t hz = cs_fit_hz(pre.s, pre.n);
+    if (hz == 0)
+        hz = tr_two_point_hz(base, base_ns);
     if (hz == 0) {
         cs_set_free(&pre);
-        return error_set("libtmtrace: could not estimate the TSC frequency (TMTRACE_SAMPLE_MS=%lld too short?)",
-                         (long long)config.sample_ms);
+        return error_set("libtmtrace: could not estimate the TSC frequency");
     }
     skew_init(skews, (size_t)nskew, hz, base);
     cs_apply_skew(pre.s, pre.n);
