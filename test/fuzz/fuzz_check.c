@@ -1,0 +1,119 @@
+/*
+ * fuzz_check.c - libFuzzer target for tmcheck's analyses (check_analysis.c)
+ * on arbitrary event streams.
+ *
+ * Owns: decoding a byte string into analysis options and a stream of events
+ * (any kind byte, a few threads and sites, timestamps that may run
+ * backwards, addresses that collide), feeding them through ca_event and
+ * ca_finish, and asserting that the results add up: every event counted
+ * once, commits + aborts never exceed attempts, and the per-thread and
+ * per-site tables sum to the totals.
+ * Never: reads files or prints.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check_analysis.h"
+
+#define FUZZ_EVENT_BYTES 16
+
+static uint64_t fuzz_le(const uint8_t *p, size_t n)
+{
+    uint64_t v = 0;
+    for (size_t i = 0; i < n; i++)
+        v |= (uint64_t)p[i] << (8 * i);
+    return v;
+}
+
+static void fuzz_attribution(void *ctx, const struct ca_attribution *a)
+{
+    uint64_t *n = ctx;
+    if (a->found && a->culprit_thread == 0 && a->culprit_instance == 0 && a->culprit_commit == 0)
+        (*n)++;  /* counted only so the callback reads every field */
+    (*n)++;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (size < 4)
+        return 0;
+    struct ca_opts o = {
+        .stripes_log2 = 1 + data[0] % 24,
+        .uncertainty = data[1] & 0x80 ? data[1] & 0x7f : 0,
+        .ns_per_unit = data[2] & 1 ? 1.0 : 0.37,
+        .have_accesses = data[2] >> 1 & 1,
+    };
+    uint64_t instance_mode = data[3];
+    data += 4;
+    size -= 4;
+    struct ca_state *s = ca_create(&o);
+    if (!s)
+        return 0;
+    uint64_t attributions = 0;
+    ca_on_attribution(s, fuzz_attribution, &attributions);
+    uint64_t ts = 1000, fed = 0, seq[8] = {0}, inst[8] = {0};
+    for (; size >= FUZZ_EVENT_BYTES; data += FUZZ_EVENT_BYTES, size -= FUZZ_EVENT_BYTES) {
+        struct tf_event ev;
+        memset(&ev, 0, sizeof ev);
+        ev.kind = (uint8_t)(data[0] % (TF_EV_KINDS + 1));
+        ev.thread = 1 + (data[1] & 7);
+        ev.site = data[1] >> 3;
+        ev.reason = data[2];
+        /* mostly forward, sometimes back: tmcheck must count, not trust */
+        int64_t step = (int8_t)data[3];
+        ts = step < 0 && (uint64_t)-step > ts ? 0 : (uint64_t)((int64_t)ts + step * 7);
+        ev.ts = ts;
+        ev.truth = data[4] & 1 ? ts + (data[4] >> 1) : 0;
+        ev.addr = fuzz_le(data + 5, 2) << 3;
+        ev.value = fuzz_le(data + 7, 5) << (data[12] & 31);
+        ev.cpu = data[13] & 3;
+        unsigned th = ev.thread & 7;
+        if (ev.kind == TF_EV_START)
+            inst[th] = instance_mode & 1 ? fuzz_le(data + 14, 2) : inst[th] + 1;
+        ev.instance = inst[th];
+        ev.seq = seq[th]++;
+        if (ca_event(s, &ev) != 0)
+            break;
+        fed++;
+    }
+    if (ca_finish(s) == 0) {
+        const struct ca_totals *t = ca_totals(s);
+        if (t->events != fed)
+            abort();
+        if (t->commits + t->aborts > t->attempts)
+            abort();
+        if (t->stm_aborts + t->htm_aborts + t->user_aborts > t->aborts)
+            abort();
+        size_t nth, nsite;
+        const struct ca_thread *th = ca_threads(s, &nth);
+        uint64_t ev_sum = 0, c_sum = 0, a_sum = 0, at_sum = 0;
+        for (size_t i = 0; i < nth; i++) {
+            if (th[i].commits + th[i].aborts > th[i].attempts)
+                abort();
+            ev_sum += th[i].events;
+            c_sum += th[i].commits;
+            a_sum += th[i].aborts;
+            at_sum += th[i].attempts;
+        }
+        if (ev_sum != t->events || c_sum != t->commits || a_sum != t->aborts || at_sum != t->attempts)
+            abort();
+        const struct ca_site *si = ca_sites(s, &nsite);
+        c_sum = a_sum = at_sum = 0;
+        for (size_t i = 0; i < nsite; i++) {
+            if (si[i].commits + si[i].aborts > si[i].attempts)
+                abort();
+            c_sum += si[i].commits;
+            a_sum += si[i].aborts;
+            at_sum += si[i].attempts;
+        }
+        if (c_sum != t->commits || a_sum != t->aborts || at_sum != t->attempts)
+            abort();
+        if (attributions > 2 * t->stm_aborts)
+            abort();  /* at most one callback per software abort */
+        size_t nconf;
+        (void)ca_conflicts(s, &nconf);
+    }
+    ca_free(s);
+    return 0;
+}
