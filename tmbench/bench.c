@@ -91,18 +91,32 @@ static int parse_double(const char *text, double *out)
     return 0;
 }
 
+/* Looks up --name and parses it with parse (which takes a long * or double *).
+ * Returns 1 with *out set, 0 when the option is absent, -1 after reporting a
+ * value that does not parse. */
+static int opt_parsed(const char *name, const char *what, int (*parse)(const char *, void *),
+                      void *out)
+{
+    const char *text = opt_find(name);
+    if (!text)
+        return 0;
+    if (parse(text, out) != 0) {
+        bench_err("--%s: '%s' is not %s", name, text, what);
+        bench_opt_error = 1;
+        return -1;
+    }
+    return 1;
+}
+
+static int parse_long_v(const char *text, void *out) { return parse_long(text, out); }
+static int parse_double_v(const char *text, void *out) { return parse_double(text, out); }
+
 long bench_opt_long(const struct bench_opts *o, const char *name, long def, long min, long max)
 {
     (void)o;
-    const char *text = opt_find(name);
     long v;
-    if (!text)
+    if (opt_parsed(name, "an integer", parse_long_v, &v) != 1)
         return def;
-    if (parse_long(text, &v) != 0) {
-        bench_err("--%s: '%s' is not an integer", name, text);
-        bench_opt_error = 1;
-        return def;
-    }
     if (v < min || v > max) {
         bench_err("--%s: %ld is outside [%ld, %ld]", name, v, min, max);
         bench_opt_error = 1;
@@ -114,15 +128,9 @@ long bench_opt_long(const struct bench_opts *o, const char *name, long def, long
 double bench_opt_double(const struct bench_opts *o, const char *name, double def, double min, double max)
 {
     (void)o;
-    const char *text = opt_find(name);
     double v;
-    if (!text)
+    if (opt_parsed(name, "a number", parse_double_v, &v) != 1)
         return def;
-    if (parse_double(text, &v) != 0) {
-        bench_err("--%s: '%s' is not a number", name, text);
-        bench_opt_error = 1;
-        return def;
-    }
     if (v < min || v > max) {
         bench_err("--%s: %g is outside [%g, %g]", name, v, min, max);
         bench_opt_error = 1;

@@ -10,6 +10,10 @@
  *   TM_READ_P / TM_WRITE_P, TM_READ_F / TM_WRITE_F   pointers; float and double
  *   TM_MALLOC(n), TM_FREE(p)               allocation inside transactions
  *   TM_SAFE                                marks helpers called inside transactions
+ *   TM_LOCAL int x;                        a local the block assigns and code after
+ *                                          TM_END reads (volatile for libtmtrace, whose
+ *                                          restarts go through siglongjmp; nothing for
+ *                                          libitm, which forbids volatile in transactions)
  *
  * Transactional helper functions take no descriptor: the libtmtrace build
  * keeps it in an initial-exec thread-local (tm_tx).
@@ -34,6 +38,7 @@ extern __thread uint64_t tm_commit_count;
 
 #define TM_BACKEND "libitm"
 #define TM_SAFE __attribute__((transaction_safe))
+#define TM_LOCAL
 #define TM_THREAD_ENTER() ((void)0)
 #define TM_THREAD_EXIT() ((void)0)
 #define TM_BEGIN(label) { __transaction_atomic {
@@ -55,6 +60,7 @@ extern __thread uint64_t tm_commit_count;
 extern pthread_mutex_t tm_global_lock;
 #define TM_BACKEND "mutex"
 #define TM_SAFE
+#define TM_LOCAL
 #define TM_THREAD_ENTER() ((void)0)
 #define TM_THREAD_EXIT() ((void)0)
 #define TM_BEGIN(label) { pthread_mutex_lock(&tm_global_lock);
@@ -74,6 +80,7 @@ extern pthread_mutex_t tm_global_lock;
 #include "tmtrace.h"
 #define TM_BACKEND "libtmtrace"
 #define TM_SAFE
+#define TM_LOCAL volatile
 extern __thread tmt_tx *tm_tx __attribute__((tls_model("initial-exec")));
 #define TM_THREAD_ENTER() (tm_tx = tmt_thread_enter())
 #define TM_THREAD_EXIT() (tmt_thread_exit(), tm_tx = NULL)

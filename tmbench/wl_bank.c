@@ -79,11 +79,12 @@ static long bank_audit(struct bank *b)
 {
     long *acc = b->accounts;
     long n = b->naccounts;
-    long total;
+    TM_LOCAL long total;
     TM_BEGIN_RO("bank-audit");
-    total = 0;
+    long sum = 0;
     for (long i = 0; i < n; i++)
-        total += TM_READ(acc[i]);
+        sum += TM_READ(acc[i]);
+    total = sum;
     TM_END;
     return total;
 }

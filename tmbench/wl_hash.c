@@ -46,7 +46,7 @@ static TM_SAFE struct hash_node **hash_find(struct hash_set *h, long key, struct
 static int hash_insert(void *set, long key)
 {
     struct hash_set *h = set;
-    int added;
+    TM_LOCAL int added;
     TM_BEGIN("hash-insert");
     struct hash_node *n;
     struct hash_node **link = hash_find(h, key, &n);
@@ -66,7 +66,7 @@ static int hash_insert(void *set, long key)
 static int hash_remove(void *set, long key)
 {
     struct hash_set *h = set;
-    int removed;
+    TM_LOCAL int removed;
     TM_BEGIN("hash-remove");
     struct hash_node *n;
     struct hash_node **link = hash_find(h, key, &n);
@@ -86,7 +86,7 @@ static int hash_remove(void *set, long key)
 static int hash_contains(void *set, long key)
 {
     struct hash_set *h = set;
-    int found;
+    TM_LOCAL int found;
     TM_BEGIN_RO("hash-contains");
     struct hash_node *n;
     hash_find(h, key, &n);

@@ -44,7 +44,7 @@ static TM_SAFE struct list_node *list_find_prev(struct list_set *s, long key,
 static int list_insert(void *set, long key)
 {
     struct list_set *s = set;
-    int added;
+    TM_LOCAL int added;
     TM_BEGIN("list-insert");
     struct list_node *cur;
     long k;
@@ -66,7 +66,7 @@ static int list_insert(void *set, long key)
 static int list_remove(void *set, long key)
 {
     struct list_set *s = set;
-    int removed;
+    TM_LOCAL int removed;
     TM_BEGIN("list-remove");
     struct list_node *cur;
     long k;
@@ -88,7 +88,7 @@ static int list_remove(void *set, long key)
 static int list_contains(void *set, long key)
 {
     struct list_set *s = set;
-    int found;
+    TM_LOCAL int found;
     TM_BEGIN_RO("list-contains");
     struct list_node *cur;
     long k;

@@ -135,9 +135,8 @@ static TM_SAFE void rb_insert_fixup(struct rb_tree *t, struct rb_node *z)
 }
 
 /* Restores the black height after a black node left from below xp; x (maybe
- * NULL) carries the extra black. noclone: GCC 12's -fgnu-tm crashes (ICE in
- * expand_call_tm) on an IPA clone of this function. */
-static __attribute__((noclone)) TM_SAFE void rb_remove_fixup(struct rb_tree *t, struct rb_node *x, struct rb_node *xp)
+ * NULL) carries the extra black. */
+static TM_SAFE void rb_remove_fixup(struct rb_tree *t, struct rb_node *x, struct rb_node *xp)
 {
     while (x != TM_READ_P(t->root) && rb_color(x) == RB_BLACK) {
         if (x == rb_left(xp)) {
@@ -201,7 +200,7 @@ static __attribute__((noclone)) TM_SAFE void rb_remove_fixup(struct rb_tree *t, 
 static int rb_insert(void *set, long key)
 {
     struct rb_tree *t = set;
-    int added;
+    TM_LOCAL int added;
     TM_BEGIN("rbtree-insert");
     struct rb_node *parent;
     added = rb_lookup(t, key, &parent) == NULL;
@@ -229,7 +228,7 @@ static int rb_insert(void *set, long key)
 static int rb_remove(void *set, long key)
 {
     struct rb_tree *t = set;
-    int removed;
+    TM_LOCAL int removed;
     TM_BEGIN("rbtree-remove");
     struct rb_node *parent;
     struct rb_node *z = rb_lookup(t, key, &parent);
@@ -266,7 +265,7 @@ static int rb_remove(void *set, long key)
 static int rb_contains(void *set, long key)
 {
     struct rb_tree *t = set;
-    int found;
+    TM_LOCAL int found;
     TM_BEGIN_RO("rbtree-contains");
     struct rb_node *parent;
     found = rb_lookup(t, key, &parent) != NULL;
