@@ -148,22 +148,6 @@ static const char *site_label(const struct exporter *x, uint32_t id, char *buf, 
     return buf;
 }
 
-static int grow(void **p, size_t *n, size_t want, size_t elem)
-{
-    if (want <= *n)
-        return 0;
-    size_t m = *n ? *n : 16;
-    while (m < want)
-        m *= 2;
-    void *q = realloc(*p, m * elem);
-    if (!q)
-        return error_set("out of memory");
-    memset((char *)q + *n * elem, 0, (m - *n) * elem);
-    *p = q;
-    *n = m;
-    return 0;
-}
-
 static uint64_t ev_ns(const struct exporter *x, uint64_t ts)
 {
     return x->raw ? (uint64_t)((double)ts * x->ns_per_tick) : ts;
@@ -307,7 +291,7 @@ static void on_attribution(void *ctx, const struct ca_attribution *at)
 static int on_event(struct exporter *x, const struct tf_event *ev)
 {
     uint32_t t = ev->thread;
-    if (grow((void **)&x->th, &x->nth, (size_t)t + 1, sizeof *x->th) < 0)
+    if (mi_grow((void **)&x->th, &x->nth, (size_t)t + 1, sizeof *x->th) < 0)
         return -1;
     struct attempt *a = &x->th[t];
     uint64_t ns = ev_ns(x, ev->ts);
