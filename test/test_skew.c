@@ -57,14 +57,20 @@ static void bad_items_are_rejected_naming_the_variable_and_the_part(void **state
     }
 }
 
+/* Parses one item and installs it for a TSC of `hz` whose init stamp is `base`. */
+static void install(const char *text, uint64_t hz, uint64_t base)
+{
+    struct tf_skew s[1];
+    assert_int_equal(skew_parse(text, s, 1), 1);
+    skew_init(s, 1, hz, base);
+    assert_true(skew_active());
+}
+
 static void offset_is_added_exactly_in_ticks(void **state)
 {
     (void)state;
-    struct tf_skew s[1];
-    assert_int_equal(skew_parse("1:250000:0", s, 1), 1);
     uint64_t base = 1000000000000ull;
-    skew_init(s, 1, 2000000000u, base); /* 2 GHz: 250 us = 500000 ticks */
-    assert_true(skew_active());
+    install("1:250000:0", 2000000000u, base); /* 2 GHz: 250 us = 500000 ticks */
     for (uint64_t t = base - 5000; t < base + 50000000000ull; t += 7777777777ull)
         assert_int_equal(skew_apply(t, 1) - t, 500000);
     assert_int_equal(skew_apply(base + 99, 0), base + 99); /* CPU 0 not listed */
@@ -73,10 +79,8 @@ static void offset_is_added_exactly_in_ticks(void **state)
 static void drift_grows_with_time_since_init_and_changes_at_t(void **state)
 {
     (void)state;
-    struct tf_skew s[1];
-    assert_int_equal(skew_parse("2:0:120@100:-40", s, 1), 1);
     uint64_t base = 5000000000ull;
-    skew_init(s, 1, 1000000000u, base); /* 1 GHz: 100 ms = 1e8 ticks */
+    install("2:0:120@100:-40", 1000000000u, base); /* 1 GHz: 100 ms = 1e8 ticks */
     assert_int_equal(skew_apply(base, 2), base);
     /* 50 ms in: 5e7 ticks * 120e-6 = 6000 ticks */
     assert_int_equal(skew_apply(base + 50000000, 2), base + 50000000 + 6000);

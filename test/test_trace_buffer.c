@@ -76,6 +76,17 @@ static int run_child(const char *const *env, int (*body)(void *), void *arg)
     return status;
 }
 
+/* Runs body traced into tu_path(name) with short sampling phases and up to
+ * three more settings (NULL = none); returns the child's wait status. */
+static int trace_child(const char *name, const char *a, const char *b, const char *c, int (*body)(void *),
+                       void *arg)
+{
+    char file[300];
+    snprintf(file, sizeof file, "TMTRACE_FILE=%s", tu_path(name));
+    const char *env[] = { file, "TMTRACE_SAMPLE_MS=5", a, b, c, NULL };
+    return run_child(env, body, arg);
+}
+
 static void assert_child_ok(int status)
 {
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
@@ -201,10 +212,7 @@ struct expect {
 static void every_record_kind_round_trips_through_the_file(void **state)
 {
     (void)state;
-    char file[300];
-    snprintf(file, sizeof file, "TMTRACE_FILE=%s", tu_path("kinds.bin"));
-    const char *env[] = { file, "TMTRACE_SAMPLE_MS=5", NULL };
-    assert_child_ok(run_child(env, body_every_kind, NULL));
+    assert_child_ok(trace_child("kinds.bin", NULL, NULL, NULL, body_every_kind, NULL));
     struct readback rb;
     read_trace(tu_path("kinds.bin"), &rb);
     const uint32_t st = TMT_HTM_CONFLICT | TMT_HTM_RETRY;
@@ -253,10 +261,8 @@ static void every_record_kind_round_trips_through_the_file(void **state)
 static void boundary_stamps_make_reads_and_writes_repeat_the_previous_stamp(void **state)
 {
     (void)state;
-    char file[300];
-    snprintf(file, sizeof file, "TMTRACE_FILE=%s", tu_path("boundary.bin"));
-    const char *env[] = { file, "TMTRACE_SAMPLE_MS=5", "TMTRACE_STAMP=boundary", NULL };
-    assert_child_ok(run_child(env, body_every_kind, NULL));
+    assert_child_ok(
+        trace_child("boundary.bin", "TMTRACE_STAMP=boundary", NULL, NULL, body_every_kind, NULL));
     struct readback rb;
     read_trace(tu_path("boundary.bin"), &rb);
     assert_int_equal(rb.nev, 10);
@@ -278,11 +284,8 @@ static void boundary_stamps_make_reads_and_writes_repeat_the_previous_stamp(void
 static void level_tx_records_no_reads_or_writes(void **state)
 {
     (void)state;
-    char file[300];
-    snprintf(file, sizeof file, "TMTRACE_FILE=%s", tu_path("tx.bin"));
-    const char *env[] = { file, "TMTRACE_SAMPLE_MS=5", "TMTRACE_EVENTS=tx", NULL };
     /* The body expects 10 records; under tx it sees 7, so it reports 11. */
-    int status = run_child(env, body_every_kind, NULL);
+    int status = trace_child("tx.bin", "TMTRACE_EVENTS=tx", NULL, NULL, body_every_kind, NULL);
     assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 11);
     struct readback rb;
     read_trace(tu_path("tx.bin"), &rb);
@@ -298,10 +301,7 @@ static void level_tx_records_no_reads_or_writes(void **state)
 static void level_off_writes_no_trace_file(void **state)
 {
     (void)state;
-    char file[300];
-    snprintf(file, sizeof file, "TMTRACE_FILE=%s", tu_path("off.bin"));
-    const char *env[] = { file, "TMTRACE_EVENTS=off", NULL };
-    int status = run_child(env, body_every_kind, NULL);
+    int status = trace_child("off.bin", "TMTRACE_EVENTS=off", NULL, NULL, body_every_kind, NULL);
     assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 11); /* nothing recorded */
     struct stat st;
     assert_int_equal(stat(tu_path("off.bin"), &st), -1);
@@ -356,31 +356,24 @@ static void check_many(const char *path, int expect_drops)
 static void stream_mode_writes_every_event_through_small_chunks(void **state)
 {
     (void)state;
-    char file[300];
-    snprintf(file, sizeof file, "TMTRACE_FILE=%s", tu_path("stream.bin"));
-    const char *env[] = { file, "TMTRACE_SAMPLE_MS=5", "TMTRACE_BUFFER=4096", "TMTRACE_MEMORY=4M", NULL };
-    assert_child_ok(run_child(env, body_many, NULL));
+    assert_child_ok(
+        trace_child("stream.bin", "TMTRACE_BUFFER=4096", "TMTRACE_MEMORY=4M", NULL, body_many, NULL));
     check_many(tu_path("stream.bin"), 0);
 }
 
 static void memory_mode_writes_nothing_until_exit(void **state)
 {
     (void)state;
-    char file[300];
-    snprintf(file, sizeof file, "TMTRACE_FILE=%s", tu_path("memory.bin"));
-    const char *env[] = { file, "TMTRACE_SAMPLE_MS=5", "TMTRACE_BUFFER=4096", "TMTRACE_MODE=memory", NULL };
-    assert_child_ok(run_child(env, body_many, (void *)tu_path("memory.bin")));
+    assert_child_ok(trace_child("memory.bin", "TMTRACE_BUFFER=4096", "TMTRACE_MODE=memory", NULL, body_many,
+                                (void *)tu_path("memory.bin")));
     check_many(tu_path("memory.bin"), 0);
 }
 
 static void events_beyond_the_memory_cap_are_dropped_and_counted(void **state)
 {
     (void)state;
-    char file[300];
-    snprintf(file, sizeof file, "TMTRACE_FILE=%s", tu_path("drop.bin"));
-    const char *env[] = { file, "TMTRACE_SAMPLE_MS=5", "TMTRACE_BUFFER=4096", "TMTRACE_MEMORY=64k",
-                          "TMTRACE_MODE=memory", NULL };
-    assert_child_ok(run_child(env, body_many, NULL));
+    assert_child_ok(trace_child("drop.bin", "TMTRACE_BUFFER=4096", "TMTRACE_MEMORY=64k", "TMTRACE_MODE=memory",
+                                body_many, NULL));
     check_many(tu_path("drop.bin"), 1);
 }
 
@@ -404,10 +397,8 @@ static int body_cpus_and_inrun(void *arg)
 static void sampling_phases_cover_every_cpu_and_inrun_samples_appear(void **state)
 {
     (void)state;
-    char file[300];
-    snprintf(file, sizeof file, "TMTRACE_FILE=%s", tu_path("samples.bin"));
-    const char *env[] = { file, "TMTRACE_SAMPLE_MS=10", "TMTRACE_RESAMPLE_MS=5", NULL };
-    assert_child_ok(run_child(env, body_cpus_and_inrun, NULL));
+    assert_child_ok(trace_child("samples.bin", "TMTRACE_SAMPLE_MS=10", "TMTRACE_RESAMPLE_MS=5", NULL,
+                                body_cpus_and_inrun, NULL));
     struct readback rb;
     read_trace(tu_path("samples.bin"), &rb);
     int cpus[1024];
@@ -440,13 +431,11 @@ static void injected_offsets_shift_every_tsc_exactly_and_truth_reads_back(void *
     (void)state;
     int cpus[1024];
     int ncpus = cs_cpus(cpus, 1024);
-    char skew[512] = "TMTRACE_SKEW=", file[300];
+    char skew[512] = "TMTRACE_SKEW=";
     for (int c = 0; c < ncpus && c < 8; c++)
         snprintf(skew + strlen(skew), sizeof skew - strlen(skew), "%s%d:%d:0", c ? "," : "", cpus[c],
                  -500000 + 250000 * c);
-    snprintf(file, sizeof file, "TMTRACE_FILE=%s", tu_path("skew.bin"));
-    const char *env[] = { file, skew, "TMTRACE_SAMPLE_MS=5", "TMTRACE_RESAMPLE_MS=1", NULL };
-    assert_child_ok(run_child(env, body_cpus_and_inrun, NULL));
+    assert_child_ok(trace_child("skew.bin", skew, "TMTRACE_RESAMPLE_MS=1", NULL, body_cpus_and_inrun, NULL));
     struct readback rb;
     read_trace(tu_path("skew.bin"), &rb);
     assert_true(rb.hdr.flags & TF_HDR_INJECTED);

@@ -21,21 +21,11 @@
 #include "trace_file.h"
 #include "test_util.h"
 
-extern char **environ;
-
+/* The child's environment is exactly the settings given (nothing inherited
+ * from the test runner can change its configuration). */
 static void child_env(const char *const *env)
 {
-    for (int again = 1; again;) {
-        again = 0;
-        for (char **e = environ; *e; e++)
-            if (strncmp(*e, "TMTRACE_", 8) == 0) {
-                char name[128];
-                snprintf(name, sizeof name, "%.*s", (int)strcspn(*e, "="), *e);
-                unsetenv(name);
-                again = 1;
-                break;
-            }
-    }
+    clearenv();
     for (; *env; env++)
         putenv((char *)*env);
 }
