@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -377,6 +378,53 @@ static void events_beyond_the_memory_cap_are_dropped_and_counted(void **state)
     check_many(tu_path("drop.bin"), 1);
 }
 
+/* The file may grow by 64 KiB more after init: the writer fails during the run. */
+static int body_file_limit(void *arg)
+{
+    struct stat st;
+    if (freopen(tu_path("limit.err"), "w", stderr) == NULL || stat(tu_path("limit.bin"), &st) != 0)
+        return 14;
+    setvbuf(stderr, NULL, _IONBF, 0);
+    signal(SIGXFSZ, SIG_IGN);
+    rlim_t max = (rlim_t)st.st_size + (64 << 10);
+    struct rlimit lim = { max, max };
+    if (setrlimit(RLIMIT_FSIZE, &lim) != 0)
+        return 15;
+    return body_many(arg);
+}
+
+static void a_failing_writer_is_reported_once_and_the_program_goes_on(void **state)
+{
+    (void)state;
+    int status = trace_child("limit.bin", "TMTRACE_BUFFER=4096", "TMTRACE_CODEC=none", NULL, body_file_limit, NULL);
+    /* body_many's own count still adds up (11 would say it does not); the
+     * shutdown reports the failure (91). */
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 91);
+    char *err = tu_read_file(tu_path("limit.err"), NULL);
+    assert_non_null(err);
+    const char *line = strstr(err, "libtmtrace: ");
+    if (line == NULL || strstr(line, "limit.bin: write failed after ") == NULL ||
+        strstr(line, "File too large; ") == NULL || strstr(line, " events lost") == NULL)
+        fail_msg("stderr was '%s'", err);
+    assert_null(strstr(line + 1, "libtmtrace: limit.bin: write failed")); /* once */
+    unsigned long long chunks, lost;
+    assert_int_equal(sscanf(strstr(line, "after "), "after %llu chunks", &chunks), 1);
+    assert_int_equal(sscanf(strstr(line, "; ") + 2, "%llu events lost", &lost), 1);
+    assert_true(chunks > 0);
+    assert_true(lost > 0 && lost < MANY);
+    free(err);
+    /* What was written before the limit reads back, in program order. */
+    struct tf_reader *r = tf_open(tu_path("limit.bin"), TF_SALVAGE);
+    assert_non_null(r);
+    struct tf_chunk c;
+    size_t events = 0;
+    while (tf_next(r, &c) == 1)
+        events += c.kind == TF_CHUNK_EVENTS ? c.count : 0;
+    tf_close(r);
+    assert_true(events > 0);
+    assert_true(events + lost <= MANY);
+}
+
 static int body_cpus_and_inrun(void *arg)
 {
     (void)arg;
@@ -575,6 +623,7 @@ int main(void)
         cmocka_unit_test(stream_mode_writes_every_event_through_small_chunks),
         cmocka_unit_test(memory_mode_writes_nothing_until_exit),
         cmocka_unit_test(events_beyond_the_memory_cap_are_dropped_and_counted),
+        cmocka_unit_test(a_failing_writer_is_reported_once_and_the_program_goes_on),
         cmocka_unit_test(sampling_phases_cover_every_cpu_and_inrun_samples_appear),
         cmocka_unit_test(injected_offsets_shift_every_tsc_exactly_and_truth_reads_back),
         cmocka_unit_test(sigkill_leaves_every_flushed_chunk_readable),

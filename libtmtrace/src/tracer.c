@@ -285,5 +285,7 @@ int tracer_shutdown(void)
     return rc;
 }
 
-uint64_t tracer_events_recorded(void) { return tb_total_recorded(); }
+/* Records lost by the writer count as dropped, not recorded: the two add up
+ * to the events the program produced. */
+uint64_t tracer_events_recorded(void) { return tb_total_recorded() - tw_lost(); }
 uint64_t tracer_events_dropped(void) { return tb_total_dropped() + tw_lost(); }
