@@ -37,6 +37,19 @@ int intset_check(void *state, char *msg, size_t cap);
 void intset_json_extra(void *state, char *buf, size_t cap);
 void intset_teardown(void *state);
 
+/* Defines the workload `wl` (e.g. wl_list) named `name` over a structure's
+ * operations: a definition, which no function can generate. */
+#define INTSET_WORKLOAD(wl, name_, ops_, help_)                                      \
+    static int wl##_setup(const struct bench_opts *o, void **state)                  \
+    {                                                                                \
+        return intset_setup(&(ops_), o, state);                                      \
+    }                                                                                \
+    const struct workload wl = {                                                     \
+        .name = (name_), .help = (help_), .setup = wl##_setup,                       \
+        .worker = intset_worker, .check = intset_check,                              \
+        .json_extra = intset_json_extra, .teardown = intset_teardown,                \
+    }
+
 #define INTSET_HELP                                                                  \
     "  --range N      keys are drawn from [0, N) (default 1024)\n"                   \
     "  --update P     percent of operations that update, half insert, half remove (default 20)\n" \

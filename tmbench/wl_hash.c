@@ -168,17 +168,4 @@ static const struct intset_ops hash_ops = {
     .destroy = hash_destroy,
 };
 
-static int hash_setup(const struct bench_opts *o, void **state)
-{
-    return intset_setup(&hash_ops, o, state);
-}
-
-const struct workload wl_hash = {
-    .name = "hash",
-    .help = INTSET_HELP "  --buckets N    hash buckets (default range/2)\n",
-    .setup = hash_setup,
-    .worker = intset_worker,
-    .check = intset_check,
-    .json_extra = intset_json_extra,
-    .teardown = intset_teardown,
-};
+INTSET_WORKLOAD(wl_hash, "hash", hash_ops, INTSET_HELP "  --buckets N    hash buckets (default range/2)\n");

@@ -165,17 +165,4 @@ static const struct intset_ops list_ops = {
     .destroy = list_destroy,
 };
 
-static int list_setup(const struct bench_opts *o, void **state)
-{
-    return intset_setup(&list_ops, o, state);
-}
-
-const struct workload wl_list = {
-    .name = "list",
-    .help = INTSET_HELP,
-    .setup = list_setup,
-    .worker = intset_worker,
-    .check = intset_check,
-    .json_extra = intset_json_extra,
-    .teardown = intset_teardown,
-};
+INTSET_WORKLOAD(wl_list, "list", list_ops, INTSET_HELP);

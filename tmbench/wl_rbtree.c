@@ -361,17 +361,4 @@ static const struct intset_ops rb_ops = {
     .destroy = rb_destroy,
 };
 
-static int rb_setup(const struct bench_opts *o, void **state)
-{
-    return intset_setup(&rb_ops, o, state);
-}
-
-const struct workload wl_rbtree = {
-    .name = "rbtree",
-    .help = INTSET_HELP,
-    .setup = rb_setup,
-    .worker = intset_worker,
-    .check = intset_check,
-    .json_extra = intset_json_extra,
-    .teardown = intset_teardown,
-};
+INTSET_WORKLOAD(wl_rbtree, "rbtree", rb_ops, INTSET_HELP);
