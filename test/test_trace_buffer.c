@@ -474,6 +474,46 @@ static void sampling_phases_cover_every_cpu_and_inrun_samples_appear(void **stat
     free_trace(&rb);
 }
 
+static int body_migrating(void *arg)
+{
+    (void)arg;
+    struct tb_thread t;
+    if (tb_attach(&t) != 0)
+        return 10;
+    for (int i = 0; i < 60; i++) {
+        tb_ev_start(&t, 1, (uint64_t)i + 1, 0, 0);
+        tb_ev_commit(&t, 0, 0, 0);
+        struct timespec ts = { 0, 1000000 };
+        nanosleep(&ts, NULL);
+    }
+    tb_detach(&t);
+    return 0;
+}
+
+static void forced_migrations_spread_a_thread_over_the_cpus(void **state)
+{
+    (void)state;
+    int cpus[1024];
+    int ncpus = cs_cpus(cpus, 1024);
+    assert_child_ok(
+        trace_child("migrate.bin", "TMTRACE_MIGRATE=5", "TMTRACE_EVENTS=tx", NULL, body_migrating, NULL));
+    struct readback rb;
+    read_trace(tu_path("migrate.bin"), &rb);
+    assert_int_equal(rb.nev, 120);
+    int seen[1024] = { 0 }, distinct = 0, moves = 0;
+    for (size_t i = 0; i < rb.nev; i++) {
+        if (rb.ev[i].cpu < 1024 && !seen[rb.ev[i].cpu]++)
+            distinct++;
+        moves += i > 0 && rb.ev[i].cpu != rb.ev[i - 1].cpu;
+    }
+    /* About 60 ms of run, a move due every 5 ms, checked on each start: the
+     * thread cycles through every usable CPU (a few at least). */
+    int want = ncpus < 4 ? ncpus : 4;
+    if (distinct < want || (ncpus >= 2 && moves < 4))
+        fail_msg("%d CPUs seen, %d moves, %d usable CPUs", distinct, moves, ncpus);
+    free_trace(&rb);
+}
+
 static void injected_offsets_shift_every_tsc_exactly_and_truth_reads_back(void **state)
 {
     (void)state;
@@ -625,6 +665,7 @@ int main(void)
         cmocka_unit_test(events_beyond_the_memory_cap_are_dropped_and_counted),
         cmocka_unit_test(a_failing_writer_is_reported_once_and_the_program_goes_on),
         cmocka_unit_test(sampling_phases_cover_every_cpu_and_inrun_samples_appear),
+        cmocka_unit_test(forced_migrations_spread_a_thread_over_the_cpus),
         cmocka_unit_test(injected_offsets_shift_every_tsc_exactly_and_truth_reads_back),
         cmocka_unit_test(sigkill_leaves_every_flushed_chunk_readable),
         cmocka_unit_test(sigterm_leaves_a_complete_trace_in_stream_mode),

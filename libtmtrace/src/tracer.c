@@ -38,6 +38,7 @@ static int tr_ncpus;
 static int tr_atexit_done;
 static struct sigaction tr_old_term, tr_old_int;
 static int tr_handlers;
+static pid_t tr_pid;                 /* the process that owns the trace file */
 
 static void tr_cmdline(char *out, size_t cap)
 {
@@ -107,7 +108,7 @@ static void tr_signal(int sig)
 {
     int saved = errno;
     int expect = TR_ACTIVE;
-    if (__atomic_compare_exchange_n(&tr_state, &expect, TR_CLOSED, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+    if (getpid() == tr_pid && __atomic_compare_exchange_n(&tr_state, &expect, TR_CLOSED, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
         (void)tw_signal_flush(2000);
     struct sigaction dfl;
     memset(&dfl, 0, sizeof dfl);
@@ -241,6 +242,7 @@ int tracer_init(void)
         tr_file = NULL;
         return -1;
     }
+    tr_pid = getpid();
     __atomic_store_n(&tr_state, TR_ACTIVE, __ATOMIC_RELEASE);
     tr_install_handlers();
     if (!tr_atexit_done) {
@@ -252,6 +254,10 @@ int tracer_init(void)
 
 int tracer_shutdown(void)
 {
+    /* A forked child inherits the state but not the writer thread, and the
+     * file belongs to the parent: the child leaves both alone. */
+    if (getpid() != tr_pid)
+        return 0;
     int expect = TR_ACTIVE;
     if (!__atomic_compare_exchange_n(&tr_state, &expect, TR_CLOSED, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
         return 0;
