@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -204,10 +206,13 @@ static void *software_holder(void *arg)
     tmt_tx *tx = tmt_thread_enter();
     TMT_ATOMIC_FLAGS(tx, "sw-holder", TMT_TX_NO_HTM) {
         tmt_write_long(tx, &o->cell, tmt_read_long(tx, &o->cell) + 10);
-        /* Stay inside until the hardware side was refused once. */
-        while (!__atomic_load_n(&o->hw_ready, __ATOMIC_ACQUIRE) ||
-               __atomic_load_n(&o->hw->stats.htm_aborts, __ATOMIC_RELAXED) == 0)
-            tx_pause();
+        /* Stay inside until the hardware side was refused once (at most
+         * ~10 s, so that a broken exclusion fails the test, not hangs it). */
+        time_t give_up = time(NULL) + 10;
+        while ((!__atomic_load_n(&o->hw_ready, __ATOMIC_ACQUIRE) ||
+                __atomic_load_n(&o->hw->stats.htm_aborts, __ATOMIC_RELAXED) == 0) &&
+               time(NULL) < give_up)
+            usleep(10);
     } TMT_END;
     tmt_thread_exit();
     return NULL;
