@@ -71,6 +71,22 @@ static int increment(tmt_tx *tx, long *cell, int touches)
     return mode;
 }
 
+/* One increment and what it did to the global statistics. */
+struct outcome {
+    int mode;
+    tmt_stats d;
+};
+
+static struct outcome measured_increment(tmt_tx *tx, long *cell, int touches)
+{
+    tmt_stats before;
+    tmt_stats_get(&before);
+    struct outcome o;
+    o.mode = increment(tx, cell, touches);
+    o.d = delta(&before);
+    return o;
+}
+
 static void test_auto_without_rtm_behaves_exactly_like_off(void **s)
 {
     (void)s;
@@ -103,11 +119,9 @@ static void test_attempts_without_injected_aborts_commit_in_hardware(void **s)
     (void)s;
     tmt_tx *tx = tmt_thread_enter();
     static long cell;
-    tmt_stats before;
-    tmt_stats_get(&before);
-    int mode = increment(tx, &cell, 3);
-    tmt_stats d = delta(&before);
-    assert_int_equal(mode, TX_MODE_HTM_EMU);
+    struct outcome o = measured_increment(tx, &cell, 3);
+    tmt_stats d = o.d;
+    assert_int_equal(o.mode, TX_MODE_HTM_EMU);
     assert_int_equal(cell, 1);
     assert_int_equal(d.htm_commits, 1);
     assert_int_equal(d.commits, 1);
@@ -122,11 +136,9 @@ static void test_conflicts_are_retried_then_fall_back_when_attempts_run_out(void
     tmt_tx *tx = tmt_thread_enter();
     static long cell;
     cell = 0;
-    tmt_stats before;
-    tmt_stats_get(&before);
-    int mode = increment(tx, &cell, 20);
-    tmt_stats d = delta(&before);
-    assert_int_equal(mode, TX_MODE_STM);
+    struct outcome o = measured_increment(tx, &cell, 20);
+    tmt_stats d = o.d;
+    assert_int_equal(o.mode, TX_MODE_STM);
     /* The aborted attempts' writes were undone: one increment in all. */
     assert_int_equal(cell, 1);
     assert_int_equal(d.htm_aborts, 5);
@@ -144,13 +156,10 @@ static void test_status_without_retry_falls_back_at_once(void **s)
     config.htm_emu_explicit_pct = 100;
     tmt_tx *tx = tmt_thread_enter();
     static long cell;
-    tmt_stats before;
-    tmt_stats_get(&before);
-    int mode = increment(tx, &cell, 20);
-    tmt_stats d = delta(&before);
-    assert_int_equal(mode, TX_MODE_STM);
-    assert_int_equal(d.htm_aborts, 1);
-    assert_int_equal(d.fallbacks, 1);
+    struct outcome o = measured_increment(tx, &cell, 20);
+    assert_int_equal(o.mode, TX_MODE_STM);
+    assert_int_equal(o.d.htm_aborts, 1);
+    assert_int_equal(o.d.fallbacks, 1);
     assert_true(tx->htm.last_status & TMT_HTM_EXPLICIT);
     assert_false(tx->htm.last_status & TMT_HTM_RETRY);
     assert_int_equal(tmt_htm_abort_code(tx->htm.last_status), HTM_CODE_EMU_EXPLICIT);
@@ -164,16 +173,14 @@ static void test_capacity_overflow_falls_back_at_once(void **s)
     tmt_tx *tx = tmt_thread_enter();
     static long cell;
     cell = 0;
-    tmt_stats before;
-    tmt_stats_get(&before);
-    int small = increment(tx, &cell, 2); /* 4 accesses: fits */
-    int large = increment(tx, &cell, 20); /* 22 accesses: does not */
-    tmt_stats d = delta(&before);
-    assert_int_equal(small, TX_MODE_HTM_EMU);
-    assert_int_equal(large, TX_MODE_STM);
+    struct outcome small = measured_increment(tx, &cell, 2);  /* 4 accesses: fits */
+    struct outcome large = measured_increment(tx, &cell, 20); /* 22 accesses: does not */
+    assert_int_equal(small.mode, TX_MODE_HTM_EMU);
+    assert_int_equal(small.d.htm_aborts, 0);
+    assert_int_equal(large.mode, TX_MODE_STM);
     assert_int_equal(cell, 2);
-    assert_int_equal(d.htm_aborts, 1);
-    assert_int_equal(d.fallbacks, 1);
+    assert_int_equal(large.d.htm_aborts, 1);
+    assert_int_equal(large.d.fallbacks, 1);
     assert_int_equal(tx->htm.last_status, TMT_HTM_CAPACITY);
     tmt_thread_exit();
 }
@@ -184,11 +191,9 @@ static void test_zero_retries_means_software_only(void **s)
     config.htm_retries = 0;
     tmt_tx *tx = tmt_thread_enter();
     static long cell;
-    tmt_stats before;
-    tmt_stats_get(&before);
-    assert_int_equal(increment(tx, &cell, 0), TX_MODE_STM);
-    tmt_stats d = delta(&before);
-    assert_int_equal(d.htm_aborts + d.htm_commits + d.fallbacks, 0);
+    struct outcome o = measured_increment(tx, &cell, 0);
+    assert_int_equal(o.mode, TX_MODE_STM);
+    assert_int_equal(o.d.htm_aborts + o.d.htm_commits + o.d.fallbacks, 0);
     tmt_thread_exit();
 }
 
