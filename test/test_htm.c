@@ -381,7 +381,7 @@ static void hbank(int writers)
     memset(&b, 0, sizeof b);
     for (int i = 0; i < H_ACCOUNTS; i++)
         b.acct[i] = 100;
-    b.per_thread = 4000 / writers;
+    b.per_thread = 20000 / writers;
     b.running = writers;
     tmt_stats before;
     tmt_stats_get(&before);

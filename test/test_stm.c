@@ -114,7 +114,7 @@ static void bank_run(int writers)
     memset(&b, 0, sizeof b);
     for (int i = 0; i < ACCOUNTS; i++)
         b.acct[i] = START_BALANCE;
-    b.transfers_per_thread = 8000 / writers;
+    b.transfers_per_thread = 40000 / writers;
     b.writers_left = writers;
     b.seed = 42;
     tmt_stats before, after;

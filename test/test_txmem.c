@@ -184,7 +184,7 @@ static void test_freed_nodes_stay_readable_until_concurrent_readers_finish(void 
     static struct list l;
     memset(&l, 0, sizeof l);
     l.len = 8;
-    l.ops = 3000;
+    l.ops = 10000;
     for (int i = 0; i < l.len; i++) {
         struct node *n = malloc(sizeof *n);
         assert_non_null(n);
