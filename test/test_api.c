@@ -14,12 +14,14 @@
 
 #include "config.h"
 #include "tmtrace.h"
+#include "test_util.h"
 #include "tx.h"
 
 /* Runs first: nothing has initialised the runtime yet. */
 static void test_bad_tmtrace_value_makes_init_fail_naming_the_variable(void **s)
 {
     (void)s;
+    setenv("TMTRACE_FILE", tu_path("trace.bin"), 1); /* not in the working directory */
     setenv("TMTRACE_HTM", "sometimes", 1);
     assert_int_equal(tmt_init(), -1);
     assert_non_null(strstr(tmt_error(), "TMTRACE_HTM"));

@@ -11,6 +11,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -20,11 +21,13 @@
 #include "config.h"
 #include "htm.h"
 #include "tmtrace.h"
+#include "test_util.h"
 #include "tx.h"
 
 static int setup(void **state)
 {
     (void)state;
+    setenv("TMTRACE_FILE", tu_path("trace.bin"), 1); /* not in the working directory */
     assert_int_equal(tmt_init(), 0);
     return 0;
 }

@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -17,6 +18,7 @@
 #include "config.h"
 #include "stm.h"
 #include "tmtrace.h"
+#include "test_util.h"
 #include "tx.h"
 
 static void run_threads(int n, void *(*fn)(void *), void *arg)
@@ -31,6 +33,7 @@ static void run_threads(int n, void *(*fn)(void *), void *arg)
 static int setup(void **state)
 {
     (void)state;
+    setenv("TMTRACE_FILE", tu_path("trace.bin"), 1); /* not in the working directory */
     assert_int_equal(tmt_init(), 0);
     config.htm = CONFIG_HTM_OFF;
     return 0;

@@ -17,11 +17,13 @@
 
 #include "config.h"
 #include "tmtrace.h"
+#include "test_util.h"
 #include "tx.h"
 
 static int setup(void **state)
 {
     (void)state;
+    setenv("TMTRACE_FILE", tu_path("trace.bin"), 1); /* not in the working directory */
     assert_int_equal(tmt_init(), 0);
     config.htm = CONFIG_HTM_OFF;
     return 0;
