@@ -101,6 +101,7 @@ struct tx_mem {
     uint32_t nfrees, fcap;
     struct tx_limbo *limbo; /* freed by committed transactions, not yet reclaimable */
     uint32_t nlimbo, limbocap;
+    uint32_t limbo_scan_at;  /* next reclamation pass when nlimbo reaches this */
 };
 
 struct tx_counts {

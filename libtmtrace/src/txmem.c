@@ -88,8 +88,12 @@ void txmem_commit(struct tmt_tx *tx, uint64_t wv)
         m->nlimbo++;
     }
     m->nfrees = 0;
-    if (m->nlimbo >= TXMEM_LIMBO_SCAN)
+    if (m->nlimbo >= (m->limbo_scan_at ? m->limbo_scan_at : TXMEM_LIMBO_SCAN)) {
         txmem_reclaim(m);
+        /* What a long-running attempt holds back is not rescanned at every
+         * commit: the next pass waits for another batch. */
+        m->limbo_scan_at = m->nlimbo + TXMEM_LIMBO_SCAN;
+    }
 }
 
 void txmem_abort(struct tmt_tx *tx)
@@ -104,6 +108,7 @@ void txmem_abort(struct tmt_tx *tx)
 void txmem_thread_exit(struct tmt_tx *tx)
 {
     struct tx_mem *m = &tx->mem;
+    m->limbo_scan_at = TXMEM_LIMBO_SCAN;
     for (;;) {
         txmem_reclaim(m);
         if (m->nlimbo == 0)
