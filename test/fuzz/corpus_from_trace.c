@@ -14,13 +14,8 @@
 #include <string.h>
 
 #include "error.h"
+#include "fuzz_util.h"
 #include "trace_file.h"
-
-static void put_le(uint8_t *p, uint64_t v, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
 
 /* Copies every chunk, cutting SAMPLES chunks to `max` samples. */
 static int trim_trace(const char *in, const char *outpath, size_t max)
@@ -97,9 +92,9 @@ int main(int argc, char **argv)
                 if (s->cpu != cpu)
                     continue;
                 uint8_t rec[12];
-                put_le(rec, prev_tsc ? s->tsc - prev_tsc : 0, 4);
-                put_le(rec + 4, prev_ref ? s->ref_ns - prev_ref : 0, 4);
-                put_le(rec + 8, s->width > 0xffff ? 0xffff : s->width, 2);
+                fuzz_put_le(rec, prev_tsc ? s->tsc - prev_tsc : 0, 4);
+                fuzz_put_le(rec + 4, prev_ref ? s->ref_ns - prev_ref : 0, 4);
+                fuzz_put_le(rec + 8, s->width > 0xffff ? 0xffff : s->width, 2);
                 rec[10] = 0;
                 rec[11] = s->phase % 3;
                 prev_tsc = s->tsc;
@@ -117,11 +112,11 @@ int main(int argc, char **argv)
                 rec[2] = e->reason;
                 rec[3] = (uint8_t)(step > 127 ? 127 : step);
                 rec[4] = 0;
-                put_le(rec + 5, e->addr >> 3, 2);
-                put_le(rec + 7, e->value, 5);
+                fuzz_put_le(rec + 5, e->addr >> 3, 2);
+                fuzz_put_le(rec + 7, e->value, 5);
                 rec[12] = 0;
                 rec[13] = (uint8_t)(e->cpu & 3);
-                put_le(rec + 14, e->instance, 2);
+                fuzz_put_le(rec + 14, e->instance, 2);
                 prev_ts = e->ts;
                 fwrite(rec, 1, sizeof rec, out);
                 written++;

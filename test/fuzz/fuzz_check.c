@@ -15,16 +15,9 @@
 #include <string.h>
 
 #include "check_analysis.h"
+#include "fuzz_util.h"
 
 #define FUZZ_EVENT_BYTES 16
-
-static uint64_t fuzz_le(const uint8_t *p, size_t n)
-{
-    uint64_t v = 0;
-    for (size_t i = 0; i < n; i++)
-        v |= (uint64_t)p[i] << (8 * i);
-    return v;
-}
 
 static void fuzz_attribution(void *ctx, const struct ca_attribution *a)
 {

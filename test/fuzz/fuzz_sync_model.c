@@ -19,17 +19,10 @@
 #include <string.h>
 
 #include "sync_model.h"
+#include "fuzz_util.h"
 
 #define FUZZ_SAMPLE_BYTES 12
 #define FUZZ_MAX_SAMPLES 4096
-
-static uint64_t fuzz_le(const uint8_t *p, size_t n)
-{
-    uint64_t v = 0;
-    for (size_t i = 0; i < n; i++)
-        v |= (uint64_t)p[i] << (8 * i);
-    return v;
-}
 
 static void fuzz_model_sane(const struct sm_result *r, size_t n)
 {
