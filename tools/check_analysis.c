@@ -494,7 +494,9 @@ static void hist_add(struct ca_state *s, double err_ns)
 {
     if (err_ns > s->err_max)
         s->err_max = err_ns;
-    uint64_t v = (uint64_t)(err_ns + 0.5);
+    /* A damaged trace can put a stamp and its truth up to 2^64 apart:
+     * converting a double at or past 2^64 to uint64_t is undefined. */
+    uint64_t v = err_ns < 18446744073709549568.0 ? (uint64_t)(err_ns + 0.5) : UINT64_MAX;
     size_t k;
     if (v < CA_HIST_SUB)
         k = (size_t)v;
