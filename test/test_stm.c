@@ -471,6 +471,80 @@ static void test_overwritten_read_set_aborts_at_commit_validation(void **s)
     duel(0, "duel-validate", TMT_ABORT_COMMIT_VALIDATE);
 }
 
+/* A stripe held locked by hand (as a committer in the middle of its commit
+ * would) while another thread reads or writes a word on it. */
+struct held {
+    long x;
+    int write;        /* the victim writes x blindly instead of reading it */
+    tmt_tx *victim;
+    long result;
+};
+
+static void *held_victim(void *arg)
+{
+    struct held *h = arg;
+    tmt_tx *tx = tmt_thread_enter();
+    __atomic_store_n(&h->victim, tx, __ATOMIC_RELEASE);
+    if (h->write) {
+        TMT_ATOMIC(tx, "held-write") {
+            tmt_write_long(tx, &h->x, 42);
+        } TMT_END;
+    } else {
+        volatile long v = 0;
+        TMT_ATOMIC(tx, "held-read") {
+            v = tmt_read_long(tx, &h->x);
+        } TMT_END;
+        h->result = v;
+    }
+    tmt_thread_exit();
+    return NULL;
+}
+
+static void hold_stripe_until_aborted(int write, unsigned reason)
+{
+    static struct held h;
+    static struct tx_lockrec fake; /* what a lock word points at */
+    memset(&h, 0, sizeof h);
+    h.x = 7;
+    h.write = write;
+    uintptr_t *stripe = stm_stripe_word((uintptr_t)&h.x);
+    uintptr_t unlocked = __atomic_load_n(stripe, __ATOMIC_ACQUIRE);
+    assert_int_equal(unlocked & 1, 0);
+    fake.stripe = stripe;
+    fake.old = unlocked;
+    __atomic_store_n(stripe, (uintptr_t)&fake | 1, __ATOMIC_RELEASE);
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, held_victim, &h), 0);
+    tmt_tx *victim;
+    while ((victim = __atomic_load_n(&h.victim, __ATOMIC_ACQUIRE)) == NULL)
+        sched_yield();
+    /* Wait (bounded) until the victim aborted for the expected reason. */
+    for (int i = 0; i < 100000 &&
+                    __atomic_load_n(&victim->stats.all.aborts_by_reason[reason], __ATOMIC_RELAXED) == 0;
+         i++)
+        sched_yield();
+    uint64_t seen = __atomic_load_n(&victim->stats.all.aborts_by_reason[reason], __ATOMIC_RELAXED);
+    __atomic_store_n(stripe, unlocked, __ATOMIC_RELEASE);
+    pthread_join(th, NULL);
+    assert_true(seen >= 1);
+    if (write)
+        assert_int_equal(h.x, 42);
+    else
+        assert_int_equal(h.result, 7);
+}
+
+static void test_read_of_a_locked_stripe_aborts_with_read_locked(void **s)
+{
+    (void)s;
+    hold_stripe_until_aborted(0, TMT_ABORT_READ_LOCKED);
+}
+
+static void test_commit_that_cannot_lock_a_stripe_aborts_with_commit_locked(void **s)
+{
+    (void)s;
+    hold_stripe_until_aborted(1, TMT_ABORT_COMMIT_LOCKED);
+}
+
 static void test_a_word_and_its_sub_words_share_one_stripe(void **s)
 {
     (void)s;
@@ -518,6 +592,8 @@ int main(void)
         cmocka_unit_test(test_read_only_block_that_writes_reruns_as_an_update),
         cmocka_unit_test(test_read_of_a_newer_stripe_aborts_with_read_version),
         cmocka_unit_test(test_overwritten_read_set_aborts_at_commit_validation),
+        cmocka_unit_test(test_read_of_a_locked_stripe_aborts_with_read_locked),
+        cmocka_unit_test(test_commit_that_cannot_lock_a_stripe_aborts_with_commit_locked),
         cmocka_unit_test(test_a_word_and_its_sub_words_share_one_stripe),
         cmocka_unit_test(test_large_write_sets_grow_and_commit),
     };

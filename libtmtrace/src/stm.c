@@ -65,6 +65,8 @@ uint64_t stm_stripe_index(uintptr_t addr) { return stm_hash(addr); }
 
 static inline uintptr_t *stm_stripe(uintptr_t addr) { return &stm_stripes[stm_hash(addr)]; }
 
+uintptr_t *stm_stripe_word(uintptr_t addr) { return stm_stripe(addr); }
+
 uint64_t stm_clock_now(void) { return __atomic_load_n(&stm_clock.now, __ATOMIC_ACQUIRE); }
 
 /* ---- exact-size memory access -------------------------------------------- */

@@ -20,6 +20,8 @@ int stm_init(void);
 /* log2 of the stripe count in force, and the stripe an address maps to. */
 unsigned stm_stripes_log2(void);
 uint64_t stm_stripe_index(uintptr_t addr);
+/* The stripe word itself (tests lock stripes by hand through it). */
+uintptr_t *stm_stripe_word(uintptr_t addr);
 /* The global version clock (for tests and the commit record). */
 uint64_t stm_clock_now(void);
 
