@@ -22,6 +22,7 @@
 #include "htm.h"
 #include "tmtrace.h"
 #include "test_util.h"
+#include "trace_file.h"
 #include "tx.h"
 
 static int setup(void **state)
@@ -325,6 +326,108 @@ static void test_nested_block_asking_for_the_stm_moves_the_whole_transaction(voi
     tmt_thread_exit();
 }
 
+/* ---- where the event hooks fire ------------------------------------------------ */
+
+/* The records this thread wrote since `from` (the current chunk holds them:
+ * a fresh thread's first chunk has room for thousands). */
+struct recs {
+    const struct tf_record *r;
+    size_t n;
+};
+
+static struct recs since(tmt_tx *tx, const struct tf_record *from)
+{
+    struct recs out = { from, (size_t)(tx->trace.cur - from) };
+    return out;
+}
+
+static void expect_kinds(struct recs got, const uint8_t *kinds, size_t n)
+{
+    assert_int_equal(got.n, n);
+    for (size_t i = 0; i < n; i++)
+        assert_int_equal(got.r[i].kind, kinds[i]);
+}
+
+static void test_software_attempt_records_start_reads_writes_commit_in_order(void **s)
+{
+    (void)s;
+    config.htm = CONFIG_HTM_OFF;
+    tmt_tx *tx = tmt_thread_enter();
+    assert_int_equal(tx->trace.level, CONFIG_EVENTS_ALL);
+    static long a = 5, b;
+    static int32_t c;
+    const struct tf_record *m = tx->trace.cur;
+    TMT_ATOMIC(tx, "hooks-sw") {
+        long v = tmt_read_long(tx, &a);
+        tmt_write_long(tx, &b, v + 1);
+        tmt_write_i32(tx, &c, -2);
+    } TMT_END;
+    struct recs got = since(tx, m);
+    static const uint8_t kinds[] = { TF_EV_START, TF_EV_READ, TF_EV_WRITE, TF_EV_WRITE, TF_EV_COMMIT };
+    expect_kinds(got, kinds, sizeof kinds);
+    const struct tf_record *r = got.r;
+    assert_int_equal(r[0].addr, tx->instance);           /* instance id */
+    assert_int_equal(r[0].value, 0);                     /* no flags, attempt 0 */
+    assert_true(r[1].addr == (uintptr_t)&a && r[1].value == 5 && r[1].reason == 8);
+    assert_true(r[2].addr == (uintptr_t)&b && r[2].value == 6 && r[2].reason == 8);
+    assert_true(r[3].addr == (uintptr_t)&c && r[3].value == 0xfffffffeu && r[3].reason == 4);
+    assert_true(r[4].addr != 0);                         /* the write version */
+    assert_int_equal(r[4].value, 1 | (uint64_t)2 << 32); /* 1 read, 2 words written */
+    for (size_t i = 0; i < got.n; i++)
+        assert_int_equal(r[i].site, tx->site_id);
+    tmt_thread_exit();
+}
+
+static void test_aborted_software_attempt_records_abort_then_a_retry_start(void **s)
+{
+    (void)s;
+    config.htm = CONFIG_HTM_OFF;
+    tmt_tx *tx = tmt_thread_enter();
+    const struct tf_record *m = tx->trace.cur;
+    volatile int runs = 0;
+    TMT_ATOMIC_FLAGS(tx, "hooks-retry", TMT_TX_READ_ONLY) {
+        if (runs++ == 0)
+            tmt_tx_retry(tx);
+    } TMT_END;
+    struct recs got = since(tx, m);
+    static const uint8_t kinds[] = { TF_EV_START, TF_EV_ABORT, TF_EV_START, TF_EV_COMMIT };
+    expect_kinds(got, kinds, sizeof kinds);
+    assert_int_equal(got.r[0].value, TF_START_READ_ONLY);
+    assert_int_equal(got.r[1].reason, TMT_ABORT_USER_RETRY);
+    assert_int_equal(got.r[2].value, TF_START_READ_ONLY | TF_START_RETRY | (1u << 16));
+    assert_int_equal(got.r[2].addr, got.r[0].addr + 1); /* a new instance per attempt */
+    assert_int_equal(got.r[3].addr, 0);                 /* read-only: no write version */
+    tmt_thread_exit();
+}
+
+static void test_hardware_attempts_record_no_accesses_and_fallback_is_recorded(void **s)
+{
+    (void)s;
+    tmt_tx *tx = tmt_thread_enter();
+    static long cell;
+    const struct tf_record *m = tx->trace.cur;
+    increment(tx, &cell, 2); /* commits in emulated hardware */
+    struct recs got = since(tx, m);
+    static const uint8_t hw[] = { TF_EV_START, TF_EV_COMMIT };
+    expect_kinds(got, hw, sizeof hw);
+    assert_int_equal(got.r[0].value, TF_START_HTM_EMU);
+    assert_int_equal(got.r[1].addr, 0);
+
+    config.htm_emu_explicit_pct = 100; /* abort without RETRY: fall back at once */
+    m = tx->trace.cur;
+    increment(tx, &cell, 0);
+    got = since(tx, m);
+    static const uint8_t fb[] = { TF_EV_START, TF_EV_ABORT, TF_EV_FALLBACK, TF_EV_START,
+                                  TF_EV_READ,  TF_EV_WRITE, TF_EV_COMMIT };
+    expect_kinds(got, fb, sizeof fb);
+    assert_int_equal(got.r[1].reason, TMT_ABORT_HTM);
+    assert_int_equal(got.r[1].value, TMT_HTM_EXPLICIT | (HTM_CODE_EMU_EXPLICIT << 24));
+    assert_int_equal(got.r[2].reason, TF_FB_NO_RETRY);
+    assert_int_equal(got.r[2].value, got.r[1].value);
+    assert_int_equal(got.r[3].value, TF_START_RETRY | (1u << 16));
+    tmt_thread_exit();
+}
+
 /* ---- bank under the hybrid ------------------------------------------------------- */
 
 #define H_ACCOUNTS 16
@@ -424,6 +527,9 @@ int main(void)
         cmocka_unit_test_setup(test_user_retry_in_hardware_reruns_on_the_software_path, emulate),
         cmocka_unit_test_setup(test_user_cancel_in_hardware_undoes_and_skips, emulate),
         cmocka_unit_test_setup(test_nested_block_asking_for_the_stm_moves_the_whole_transaction, emulate),
+        cmocka_unit_test_setup(test_software_attempt_records_start_reads_writes_commit_in_order, emulate),
+        cmocka_unit_test_setup(test_aborted_software_attempt_records_abort_then_a_retry_start, emulate),
+        cmocka_unit_test_setup(test_hardware_attempts_record_no_accesses_and_fallback_is_recorded, emulate),
         cmocka_unit_test_setup(test_bank_is_atomic_on_the_hybrid_with_1_writer, emulate),
         cmocka_unit_test_setup(test_bank_is_atomic_on_the_hybrid_with_2_writers, emulate),
         cmocka_unit_test_setup(test_bank_is_atomic_on_the_hybrid_with_4_writers, emulate),
