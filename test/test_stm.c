@@ -293,10 +293,10 @@ struct shared_word {
     int next;
 };
 
-/* Threads 0..3 each own one byte and thread 4 an int of the same word; the
- * float half is written by thread 5. Some use transactions, the int owner
- * writes with plain atomic stores: a transaction that wrote back whole words
- * would lose its updates. */
+/* Threads 0..3 each own one byte of the low half of a word and increment it
+ * in transactions; thread 4 owns the high int and increments it with plain
+ * atomic stores. A transaction that wrote back whole words (or halves) would
+ * lose the other owners' updates. */
 static void *owner_thread(void *arg)
 {
     struct shared_word *sw = arg;
