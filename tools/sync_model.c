@@ -342,6 +342,19 @@ static size_t inrun_over(const struct fitdata *d, long double thr)
     return over;
 }
 
+/* True when every segment of the fitted spline has a finite, positive slope. */
+static int fit_runs_forward(const struct fitdata *d)
+{
+    long double slope = d->coef[1];
+    for (int j = -1; j < d->nk; j++) {
+        if (j >= 0)
+            slope += d->coef[j + 2];
+        if (!(slope > 0) || !isfinite((double)slope))
+            return 0;
+    }
+    return 1;
+}
+
 int sm_fit_cpu(uint32_t cpu, struct tf_sample *s, size_t n, enum sm_kind kind, double ns_per_tick,
                int truth, const struct sm_result *pooled, struct sm_result *out)
 {
@@ -451,6 +464,11 @@ int sm_fit_cpu(uint32_t cpu, struct tf_sample *s, size_t n, enum sm_kind kind, d
         }
     }
 
+    /* A clock runs forward: a fit whose slope is zero, negative or not
+     * finite on some segment (degenerate or damaged samples) is no model;
+     * the fallbacks below take over. */
+    if (ok && !fit_runs_forward(&d))
+        ok = 0;
     struct tf_cpu_model *m = &out->m;
     if (ok) {
         out->how = SM_HOW_FIT;
