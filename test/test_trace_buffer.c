@@ -403,7 +403,7 @@ static void a_failing_writer_is_reported_once_and_the_program_goes_on(void **sta
     char *err = tu_read_file(tu_path("limit.err"), NULL);
     assert_non_null(err);
     const char *line = strstr(err, "libtmtrace: ");
-    if (line == NULL || strstr(line, "limit.bin: write failed after ") == NULL ||
+    if (line == NULL || strstr(line, "limit.bin: trace incomplete after ") == NULL ||
         strstr(line, "File too large; ") == NULL || strstr(line, " events lost") == NULL)
         fail_msg("stderr was '%s'", err);
     assert_null(strstr(line + 1, "libtmtrace: limit.bin: write failed")); /* once */
@@ -423,6 +423,29 @@ static void a_failing_writer_is_reported_once_and_the_program_goes_on(void **sta
     tf_close(r);
     assert_true(events > 0);
     assert_true(events + lost <= MANY);
+}
+
+/* A trace that cannot be created must not stop the program: init succeeds,
+ * every event is counted as lost, and shutdown reports the loss. */
+static int body_lost_everything(void *arg)
+{
+    (void)arg;
+    int rc = body_many(NULL);
+    if (rc != 0)
+        return rc;
+    if (tracer_events_recorded() != 0 || tracer_events_dropped() != MANY)
+        return 16;
+    return 0;
+}
+
+static void an_uncreatable_trace_lets_the_program_run_and_counts_the_loss(void **state)
+{
+    (void)state;
+    int status = trace_child("no-such-dir/x.bin", NULL, NULL, NULL, body_lost_everything, NULL);
+    /* 90 would be a failed init, 16 a wrong count; 91 is the reported loss. */
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 91)
+        fail_msg("child status %#x", status);
+    assert_int_equal(access(tu_path("no-such-dir/x.bin"), F_OK), -1);
 }
 
 static int body_cpus_and_inrun(void *arg)
@@ -664,6 +687,7 @@ int main(void)
         cmocka_unit_test(memory_mode_writes_nothing_until_exit),
         cmocka_unit_test(events_beyond_the_memory_cap_are_dropped_and_counted),
         cmocka_unit_test(a_failing_writer_is_reported_once_and_the_program_goes_on),
+        cmocka_unit_test(an_uncreatable_trace_lets_the_program_run_and_counts_the_loss),
         cmocka_unit_test(sampling_phases_cover_every_cpu_and_inrun_samples_appear),
         cmocka_unit_test(forced_migrations_spread_a_thread_over_the_cpus),
         cmocka_unit_test(injected_offsets_shift_every_tsc_exactly_and_truth_reads_back),

@@ -207,7 +207,7 @@ static void *tw_main(void *arg)
     }
 }
 
-int tw_start(struct tf_writer *w, int mode, void (*on_signal)(void))
+int tw_start(struct tf_writer *w, int mode, void (*on_signal)(void), const char *failed)
 {
     tw_file = w;
     tw_mode = mode;
@@ -217,8 +217,10 @@ int tw_start(struct tf_writer *w, int mode, void (*on_signal)(void))
     tw_queue = NULL;
     tw_stop_req = tw_sig_req = tw_sig_done = 0;
     tw_nerrors = tw_nlost = tw_nwritten = 0;
-    tw_failed = 0;
-    tw_errmsg[0] = '\0';
+    tw_failed = failed != NULL;
+    snprintf(tw_errmsg, sizeof tw_errmsg, "%s", failed ? failed : "");
+    if (failed)
+        tw_nerrors = 1;
     free(tw_written);
     free(tw_lost_by);
     tw_written = tw_lost_by = NULL;

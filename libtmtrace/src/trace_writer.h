@@ -37,7 +37,9 @@ struct tb_chunk {
 /* Starts the writer on an open trace file. `mode` is enum config_mode;
  * `on_signal` runs on the writer thread after it wrote everything queued when
  * a fatal signal asked for a flush (the tracer writes the tail there). */
-int tw_start(struct tf_writer *w, int mode, void (*on_signal)(void));
+/* `failed`: NULL, or why the trace could not be created; then the writer
+ * starts failed and counts every chunk as lost. */
+int tw_start(struct tf_writer *w, int mode, void (*on_signal)(void), const char *failed);
 /* Queues a chunk (any thread). */
 void tw_submit(struct tb_chunk *c);
 /* Writes everything queued, stops and joins the writer. Idempotent. */

@@ -79,7 +79,9 @@ static void tr_write_end(void)
         info[i].dropped += tw_thread_lost(info[i].id);
     }
     errno = 0;
-    if (tw_errors() == 0 && tf_write_end(tr_file, info, n, 0) != 0)
+    if (tr_file == NULL)
+        ; /* nothing to write into: the loss is reported on stderr */
+    else if (tw_errors() == 0 && tf_write_end(tr_file, info, n, 0) != 0)
         tw_note_error(0, 0);
     else if (tw_errors() != 0)
         (void)tf_write_end(tr_file, info, n, tw_errors()); /* best effort: the disk may be full */
@@ -90,7 +92,7 @@ static void tr_report_errors(void)
 {
     if (tw_errors() == 0)
         return;
-    fprintf(stderr, "libtmtrace: %s: write failed after %llu chunks: %s; %llu events lost\n", config.file,
+    fprintf(stderr, "libtmtrace: %s: trace incomplete after %llu chunks: %s; %llu events lost\n", config.file,
             (unsigned long long)tw_chunks_written(), tw_first_error(), (unsigned long long)tw_lost());
 }
 
@@ -100,7 +102,8 @@ static void tr_on_signal(void)
     tb_close();
     tb_snapshot_all(tw_write_now);
     tr_write_end();
-    (void)tf_finish(tr_file, 0);
+    if (tr_file != NULL)
+        (void)tf_finish(tr_file, 0);
     tr_file = NULL;
 }
 
@@ -222,25 +225,27 @@ int tracer_init(void)
     hdr.events_level = (uint32_t)config.events;
     tr_cmdline(hdr.cmdline, sizeof hdr.cmdline);
 
+    /* Tracing must never stop the program: a trace that cannot be created
+     * or written (no permission, full disk) turns into a writer that counts
+     * every event as lost and says so on stderr at exit. */
+    char open_error[512] = "";
     tr_file = tf_create(config.file, &hdr, 0);
-    if (tr_file == NULL) {
-        cs_set_free(&pre);
-        return -1;
-    }
-    if ((nskew > 0 && tf_write_skews(tr_file, skews, (size_t)nskew) != 0) ||
-        tf_write_samples(tr_file, pre.s, pre.n) != 0) {
-        cs_set_free(&pre);
-        tf_abandon(tr_file);
-        tr_file = NULL;
-        return -1;
-    }
+    if (tr_file == NULL)
+        snprintf(open_error, sizeof open_error, "%s", error_get());
+    else if ((nskew > 0 && tf_write_skews(tr_file, skews, (size_t)nskew) != 0) ||
+             tf_write_samples(tr_file, pre.s, pre.n) != 0)
+        snprintf(open_error, sizeof open_error, "%s", error_get());
     cs_set_free(&pre);
     tb_setup(hz, tr_cpus, tr_ncpus);
-    if (tw_start(tr_file, config.mode, tr_on_signal) != 0) {
+    if (tw_start(tr_file, config.mode, tr_on_signal, open_error[0] ? open_error : NULL) != 0) {
         tb_close();
         tf_abandon(tr_file);
         tr_file = NULL;
         return -1;
+    }
+    if (open_error[0]) {
+        fprintf(stderr, "libtmtrace: %s; the program runs on and its events are counted as lost\n",
+                open_error);
     }
     tr_pid = getpid();
     __atomic_store_n(&tr_state, TR_ACTIVE, __ATOMIC_RELEASE);
@@ -280,7 +285,7 @@ int tracer_shutdown(void)
     cs_set_free(&post);
     tr_write_end();
     errno = 0;
-    if (tf_finish(tr_file, 0) != 0 && tw_errors() == 0)
+    if (tr_file != NULL && tf_finish(tr_file, 0) != 0 && tw_errors() == 0)
         tw_note_error(0, 0);
     tr_file = NULL;
     tr_report_errors();
