@@ -59,11 +59,17 @@ static char err[1 << 16];
 /* ---- helpers -------------------------------------------------------------- */
 
 /* tu_path() rotates a few buffers; names kept across tool runs need their
- * own copy (freed at exit with the process). */
+ * own copy (freed by the group teardown). */
+static char *kept[256];
+static size_t nkept;
+
 static const char *keep(const char *p)
 {
     char *c = strdup(p);
-    assert_non_null(c);
+    if (!c)
+        abort();
+    assert_true(nkept < sizeof kept / sizeof kept[0]);
+    kept[nkept++] = c;
     return c;
 }
 #define keep_path(name) keep(tu_path(name))
@@ -114,8 +120,10 @@ static int run(const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(cmd, sizeof cmd, fmt, ap);
     va_end(ap);
-    char full[4400];
-    const char *errpath = keep_path("stderr.txt");
+    char full[4096 + 1100];
+    static char errpath[1024];
+    if (!errpath[0])
+        snprintf(errpath, sizeof errpath, "%s", tu_path("stderr.txt"));
     snprintf(full, sizeof full, "%s 2>'%s'", cmd, errpath);
     int rc = tu_run(full, out, sizeof out);
     size_t n = 0;
@@ -291,6 +299,8 @@ static int group_teardown(void **state)
 {
     (void)state;
     free(orig_bytes);
+    while (nkept)
+        free(kept[--nkept]);
     return 0;
 }
 
@@ -707,8 +717,8 @@ static void signal_flushes_everything(int sig, const char *name)
     const char *path = keep_path(name);
     int rc = killed_run(path, sig, 700);
     assert_int_equal(rc, 128 + sig);
-    struct chunk_map *m = calloc(1, sizeof *m);
-    assert_non_null(m);
+    static struct chunk_map sigmap;
+    struct chunk_map *m = &sigmap;
     map_trace(path, m); /* strict: no damage at all */
     assert_int_equal(m->kind[m->n - 1], TF_CHUNK_END);
     assert_true(m->total_events > 0);
@@ -731,7 +741,6 @@ static void signal_flushes_everything(int sig, const char *name)
     /* (events dropped while the run went on, when the writer fell behind on
      * a loaded machine, are counted in the END chunk, not lost silently) */
     assert_true(json_int(out, "dropped_events") >= 0);
-    free(m);
 }
 
 static void sigterm_flushes_everything(void **state)
