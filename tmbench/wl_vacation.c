@@ -17,11 +17,6 @@
 #include "rbtree_tm.h"
 #include "tm.h"
 
-/* The tmbench build compiles the wl_*.c files only, so the shared tree
- * (also used by wl_intruder.c) is compiled here, once. Drop this line when
- * the build lists rbtree_tm.c itself. */
-#include "rbtree_tm.c"
-
 enum { VAC_CAR, VAC_FLIGHT, VAC_ROOM, VAC_TYPES };
 enum { VAC_MAX_QUERIES = 64, VAC_CAPACITY_STEP = 100 };
 
