@@ -254,6 +254,7 @@ static void every_record_kind_round_trips_through_the_file(void **state)
     assert_int_equal(rb.end[0].dropped, 0);
     assert_int_equal(rb.writer_errors, 0);
     assert_int_equal(rb.hdr.events_level, CONFIG_EVENTS_ALL);
+    assert_int_equal(rb.hdr.stripes_log2, config.stripes_log2); /* tmcheck hashes stripes with it */
     assert_true(rb.hdr.tsc_hz > 100000000u);
     assert_int_equal(rb.hdr.flags & TF_HDR_INJECTED, 0);
     free_trace(&rb);

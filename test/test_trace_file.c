@@ -121,6 +121,7 @@ static struct tf_header make_header(void)
     h.ncpus = 2;
     h.pid = 4242;
     h.events_level = 2;
+    h.stripes_log2 = 17;
     h.wall_start_ns = -12345;
     snprintf(h.cmdline, sizeof h.cmdline, "tmbench --threads 2 rbtree");
     return h;
@@ -287,6 +288,7 @@ static void round_trip_all_kinds(int codec)
     assert_int_equal(rh->ncpus, h.ncpus);
     assert_int_equal(rh->pid, h.pid);
     assert_int_equal(rh->events_level, h.events_level);
+    assert_int_equal(rh->stripes_log2, h.stripes_log2);
     assert_int_equal(rh->wall_start_ns, h.wall_start_ns);
     assert_string_equal(rh->cmdline, h.cmdline);
 

@@ -104,12 +104,8 @@ const struct ca_conflict *ca_conflicts(const struct ca_state *s, size_t *n);  /*
 /* Optional callback for every resolved STM abort (e.g. a listing). */
 void ca_on_attribution(struct ca_state *s, void (*fn)(void *, const struct ca_attribution *), void *ctx);
 
-/* The runtime's stripe of an address (stm.c: words hash with a fold). */
-static inline uint64_t ca_stripe(uint64_t addr, unsigned log2)
-{
-    uint64_t w = addr >> 3;
-    return (w ^ (w >> log2)) & ((UINT64_C(1) << log2) - 1);
-}
+/* The runtime's stripe of an address: the one function the STM locks with. */
+static inline uint64_t ca_stripe(uint64_t addr, unsigned log2) { return tf_stripe_index(addr, log2); }
 
 const char *ca_reason_name(unsigned reason);
 const char *ca_htm_class_name(unsigned c);

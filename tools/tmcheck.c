@@ -32,7 +32,7 @@ static void usage(FILE *f)
             "  -j, --json          one JSON object instead of the text report\n"
             "  -c, --csv DIR       also write DIR/sites.csv, conflicts.csv, threads.csv, aborts.csv\n"
             "  -s, --salvage       skip damaged chunks and report how many\n"
-            "  -S, --stripes LOG2  the traced run's TMTRACE_STRIPES (default 20)\n"
+            "  -S, --stripes LOG2  the traced run's TMTRACE_STRIPES (default: as recorded in the trace)\n"
             "  -h, --help          this text\n"
             "  -V, --version       version\n"
             "exit status: 0 consistent, 1 temporal or grammar violations, 2 bad input or usage\n");
@@ -50,7 +50,7 @@ int main(int argc, char **argv)
     int json = 0;
     const char *csv = NULL;
     unsigned flags = 0;
-    uint64_t stripes = 20;
+    uint64_t stripes = 0; /* 0: as recorded in the trace */
     opterr = 0;
     int c;
     while ((c = getopt_long(argc, argv, ":jc:sS:hV", opts, NULL)) != -1) {
@@ -86,7 +86,7 @@ int main(int argc, char **argv)
             if (ix.models[i].max_ns > u)
                 u = ix.models[i].max_ns;
     struct ca_opts o = {
-        .stripes_log2 = (unsigned)stripes,
+        .stripes_log2 = (unsigned)(stripes ? stripes : ix.hdr.stripes_log2 ? ix.hdr.stripes_log2 : 20),
         .uncertainty = (uint64_t)(u + 0.999),
         .ns_per_unit = synced || !ix.hdr.tsc_hz ? 1.0 : 1e9 / (double)ix.hdr.tsc_hz,
         .have_accesses = ix.hdr.events_level >= 2,

@@ -49,7 +49,7 @@ static const char usage_text[] =
     "                    converted with the header's frequency; order may be wrong)\n"
     "      --no-flows    leave out the culprit arrows\n"
     "      --salvage     skip damaged chunks instead of failing\n"
-    "      --stripes LOG2 the traced run's TMTRACE_STRIPES (default 20), for culprits\n"
+    "      --stripes LOG2 the traced run's TMTRACE_STRIPES (default: as recorded), for culprits\n"
     "      --version     print the version\n"
     "  -h, --help        this text\n"
     "exit status: 0 written, 2 bad usage or bad input\n";
@@ -412,7 +412,7 @@ int main(int argc, char **argv)
     };
     const char *outpath = "-";
     int raw = 0, flows = 1, samples = 0;
-    uint64_t stripes = 20;
+    uint64_t stripes = 0; /* 0: as recorded in the trace */
     unsigned oflags = 0;
     int ch;
     tool_init("tmexport");
@@ -477,6 +477,8 @@ int main(int argc, char **argv)
     for (size_t i = 0; synced && i < ix.nmodels; i++)
         if (ix.models[i].max_ns > u)
             u = ix.models[i].max_ns;
+    if (stripes == 0)
+        stripes = ix.hdr.stripes_log2 ? ix.hdr.stripes_log2 : 20;
     struct ca_opts co = { .stripes_log2 = (unsigned)stripes, .uncertainty = (uint64_t)(u + 0.999),
                           .ns_per_unit = synced ? 1.0 : x.ns_per_tick,
                           .have_accesses = ix.hdr.events_level >= 2 };

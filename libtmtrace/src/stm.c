@@ -26,7 +26,6 @@ static struct {
 } stm_clock __attribute__((aligned(64)));
 
 static uintptr_t *stm_stripes;
-static uint64_t stm_mask;
 static unsigned stm_log2;
 
 #define STM_LOCK_SPINS 256      /* commit: spins on a busy stripe before aborting */
@@ -46,7 +45,6 @@ int stm_init(void)
     free(stm_stripes);
     stm_stripes = table;
     stm_log2 = log2;
-    stm_mask = ((uint64_t)1 << log2) - 1;
     return 0;
 }
 
@@ -55,11 +53,7 @@ unsigned stm_stripes_log2(void) { return stm_log2; }
 /* Words (addr >> 3) hash onto stripes; folding the bits above the table size
  * back in keeps arrays placed a multiple of the table size apart from
  * sharing every stripe. */
-static inline uint64_t stm_hash(uintptr_t addr)
-{
-    uint64_t w = (uint64_t)addr >> 3;
-    return (w ^ (w >> stm_log2)) & stm_mask;
-}
+static inline uint64_t stm_hash(uintptr_t addr) { return tf_stripe_index(addr, stm_log2); }
 
 uint64_t stm_stripe_index(uintptr_t addr) { return stm_hash(addr); }
 

@@ -106,6 +106,7 @@ static void tf_header_encode(uint8_t *b, const struct tf_header *h)
     codec_put_u32(b + 32, h->ncpus);
     codec_put_u32(b + 36, h->pid);
     codec_put_u32(b + 40, h->events_level);
+    codec_put_u32(b + 44, h->stripes_log2);
     codec_put_u64(b + 48, (uint64_t)h->wall_start_ns);
     size_t n = strnlen(h->cmdline, sizeof h->cmdline - 1);
     memcpy(b + TF_CMDLINE_AT, h->cmdline, n);
@@ -432,6 +433,7 @@ struct tf_reader *tf_open(const char *path, unsigned flags)
     r->hdr.ncpus = codec_get_u32(b + 32);
     r->hdr.pid = codec_get_u32(b + 36);
     r->hdr.events_level = codec_get_u32(b + 40);
+    r->hdr.stripes_log2 = codec_get_u32(b + 44);
     r->hdr.wall_start_ns = (int64_t)codec_get_u64(b + 48);
     memcpy(r->hdr.cmdline, b + TF_CMDLINE_AT, sizeof r->hdr.cmdline - 1);
     r->hdr.cmdline[sizeof r->hdr.cmdline - 1] = '\0';

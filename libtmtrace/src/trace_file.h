@@ -88,6 +88,18 @@ _Static_assert(sizeof(struct tf_record) == 32, "tf_record is 32 bytes");
 
 static inline unsigned tf_aux_cpu(uint32_t aux) { return aux & 0xfffu; }
 
+/*
+ * The lock stripe an address maps to, in a table of 2^log2 stripes. The STM
+ * locks with it and the tools attribute conflicts with it, so it lives here,
+ * once. Words (addr >> 3) fold their high bits in, so that arrays placed a
+ * multiple of the table size apart do not share every stripe.
+ */
+static inline uint64_t tf_stripe_index(uint64_t addr, unsigned log2)
+{
+    uint64_t w = addr >> 3;
+    return (w ^ (w >> log2)) & ((UINT64_C(1) << log2) - 1);
+}
+
 /* ---- decoded forms the tools use ------------------------------------- */
 
 struct tf_event {
@@ -174,6 +186,7 @@ struct tf_header {
     uint32_t ncpus;
     uint32_t pid;
     uint32_t events_level;     /* 0 off, 1 tx, 2 all */
+    uint32_t stripes_log2;     /* the run's TMTRACE_STRIPES; 0 = not recorded */
     int64_t wall_start_ns;     /* CLOCK_REALTIME at init */
     char cmdline[512];
 };

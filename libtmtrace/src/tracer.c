@@ -223,6 +223,7 @@ int tracer_init(void)
     hdr.ncpus = (uint32_t)(online > 0 ? online : tr_ncpus);
     hdr.pid = (uint32_t)getpid();
     hdr.events_level = (uint32_t)config.events;
+    hdr.stripes_log2 = (uint32_t)config.stripes_log2;
     tr_cmdline(hdr.cmdline, sizeof hdr.cmdline);
 
     /* Tracing must never stop the program: a trace that cannot be created
