@@ -730,6 +730,12 @@ struct tf_writer *tf_create(const char *path, const struct tf_header *hdr, unsig
         return NULL;
     }
     w->fd = -1;
+    /* Renaming a temporary over a device or a FIFO would replace it (run as
+     * root, `-o /dev/full` replaced the device node): such an output is
+     * written in place instead. */
+    struct stat st;
+    if ((flags & TF_WRITE_ATOMIC) && stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+        flags &= ~(unsigned)TF_WRITE_ATOMIC;
     w->flags = flags;
     w->meta_codec = TF_CODEC_NONE;
     w->path = strdup(path);
