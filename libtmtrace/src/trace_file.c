@@ -584,8 +584,10 @@ static int tf_read_chunk(struct tf_reader *r, uint64_t off, struct tf_chunk *out
     out->thread = c.thread;
     out->stored_len = c.stored_len;
     out->count = c.count;
-    /* An index pass needs no payload at all. */
-    if (c.kind == TF_CHUNK_EVENTS && (r->flags & TF_SKIP_EVENTS))
+    /* An index pass needs no payload at all, unless it salvages: then only
+     * a payload that checks out and decodes may enter the index, or the
+     * pass that reads it again meets the damage without salvage. */
+    if (c.kind == TF_CHUNK_EVENTS && (r->flags & TF_SKIP_EVENTS) && !(r->flags & TF_SALVAGE))
         return TF_READ_OK;
     if (tf_grow((void **)&r->stored, &r->stored_cap, c.stored_len + 1u) != 0 ||
         tf_grow((void **)&r->raw, &r->raw_cap, c.raw_len + 1u) != 0) {
