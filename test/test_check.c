@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "test_util.h"
+#include "tmtrace.h"
 #include "trace_gen.h"
 
 #define HZ 1000000000ull   /* 1 tick = 1 ns: stamps read as nanoseconds */
@@ -219,6 +220,51 @@ static void abort_without_conflicting_commit_in_window_is_conflict_free(void **s
     assert_true(J("true_conflicts") == 0);
 }
 
+/* Thread 1 reads A1 and aborts read-locked at 200, naming thread 2 as the
+ * holder; thread 2 started at 150 and ends at 260 with `outcome`, and runs
+ * again from 300 to 400 writing A1 and committing. */
+static int locked_case(const char *name, unsigned outcome)
+{
+    struct tg_thread th[2] = { 0 };
+    tg_ev(&th[0], 100, TF_EV_START, 0, 1, 1, 0);
+    tg_ev(&th[0], 110, TF_EV_READ, 8, 1, A1, 0);
+    tg_ev(&th[0], 200, TF_EV_ABORT, TMT_ABORT_READ_LOCKED, 1, A1, 2);
+    tg_ev(&th[0], 500, TF_EV_START, 0, 1, 2, TF_START_RETRY);
+    tg_ev(&th[0], 510, TF_EV_COMMIT, 0, 1, 0, 0);
+    tg_ev(&th[1], 150, TF_EV_START, 0, 2, 7, 0);
+    tg_ev(&th[1], 160, TF_EV_WRITE, 8, 2, A1, 5);
+    if (outcome == TF_EV_COMMIT)
+        tg_ev(&th[1], 260, TF_EV_COMMIT, 0, 2, 9, 1ull << 32);
+    else
+        tg_ev(&th[1], 260, TF_EV_ABORT, TMT_ABORT_COMMIT_VALIDATE, 2, A1, 0);
+    tg_ev(&th[1], 300, TF_EV_START, 0, 2, 8, TF_START_RETRY);
+    tg_ev(&th[1], 310, TF_EV_WRITE, 8, 2, A1, 6);
+    tg_ev(&th[1], 400, TF_EV_COMMIT, 0, 2, 10, 1ull << 32);
+    return check(name, th, 2, 0, NULL);
+}
+
+static void a_read_locked_abort_is_caused_by_the_holder_committing_after_it(void **st)
+{
+    (void)st;
+    /* The holder's COMMIT is stamped after the victim's abort (it was
+     * writing back while holding the lock): it is still the culprit. */
+    assert_int_equal(locked_case("locked-commit.bin", TF_EV_COMMIT), 0);
+    assert_true(J("stm_aborts") == 1);
+    assert_true(J("true_conflicts") == 1);
+    assert_true(J("conflict_free_aborts") == 0);
+}
+
+static void a_read_locked_abort_whose_holder_aborted_is_conflict_free(void **st)
+{
+    (void)st;
+    /* The holder gave its locks back without committing; its later retry
+     * started after the victim's abort and cannot have held the lock. */
+    assert_int_equal(locked_case("locked-abort.bin", TF_EV_ABORT), 0);
+    assert_true(J("stm_aborts") == 2);          /* the victim's and the holder's */
+    assert_true(J("conflict_free_aborts") == 2);
+    assert_true(J("true_conflicts") == 0);
+}
+
 static void without_reads_and_writes_conflict_freedom_is_not_claimed(void **st)
 {
     (void)st;
@@ -386,6 +432,8 @@ int main(void)
         cmocka_unit_test(attribution_true_conflict_names_the_culprit),
         cmocka_unit_test(attribution_false_conflict_is_same_stripe_other_address),
         cmocka_unit_test(abort_without_conflicting_commit_in_window_is_conflict_free),
+        cmocka_unit_test(a_read_locked_abort_is_caused_by_the_holder_committing_after_it),
+        cmocka_unit_test(a_read_locked_abort_whose_holder_aborted_is_conflict_free),
         cmocka_unit_test(without_reads_and_writes_conflict_freedom_is_not_claimed),
         cmocka_unit_test(per_site_table_counts_attempts_wasted_time_retries_and_sets),
         cmocka_unit_test(hardware_aborts_are_classified_by_status_bits),

@@ -19,6 +19,7 @@
 
 #include "error.h"
 #include "sync_merge.h"
+#include "tmtrace.h"
 
 #define CA_BUCKETS_LOG2 16            /* hash buckets of the commit store */
 #define CA_STORE_MAX (1u << 21)       /* committed writes kept at most (~100 MB) */
@@ -61,13 +62,21 @@ struct th {
 
 struct centry {
     uint64_t stripe, word, commit, instance;
+    uint64_t start;     /* the committed attempt's start stamp */
     uint64_t prev;      /* absolute index + 1 of the previous entry of the bucket, 0 = none */
     uint32_t thread, site;
 };
 
+/* Aborts caused by a stripe that another transaction held locked. */
+static int found_locked(unsigned reason)
+{
+    return reason == TMT_ABORT_READ_LOCKED || reason == TMT_ABORT_COMMIT_LOCKED;
+}
+
 struct pending {
     struct ca_attribution a;
     uint64_t rec;       /* the abort record's address or stripe (0 = unknown) */
+    uint32_t holder;    /* locked aborts: the lock holder's thread (0 = unknown) */
     struct access *acc;
     size_t nacc;
 };
@@ -115,6 +124,8 @@ struct ca_state *ca_create(const struct ca_opts *o)
         s->o.stripes_log2 = 20;
     if (!(s->o.ns_per_unit > 0))
         s->o.ns_per_unit = 1;
+    if (!(s->o.lock_hold_ns > 0))
+        s->o.lock_hold_ns = CA_LOCK_HOLD_NS_DEFAULT;
     s->bucket = calloc((size_t)1 << CA_BUCKETS_LOG2, sizeof *s->bucket);
     s->rcap = 1024;
     s->ring = malloc(s->rcap * sizeof *s->ring);
@@ -273,6 +284,7 @@ static int store_add(struct ca_state *s, uint64_t addr, uint64_t commit, const s
     e->stripe = st;
     e->word = addr >> 3;
     e->commit = commit;
+    e->start = t->start_ts;
     e->instance = t->instance;
     e->thread = t->pub.thread;
     e->site = t->site;
@@ -304,8 +316,10 @@ struct best {
     const struct centry *e;
 };
 
+/* Among conflicting commits in [lo, hi]: the highest priority, then the
+ * latest (or, for a lock holder found past the abort, the earliest). */
 static void search(const struct ca_state *s, const struct pending *p, uint64_t stripe, int has_word, uint64_t word,
-                   int recorded, uint64_t lo, uint64_t hi, struct best *b)
+                   int recorded, uint64_t lo, uint64_t hi, int earliest, struct best *b)
 {
     size_t bk = (size_t)(stripe * UINT64_C(0x9e3779b97f4a7c15) >> (64 - CA_BUCKETS_LOG2));
     for (uint64_t i = s->bucket[bk]; i != 0 && i - 1 >= s->rtail;) {
@@ -313,8 +327,13 @@ static void search(const struct ca_state *s, const struct pending *p, uint64_t s
         i = e->prev;
         if (e->stripe != stripe || e->thread == p->a.thread || e->commit < lo || e->commit > hi)
             continue;
+        /* Past the abort only the lock holder counts: an attempt that had
+         * started by then (and is the recorded holder, when known). */
+        if (earliest && (e->start > p->a.abort + s->o.uncertainty || (p->holder && e->thread != p->holder)))
+            continue;
         int prio = (recorded ? 2 : 0) + (has_word && e->word == word);
-        if (!b->e || prio > b->prio || (prio == b->prio && e->commit > b->e->commit)) {
+        if (!b->e || prio > b->prio ||
+            (prio == b->prio && (earliest ? e->commit < b->e->commit : e->commit > b->e->commit))) {
             b->e = e;
             b->prio = prio;
         }
@@ -359,6 +378,28 @@ static int conflict_add(struct ca_state *s, uint32_t v, uint32_t c, int is_true,
     return 0;
 }
 
+/* The end of the span in which commits can explain this abort. */
+static uint64_t window_end(const struct ca_state *s, const struct pending *p)
+{
+    uint64_t hi = p->a.abort + s->o.uncertainty;
+    if (found_locked(p->a.reason))
+        hi += (uint64_t)(s->o.lock_hold_ns / s->o.ns_per_unit);
+    return hi;
+}
+
+/* Searches the abort record's own location. */
+static void search_recorded(const struct ca_state *s, const struct pending *p, uint64_t lo, uint64_t hi,
+                            int earliest, struct best *b)
+{
+    unsigned L = s->o.stripes_log2;
+    /* Commit-time validation knows only the stripe that changed; every other
+     * abort records the address it failed on. */
+    if (p->a.reason == TMT_ABORT_COMMIT_VALIDATE)
+        search(s, p, p->rec & ((UINT64_C(1) << L) - 1), 0, 0, 1, lo, hi, earliest, b);
+    else
+        search(s, p, ca_stripe(p->rec, L), 1, p->rec >> 3, 1, lo, hi, earliest, b);
+}
+
 static int resolve(struct ca_state *s, struct pending *p)
 {
     uint64_t u = s->o.uncertainty;
@@ -366,18 +407,18 @@ static int resolve(struct ca_state *s, struct pending *p)
     unsigned L = s->o.stripes_log2;
     struct best b = { 0, NULL };
     uint64_t match_addr = 0;
-    if (p->rec) {
-        if ((p->rec >> L) == 0)
-            search(s, p, p->rec, 0, 0, 1, lo, hi, &b);                 /* a stripe index */
-        else
-            search(s, p, ca_stripe(p->rec, L), 1, p->rec >> 3, 1, lo, hi, &b);
-    }
+    if (p->rec)
+        search_recorded(s, p, lo, hi, 0, &b);
     for (size_t i = 0; i < p->nacc; i++) {
         const struct best before = b;
-        search(s, p, ca_stripe(p->acc[i].addr, L), 1, p->acc[i].addr >> 3, 0, lo, hi, &b);
+        search(s, p, ca_stripe(p->acc[i].addr, L), 1, p->acc[i].addr >> 3, 0, lo, hi, 0, &b);
         if (b.e != before.e)
             match_addr = p->acc[i].addr;
     }
+    /* Nothing inside the window, but the stripe was locked: the holder was
+     * committing and its commit is the first one on that stripe after A. */
+    if (!b.e && p->rec && found_locked(p->a.reason))
+        search_recorded(s, p, hi + 1, window_end(s, p), 1, &b);
     struct ca_site *vs = site_of(s, p->a.site);
     if (!vs)
         return -1;
@@ -417,7 +458,7 @@ static int resolve_ready(struct ca_state *s, int all)
 {
     while (s->pcount) {
         struct pending *p = &s->pend[s->phead];
-        if (!all && p->a.abort + s->o.uncertainty >= s->now)
+        if (!all && window_end(s, p) >= s->now)
             break;
         if (resolve(s, p) < 0)
             return -1;
@@ -450,6 +491,8 @@ static int queue_abort(struct ca_state *s, struct th *t, const struct tf_event *
     p->a.abort = ev->ts;
     p->a.reason = ev->reason;
     p->rec = ev->addr;
+    if (found_locked(ev->reason) && ev->value <= UINT32_MAX)
+        p->holder = (uint32_t)ev->value;
     if (t->nacc) {
         p->acc = malloc(t->nacc * sizeof *p->acc);
         if (!p->acc)

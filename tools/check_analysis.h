@@ -35,7 +35,14 @@ struct ca_opts {
     uint64_t uncertainty;    /* u, in trace time units (0 for raw traces) */
     double ns_per_unit;      /* 1 for synced traces, 1e9/tsc_hz for raw */
     int have_accesses;       /* the trace records reads and writes (level all) */
+    double lock_hold_ns;     /* how long a committer may hold its locks (0 = the default) */
 };
+
+/* A reader or committer that found a stripe locked aborted because of a
+ * transaction that was committing: that transaction's COMMIT record is
+ * stamped after its write-back, so after the victim's abort. Such aborts look
+ * that far past A for their culprit. */
+#define CA_LOCK_HOLD_NS_DEFAULT 10000000.0
 
 struct ca_thread {
     uint32_t thread;

@@ -168,11 +168,22 @@ void stm_begin(struct tmt_tx *tx, int read_only)
 
 /* ---- reads ------------------------------------------------------------------ */
 
+/* The trace thread id of a locked stripe's holder, for the abort record, so
+ * that tmcheck can name the culprit (the holder's commit is stamped after the
+ * victim's abort). The lock record stays allocated while its descriptor
+ * lives, so the load is safe; it is stale if the lock was released since. */
+static uint32_t stm_lock_owner(uintptr_t v)
+{
+    const struct tx_lockrec *r = (const struct tx_lockrec *)(v & ~(uintptr_t)1);
+    return (v & 1) ? __atomic_load_n(&r->owner, __ATOMIC_RELAXED) : 0;
+}
+
 __attribute__((noreturn, noinline, cold)) static void stm_read_conflict(struct tmt_tx *tx, uintptr_t a,
                                                                        uintptr_t v1, uintptr_t v2)
 {
-    unsigned reason = ((v1 | v2) & 1) ? TMT_ABORT_READ_LOCKED : TMT_ABORT_READ_VERSION;
-    tx_abort(tx, reason, a, 0);
+    if ((v1 | v2) & 1)
+        tx_abort(tx, TMT_ABORT_READ_LOCKED, a, stm_lock_owner((v1 & 1) ? v1 : v2));
+    tx_abort(tx, TMT_ABORT_READ_VERSION, a, 0);
 }
 
 /* TL2 read: the stripe unlocked and unchanged around the data load, and not
@@ -267,8 +278,9 @@ static void stm_release(struct tx_stm *s, uintptr_t value_or_zero)
     s->nlocked = 0;
 }
 
-/* Locks the stripe of one redo-log entry; 0 on success, -1 if it stayed busy. */
-static int stm_lock_one(struct tx_stm *s, uintptr_t addr)
+/* Locks the stripe of one redo-log entry; 0 on success, else the holder's
+ * thread id (or UINT32_MAX if unknown) once the stripe stayed busy. */
+static uint32_t stm_lock_one(struct tx_stm *s, uintptr_t addr, uint32_t me)
 {
     uintptr_t *stripe = stm_stripe(addr);
     for (unsigned spins = 0;; spins++) {
@@ -276,14 +288,17 @@ static int stm_lock_one(struct tx_stm *s, uintptr_t addr)
         if (v & 1) {
             if (stm_lock_is_mine(s, v))
                 return 0;
-            if (spins >= STM_LOCK_SPINS)
-                return -1;
+            if (spins >= STM_LOCK_SPINS) {
+                uint32_t owner = stm_lock_owner(v);
+                return owner ? owner : UINT32_MAX;
+            }
             tx_pause();
             continue;
         }
         struct tx_lockrec *r = &s->locks[s->nlocked];
         r->stripe = stripe;
         r->old = v;
+        __atomic_store_n(&r->owner, me, __ATOMIC_RELAXED);
         if (__atomic_compare_exchange_n(stripe, &v, (uintptr_t)r | 1, 0, __ATOMIC_ACQUIRE,
                                         __ATOMIC_RELAXED)) {
             s->nlocked++;
@@ -340,6 +355,21 @@ static inline void stm_idle(struct tx_stm *s)
     __atomic_store_n(&s->active_rv, UINT64_MAX, __ATOMIC_RELEASE);
 }
 
+/* A larger lock array. The old one is retired, not freed: another thread
+ * may be reading an owner field through a stripe word it saw a moment ago. */
+__attribute__((noinline, cold)) static void stm_lgrow(struct tx_stm *s)
+{
+    struct tx_lockrec **ret = realloc(s->retired, (s->nretired + 1) * sizeof *ret);
+    struct tx_lockrec *locks = malloc((size_t)s->wcap * sizeof *locks);
+    if (ret == NULL || locks == NULL)
+        abort();
+    s->retired = ret;
+    if (s->locks)
+        s->retired[s->nretired++] = s->locks;
+    s->locks = locks;
+    s->lcap = s->wcap;
+}
+
 uint64_t stm_commit(struct tmt_tx *tx)
 {
     struct tx_stm *s = &tx->stm;
@@ -348,16 +378,12 @@ uint64_t stm_commit(struct tmt_tx *tx)
         stm_idle(s);
         return 0;
     }
-    if (TX_UNLIKELY(s->lcap < s->wn)) {
-        free(s->locks);
-        s->lcap = s->wcap;
-        s->locks = malloc((size_t)s->lcap * sizeof *s->locks);
-        if (s->locks == NULL)
-            abort();
-    }
+    if (TX_UNLIKELY(s->lcap < s->wn))
+        stm_lgrow(s);
     for (uint32_t i = 0; i < s->wn; i++) {
-        if (stm_lock_one(s, s->wset[i].addr) != 0)
-            tx_abort(tx, TMT_ABORT_COMMIT_LOCKED, s->wset[i].addr, 0);
+        uint32_t holder = stm_lock_one(s, s->wset[i].addr, tx->trace.thread_id);
+        if (holder != 0)
+            tx_abort(tx, TMT_ABORT_COMMIT_LOCKED, s->wset[i].addr, holder == UINT32_MAX ? 0 : holder);
     }
     uint64_t wv = __atomic_add_fetch(&stm_clock.now, 1, __ATOMIC_ACQ_REL);
     /* wv == rv + 1: no other update committed since the start, the reads
@@ -404,6 +430,9 @@ void stm_free(struct tmt_tx *tx)
     free(s->wset);
     free(s->wslots);
     free(s->locks);
+    for (uint32_t i = 0; i < s->nretired; i++)
+        free(s->retired[i]);
+    free(s->retired);
     memset(s, 0, sizeof *s);
     s->active_rv = UINT64_MAX;
 }

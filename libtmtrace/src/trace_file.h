@@ -64,7 +64,9 @@ enum tf_fallback_reason {
  *   COMMIT    write version (TL2 clock; 0 for read-only and hardware commits)
  *                                          read-set size | write-set size << 32
  *   ABORT     conflicting address or stripe index (0 = unknown)
- *                                          HTM status word (TMT_ABORT_HTM) or 0
+ *                                          HTM status word (TMT_ABORT_HTM), the
+ *                                          lock holder's thread id (READ_LOCKED,
+ *                                          COMMIT_LOCKED; 0 = unknown), else 0
  *   FALLBACK  0                            HTM status word of the last attempt
  *
  * `reason`: READ/WRITE access size in bytes; ABORT enum tmt_abort_reason;

@@ -55,6 +55,7 @@ struct tx_wslot {
 struct tx_lockrec {
     uintptr_t *stripe;
     uintptr_t old;
+    uint32_t owner;              /* trace thread id of the holder (read by the aborts it causes) */
 };
 
 struct tx_stm {
@@ -68,7 +69,10 @@ struct tx_stm {
     uint32_t wn, wcap;
     struct tx_wslot *wslots;
     uint32_t wslot_bits, wgen;
-    struct tx_lockrec *locks;
+    struct tx_lockrec *locks;    /* never freed while the descriptor lives: other
+                                  * threads read `owner` through the stripe word */
+    struct tx_lockrec **retired; /* earlier, smaller lock arrays */
+    uint32_t nretired;
     uint32_t nlocked, lcap;
     uint64_t active_rv;          /* rv while a software attempt runs, UINT64_MAX when idle (shared) */
     uint32_t consecutive_aborts; /* software aborts of this transaction, for backoff */
