@@ -274,7 +274,7 @@ struct tf_record *tb_chunk_full(struct tb_thread *t)
     if (t->chunk != NULL || __atomic_load_n(&pool_nfree, __ATOMIC_RELAXED) != 0 ||
         __atomic_load_n(&pool_bytes, __ATOMIC_RELAXED) + (int64_t)chunk_bytes() <= pool_limit) {
         if (hand_over(t))
-            return t->cur++;
+            return t->cur;
     }
     /* Dropped events still take their place in program order, so the
      * tools see where the gap is. */

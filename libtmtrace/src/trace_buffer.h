@@ -101,11 +101,21 @@ size_t tb_threads_all(struct tf_thread_info *out, size_t max);
 uint64_t tb_total_recorded(void);
 uint64_t tb_total_dropped(void);
 
+/* The next free record, not yet counted: the caller fills it, then
+ * tb_publish() makes it part of the chunk. */
 static inline struct tf_record *tb_slot(struct tb_thread *t)
 {
     if (TB_UNLIKELY(t->cur == t->end))
         return tb_chunk_full(t);
-    return t->cur++;
+    return t->cur;
+}
+
+/* A filled record joins the chunk. Filling before publishing is what lets a
+ * snapshot taken on a signal (tb_snapshot_all, from another thread) copy
+ * only whole records; the release store is a plain move on x86. */
+static inline void tb_publish(struct tb_thread *t, struct tf_record *r)
+{
+    __atomic_store_n(&t->cur, r + 1, __ATOMIC_RELEASE);
 }
 
 /* Stamps and fills one record; returns the (injected) TSC, or 0 if dropped. */
@@ -128,6 +138,7 @@ static inline uint64_t tb_emit(struct tb_thread *t, unsigned kind, unsigned reas
     r->site = t->site;
     r->addr = addr;
     r->value = value;
+    tb_publish(t, r);
     return tsc;
 }
 
@@ -175,6 +186,7 @@ static inline void tb_emit_access(struct tb_thread *t, unsigned kind, unsigned s
     r->site = t->site;
     r->addr = addr;
     r->value = value;
+    tb_publish(t, r);
 }
 
 static inline void tb_ev_read(struct tb_thread *t, const volatile void *addr, uint64_t value, unsigned size)

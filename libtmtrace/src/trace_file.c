@@ -327,6 +327,12 @@ struct tf_reader {
     void *elems;            /* the decoded array of the current chunk */
     size_t elems_cap;
     char damage[512];       /* what the last salvage skip was about */
+    uint32_t last_crc;      /* payload CRC of the chunk tf_read_chunk just read */
+    int ended;              /* tf_next passed the END chunk */
+    /* EVENTS chunks seen by tf_next, by (thread, CRC, length): a chunk that
+     * occurs twice would count its events twice. */
+    struct tf_seen { uint64_t key, offset; } *seen;
+    size_t nseen, seen_cap;
 };
 
 /* Errors carry "PATH: offset N: what"; the message is copied first because
@@ -460,6 +466,7 @@ void tf_close(struct tf_reader *r)
     free(r->stored);
     free(r->raw);
     free(r->elems);
+    free(r->seen);
     free(r);
 }
 
@@ -579,6 +586,7 @@ static int tf_read_chunk(struct tf_reader *r, uint64_t off, struct tf_chunk *out
         return TF_READ_BAD_HEADER;
     }
     *next = off + need;
+    r->last_crc = c.crc;
     out->kind = c.kind;
     out->codec = c.codec;
     out->thread = c.thread;
@@ -638,21 +646,85 @@ static uint64_t tf_resync(struct tf_reader *r, uint64_t from)
                 break;
             i = (size_t)(hit - win);
             struct tf_chunk_hdr c;
-            if (memcmp(hit, magic, 4) == 0 && tf_chunk_hdr_decode(hit, &c) == NULL)
+            if (memcmp(hit, magic, 4) == 0 && tf_chunk_hdr_decode(hit, &c) == NULL) {
+                /* Chunks past another trace's header are that trace's. */
+                if (memmem(win, i, TF_MAGIC, 8) != NULL)
+                    return r->size;
                 return at + i;
+            }
         }
         at += limit + 1;
     }
     return r->size;
 }
 
+/* Records an EVENTS chunk; returns the offset of an identical earlier one
+ * (same thread, payload CRC and length), or UINT64_MAX. */
+static uint64_t tf_seen_before(struct tf_reader *r, const struct tf_chunk *c)
+{
+    uint64_t key = ((uint64_t)c->thread << 32 | r->last_crc) ^ (c->stored_len * UINT64_C(0x9e3779b97f4a7c15));
+    key |= 1; /* 0 marks a free slot */
+    if (2 * (r->nseen + 1) > r->seen_cap) {
+        size_t nc = r->seen_cap ? 2 * r->seen_cap : 1024;
+        struct tf_seen *n = calloc(nc, sizeof *n);
+        if (!n)
+            return UINT64_MAX; /* no memory: the check is skipped, nothing else */
+        for (size_t i = 0; i < r->seen_cap; i++) {
+            if (!r->seen[i].key)
+                continue;
+            size_t h = (size_t)(r->seen[i].key * UINT64_C(0xff51afd7ed558ccd)) & (nc - 1);
+            while (n[h].key)
+                h = (h + 1) & (nc - 1);
+            n[h] = r->seen[i];
+        }
+        free(r->seen);
+        r->seen = n;
+        r->seen_cap = nc;
+    }
+    size_t h = (size_t)(key * UINT64_C(0xff51afd7ed558ccd)) & (r->seen_cap - 1);
+    for (; r->seen[h].key; h = (h + 1) & (r->seen_cap - 1))
+        if (r->seen[h].key == key)
+            return r->seen[h].offset;
+    r->seen[h].key = key;
+    r->seen[h].offset = c->offset;
+    r->nseen++;
+    return UINT64_MAX;
+}
+
+/* Another trace's file header where a chunk should be: traces concatenated. */
+static int tf_header_at(struct tf_reader *r, uint64_t off)
+{
+    uint8_t b[8];
+    return off + 8 <= r->size && tf_pread_all(r->fd, b, 8, off) == 0 && memcmp(b, TF_MAGIC, 8) == 0;
+}
+
 int tf_next(struct tf_reader *r, struct tf_chunk *out)
 {
     for (;;) {
         uint64_t next = r->pos;
-        int st = tf_read_chunk(r, r->pos, out, &next);
+        int st;
+        if (r->ended && r->pos < r->size) {
+            /* Nothing follows the END chunk in a trace; what does is not
+             * part of this one (e.g. another trace appended to it). */
+            tf_fail(r->path, r->pos, tf_header_at(r, r->pos) ? "another trace follows the END chunk"
+                                                                : "data after the END chunk");
+            st = TF_READ_BAD_HEADER;
+        } else {
+            st = tf_read_chunk(r, r->pos, out, &next);
+        }
+        if (st == TF_READ_OK && out->kind == TF_CHUNK_EVENTS) {
+            uint64_t first = tf_seen_before(r, out);
+            if (first != UINT64_MAX) {
+                char what[128];
+                snprintf(what, sizeof what, "chunk repeats the chunk at offset %llu (thread %u)",
+                         (unsigned long long)first, out->thread);
+                tf_fail(r->path, r->pos, what);
+                st = TF_READ_BAD_PAYLOAD;
+            }
+        }
         if (st == TF_READ_OK) {
             r->pos = next;
+            r->ended = out->kind == TF_CHUNK_END;
             return 1;
         }
         if (st == TF_READ_EOF)
@@ -660,7 +732,11 @@ int tf_next(struct tf_reader *r, struct tf_chunk *out)
         if (!(r->flags & TF_SALVAGE) || st == TF_READ_IO)
             return -1;
         snprintf(r->damage, sizeof r->damage, "%s", error_get());
-        uint64_t to = st == TF_READ_BAD_PAYLOAD ? next : tf_resync(r, r->pos);
+        uint64_t to;
+        if (r->ended || tf_header_at(r, r->pos))
+            to = r->size; /* the rest belongs to another trace, or to none */
+        else
+            to = st == TF_READ_BAD_PAYLOAD ? next : tf_resync(r, r->pos);
         r->skipped++;
         r->skipped_bytes += to - r->pos;
         r->pos = to;
