@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Runs the whole test suite: the plain build (every test), then the runtime
-# and tracer tests under ASan+UBSan and under TSan. Ends with the runner's
-# summary line. Usage: ./test.sh [--quick]   (--quick: plain build only)
+# Runs the whole test suite: the plain build (every test), the runtime,
+# tracer and format tests under ASan+UBSan and under TSan, then each fuzz
+# target for a short budget (FUZZ_SECONDS, default 20). Ends with one summary
+# line "N passed, N failed" over all of them.
+# Usage: ./test.sh [--quick]   (--quick: plain build only)
 set -euo pipefail
 cd "$(dirname "$0")"
 . scripts/setup.sh
@@ -37,6 +39,15 @@ if [ $quick -eq 0 ]; then
         -Dsanitize_only=true
     ninja -C build-tsan >/dev/null
     TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 run_suite tsan build-tsan
+
+    # Every fuzz target for a short fixed budget; any finding fails the run.
+    log=$(mktemp)
+    if FUZZ_SECONDS=${FUZZ_SECONDS:-20} scripts/fuzz-quick.sh >"$log" 2>&1; then :; else status=1; fi
+    grep -E "^(fuzz|  )|passed, .* failed" "$log" | sed "s/^/[fuzz] /" || true
+    [ $status -eq 0 ] || tail -40 "$log"
+    line=$(grep -E "^[0-9]+ passed, [0-9]+ failed" "$log" | tail -1)
+    summary+=("fuzz: $(echo "${line:-0 passed, 1 failed}" | sed -E 's/([0-9]+) passed, ([0-9]+) failed.*/\1 ok, \2 failed/')")
+    rm -f "$log"
 fi
 
 for s in "${summary[@]}"; do echo "$s"; done
