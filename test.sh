@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Runs the whole test suite: the plain build (every test), the runtime,
-# tracer and format tests under ASan+UBSan and under TSan, then each fuzz
+# Runs the whole test suite: the plain build (every test), every test again
+# under ASan+UBSan, the runtime, tracer and format tests under TSan, then each fuzz
 # target for a short budget (FUZZ_SECONDS, default 20). Ends with one summary
 # line "N passed, N failed" over all of them.
 # Usage: ./test.sh [--quick]   (--quick: plain build only)
@@ -30,8 +30,10 @@ ninja -C build >/dev/null
 run_suite plain build
 
 if [ $quick -eq 0 ]; then
+    # The whole suite under ASan+UBSan (the tools and workloads too); the
+    # runtime and tracer tests again under TSan.
     tmt_configure build-asan -Dbuildtype=debugoptimized -Db_sanitize=address,undefined \
-        -Db_lundef=false -Dsanitize_only=true
+        -Db_lundef=false -Dsanitize_only=false
     ninja -C build-asan >/dev/null
     UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1 run_suite asan-ubsan build-asan
 

@@ -32,8 +32,18 @@ static int is_file(const char *path)
     return stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0;
 }
 
-/* Builds the client once into the temporary directory (a.out), with the
- * documented command line and nothing else. */
+/* A sanitized build's libtl2.a calls the sanitizer runtime, which only the
+ * matching -fsanitize flag links in; every other build uses the documented
+ * command line and nothing else. */
+static const char *sanitize_flag(void)
+{
+    static char flag[64];
+    if (strcmp(TMT_SANITIZE, "none") != 0 && TMT_SANITIZE[0] != '\0')
+        snprintf(flag, sizeof flag, " -fsanitize=%s", TMT_SANITIZE);
+    return flag;
+}
+
+/* Builds the client once into the temporary directory (a.out). */
 static const char *client(void)
 {
     static int built;
@@ -41,8 +51,8 @@ static const char *client(void)
     if (!built) {
         char cmd[2048], out[8192];
         const char *dir = tu_build("compat/tl2");
-        snprintf(cmd, sizeof cmd, "cd '%s' && cc -DSTM -I'%s' '%s/test/compat/tl2_client.c' -L'%s' -ltl2 -lpthread 2>&1",
-                 tu_tmpdir(), dir, source_root(), dir);
+        snprintf(cmd, sizeof cmd, "cd '%s' && cc -DSTM -I'%s' '%s/test/compat/tl2_client.c' -L'%s' -ltl2 -lpthread%s 2>&1",
+                 tu_tmpdir(), dir, source_root(), dir, sanitize_flag());
         int rc = tu_run(cmd, out, sizeof out);
         if (rc != 0)
             fprintf(stderr, "build failed (%d): %s\n%s\n", rc, cmd, out);

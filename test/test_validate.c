@@ -121,10 +121,12 @@ static int run_quick(void **state)
     tu_run(cmd, out, sizeof out);
     char path[700];
     snprintf(path, sizeof path, "%s/results.csv", out_dir);
-    if (!tu_read_file(path, NULL)) {
+    char *csv = tu_read_file(path, NULL);
+    if (!csv) {
         fprintf(stderr, "validate/run wrote no results: %s\n", out);
         return -1;
     }
+    free(csv);
     read_table(path, &results);
     snprintf(path, sizeof path, "%s/intrusion.csv", out_dir);
     read_table(path, &intrusion);
