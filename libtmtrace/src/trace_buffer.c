@@ -41,6 +41,22 @@ static int tb_ncpus;
 
 static uint64_t total_recorded, total_dropped; /* atomic */
 
+/* Chunks a thread let go of after hand-over closed. They are never freed
+ * while the trace may still be written: on a fatal signal the writer thread
+ * copies the threads' chunks (tb_snapshot_all) while those threads run on,
+ * and a chunk unmapped under it would crash the process instead of letting
+ * it die of the signal. tb_teardown frees them. Lock-free push: the owner
+ * may be the thread interrupted by the signal. */
+static struct tb_chunk *retired; /* atomic */
+
+static void chunk_retire(struct tb_chunk *c)
+{
+    struct tb_chunk *head = __atomic_load_n(&retired, __ATOMIC_RELAXED);
+    do {
+        c->next = head;
+    } while (!__atomic_compare_exchange_n(&retired, &head, c, 1, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
+}
+
 static size_t chunk_bytes(void)
 {
     return sizeof(struct tb_chunk) + chunk_cap * sizeof(struct tf_record) +
@@ -115,7 +131,7 @@ static struct tb_chunk *pool_get(void)
     }
     if (c != NULL) {
         c->next = NULL;
-        c->n = 0;
+        __atomic_store_n(&c->n, 0, __ATOMIC_RELAXED); /* a snapshot may look at it */
         c->nsamples = 0;
     }
     return c;
@@ -225,8 +241,8 @@ static void set_chunk(struct tb_thread *t, struct tb_chunk *c)
         t->truth = NULL;
         return;
     }
-    c->thread = t->thread_id;
-    c->seq = t->seq;
+    __atomic_store_n(&c->thread, t->thread_id, __ATOMIC_RELAXED);
+    __atomic_store_n(&c->seq, t->seq, __ATOMIC_RELAXED);
     c->first_instance = t->instance;
     t->base = t->cur = c->recs;
     t->end = c->recs + c->cap;
@@ -252,18 +268,20 @@ static int hand_over(struct tb_thread *t)
         __atomic_store_n(&c->n, n, __ATOMIC_RELAXED); /* marks it handed over */
         __atomic_signal_fence(__ATOMIC_SEQ_CST);
         t->seq += n;
-        t->recorded += n;
-        __atomic_fetch_add(&total_recorded, n, __ATOMIC_RELAXED);
-        if (__atomic_load_n(&tb_open, __ATOMIC_ACQUIRE)) {
-            tw_submit(c);
-        } else {
-            /* The trace is closed (exit raced with this thread): the records
-             * cannot be written any more. */
-            t->recorded -= n;
+        if (!__atomic_load_n(&tb_open, __ATOMIC_ACQUIRE) || tw_offer(c) != 0) {
+            /* The trace is closed (exit or a signal raced with this
+             * thread): the records cannot be written any more. The chunk
+             * is retired, not freed: a snapshot may be reading it. Once
+             * the queue refused it, hand-over is closed, so pool_get below
+             * gives nothing and the thread drops from here on. */
             __atomic_fetch_add(&total_dropped, n, __ATOMIC_RELAXED);
             __atomic_store_n(&t->dropped, t->dropped + n, __ATOMIC_RELAXED);
-            chunk_free(c);
+            set_chunk(t, pool_get());
+            chunk_retire(c);
+            return t->chunk != NULL;
         }
+        t->recorded += n;
+        __atomic_fetch_add(&total_recorded, n, __ATOMIC_RELAXED);
     }
     set_chunk(t, pool_get());
     return t->chunk != NULL;
@@ -377,6 +395,14 @@ void tb_teardown(void)
     pool_nfree = 0;
     pool_bytes = 0;
     pthread_mutex_unlock(&pool_lock);
+    /* The writer has stopped and no snapshot runs any more: nothing reads
+     * the retired chunks, and their owners never look at them again. */
+    struct tb_chunk *c = __atomic_exchange_n(&retired, NULL, __ATOMIC_ACQUIRE);
+    while (c != NULL) {
+        struct tb_chunk *next = c->next;
+        chunk_free(c);
+        c = next;
+    }
     pthread_mutex_lock(&reg_lock);
     int live = 0;
     for (size_t i = 0; i < nreg; i++)
@@ -396,17 +422,29 @@ void tb_snapshot_all(void (*emit)(struct tb_chunk *c))
     for (size_t i = 0; i < nreg; i++) {
         struct tb_thread *t = reg[i].live;
         struct tb_chunk *src = t ? __atomic_load_n(&t->chunk, __ATOMIC_ACQUIRE) : NULL;
-        if (src == NULL || __atomic_load_n(&src->n, __ATOMIC_RELAXED) != 0)
+        if (src == NULL || __atomic_load_n(&src->n, __ATOMIC_ACQUIRE) != 0)
             continue; /* none, or already on its way to the writer */
         struct tf_record *cur = __atomic_load_n(&t->cur, __ATOMIC_ACQUIRE);
-        size_t n = (size_t)(cur - src->recs);
-        if (n > src->cap)
+        /* The thread runs on: if it changed chunks between the two loads,
+         * `cur` points into another chunk. */
+        if (__atomic_load_n(&t->chunk, __ATOMIC_ACQUIRE) != src)
+            continue;
+        /* A thread stopped by the signal inside hand_over still points at
+         * the chunk it just queued; the writer may have written and
+         * recycled it since (pool_get clears its count), and another
+         * thread may be filling it now. Only a chunk that still names this
+         * thread is its own. */
+        if (__atomic_load_n(&src->thread, __ATOMIC_RELAXED) != t->thread_id)
+            continue;
+        uint64_t seq = __atomic_load_n(&src->seq, __ATOMIC_RELAXED);
+        size_t n = (size_t)((uintptr_t)cur - (uintptr_t)src->recs) / sizeof *cur;
+        if (cur < src->recs || n > src->cap)
             continue;
         struct tb_chunk *c = chunk_alloc(n ? n : 1, src->truth != NULL);
         if (c == NULL)
             continue;
         c->thread = t->thread_id;
-        c->seq = src->seq;
+        c->seq = seq;
         c->first_instance = src->first_instance;
         c->n = n;
         c->nsamples = src->nsamples;
@@ -414,6 +452,15 @@ void tb_snapshot_all(void (*emit)(struct tb_chunk *c))
         memcpy(c->recs, src->recs, n * sizeof c->recs[0]);
         if (c->truth)
             memcpy(c->truth, src->truth, n * sizeof c->truth[0]);
+        /* Handed over (or recycled) while we copied: the original is
+         * written or counted as dropped by its owner; a copy would repeat
+         * its records. */
+        if (__atomic_load_n(&src->n, __ATOMIC_ACQUIRE) != 0 || __atomic_load_n(&t->chunk, __ATOMIC_ACQUIRE) != src ||
+            __atomic_load_n(&src->seq, __ATOMIC_RELAXED) != seq ||
+            __atomic_load_n(&src->thread, __ATOMIC_RELAXED) != t->thread_id) {
+            chunk_free(c);
+            continue;
+        }
         reg[i].dropped = t->dropped;
         *tail = c;
         tail = &c->next;
@@ -461,13 +508,14 @@ void tb_detach(struct tb_thread *t)
         if (t->cur != t->base || c->nsamples != 0) {
             hand_over(t); /* takes a fresh chunk we give straight back */
         }
-        if (t->chunk != NULL) {
-            if (__atomic_load_n(&tb_open, __ATOMIC_ACQUIRE))
-                tb_chunk_release(t->chunk);
-            else
-                chunk_free(t->chunk);
-        }
+        struct tb_chunk *last = t->chunk;
         set_chunk(t, NULL);
+        if (last != NULL) {
+            if (__atomic_load_n(&tb_open, __ATOMIC_ACQUIRE))
+                tb_chunk_release(last);
+            else
+                chunk_retire(last); /* a snapshot may be reading it */
+        }
     }
     t->level = CONFIG_EVENTS_OFF;
     t->tick_tsc = UINT64_MAX;

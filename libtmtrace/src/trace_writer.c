@@ -147,20 +147,32 @@ void tw_write_now(struct tb_chunk *c)
         tb_chunk_release(c);
 }
 
-void tw_submit(struct tb_chunk *c)
+/* The queue's head once the tail of the trace is being written: a chunk
+ * offered after this point could never reach the file, so it is refused and
+ * its owner counts it as dropped (instead of it vanishing silently). */
+#define TW_SEALED ((struct tb_chunk *)(uintptr_t)1)
+
+int tw_offer(struct tb_chunk *c)
 {
-    struct tb_chunk *head = __atomic_load_n(&tw_queue, __ATOMIC_RELAXED);
+    struct tb_chunk *head = __atomic_load_n(&tw_queue, __ATOMIC_ACQUIRE);
     do {
+        if (head == TW_SEALED)
+            return -1;
         c->next = head;
-    } while (!__atomic_compare_exchange_n(&tw_queue, &head, c, 1, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
+    } while (!__atomic_compare_exchange_n(&tw_queue, &head, c, 1, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE));
     if (tw_mode == CONFIG_MODE_STREAM)
         sem_post(&tw_wake);
+    return 0;
 }
 
-/* Takes the queue and writes it oldest first. */
-static void tw_drain(void)
+/* Takes the queue (sealing it if asked) and writes it oldest first. */
+static void tw_take_and_write(int seal)
 {
-    struct tb_chunk *c = __atomic_exchange_n(&tw_queue, NULL, __ATOMIC_ACQUIRE), *rev = NULL;
+    /* Only the writer (or tw_stop after it) takes or seals the queue, so a
+     * sealed queue cannot appear between the check and the exchange. */
+    if (__atomic_load_n(&tw_queue, __ATOMIC_ACQUIRE) == TW_SEALED)
+        return;
+    struct tb_chunk *c = __atomic_exchange_n(&tw_queue, seal ? TW_SEALED : NULL, __ATOMIC_ACQ_REL), *rev = NULL;
     while (c != NULL) {
         struct tb_chunk *next = c->next;
         c->next = rev;
@@ -173,6 +185,10 @@ static void tw_drain(void)
         rev = next;
     }
 }
+
+static void tw_drain(void) { tw_take_and_write(0); }
+
+void tw_seal(void) { tw_take_and_write(1); }
 
 static void *tw_main(void *arg)
 {
@@ -248,7 +264,7 @@ void tw_stop(void)
     sem_post(&tw_wake);
     pthread_join(tw_tid, NULL);
     tw_running = 0;
-    tw_drain(); /* anything submitted while it stopped */
+    tw_seal(); /* anything submitted while it stopped; later chunks are refused */
     sem_destroy(&tw_wake);
 }
 

@@ -40,8 +40,12 @@ struct tb_chunk {
 /* `failed`: NULL, or why the trace could not be created; then the writer
  * starts failed and counts every chunk as lost. */
 int tw_start(struct tf_writer *w, int mode, void (*on_signal)(void), const char *failed);
-/* Queues a chunk (any thread). */
-void tw_submit(struct tb_chunk *c);
+/* Queues a chunk (any thread); returns -1 once the queue is sealed (the
+ * chunk was not taken: the caller keeps it and counts its records lost). */
+int tw_offer(struct tb_chunk *c);
+/* Writes everything queued and seals the queue (tail of the trace, on the
+ * writer thread or after it stopped). */
+void tw_seal(void);
 /* Writes everything queued, stops and joins the writer. Idempotent. */
 void tw_stop(void);
 /* From a signal handler: wakes the writer to flush and waits for it while it

@@ -96,10 +96,15 @@ static void tr_report_errors(void)
             (unsigned long long)tw_chunks_written(), tw_first_error(), (unsigned long long)tw_lost());
 }
 
-/* Runs on the writer thread once it wrote the queue after a fatal signal. */
+/* Runs on the writer thread once it wrote the queue after a fatal signal.
+ * The program's threads run on meanwhile: closing hand-over and then
+ * sealing the queue (which writes what was offered before the seal) leaves
+ * each thread's records either in the file or counted as dropped. Nothing
+ * here frees memory those threads may still touch. */
 static void tr_on_signal(void)
 {
     tb_close();
+    tw_seal();
     tb_snapshot_all(tw_write_now);
     tr_write_end();
     if (tr_file != NULL)
@@ -268,10 +273,13 @@ int tracer_shutdown(void)
     if (!__atomic_compare_exchange_n(&tr_state, &expect, TR_CLOSED, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
         return 0;
     tr_remove_handlers();
-    /* Threads that did not leave (e.g. exit() from a traced thread). */
-    tb_snapshot_all(tw_submit);
+    /* Threads that did not leave (e.g. exit() from a traced thread) run on:
+     * as on a signal, hand-over closes and the queue is written and sealed
+     * before their partial chunks are copied, so a chunk they hand over
+     * later is counted as dropped instead of repeating the copied records. */
     tb_close();
     tw_stop();
+    tb_snapshot_all(tw_write_now);
 
     int rc = 0;
     struct cs_set post = { 0 };
