@@ -677,6 +677,63 @@ static void sigterm_leaves_a_complete_trace_in_memory_mode(void **state)
     check_sigterm("term-memory.bin", "memory");
 }
 
+/* ---- hand-over closed while the thread records ------------------------- */
+
+/* What a signal does to a thread that runs on: hand-over closes under it.
+ * Returns 0, or which expectation failed. */
+static int closed_under(struct tb_thread *t)
+{
+    if (t->base == NULL)
+        return 10;
+    tb_ev_start(t, 1, 1, 0, 0);
+    const volatile struct tf_record *first = t->base;
+    uint64_t stamp = first->tsc;
+    size_t cap = (size_t)(t->end - t->base);
+    uint64_t before = tb_total_dropped();
+    tb_close();
+    for (uint64_t i = 2; i <= cap + 10; i++) {
+        tb_ev_start(t, 1, i, 0, 0);
+        tb_ev_commit(t, i, 0, 0);
+    }
+    if (t->chunk != NULL)
+        return 11; /* no fresh chunk once closed */
+    /* The full chunk left the thread but its memory is still there: a
+     * snapshot on the writer thread may be copying it at this moment. */
+    if (first->tsc != stamp || first->kind != TF_EV_START)
+        return 12;
+    if (tb_total_dropped() - before != 1 + 2 * (uint64_t)(cap + 9))
+        return 13; /* every record of the chunk, then every later event */
+    return 0;
+}
+
+static int body_closed_under_the_thread(void *arg)
+{
+    (void)arg;
+    struct tb_thread t;
+    if (tb_attach(&t) != 0)
+        return 9;
+    int rc = closed_under(&t);
+    tb_detach(&t);
+    return rc;
+}
+
+static void a_chunk_filled_after_hand_over_closed_is_dropped_and_stays_readable(void **state)
+{
+    (void)state;
+    assert_child_ok(trace_child("closed.bin", "TMTRACE_BUFFER=64k", "TMTRACE_MODE=stream", NULL,
+                                body_closed_under_the_thread, NULL));
+    struct readback rb;
+    read_trace(tu_path("closed.bin"), &rb);
+    assert_false(rb.error);
+    assert_true(rb.have_end);
+    /* nothing recorded after the close reaches the file, all is counted */
+    assert_int_equal(rb.nev, 0);
+    assert_int_equal(rb.nend, 1);
+    assert_int_equal(rb.end[0].events, 0);
+    assert_int_equal(rb.end[0].dropped, 1 + 2 * (64 * 1024 / sizeof(struct tf_record) + 9));
+    free_trace(&rb);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -695,6 +752,7 @@ int main(void)
         cmocka_unit_test(sigkill_leaves_every_flushed_chunk_readable),
         cmocka_unit_test(sigterm_leaves_a_complete_trace_in_stream_mode),
         cmocka_unit_test(sigterm_leaves_a_complete_trace_in_memory_mode),
+        cmocka_unit_test(a_chunk_filled_after_hand_over_closed_is_dropped_and_stays_readable),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
