@@ -25,22 +25,32 @@ run_suite() { # name dir
     rm -f "$log"
 }
 
+build_ok() { # name dir: builds dir; a build failure counts as one failed test
+    local name=$1 dir=$2 log
+    log=$(mktemp)
+    if ninja -C "$dir" >"$log" 2>&1; then rm -f "$log"; return 0; fi
+    echo "[$name] build failed:"; grep -E "error|FAILED" "$log" | head -20
+    rm -f "$log"
+    status=1
+    summary+=("$name: 0 ok, 1 failed")
+    return 1
+}
+
 tmt_configure build -Dbuildtype=release
-ninja -C build >/dev/null
-run_suite plain build
+build_ok plain build && run_suite plain build
 
 if [ $quick -eq 0 ]; then
     # The whole suite under ASan+UBSan (the tools and workloads too); the
     # runtime and tracer tests again under TSan.
     tmt_configure build-asan -Dbuildtype=debugoptimized -Db_sanitize=address,undefined \
         -Db_lundef=false -Dsanitize_only=false
-    ninja -C build-asan >/dev/null
-    UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1 run_suite asan-ubsan build-asan
+    build_ok asan-ubsan build-asan &&
+        UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1 run_suite asan-ubsan build-asan
 
     tmt_configure build-tsan -Dbuildtype=debugoptimized -Db_sanitize=thread -Db_lundef=false \
         -Dsanitize_only=true
-    ninja -C build-tsan >/dev/null
-    TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 run_suite tsan build-tsan
+    build_ok tsan build-tsan &&
+        TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 run_suite tsan build-tsan
 
     # Every fuzz target for a short fixed budget; any finding fails the run.
     log=$(mktemp)
