@@ -6,6 +6,7 @@
  * the total never changes, and every audit (a consistent snapshot) must see
  * exactly that total. All shared accesses while threads run go through tm.h.
  */
+#include "accounts.h"
 #include "bench.h"
 #include "tm.h"
 
@@ -64,31 +65,6 @@ static int bank_setup(const struct bench_opts *o, void **state)
     return 0;
 }
 
-static void bank_transfer(struct bank *b, long from, long to, long amount)
-{
-    long *acc = b->accounts;
-    TM_BEGIN("bank-transfer");
-    long a = TM_READ(acc[from]);
-    long c = TM_READ(acc[to]);
-    TM_WRITE(acc[from], a - amount);
-    TM_WRITE(acc[to], c + amount);
-    TM_END;
-}
-
-static long bank_audit(struct bank *b)
-{
-    long *acc = b->accounts;
-    long n = b->naccounts;
-    TM_LOCAL long total;
-    TM_BEGIN_RO("bank-audit");
-    long sum = 0;
-    for (long i = 0; i < n; i++)
-        sum += TM_READ(acc[i]);
-    total = sum;
-    TM_END;
-    return total;
-}
-
 static void bank_worker(void *state, struct bench_thread *bt)
 {
     struct bank *b = state;
@@ -96,7 +72,7 @@ static void bank_worker(void *state, struct bench_thread *bt)
     const uint64_t n = (uint64_t)b->naccounts;
     while (bench_continue(bt)) {
         if (bench_rand_below(bt, 100) < (uint64_t)b->audit_pct) {
-            long total = bank_audit(b);
+            long total = accounts_audit(b->accounts, b->naccounts);
             c.audits++;
             if (total != b->expected_total) {
                 c.bad_audits++;
@@ -107,7 +83,7 @@ static void bank_worker(void *state, struct bench_thread *bt)
             long to = (long)bench_rand_below(bt, n - 1);
             if (to >= from)
                 to++; /* distinct accounts, uniformly */
-            bank_transfer(b, from, to, 1 + (long)bench_rand_below(bt, (uint64_t)b->max_amount));
+            accounts_transfer(b->accounts, from, to, 1 + (long)bench_rand_below(bt, (uint64_t)b->max_amount));
             c.transfers++;
         }
         bt->ops++;

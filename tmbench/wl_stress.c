@@ -13,6 +13,7 @@
  * Never: touches shared data outside a transaction while threads run, or
  * ends a run with an invariant violation unreported.
  */
+#include "accounts.h"
 #include "bench.h"
 #include "tm.h"
 
@@ -95,29 +96,6 @@ static int stress_setup(const struct bench_opts *o, void **state)
         s->initial_size++;
     }
     return 0;
-}
-
-static void stress_transfer(struct stress *s, long from, long to, long amount)
-{
-    long *acc = s->accounts;
-    TM_BEGIN("stress-transfer");
-    long a = TM_READ(acc[from]);
-    long c = TM_READ(acc[to]);
-    TM_WRITE(acc[from], a - amount);
-    TM_WRITE(acc[to], c + amount);
-    TM_END;
-}
-
-static long stress_audit(struct stress *s)
-{
-    long *acc = s->accounts;
-    volatile long total;
-    TM_BEGIN_RO("stress-audit");
-    total = 0;
-    for (long i = 0; i < s->naccounts; i++)
-        total += TM_READ(acc[i]);
-    TM_END;
-    return total;
 }
 
 /* Reads the pair and checks it inside the transaction: a violation is
@@ -216,10 +194,10 @@ static void stress_worker(void *state, struct bench_thread *bt)
             long to = (long)bench_rand_below(bt, n - 1);
             if (to >= from)
                 to++;
-            stress_transfer(s, from, to, 1 + (long)bench_rand_below(bt, (uint64_t)s->max_amount));
+            accounts_transfer(s->accounts, from, to, 1 + (long)bench_rand_below(bt, (uint64_t)s->max_amount));
             c->transfers++;
         } else if (op < 45) {
-            long total = stress_audit(s);
+            long total = accounts_audit(s->accounts, s->naccounts);
             c->audits++;
             c->checks++;
             if (total != s->expected_total)

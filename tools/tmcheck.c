@@ -67,10 +67,9 @@ int main(int argc, char **argv)
         default: return tool_bad_option(argv);
         }
     }
-    if (optind != argc - 1)
-        return tool_error(optind >= argc ? "missing TRACE (try --help)" : "%s: one TRACE expected, got more",
-                          optind < argc ? argv[optind + 1] : "");
-    const char *path = argv[optind];
+    const char *path = tool_trace_operand(argc, argv);
+    if (!path)
+        return TOOL_USAGE;
     if (csv && mkdir(csv, 0777) < 0 && errno != EEXIST)
         return tool_error("--csv %s: cannot create the directory: %s", csv, strerror(errno));
 

@@ -431,11 +431,9 @@ int main(int argc, char **argv)
             return tool_bad_option(argv);
         }
     }
-    if (optind >= argc)
-        return tool_error("no trace file given (try --help)");
-    if (optind != argc - 1)
-        return tool_error("expected one trace file, got %d arguments (try --help)", argc - optind);
-    o.path = argv[optind];
+    o.path = tool_trace_operand(argc, argv);
+    if (!o.path)
+        return TOOL_USAGE;
     static char outbuf[1 << 16];
     setvbuf(stdout, outbuf, _IOFBF, sizeof outbuf);
     return o.summary ? dump_summary(&o) : dump_events(&o);

@@ -434,11 +434,9 @@ int main(int argc, char **argv)
         default: return tool_bad_option(argv);
         }
     }
-    if (optind >= argc)
-        return tool_error("no trace given (usage: tmexport --chrome TRACE, see --help)");
-    if (optind != argc - 1)
-        return tool_error("%s: exactly one trace expected (see --help)", argv[optind + 1]);
-    const char *path = argv[optind];
+    const char *path = tool_trace_operand(argc, argv);
+    if (!path)
+        return TOOL_USAGE;
 
     struct tf_reader *r = tf_open(path, oflags | TF_SKIP_EVENTS);
     if (!r)

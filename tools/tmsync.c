@@ -360,10 +360,9 @@ int main(int argc, char **argv)
         default: return tool_bad_option(argv);
         }
     }
-    if (optind != argc - 1)
-        return tool_error(optind >= argc ? "missing TRACE (try --help)" : "%s: one TRACE expected, got more",
-                          optind < argc ? argv[optind + 1] : "");
-    const char *in = argv[optind];
+    const char *in = tool_trace_operand(argc, argv);
+    if (!in)
+        return TOOL_USAGE;
     char *defout = NULL;
     if (!out) {
         defout = default_output(in);

@@ -81,6 +81,19 @@ int tool_bad_option(char **argv)
     return tool_error("bad option '%s' (try --help)", arg ? arg : "?");
 }
 
+const char *tool_trace_operand(int argc, char **argv)
+{
+    if (optind >= argc) {
+        tool_error("missing TRACE (try --help)");
+        return NULL;
+    }
+    if (optind != argc - 1) {
+        tool_error("%s: one TRACE expected, got %d operands (try --help)", argv[optind + 1], argc - optind);
+        return NULL;
+    }
+    return argv[optind];
+}
+
 int tool_parse_u64(const char *what, const char *s, uint64_t min, uint64_t max, uint64_t *out)
 {
     char *end;

@@ -31,6 +31,9 @@ int tool_error_lib(void);
 /* For getopt_long with opterr = 0: reports the option at argv[optind - 1]
  * (or optopt) as unknown or missing its value. Returns TOOL_USAGE. */
 int tool_bad_option(char **argv);
+/* After option parsing: the single TRACE operand every tool takes, or NULL
+ * with "missing TRACE" / "one TRACE expected" already reported. */
+const char *tool_trace_operand(int argc, char **argv);
 
 /* Strict number parsing: the whole string must be a number in range
  * (integers: decimal, or hexadecimal with 0x).
