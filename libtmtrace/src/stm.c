@@ -299,7 +299,11 @@ static uint32_t stm_lock_one(struct tx_stm *s, uintptr_t addr, uint32_t me)
         r->stripe = stripe;
         r->old = v;
         __atomic_store_n(&r->owner, me, __ATOMIC_RELAXED);
-        if (__atomic_compare_exchange_n(stripe, &v, (uintptr_t)r | 1, 0, __ATOMIC_ACQUIRE,
+        /* Release as well as acquire: a thread that finds the stripe locked
+         * follows the word to this record and reads its owner, so the record
+         * (fresh memory after stm_lgrow) must be published with the lock.
+         * On x86 the locked CAS is a full barrier either way. */
+        if (__atomic_compare_exchange_n(stripe, &v, (uintptr_t)r | 1, 0, __ATOMIC_ACQ_REL,
                                         __ATOMIC_RELAXED)) {
             s->nlocked++;
             return 0;
