@@ -24,6 +24,10 @@
 #define SM_MIN_PER_SIDE 3        /* used samples each side of a knot */
 #define SM_WIDE_FACTOR 3.0L      /* bracket > 3x the median width = interrupted */
 #define SM_MAD_FACTOR 5.0L       /* residual > 5 robust sigmas = outlier */
+/* A segment whose rate differs from the CPU's straight-line rate by more
+ * than this is not drift (clocks change rate by parts per million, injected
+ * changes by a few hundred ppm) but a segment the samples do not pin down. */
+#define SM_MAX_SLOPE_DEV 2e-3L
 
 struct pt {
     long double u, v;
@@ -306,6 +310,63 @@ static void add_knots(struct fitdata *d, long double thr)
     }
 }
 
+/* Removes knot `j` and refits. */
+static int drop_knot(struct fitdata *d, int j)
+{
+    memmove(&d->knots[j], &d->knots[j + 1], sizeof(long double) * (size_t)(d->nk - j - 1));
+    d->nk--;
+    return refit(d);
+}
+
+/* Merges segments the samples do not support: no used point at all (only
+ * continuity with its neighbours would fix its slope), or a rate more than
+ * SM_MAX_SLOPE_DEV away from `slope0` (the straight-line fit's). A segment
+ * across a gap in the samples, between knots at the samples on either side,
+ * is fine: its ends are pinned. Of the two knots that bound a bad segment,
+ * the one whose removal fits better goes; the fit is redone each time.
+ * Outlier rejection can empty a segment after its knot was placed, hence a
+ * pass of its own. Returns 0, or -1 if a refit failed. */
+static int prune_segments(struct fitdata *d, long double slope0)
+{
+    while (d->nk > 0) {
+        int bad = -1;
+        long double slope = d->coef[1];
+        for (int j = 0; j <= d->nk && bad < 0; j++) {
+            if (j > 0)
+                slope += d->coef[j + 1];
+            long double lo = j == 0 ? -INFINITY : d->knots[j - 1];
+            long double hi = j == d->nk ? INFINITY : d->knots[j];
+            size_t k = 0;
+            for (size_t i = 0; i < d->n; i++)
+                k += d->p[i].use && d->p[i].u > lo && d->p[i].u <= hi;
+            if (k == 0 || !(fabsl(slope / slope0 - 1) <= SM_MAX_SLOPE_DEV))
+                bad = j;
+        }
+        if (bad < 0)
+            return 0;
+        int drop;
+        if (bad == 0)
+            drop = 0;
+        else if (bad == d->nk)
+            drop = d->nk - 1;
+        else {
+            /* try both neighbours, keep the better */
+            long double trial[SM_MAX_KNOTS], coef[SM_MAX_KNOTS + 2], sse[2];
+            for (int side = 0; side < 2; side++) {
+                int skip = bad - 1 + side, nk = 0;
+                for (int j = 0; j < d->nk; j++)
+                    if (j != skip)
+                        trial[nk++] = d->knots[j];
+                sse[side] = fit_with(d, trial, nk, coef);
+            }
+            drop = (sse[0] >= 0 && (sse[1] < 0 || sse[0] <= sse[1])) ? bad - 1 : bad;
+        }
+        if (drop_knot(d, drop) < 0)
+            return -1;
+    }
+    return 0;
+}
+
 /* Rejects used points whose residual is more than 5 robust sigmas from the
  * median residual (never closer than `thr`). Returns how many. */
 static uint32_t reject_outliers(struct fitdata *d, long double thr, long double *scratch)
@@ -453,10 +514,11 @@ int sm_fit_cpu(uint32_t cpu, struct tf_sample *s, size_t n, enum sm_kind kind, d
         if (refit(&d) < 0)
             ok = 0;
         else {
+            long double slope0 = d.coef[1];
             if (out->kind == SM_PIECEWISE)
                 add_knots(&d, thr);
             out->rejected_outlier = reject_outliers(&d, thr, scratch);
-            if (refit(&d) < 0)
+            if (refit(&d) < 0 || (out->kind == SM_PIECEWISE && prune_segments(&d, slope0) < 0))
                 ok = 0;
         }
         if (ok && out->kind == SM_LINEAR) {
