@@ -96,61 +96,56 @@ static double max_chord_distance(const struct tf_cpu_model *m, struct tf_sample 
     return worst;
 }
 
-static void piecewise_model_stays_on_the_samples_across_gaps(void **st)
+/* Fits the fixture with `kind`; returns the model's farthest distance from
+ * the chord through the samples. */
+static double fit_fixture(enum sm_kind kind, struct sm_result *r)
 {
-    (void)st;
     size_t n;
     double hz;
     struct tf_sample *s = load(&n, &hz);
     struct tf_sample *copy = malloc(n * sizeof *s);
     assert_non_null(copy);
     memcpy(copy, s, n * sizeof *s);
+    assert_int_equal(sm_fit_cpu(1, s, n, kind, 1e9 / hz, 0, NULL, r), 0);
+    double d = max_chord_distance(&r->m, copy, n);
+    free(copy);
+    free(s);
+    return d;
+}
 
+static void piecewise_model_stays_on_the_samples_across_gaps(void **st)
+{
+    (void)st;
     struct sm_result r;
-    assert_int_equal(sm_fit_cpu(1, s, n, SM_PIECEWISE, 1e9 / hz, 0, NULL, &r), 0);
+    double d = fit_fixture(SM_PIECEWISE, &r);
     assert_int_equal(r.how, SM_HOW_FIT);
     assert_int_equal(r.kind, SM_PIECEWISE);
     assert_true(r.m.nseg >= 2);    /* the drift change needs a knot */
     assert_true(r.m.rms_ns < 50);  /* and the model follows the samples */
-    double d = max_chord_distance(&r.m, copy, n);
     print_message("  %u segments, rms %.1f ns, farthest from the chord %.0f ns\n", r.m.nseg, r.m.rms_ns, d);
     assert_true(d < CHORD_LIMIT_NS);
-    free(copy);
-    free(s);
 }
 
 static void every_segment_runs_at_a_clock_rate(void **st)
 {
     (void)st;
-    size_t n;
-    double hz;
-    struct tf_sample *s = load(&n, &hz);
     struct sm_result r;
-    assert_int_equal(sm_fit_cpu(1, s, n, SM_PIECEWISE, 1e9 / hz, 0, NULL, &r), 0);
-    /* Nominal ns per tick; the injected drifts are a few hundred ppm. */
-    double npt = 1e9 / hz;
+    fit_fixture(SM_PIECEWISE, &r);
+    /* Against the first segment's rate; the injected drifts differ by a few
+     * hundred ppm. */
     for (uint32_t k = 0; k < r.m.nseg; k++)
-        assert_true(fabs(r.m.seg[k].a / npt - 1) < 2e-3);
+        assert_true(fabs(r.m.seg[k].a / r.m.seg[0].a - 1) < 2e-3);
     for (uint32_t k = 1; k < r.m.nseg; k++)
         assert_true(r.m.seg[k].tsc_from > r.m.seg[k - 1].tsc_from);
-    free(s);
 }
 
 static void auto_chooses_piecewise_for_a_drift_change(void **st)
 {
     (void)st;
-    size_t n;
-    double hz;
-    struct tf_sample *s = load(&n, &hz);
-    struct tf_sample *copy = malloc(n * sizeof *s);
-    assert_non_null(copy);
-    memcpy(copy, s, n * sizeof *s);
     struct sm_result r;
-    assert_int_equal(sm_fit_cpu(1, s, n, SM_AUTO, 1e9 / hz, 0, NULL, &r), 0);
+    double d = fit_fixture(SM_AUTO, &r);
     assert_int_equal(r.kind, SM_PIECEWISE);
-    assert_true(max_chord_distance(&r.m, copy, n) < CHORD_LIMIT_NS);
-    free(copy);
-    free(s);
+    assert_true(d < CHORD_LIMIT_NS);
 }
 
 static void linear_model_cannot_follow_the_change(void **st)
@@ -159,18 +154,10 @@ static void linear_model_cannot_follow_the_change(void **st)
     /* The contrast that makes the other tests meaningful: one line over the
      * pre and post phases misses the in-run samples by far more than the
      * chord limit. */
-    size_t n;
-    double hz;
-    struct tf_sample *s = load(&n, &hz);
-    struct tf_sample *copy = malloc(n * sizeof *s);
-    assert_non_null(copy);
-    memcpy(copy, s, n * sizeof *s);
     struct sm_result r;
-    assert_int_equal(sm_fit_cpu(1, s, n, SM_LINEAR, 1e9 / hz, 0, NULL, &r), 0);
+    double d = fit_fixture(SM_LINEAR, &r);
     assert_int_equal(r.m.nseg, 1);
-    assert_true(max_chord_distance(&r.m, copy, n) > CHORD_LIMIT_NS);
-    free(copy);
-    free(s);
+    assert_true(d > CHORD_LIMIT_NS);
 }
 
 int main(void)
