@@ -415,6 +415,20 @@ void tb_teardown(void)
     pthread_mutex_unlock(&reg_lock);
 }
 
+/* fork(): the child gets the pool and the thread table unlocked and
+ * consistent, whatever other threads were doing at the fork. */
+void tb_fork_prepare(void)
+{
+    pthread_mutex_lock(&reg_lock);
+    pthread_mutex_lock(&pool_lock);
+}
+
+void tb_fork_release(void)
+{
+    pthread_mutex_unlock(&pool_lock);
+    pthread_mutex_unlock(&reg_lock);
+}
+
 void tb_snapshot_all(void (*emit)(struct tb_chunk *c))
 {
     struct tb_chunk *copies = NULL, **tail = &copies;

@@ -93,6 +93,10 @@ void tb_teardown(void);
  * and exit paths: the threads are not stopped, so a record being written at
  * that instant may be torn). */
 void tb_snapshot_all(void (*emit)(struct tb_chunk *c));
+/* fork(): take and release the pool's and the thread table's locks around
+ * it (tracer.c registers them with pthread_atfork). */
+void tb_fork_prepare(void);
+void tb_fork_release(void);
 /* Returns a written chunk to the pool (stream mode). */
 void tb_chunk_release(struct tb_chunk *c);
 /* Thread table: those attached since the last call, or all with drop counts. */

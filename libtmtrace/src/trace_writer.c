@@ -36,6 +36,10 @@ static int tw_running;
 static int tw_stop_req;             /* atomic */
 static int tw_sig_req;              /* atomic */
 static int tw_sig_done;             /* atomic */
+/* Held by the writer while it writes (it allocates, compresses, takes the
+ * pool's and the thread table's locks) and by a thread that forks: the
+ * child then never inherits a writer stopped half-way through malloc. */
+static pthread_mutex_t tw_busy = PTHREAD_MUTEX_INITIALIZER;
 
 /* Touched by the writer thread only while it runs, by the tracer after. */
 static uint64_t *tw_written, *tw_lost_by;
@@ -216,8 +220,11 @@ static void *tw_main(void *arg)
             return NULL;
         }
         int stop = __atomic_load_n(&tw_stop_req, __ATOMIC_ACQUIRE);
-        if (tw_mode == CONFIG_MODE_STREAM || stop)
+        if (tw_mode == CONFIG_MODE_STREAM || stop) {
+            pthread_mutex_lock(&tw_busy);
             tw_drain();
+            pthread_mutex_unlock(&tw_busy);
+        }
         if (stop)
             return NULL;
     }
@@ -290,6 +297,9 @@ int tw_signal_flush(int stall_ms)
     }
     return __atomic_load_n(&tw_sig_done, __ATOMIC_ACQUIRE);
 }
+
+void tw_fork_prepare(void) { pthread_mutex_lock(&tw_busy); }
+void tw_fork_release(void) { pthread_mutex_unlock(&tw_busy); }
 
 uint64_t tw_thread_written(uint32_t thread) { return thread < tw_nthreads ? tw_written[thread] : 0; }
 uint64_t tw_thread_lost(uint32_t thread) { return thread < tw_nthreads ? tw_lost_by[thread] : 0; }

@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -185,6 +186,18 @@ static int tr_sample(unsigned phase, struct cs_set *set)
     return cs_phase(phase, tr_cpus, tr_ncpus, config.sample_ms, config.clock, set);
 }
 
+static void tr_fork_prepare(void)
+{
+    tw_fork_prepare();
+    tb_fork_prepare();
+}
+
+static void tr_fork_release(void)
+{
+    tb_fork_release();
+    tw_fork_release();
+}
+
 int tracer_init(void)
 {
     if (config.events == CONFIG_EVENTS_OFF || __atomic_load_n(&tr_state, __ATOMIC_ACQUIRE) == TR_ACTIVE)
@@ -259,6 +272,10 @@ int tracer_init(void)
     if (!tr_atexit_done) {
         tr_atexit_done = 1;
         atexit(tr_atexit);
+        /* A thread that forks waits until the writer is between two writes
+         * and no thread holds the pool or the thread table: a writer caught
+         * inside malloc would leave the child's allocator locked for ever. */
+        (void)pthread_atfork(tr_fork_prepare, tr_fork_release, tr_fork_release);
     }
     return 0;
 }
