@@ -16,11 +16,17 @@ status=0
 summary=()
 
 run_suite() { # name dir
-    local name=$1 dir=$2 log
+    local name=$1 dir=$2 log rc=0
     log=$(mktemp)
-    if meson test -C "$dir" --num-processes "$jobs" --print-errorlogs >"$log" 2>&1; then :; else status=1; fi
+    meson test -C "$dir" --num-processes "$jobs" --print-errorlogs >"$log" 2>&1 || rc=1
+    [ $rc -eq 0 ] || status=1
     grep -E "^(Ok|Fail|Expected Fail|Unexpected Pass|Skipped|Timeout):" "$log" | sed "s/^/[$name] /" || true
-    if [ $status -ne 0 ]; then sed -n '/^Summary of Failures/,$p' "$log" | head -80; fi
+    if [ $rc -ne 0 ]; then
+        # What failed and why, so that a CI log says it without the build tree.
+        grep -E '\[  (FAILED|ERROR) +\]|[Ee]rror:|Assert|Sanitizer|runtime error|Timeout' "$log" |
+            grep -v -E '^(Fail|Timeout):' | head -40 | sed "s/^/[$name] /" || true
+        sed -n '/^Summary of Failures/,$p' "$log" | head -80
+    fi
     summary+=("$name: $(grep -E '^Ok:' "$log" | awk '{print $2}') ok, $(grep -E '^Fail:' "$log" | awk '{print $2}') failed")
     rm -f "$log"
 }
@@ -54,9 +60,11 @@ if [ $quick -eq 0 ]; then
 
     # Every fuzz target for a short fixed budget; any finding fails the run.
     log=$(mktemp)
-    if FUZZ_SECONDS=${FUZZ_SECONDS:-20} scripts/fuzz-quick.sh >"$log" 2>&1; then :; else status=1; fi
+    fuzz_rc=0
+    FUZZ_SECONDS=${FUZZ_SECONDS:-20} scripts/fuzz-quick.sh >"$log" 2>&1 || fuzz_rc=1
+    [ $fuzz_rc -eq 0 ] || status=1
     grep -E "^(fuzz|  )|passed, .* failed" "$log" | sed "s/^/[fuzz] /" || true
-    [ $status -eq 0 ] || tail -40 "$log"
+    [ $fuzz_rc -eq 0 ] || tail -40 "$log"
     line=$(grep -E "^[0-9]+ passed, [0-9]+ failed" "$log" | tail -1)
     summary+=("fuzz: $(echo "${line:-0 passed, 1 failed}" | sed -E 's/([0-9]+) passed, ([0-9]+) failed.*/\1 ok, \2 failed/')")
     rm -f "$log"
