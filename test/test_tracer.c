@@ -11,7 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -294,12 +296,94 @@ static void each_thread_has_its_own_id_and_end_counts_match(void **state)
     free(t.ev);
 }
 
+/* ---- the writer's figures ------------------------------------------------- */
+
+#define WRITER_TXS 20000 /* 4 records each: about 600 chunks of TMTRACE_BUFFER=4k */
+
+/* The child's stats, mid-run and after shutdown, for the parent to check
+ * (an exit status could only say that something differed). */
+struct writer_stats {
+    tmt_stats during, after;
+};
+
+static int body_writer(void)
+{
+    tmt_tx *tx = tmt_thread_enter();
+    if (tx == NULL)
+        return 10;
+    for (long i = 0; i < WRITER_TXS; i++) {
+        TMT_ATOMIC(tx, "writer") {
+            long a = tmt_read_long(tx, &cells[i % 8]);
+            tmt_write_long(tx, &cells[(i + 1) % 8], a + 1);
+        } TMT_END;
+    }
+    /* Chunks were handed over all along: give the stream writer up to 5 s
+     * to write one and take its CPU time, while this thread stays attached. */
+    struct writer_stats ws;
+    memset(&ws, 0, sizeof ws);
+    for (int ms = 0; ms < 5000; ms++) {
+        tmt_stats_get(&ws.during);
+        if (ws.during.writer_events > 0 && ws.during.writer_cpu_ns > 0)
+            break;
+        nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
+    }
+    tmt_thread_exit();
+    if (tmt_shutdown() != 0)
+        return 12;
+    tmt_stats_get(&ws.after);
+    FILE *f = fopen(tu_path("writer-stats.bin"), "wb");
+    if (f == NULL || fwrite(&ws, sizeof ws, 1, f) != 1 || fclose(f) != 0)
+        return 13;
+    return 0;
+}
+
+static void writer_events_cpu_time_and_trace_bytes_match_the_file_written(void **state)
+{
+    (void)state;
+    char file[300];
+    snprintf(file, sizeof file, "TMTRACE_FILE=%s", tu_path("writer.bin"));
+    const char *env[] = { file, "TMTRACE_SAMPLE_MS=5", "TMTRACE_HTM=off", "TMTRACE_MODE=stream",
+                          "TMTRACE_BUFFER=4k", NULL };
+    int status = run_child(env, body_writer);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    size_t len;
+    struct writer_stats *ws = (struct writer_stats *)tu_read_file(tu_path("writer-stats.bin"), &len);
+    assert_non_null(ws);
+    assert_int_equal(len, sizeof *ws);
+    const tmt_stats *d = &ws->during, *a = &ws->after;
+
+    /* While the run goes on: the writer is behind the threads, never ahead. */
+    assert_true(d->writer_events > 0);
+    assert_true(d->writer_events <= d->events_recorded);
+    assert_true(d->writer_cpu_ns > 0);
+    assert_true(d->trace_bytes > 0);
+    assert_true(d->trace_bytes < a->trace_bytes);
+
+    /* After shutdown: every recorded event is in the file, the CPU time only
+     * grew, and the byte count is the file's size to the byte (tail and END
+     * chunk included). */
+    assert_int_equal(a->events_dropped, 0);
+    assert_int_equal(a->writer_events, a->events_recorded);
+    assert_true(a->writer_cpu_ns >= d->writer_cpu_ns);
+    struct stat st;
+    assert_int_equal(stat(tu_path("writer.bin"), &st), 0);
+    assert_int_equal(a->trace_bytes, (uint64_t)st.st_size);
+    struct trace t;
+    load(tu_path("writer.bin"), &t);
+    assert_true(t.have_end);
+    assert_int_equal(t.n, (size_t)WRITER_TXS * 4);
+    assert_int_equal(a->writer_events, t.n);
+    free(t.ev);
+    free(ws);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(stm_transactions_read_back_in_program_order),
         cmocka_unit_test(hardware_attempts_have_no_accesses_and_carry_status_and_fallbacks),
         cmocka_unit_test(each_thread_has_its_own_id_and_end_counts_match),
+        cmocka_unit_test(writer_events_cpu_time_and_trace_bytes_match_the_file_written),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

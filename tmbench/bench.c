@@ -463,6 +463,14 @@ static void print_json(const struct workload *wl, void *state, const struct benc
                d->stats.aborts_by_reason[r]);
     printf("},\"htm_commits\":%" PRIu64 ",\"fallbacks\":%" PRIu64, d->stats.htm_commits,
            d->stats.fallbacks);
+    /* The tracer's figures as they stood at the end of the run, setup
+     * included (not differences): the writer's CPU time and the file's bytes
+     * cannot be split at the start gate, so the events they are divided by
+     * must not be either. */
+    printf(",\"events_recorded\":%" PRIu64 ",\"events_dropped\":%" PRIu64 ",\"writer_events\":%" PRIu64
+           ",\"writer_cpu_s\":%.6f,\"trace_bytes\":%" PRIu64,
+           d->stats.events_recorded, d->stats.events_dropped, d->stats.writer_events,
+           (double)d->stats.writer_cpu_ns * 1e-9, d->stats.trace_bytes);
 #endif
     printf(",\"seed\":%" PRIu64 ",\"duration\":%g,\"ops_budget\":%" PRIu64, o->seed,
            o->ops ? 0.0 : o->duration, o->ops);

@@ -200,6 +200,9 @@ typedef struct tmt_stats {
     uint64_t fallbacks;                        /* hardware -> software switches */
     uint64_t events_recorded;                  /* trace records written */
     uint64_t events_dropped;                   /* trace records lost (buffer/writer) */
+    uint64_t writer_events;                    /* records the writer has put in the file so far */
+    uint64_t writer_cpu_ns;                    /* CPU time of the writer thread so far (ns) */
+    uint64_t trace_bytes;                      /* bytes of the trace file written so far */
 } tmt_stats;
 
 typedef struct tmt_site_stats {

@@ -512,6 +512,9 @@ TMT_API int tmt_stats_get(tmt_stats *out)
     out->fallbacks = sum.fallbacks;
     out->events_recorded = tracer_events_recorded();
     out->events_dropped = tracer_events_dropped();
+    out->writer_events = tracer_writer_events();
+    out->writer_cpu_ns = tracer_writer_cpu_ns();
+    out->trace_bytes = tracer_trace_bytes();
     return 0;
 }
 

@@ -5,7 +5,8 @@
  *
  * Owns: struct tb_chunk (the unit the buffers hand over), the lock-free
  * queue of chunks waiting to be written, the writer thread, the per-thread
- * counts of records written and lost, and the writer's error record. Never
+ * counts of records written and lost, the writer's error record and its
+ * throughput figures (records, CPU time, file bytes). Never
  * blocks a recording thread: submitting is one compare-and-swap plus a
  * semaphore post.
  */
@@ -70,5 +71,18 @@ uint64_t tw_chunks_written(void);
 const char *tw_first_error(void);
 /* Counts a failed write of the tail (tracer's own writes). */
 void tw_note_error(size_t records, uint32_t thread);
+/* Publishes the file's size for tw_bytes(). tw_write_now does it after each
+ * chunk; the tracer calls it after its own writes of the tail, before it
+ * closes the file. Only on the thread that writes. */
+void tw_note_bytes(void);
+/* Throughput figures of the current run, readable from any thread: records
+ * written into the file (by the writer, and by the tail at shutdown), CPU
+ * time of the writer thread (taken after each chunk it writes and at the end
+ * of each drain, so it lags the records by at most one chunk; the tail's
+ * time is its caller's, not counted), and bytes of the file (header
+ * included). Reset by tw_start, kept after tw_stop. */
+uint64_t tw_records_written(void);
+uint64_t tw_cpu_ns(void);
+uint64_t tw_bytes(void);
 
 #endif

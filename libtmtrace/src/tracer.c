@@ -108,6 +108,7 @@ static void tr_on_signal(void)
     tw_seal();
     tb_snapshot_all(tw_write_now);
     tr_write_end();
+    tw_note_bytes(); /* the tail is in: the file's final size */
     if (tr_file != NULL)
         (void)tf_finish(tr_file, 0);
     tr_file = NULL;
@@ -310,6 +311,7 @@ int tracer_shutdown(void)
     }
     cs_set_free(&post);
     tr_write_end();
+    tw_note_bytes(); /* the tail is in: the file's final size */
     errno = 0;
     if (tr_file != NULL && tf_finish(tr_file, 0) != 0 && tw_errors() == 0)
         tw_note_error(0, 0);
@@ -326,3 +328,6 @@ int tracer_shutdown(void)
  * to the events the program produced. */
 uint64_t tracer_events_recorded(void) { return tb_total_recorded() - tw_lost(); }
 uint64_t tracer_events_dropped(void) { return tb_total_dropped() + tw_lost(); }
+uint64_t tracer_writer_events(void) { return tw_records_written(); }
+uint64_t tracer_writer_cpu_ns(void) { return tw_cpu_ns(); }
+uint64_t tracer_trace_bytes(void) { return tw_bytes(); }

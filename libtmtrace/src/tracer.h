@@ -19,5 +19,11 @@ int tracer_shutdown(void);
 /* Counters for tmt_stats. */
 uint64_t tracer_events_recorded(void);
 uint64_t tracer_events_dropped(void);
+/* The writer's figures for tmt_stats: records in the file, the writer
+ * thread's CPU time (ns), bytes of the file. They stay readable after
+ * shutdown until the next init. */
+uint64_t tracer_writer_events(void);
+uint64_t tracer_writer_cpu_ns(void);
+uint64_t tracer_trace_bytes(void);
 
 #endif
