@@ -236,8 +236,10 @@ static char *default_output(const char *in)
     return o;
 }
 
-static int write_output(struct sync_ctx *x, struct merge_index *ix, const char *in, const char *out,
-                        unsigned open_flags, uint64_t *written)
+/* Kept out of main(): GCC compiles a function it knows runs once for size,
+ * and the per-event copy below then became a microcoded `rep movs`. */
+static __attribute__((noinline)) int write_output(struct sync_ctx *x, struct merge_index *ix, const char *in,
+                                                  const char *out, unsigned open_flags, uint64_t *written)
 {
     struct tf_reader *r = tf_open(in, open_flags & TF_SALVAGE);
     if (!r)
