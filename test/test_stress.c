@@ -110,6 +110,30 @@ static void bad_workload_option_is_refused(void **state)
     assert_non_null(strstr(out, "accounts"));
 }
 
+/* tmbench/soak, briefly: its runs pass, each trace's commits are compared
+ * with the program's count, and it ends with the summary line. */
+static void soak_script_checks_every_traced_run_and_summarises(void **state)
+{
+    (void)state;
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd,
+             "'%s/tmbench/soak' --build '%s' --minutes 0.01 --run-seconds 0.2 --all-seconds 0.2 "
+             "--threads 2 --levels tx,all 2>&1",
+             TMT_SOURCE_ROOT, tu_build(""));
+    int rc = tu_run(cmd, rep, sizeof rep);
+    if (rc != 0 || !strstr(rep, " passed, 0 failed"))
+        print_error("soak exited %d: %.2000s\n", rc, rep);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(rep, "events=tx"));
+    assert_non_null(strstr(rep, "commits in traces"));
+    assert_null(strstr(rep, "FAILED"));
+    assert_null(strstr(rep, "\n0 passed"));
+    /* a bad option is one line and exit 2 */
+    snprintf(cmd, sizeof cmd, "'%s/tmbench/soak' --levels nope 2>&1", TMT_SOURCE_ROOT);
+    assert_int_equal(tu_run(cmd, rep, sizeof rep), 2);
+    assert_non_null(strstr(rep, "--levels"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -118,6 +142,7 @@ int main(void)
         cmocka_unit_test(invariants_hold_and_trace_counts_every_commit_at_8_threads),
         cmocka_unit_test(invariants_hold_and_trace_counts_every_commit_at_16_threads),
         cmocka_unit_test(bad_workload_option_is_refused),
+        cmocka_unit_test(soak_script_checks_every_traced_run_and_summarises),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
