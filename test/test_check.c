@@ -208,6 +208,36 @@ static void attribution_false_conflict_is_same_stripe_other_address(void **st)
     assert_true(J("conflict_free_aborts") == 0);
 }
 
+/* Commit-time validation records only the stripe that changed: thread 1
+ * reads A1 and fails validation on A1's stripe at 200; thread 2 wrote
+ * `caddr` and committed at 150. */
+static int validate_case(const char *name, uint64_t caddr)
+{
+    struct tg_thread th[2] = { 0 };
+    tg_ev(&th[0], 100, TF_EV_START, 0, 1, 1, 0);
+    tg_ev(&th[0], 110, TF_EV_READ, 8, 1, A1, 0);
+    tg_ev(&th[0], 200, TF_EV_ABORT, TMT_ABORT_COMMIT_VALIDATE, 1, tf_stripe_index(A1, 20), 0);
+    tg_ev(&th[0], 210, TF_EV_START, 0, 1, 2, TF_START_RETRY);
+    tg_ev(&th[0], 230, TF_EV_COMMIT, 0, 1, 3, 0);
+    tg_ev(&th[1], 130, TF_EV_START, 0, 2, 7, 0);
+    tg_ev(&th[1], 140, TF_EV_WRITE, 8, 2, caddr, 5);
+    tg_ev(&th[1], 150, TF_EV_COMMIT, 0, 2, 9, 1ull << 32);
+    return check(name, th, 2, 0, NULL);
+}
+
+static void a_failed_validation_is_true_when_the_culprit_wrote_the_word_read(void **st)
+{
+    (void)st;
+    assert_int_equal(validate_case("validate-true.bin", A1), 0);
+    assert_true(J("true_conflicts") == 1);
+    assert_true(J("false_conflicts") == 0);
+    assert_true(J("conflict_free_aborts") == 0);
+    assert_int_equal(validate_case("validate-false.bin", same_stripe_other_word(A1)), 0);
+    assert_true(J("true_conflicts") == 0);
+    assert_true(J("false_conflicts") == 1);
+    assert_true(J("conflict_free_aborts") == 0);
+}
+
 static void abort_without_conflicting_commit_in_window_is_conflict_free(void **st)
 {
     (void)st;
@@ -431,6 +461,7 @@ int main(void)
         cmocka_unit_test(premature_end_is_an_operation_stamped_after_its_commit_or_abort),
         cmocka_unit_test(attribution_true_conflict_names_the_culprit),
         cmocka_unit_test(attribution_false_conflict_is_same_stripe_other_address),
+        cmocka_unit_test(a_failed_validation_is_true_when_the_culprit_wrote_the_word_read),
         cmocka_unit_test(abort_without_conflicting_commit_in_window_is_conflict_free),
         cmocka_unit_test(a_read_locked_abort_is_caused_by_the_holder_committing_after_it),
         cmocka_unit_test(a_read_locked_abort_whose_holder_aborted_is_conflict_free),

@@ -387,17 +387,35 @@ static uint64_t window_end(const struct ca_state *s, const struct pending *p)
     return hi;
 }
 
-/* Searches the abort record's own location. */
+/* Searches the abort record's own location; `*match` becomes the attempt's
+ * address that made the best match so far, when one of them did. */
 static void search_recorded(const struct ca_state *s, const struct pending *p, uint64_t lo, uint64_t hi,
-                            int earliest, struct best *b)
+                            int earliest, struct best *b, uint64_t *match)
 {
     unsigned L = s->o.stripes_log2;
-    /* Commit-time validation knows only the stripe that changed; every other
-     * abort records the address it failed on. */
-    if (p->a.reason == TMT_ABORT_COMMIT_VALIDATE)
-        search(s, p, p->rec & ((UINT64_C(1) << L) - 1), 0, 0, 1, lo, hi, earliest, b);
-    else
+    if (p->a.reason != TMT_ABORT_COMMIT_VALIDATE) {
+        /* Every other abort records the address it failed on. */
         search(s, p, ca_stripe(p->rec, L), 1, p->rec >> 3, 1, lo, hi, earliest, b);
+        return;
+    }
+    /* Commit-time validation knows only the stripe that changed. Which word
+     * the attempt read there is in its recorded reads: a commit that wrote
+     * that very word is a true conflict, even though the abort record names
+     * a stripe. Without recorded accesses on the stripe, true and false
+     * cannot be told apart and the match counts as false. */
+    uint64_t stripe = p->rec & ((UINT64_C(1) << L) - 1);
+    int seen = 0;
+    for (size_t i = 0; i < p->nacc; i++) {
+        if (ca_stripe(p->acc[i].addr, L) != stripe)
+            continue;
+        const struct best before = *b;
+        search(s, p, stripe, 1, p->acc[i].addr >> 3, 1, lo, hi, earliest, b);
+        if (b->e != before.e || b->prio != before.prio)
+            *match = p->acc[i].addr;
+        seen = 1;
+    }
+    if (!seen)
+        search(s, p, stripe, 0, 0, 1, lo, hi, earliest, b);
 }
 
 static int resolve(struct ca_state *s, struct pending *p)
@@ -408,7 +426,7 @@ static int resolve(struct ca_state *s, struct pending *p)
     struct best b = { 0, NULL };
     uint64_t match_addr = 0;
     if (p->rec)
-        search_recorded(s, p, lo, hi, 0, &b);
+        search_recorded(s, p, lo, hi, 0, &b, &match_addr);
     for (size_t i = 0; i < p->nacc; i++) {
         const struct best before = b;
         search(s, p, ca_stripe(p->acc[i].addr, L), 1, p->acc[i].addr >> 3, 0, lo, hi, 0, &b);
@@ -418,7 +436,7 @@ static int resolve(struct ca_state *s, struct pending *p)
     /* Nothing inside the window, but the stripe was locked: the holder was
      * committing and its commit is the first one on that stripe after A. */
     if (!b.e && p->rec && found_locked(p->a.reason))
-        search_recorded(s, p, hi + 1, window_end(s, p), 1, &b);
+        search_recorded(s, p, hi + 1, window_end(s, p), 1, &b, &match_addr);
     struct ca_site *vs = site_of(s, p->a.site);
     if (!vs)
         return -1;
