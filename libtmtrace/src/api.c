@@ -288,12 +288,16 @@ TMT_API void tmt_tx_commit(tmt_tx *tx)
     if (TX_LIKELY(tx->mode == TX_MODE_STM)) {
         uint32_t rn = tx->stm.rn, wn = tx->stm.wn;
         uint64_t wv = stm_commit(tx);
+        /* Stamped at the linearisation point: the write version is taken and
+         * the locks are still held, so every attempt that sees this commit's
+         * version aborts after this stamp. */
+        tb_ev_commit(&tx->trace, wv, rn, wn);
+        stm_commit_finish(tx, wv);
         htm_sw_leave(tx);
         txmem_commit(tx, wv);
         tx->depth = 0;
         tx->mode = TX_MODE_NONE;
         api_count_commit(tx);
-        tb_ev_commit(&tx->trace, wv, rn, wn);
         return;
     }
     htm_commit(tx);
@@ -305,28 +309,28 @@ TMT_API void tmt_tx_commit(tmt_tx *tx)
     tb_ev_commit(&tx->trace, 0, 0, 0);
 }
 
-void tx_abort_record(struct tmt_tx *tx, unsigned reason, uint64_t where, uint32_t status)
+void tx_abort_record(struct tmt_tx *tx, unsigned reason, uint64_t where, uint64_t found)
 {
     tx_count(&tx->stats.all.aborts);
     tx_count(&tx->stats.all.aborts_by_reason[reason]);
     tx_count(&tx->site_stats[tx->site_id].aborts);
     tx_count(&tx->site_stats[tx->site_id].aborts_by_reason[reason]);
-    tb_ev_abort(&tx->trace, reason, where, status);
+    tb_ev_abort(&tx->trace, reason, where, found);
     tx->attempt++;
 }
 
-void tx_abort(struct tmt_tx *tx, unsigned reason, uint64_t where, uint32_t status)
+void tx_abort(struct tmt_tx *tx, unsigned reason, uint64_t where, uint64_t found)
 {
     if (tx->mode == TX_MODE_STM) {
         stm_rollback(tx);
         htm_sw_leave(tx);
     } else if (tx->mode == TX_MODE_HTM_EMU) {
-        htm_rollback(tx, status);
+        htm_rollback(tx, (uint32_t)found);
     }
     txmem_abort(tx);
     tx->mode = TX_MODE_NONE;
     tx->depth = 0;
-    tx_abort_record(tx, reason, where, status);
+    tx_abort_record(tx, reason, where, found);
     if (reason == TMT_ABORT_USER_CANCEL)
         tx->cancelled = 1;
     siglongjmp(tx->env, 1);

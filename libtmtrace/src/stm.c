@@ -168,22 +168,25 @@ void stm_begin(struct tmt_tx *tx, int read_only)
 
 /* ---- reads ------------------------------------------------------------------ */
 
-/* The trace thread id of a locked stripe's holder, for the abort record, so
- * that tmcheck can name the culprit (the holder's commit is stamped after the
- * victim's abort). The lock record stays allocated while its descriptor
- * lives, so the load is safe; it is stale if the lock was released since. */
-static uint32_t stm_lock_owner(uintptr_t v)
+/* What an aborting attempt found on a locked stripe, for the abort record
+ * (tf_abort_held: the holder's thread id and attempt), so that tmcheck can
+ * name the culprit by identity. The lock record stays allocated while its
+ * descriptor lives, so the loads are safe; they are stale if the lock was
+ * released since (tmcheck cross-checks with time). */
+static uint64_t stm_lock_holder(uintptr_t v)
 {
     const struct tx_lockrec *r = (const struct tx_lockrec *)(v & ~(uintptr_t)1);
-    return (v & 1) ? __atomic_load_n(&r->owner, __ATOMIC_RELAXED) : 0;
+    return tf_abort_held(__atomic_load_n(&r->owner, __ATOMIC_RELAXED),
+                         __atomic_load_n(&r->owner_instance, __ATOMIC_RELAXED));
 }
 
 __attribute__((noreturn, noinline, cold)) static void stm_read_conflict(struct tmt_tx *tx, uintptr_t a,
                                                                        uintptr_t v1, uintptr_t v2)
 {
     if ((v1 | v2) & 1)
-        tx_abort(tx, TMT_ABORT_READ_LOCKED, a, stm_lock_owner((v1 & 1) ? v1 : v2));
-    tx_abort(tx, TMT_ABORT_READ_VERSION, a, 0);
+        tx_abort(tx, TMT_ABORT_READ_LOCKED, a, stm_lock_holder((v1 & 1) ? v1 : v2));
+    /* The version found: the later of the two loads (the one that failed). */
+    tx_abort(tx, TMT_ABORT_READ_VERSION, a, (v1 != v2 ? v2 : v1) >> 1);
 }
 
 /* TL2 read: the stripe unlocked and unchanged around the data load, and not
@@ -278,9 +281,10 @@ static void stm_release(struct tx_stm *s, uintptr_t value_or_zero)
     s->nlocked = 0;
 }
 
-/* Locks the stripe of one redo-log entry; 0 on success, else the holder's
- * thread id (or UINT32_MAX if unknown) once the stripe stayed busy. */
-static uint32_t stm_lock_one(struct tx_stm *s, uintptr_t addr, uint32_t me)
+/* Locks the stripe of one redo-log entry; 0 on success, else what the
+ * abort record says about the holder (tf_abort_held) once the stripe stayed
+ * busy. */
+static uint64_t stm_lock_one(struct tx_stm *s, uintptr_t addr, uint32_t me, uint64_t instance)
 {
     uintptr_t *stripe = stm_stripe(addr);
     for (unsigned spins = 0;; spins++) {
@@ -288,10 +292,8 @@ static uint32_t stm_lock_one(struct tx_stm *s, uintptr_t addr, uint32_t me)
         if (v & 1) {
             if (stm_lock_is_mine(s, v))
                 return 0;
-            if (spins >= STM_LOCK_SPINS) {
-                uint32_t owner = stm_lock_owner(v);
-                return owner ? owner : UINT32_MAX;
-            }
+            if (spins >= STM_LOCK_SPINS)
+                return stm_lock_holder(v);
             tx_pause();
             continue;
         }
@@ -299,6 +301,7 @@ static uint32_t stm_lock_one(struct tx_stm *s, uintptr_t addr, uint32_t me)
         r->stripe = stripe;
         r->old = v;
         __atomic_store_n(&r->owner, me, __ATOMIC_RELAXED);
+        __atomic_store_n(&r->owner_instance, (uint32_t)instance, __ATOMIC_RELAXED);
         /* Release as well as acquire: a thread that finds the stripe locked
          * follows the word to this record and reads its owner, so the record
          * (fresh memory after stm_lgrow) must be published with the lock.
@@ -311,20 +314,24 @@ static uint32_t stm_lock_one(struct tx_stm *s, uintptr_t addr, uint32_t me)
     }
 }
 
-/* Every stripe read is still at a version <= rv and not locked by others. */
-static int stm_validate(struct tx_stm *s, uintptr_t *bad)
+/* Every stripe read is still at a version <= rv and not locked by others.
+ * On failure: the address read and what the abort record says about its
+ * stripe (the holder, tf_abort_held, or the newer version found). */
+static int stm_validate(struct tx_stm *s, uintptr_t *bad, uint64_t *found)
 {
     for (uint32_t i = 0; i < s->rn; i++) {
         uintptr_t v = __atomic_load_n(stm_stripe(s->rset[i]), __ATOMIC_ACQUIRE);
         if (v & 1) {
             if (!stm_lock_is_mine(s, v)) {
                 *bad = s->rset[i];
+                *found = stm_lock_holder(v);
                 return -1;
             }
             v = ((const struct tx_lockrec *)(v & ~(uintptr_t)1))->old;
         }
         if ((v >> 1) > s->rv) {
             *bad = s->rset[i];
+            *found = v >> 1;
             return -1;
         }
     }
@@ -385,20 +392,28 @@ uint64_t stm_commit(struct tmt_tx *tx)
     if (TX_UNLIKELY(s->lcap < s->wn))
         stm_lgrow(s);
     for (uint32_t i = 0; i < s->wn; i++) {
-        uint32_t holder = stm_lock_one(s, s->wset[i].addr, tx->trace.thread_id);
+        uint64_t holder = stm_lock_one(s, s->wset[i].addr, tx->trace.thread_id, tx->instance);
         if (holder != 0)
-            tx_abort(tx, TMT_ABORT_COMMIT_LOCKED, s->wset[i].addr, holder == UINT32_MAX ? 0 : holder);
+            tx_abort(tx, TMT_ABORT_COMMIT_LOCKED, s->wset[i].addr, holder);
     }
     uint64_t wv = __atomic_add_fetch(&stm_clock.now, 1, __ATOMIC_ACQ_REL);
     /* wv == rv + 1: no other update committed since the start, the reads
      * cannot have been overwritten. */
     uintptr_t bad = 0;
-    if (wv != s->rv + 1 && stm_validate(s, &bad) != 0)
-        tx_abort(tx, TMT_ABORT_COMMIT_VALIDATE, stm_stripe_index(bad), 0);
+    uint64_t found = 0;
+    if (wv != s->rv + 1 && stm_validate(s, &bad, &found) != 0)
+        tx_abort(tx, TMT_ABORT_COMMIT_VALIDATE, bad, found);
+    return wv;
+}
+
+void stm_commit_finish(struct tmt_tx *tx, uint64_t wv)
+{
+    struct tx_stm *s = &tx->stm;
+    if (wv == 0)
+        return;
     stm_writeback(s);
     stm_release(s, (uintptr_t)wv << 1);
     stm_idle(s);
-    return wv;
 }
 
 void stm_rollback(struct tmt_tx *tx)

@@ -37,9 +37,15 @@ void stm_write_u64(struct tmt_tx *tx, uintptr_t addr, uint64_t value);
 void stm_write_u32(struct tmt_tx *tx, uintptr_t addr, uint64_t value);
 void stm_write_u8(struct tmt_tx *tx, uintptr_t addr, uint64_t value);
 
-/* Commits: returns the write version (0 when the attempt wrote nothing).
- * On a conflict it aborts through tx_abort() and does not return. */
+/* Commits in two steps around the linearisation point. stm_commit locks the
+ * write set, takes the write version and validates; it returns the write
+ * version (0 when the attempt wrote nothing: then it is already done) with
+ * the locks still held, so that the caller records the commit before any
+ * other thread can see its writes. On a conflict it aborts through
+ * tx_abort() and does not return. stm_commit_finish writes back and
+ * releases the locks with the new version. */
 uint64_t stm_commit(struct tmt_tx *tx);
+void stm_commit_finish(struct tmt_tx *tx, uint64_t wv);
 /* Undoes whatever a failed attempt holds (commit locks) and empties the sets. */
 void stm_rollback(struct tmt_tx *tx);
 /* Randomized exponential backoff after repeated aborts (bounded). */

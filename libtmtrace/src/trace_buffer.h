@@ -207,7 +207,8 @@ static inline void tb_ev_write(struct tb_thread *t, const volatile void *addr, u
     tb_emit_access(t, TF_EV_WRITE, size, (uint64_t)(uintptr_t)addr, value);
 }
 
-/* After the commit took effect (after _xend on the hardware path). */
+/* At the commit's linearisation point: software commits with the write
+ * version taken and the locks still held; hardware commits after _xend. */
 static inline void tb_ev_commit(struct tb_thread *t, uint64_t write_version, uint32_t read_set,
                                 uint32_t write_set)
 {
@@ -217,13 +218,14 @@ static inline void tb_ev_commit(struct tb_thread *t, uint64_t write_version, uin
 }
 
 /* An attempt aborted: `reason` is enum tmt_abort_reason, `where` the
- * conflicting address or stripe (0 if unknown), `htm_status` the hardware
- * status word (0 for software aborts). */
-static inline void tb_ev_abort(struct tb_thread *t, unsigned reason, uint64_t where, uint32_t htm_status)
+ * conflicting address (0 if unknown), `found` the hardware status word
+ * (reason htm) or what an STM attempt found on the stripe (tf_abort_held,
+ * or the version). */
+static inline void tb_ev_abort(struct tb_thread *t, unsigned reason, uint64_t where, uint64_t found)
 {
     if (t->level == CONFIG_EVENTS_OFF)
         return;
-    tb_emit(t, TF_EV_ABORT, reason, where, htm_status);
+    tb_emit(t, TF_EV_ABORT, reason, where, found);
 }
 
 /* The hardware path gave up on this transaction; `why` is enum tf_fallback_reason. */

@@ -38,6 +38,7 @@
 #define TF_MAX_CHUNK_EVENTS (4u * CODEC_MAX_EVENTS)
 #define TF_MAX_SITES 65536u
 #define TF_MAX_MODELS 4096u
+#define TF_MAX_OBJECTS 4096u
 
 #define TF_SITE_FIXED 12u     /* id, line, file length, label length */
 #define TF_THREAD_SIZE 24u
@@ -46,6 +47,7 @@
 #define TF_MODEL_FIXED 48u
 #define TF_SEGMENT_SIZE 24u
 #define TF_END_FIXED 8u
+#define TF_OBJECT_FIXED 28u   /* base, start, end, path length, build-id length, pad */
 
 /* A decoded chunk header. */
 struct tf_chunk_hdr {
@@ -67,7 +69,7 @@ const char *tf_event_kind_name(unsigned kind)
 const char *tf_chunk_kind_name(unsigned kind)
 {
     static const char *const names[TF_CHUNK_KINDS] = { "?", "sites", "threads", "skew",
-                                                       "samples", "events", "model", "end" };
+                                                       "samples", "events", "model", "end", "loadmap" };
     return kind < TF_CHUNK_KINDS ? names[kind] : "?";
 }
 
@@ -98,7 +100,7 @@ static void tf_header_encode(uint8_t *b, const struct tf_header *h)
 {
     memset(b, 0, TF_HEADER_SIZE);
     memcpy(b, TF_MAGIC, 8);
-    codec_put_u32(b + 8, TF_VERSION);
+    codec_put_u32(b + 8, h->version ? h->version : TF_VERSION);
     codec_put_u32(b + 12, TF_HEADER_SIZE);
     codec_put_u32(b + 16, h->flags);
     codec_put_u32(b + 20, h->ref_clock);
@@ -182,6 +184,10 @@ static const char *tf_chunk_hdr_decode(const uint8_t *b, struct tf_chunk_hdr *c)
         if (TF_END_FIXED + n * TF_THREAD_SIZE != raw)
             return "thread count does not match the END payload";
         break;
+    case TF_CHUNK_LOADMAP:
+        if (n > TF_MAX_OBJECTS || n * TF_OBJECT_FIXED > raw)
+            return "object count does not fit the payload";
+        break;
     }
     return NULL;
 }
@@ -250,6 +256,57 @@ static const char *tf_sites_decode(const uint8_t *p, size_t len, struct tf_site 
         p += TF_SITE_FIXED + fl + ll;
     }
     return p == end ? NULL : "site payload has trailing bytes";
+}
+
+static size_t tf_objects_size(const struct tf_object *o, size_t n)
+{
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++)
+        total += TF_OBJECT_FIXED + strnlen(o[i].path, sizeof o[i].path - 1) +
+                 (o[i].build_id_len < sizeof o[i].build_id ? o[i].build_id_len : sizeof o[i].build_id);
+    return total;
+}
+
+static size_t tf_objects_encode(uint8_t *p, const struct tf_object *o, size_t n)
+{
+    uint8_t *start = p;
+    for (size_t i = 0; i < n; i++) {
+        size_t pl = strnlen(o[i].path, sizeof o[i].path - 1);
+        size_t bl = o[i].build_id_len < sizeof o[i].build_id ? o[i].build_id_len : sizeof o[i].build_id;
+        codec_put_u64(p, o[i].base);
+        codec_put_u64(p + 8, o[i].start);
+        codec_put_u64(p + 16, o[i].end);
+        codec_put_u16(p + 24, (uint16_t)pl);
+        p[26] = (uint8_t)bl;
+        p[27] = 0;
+        memcpy(p + TF_OBJECT_FIXED, o[i].build_id, bl);
+        memcpy(p + TF_OBJECT_FIXED + bl, o[i].path, pl);
+        p += TF_OBJECT_FIXED + bl + pl;
+    }
+    return (size_t)(p - start);
+}
+
+static const char *tf_objects_decode(const uint8_t *p, size_t len, struct tf_object *o, size_t n)
+{
+    const uint8_t *end = p + len;
+    for (size_t i = 0; i < n; i++) {
+        if ((size_t)(end - p) < TF_OBJECT_FIXED)
+            return "object record runs past the payload";
+        size_t pl = codec_get_u16(p + 24), bl = p[26];
+        if (pl >= sizeof o[i].path || bl > sizeof o[i].build_id)
+            return "object path or build-id too long";
+        if ((size_t)(end - p) < TF_OBJECT_FIXED + bl + pl)
+            return "object record runs past the payload";
+        memset(&o[i], 0, sizeof o[i]);
+        o[i].base = codec_get_u64(p);
+        o[i].start = codec_get_u64(p + 8);
+        o[i].end = codec_get_u64(p + 16);
+        o[i].build_id_len = (uint32_t)bl;
+        memcpy(o[i].build_id, p + TF_OBJECT_FIXED, bl);
+        memcpy(o[i].path, p + TF_OBJECT_FIXED + bl, pl);
+        p += TF_OBJECT_FIXED + bl + pl;
+    }
+    return p == end ? NULL : "object payload has trailing bytes";
 }
 
 static size_t tf_models_size(const struct tf_cpu_model *m, size_t n)
@@ -483,6 +540,7 @@ static const char *tf_decode_payload(struct tf_reader *r, const struct tf_chunk_
     case TF_CHUNK_END: esz = sizeof(struct tf_thread_info); break;
     case TF_CHUNK_META_SKEW: esz = sizeof(struct tf_skew); break;
     case TF_CHUNK_MODEL: esz = sizeof(struct tf_cpu_model); break;
+    case TF_CHUNK_LOADMAP: esz = sizeof(struct tf_object); break;
     default: return "unknown chunk kind";
     }
     if (c->kind == TF_CHUNK_EVENTS && (r->flags & TF_SKIP_EVENTS))
@@ -535,6 +593,9 @@ static const char *tf_decode_payload(struct tf_reader *r, const struct tf_chunk_
     case TF_CHUNK_MODEL:
         out->models = r->elems;
         return tf_models_decode(p, c->raw_len, out->models, n);
+    case TF_CHUNK_LOADMAP:
+        out->objects = r->elems;
+        return tf_objects_decode(p, c->raw_len, out->objects, n);
     }
     return "unknown chunk kind";
 }
@@ -984,6 +1045,16 @@ int tf_write_sites(struct tf_writer *w, const struct tf_site *s, size_t n)
         return -1;
     size_t len = tf_sites_encode(w->raw, s, n);
     return tf_put_chunk(w, TF_CHUNK_META_SITES, 0, 0, n, len, w->meta_codec, w->meta_level);
+}
+
+int tf_write_objects(struct tf_writer *w, const struct tf_object *o, size_t n)
+{
+    if (n > TF_MAX_OBJECTS)
+        return error_set("%s: %zu objects is over the limit of %u per chunk", w->path, n, TF_MAX_OBJECTS);
+    if (tf_raw_room(w, tf_objects_size(o, n)) != 0)
+        return -1;
+    size_t len = tf_objects_encode(w->raw, o, n);
+    return tf_put_chunk(w, TF_CHUNK_LOADMAP, 0, 0, n, len, w->meta_codec, w->meta_level);
 }
 
 int tf_write_threads(struct tf_writer *w, const struct tf_thread_info *t, size_t n)

@@ -22,7 +22,7 @@
 #include <sys/types.h>
 
 #define TF_MAGIC "TMTRACE\0"           /* 8 bytes at offset 0 */
-#define TF_VERSION 1                   /* bump on any incompatible change */
+#define TF_VERSION 2                   /* bump on any incompatible change; readers keep reading 1 */
 #define TF_CHUNK_MAGIC 0x4b4e4843u     /* "CHNK" little-endian */
 
 /* ---- event records (the event path writes these, 32 bytes each) ------- */
@@ -63,10 +63,13 @@ enum tf_fallback_reason {
  *   WRITE     address written              value written, size in `reason`
  *   COMMIT    write version (TL2 clock; 0 for read-only and hardware commits)
  *                                          read-set size | write-set size << 32
- *   ABORT     conflicting address or stripe index (0 = unknown)
- *                                          HTM status word (TMT_ABORT_HTM), the
- *                                          lock holder's thread id (READ_LOCKED,
- *                                          COMMIT_LOCKED; 0 = unknown), else 0
+ *   ABORT     conflicting address (0 = unknown; version 1: the stripe index
+ *             for COMMIT_VALIDATE)         HTM status word (TMT_ABORT_HTM); for
+ *                                          STM aborts what the attempt found on
+ *                                          the stripe: tf_abort_held() when it
+ *                                          was locked, else the version found
+ *                                          (version 1: the holder's thread id
+ *                                          for READ_LOCKED/COMMIT_LOCKED, else 0)
  *   FALLBACK  0                            HTM status word of the last attempt
  *
  * `reason`: READ/WRITE access size in bytes; ABORT enum tmt_abort_reason;
@@ -89,6 +92,27 @@ struct tf_record {
 _Static_assert(sizeof(struct tf_record) == 32, "tf_record is 32 bytes");
 
 static inline unsigned tf_aux_cpu(uint32_t aux) { return aux & 0xfffu; }
+
+/*
+ * The `value` of an STM abort record (format version 2): what the aborting
+ * attempt found on the conflicting stripe. Locked: TF_ABORT_HELD | the
+ * holder's attempt (low 31 bits of its instance id) << 32 | the holder's
+ * thread id (0 = unknown). Unlocked: the stripe's version, i.e. the write
+ * version of the commit that last wrote it (always < 2^63).
+ */
+#define TF_ABORT_HELD (UINT64_C(1) << 63)
+#define TF_ABORT_INSTANCE_MASK UINT64_C(0x7fffffff)
+
+static inline uint64_t tf_abort_held(uint32_t thread, uint64_t instance)
+{
+    return TF_ABORT_HELD | (instance & TF_ABORT_INSTANCE_MASK) << 32 | thread;
+}
+static inline int tf_abort_is_held(uint64_t value) { return (value & TF_ABORT_HELD) != 0; }
+static inline uint32_t tf_abort_holder_thread(uint64_t value) { return (uint32_t)value; }
+static inline uint64_t tf_abort_holder_instance(uint64_t value)
+{
+    return (value >> 32) & TF_ABORT_INSTANCE_MASK;
+}
 
 /*
  * The lock stripe an address maps to, in a table of 2^log2 stripes. The STM
@@ -173,6 +197,17 @@ struct tf_cpu_model {
     struct tf_model_segment seg[256]; /* nseg used */
 };
 
+/* One loaded object of the traced process (LOADMAP chunk): where the
+ * executable or shared object was mapped, so that tools can turn run-time
+ * addresses into symbols and source lines offline. */
+struct tf_object {
+    uint64_t base;           /* load bias: run-time address = file vaddr + base */
+    uint64_t start, end;     /* run-time extent of its PT_LOAD segments [start, end) */
+    uint32_t build_id_len;   /* 0 = none */
+    uint8_t build_id[32];    /* NT_GNU_BUILD_ID (usually 20 bytes) */
+    char path[512];          /* as the dynamic loader names it; the executable's real path */
+};
+
 /* ---- header ----------------------------------------------------------- */
 
 enum tf_header_flags {
@@ -181,7 +216,7 @@ enum tf_header_flags {
 };
 
 struct tf_header {
-    uint32_t version;
+    uint32_t version;          /* as read; a writer writes it (0 = TF_VERSION) */
     uint32_t flags;            /* enum tf_header_flags */
     uint64_t tsc_hz;           /* TSC frequency estimate */
     uint32_t ref_clock;        /* 0 = CLOCK_MONOTONIC, 1 = CLOCK_MONOTONIC_RAW */
@@ -203,7 +238,8 @@ enum tf_chunk_kind {
     TF_CHUNK_EVENTS = 5,       /* one thread's contiguous run of records */
     TF_CHUNK_MODEL = 6,        /* struct tf_cpu_model[] (synced traces) */
     TF_CHUNK_END = 7,          /* struct tf_thread_info[] with final counts, + writer errors */
-    TF_CHUNK_KINDS = 8
+    TF_CHUNK_LOADMAP = 8,      /* struct tf_object[] (format version 2) */
+    TF_CHUNK_KINDS = 9
 };
 
 enum tf_codec { TF_CODEC_NONE = 0, TF_CODEC_ZLIB = 1, TF_CODEC_LZ4 = 2 };
@@ -223,6 +259,7 @@ struct tf_chunk {
     struct tf_thread_info *threads; /* META_THREADS, END */
     struct tf_skew *skews;     /* META_SKEW */
     struct tf_cpu_model *models;    /* MODEL */
+    struct tf_object *objects;      /* LOADMAP */
     uint64_t writer_errors;    /* END: chunks the writer failed to write */
 };
 
@@ -276,6 +313,7 @@ int tf_write_sites(struct tf_writer *w, const struct tf_site *s, size_t n);
 int tf_write_threads(struct tf_writer *w, const struct tf_thread_info *t, size_t n);
 int tf_write_skews(struct tf_writer *w, const struct tf_skew *s, size_t n);
 int tf_write_models(struct tf_writer *w, const struct tf_cpu_model *m, size_t n);
+int tf_write_objects(struct tf_writer *w, const struct tf_object *o, size_t n);
 int tf_write_end(struct tf_writer *w, const struct tf_thread_info *t, size_t n, uint64_t writer_errors);
 /* Codec of the non-EVENTS chunks (default TF_CODEC_NONE: they are small). */
 void tf_writer_set_meta_codec(struct tf_writer *w, int codec, int level);

@@ -25,6 +25,7 @@
 #include "clock_sample.h"
 #include "config.h"
 #include "error.h"
+#include "loadmap.h"
 #include "skew.h"
 #include "trace_buffer.h"
 #include "trace_file.h"
@@ -55,6 +56,20 @@ static void tr_cmdline(char *out, size_t cap)
     for (ssize_t i = 0; i + 1 < n; i++)
         if (out[i] == '\0')
             out[i] = ' ';
+}
+
+/* The objects mapped now (executable and shared libraries), so that tools
+ * can symbolise addresses offline. Not being able to list them is no error. */
+static int tr_write_loadmap(void)
+{
+    enum { TR_MAX_OBJECTS = 1024 };
+    struct tf_object *objs = calloc(TR_MAX_OBJECTS, sizeof *objs);
+    if (objs == NULL)
+        return 0;
+    size_t n = loadmap_collect(objs, TR_MAX_OBJECTS);
+    int rc = n ? tf_write_objects(tr_file, objs, n) : 0;
+    free(objs);
+    return rc;
 }
 
 /* The tail of the trace: names of sites, END with per-thread counts. */
@@ -253,7 +268,7 @@ int tracer_init(void)
     if (tr_file == NULL)
         snprintf(open_error, sizeof open_error, "%s", error_get());
     else if ((nskew > 0 && tf_write_skews(tr_file, skews, (size_t)nskew) != 0) ||
-             tf_write_samples(tr_file, pre.s, pre.n) != 0)
+             tf_write_samples(tr_file, pre.s, pre.n) != 0 || tr_write_loadmap() != 0)
         snprintf(open_error, sizeof open_error, "%s", error_get());
     cs_set_free(&pre);
     tb_setup(hz, tr_cpus, tr_ncpus);

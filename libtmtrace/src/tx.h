@@ -56,6 +56,7 @@ struct tx_lockrec {
     uintptr_t *stripe;
     uintptr_t old;
     uint32_t owner;              /* trace thread id of the holder (read by the aborts it causes) */
+    uint32_t owner_instance;     /* low 32 bits of the holder's attempt (instance id) */
 };
 
 struct tx_stm {
@@ -148,12 +149,14 @@ struct tmt_tx {
 
 /* The single abort path (api.c): rolls the attempt back, records the abort and
  * restarts the transaction at its TMT_ATOMIC. `where` is the conflicting
- * address or stripe index, `status` the hardware status word. */
+ * address; `found` the hardware status word (hardware aborts) or what a
+ * software attempt found on the stripe (the abort record's value:
+ * tf_abort_held() or the version, see trace_file.h). */
 __attribute__((noreturn)) void tx_abort(struct tmt_tx *tx, unsigned reason, uint64_t where,
-                                        uint32_t status);
+                                        uint64_t found);
 /* Counts and records an abort without restarting (the hardware path, whose
  * aborts arrive back at _xbegin). */
-void tx_abort_record(struct tmt_tx *tx, unsigned reason, uint64_t where, uint32_t status);
+void tx_abort_record(struct tmt_tx *tx, unsigned reason, uint64_t where, uint64_t found);
 
 /* The oldest start version among software attempts running now (UINT64_MAX
  * if none): memory unlinked by a commit with a write version <= it can no
