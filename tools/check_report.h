@@ -12,7 +12,7 @@
 #include <stdio.h>
 
 #include "check_analysis.h"
-#include "sync_merge.h"
+#include "trace_index.h"
 
 struct cr_input {
     const char *path;

@@ -17,7 +17,7 @@
 #include "check_analysis.h"
 #include "check_report.h"
 #include "error.h"
-#include "sync_merge.h"
+#include "trace_index.h"
 #include "tool_common.h"
 #include "trace_file.h"
 

@@ -5,9 +5,9 @@
  * Owns: the command line of `tmexport`, the mapping of transaction attempts
  * to complete ("X") slices, aborts to instant ("i") events and abort
  * culprits to flow ("s"/"f") arrows, and the JSON writer for that format.
- * Culprits are tmcheck's attribution (check_analysis.c), so that the arrows
+ * Culprits are tmcheck's attribution (check_culprit.c), so that the arrows
  * and tmcheck's conflict matrix always agree; the events come through the
- * shared index and merge (sync_merge.c), so a raw trace is shown in merged
+ * shared index and merge (trace_index.c), so a raw trace is shown in merged
  * order too. Never buffers the whole trace: memory is bounded by the thread
  * count and the analysis' own bounded state. Never accepts an
  * unsynchronised trace unless --raw says the user knows its time line may be
@@ -21,7 +21,7 @@
 
 #include "check_analysis.h"
 #include "error.h"
-#include "sync_merge.h"
+#include "trace_index.h"
 #include "sync_model.h"
 #include "tool_common.h"
 #include "tmtrace.h"

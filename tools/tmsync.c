@@ -3,7 +3,7 @@
  * nanoseconds and merges the threads' events into one global order.
  *
  * Owns: the command line, the per-CPU table (text and JSON), and the two
- * passes: index + fits (sync_model), then the merge (sync_merge) written as
+ * passes: index + fits (sync_model), then the merge (trace_index) written as
  * a new trace with the MODEL chunk and TF_HDR_SYNCED.
  * Never: overwrites its input, leaves a partial output file, or holds more
  * than one decoded chunk per thread.
@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "error.h"
-#include "sync_merge.h"
+#include "trace_index.h"
 #include "sync_model.h"
 #include "tool_common.h"
 #include "trace_file.h"

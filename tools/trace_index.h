@@ -1,5 +1,5 @@
 /*
- * sync_merge.h - the trace index (pass 1) and the k-way merge of the
+ * trace_index.h - the trace index (pass 1) and the k-way merge of the
  * threads' event streams (pass 2), shared by tmsync and tmcheck.
  *
  * Owns: collecting everything but the events in one pass (header, sites,
@@ -9,8 +9,8 @@
  * (ts, thread, seq) over one cursor per thread.
  * Never: holds more than one decoded chunk per thread; prints.
  */
-#ifndef TMT_SYNC_MERGE_H
-#define TMT_SYNC_MERGE_H
+#ifndef TMT_TRACE_INDEX_H
+#define TMT_TRACE_INDEX_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,5 +1,5 @@
 /*
- * sync_merge.c - pass 1 (the trace index) and pass 2 (the k-way merge of
+ * trace_index.c - pass 1 (the trace index) and pass 2 (the k-way merge of
  * the threads' events) for tmsync and tmcheck.
  *
  * Owns: the index arrays and the per-thread cursors. A cursor owns a copy
@@ -7,7 +7,7 @@
  * and the merge reads the chunks of many threads in turn).
  * Never: keeps more than one chunk per thread; prints; exits.
  */
-#include "sync_merge.h"
+#include "trace_index.h"
 
 #include <stdlib.h>
 #include <string.h>

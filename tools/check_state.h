@@ -1,0 +1,137 @@
+/*
+ * check_state.h - the state tmcheck's four analyses share while the events
+ * of a trace stream through once in merged order, and the steps each
+ * analysis offers the driver (check_analysis.c).
+ *
+ * Owns: struct ca_state and the per-thread record; the split of the work:
+ *   check_order.c    program order vs timestamp order: temporal
+ *                    inconsistencies, grammar, out-of-place events, late
+ *                    starts, premature ends;
+ *   check_culprit.c  the store of recently committed writes, the queue of
+ *                    aborts waiting for their window, culprit attribution
+ *                    and the conflict matrix;
+ *   check_clock.c    the clock-error histogram against the ground truth;
+ *   check_sites.c    the per-site table and the names of its columns.
+ * Never: included outside tools/check_*.c; does I/O.
+ */
+#ifndef TMT_CHECK_STATE_H
+#define TMT_CHECK_STATE_H
+
+#include "check_analysis.h"
+
+#define CA_BUCKETS_LOG2 16            /* hash buckets of the commit store */
+#define CA_STORE_MAX (1u << 21)       /* committed writes kept at most (~100 MB) */
+#define CA_PRUNE_EVERY 4096
+#define CA_HIST_SUB 32                /* clock error histogram: 32 steps per power of two */
+#define CA_HIST_N (64 * CA_HIST_SUB)
+#define CA_MAX_ID (1u << 22)          /* thread and site ids above this share one slot */
+
+enum { G_OUT = 0, G_IN, G_SKIP };
+
+struct ro_ent {
+    uint64_t ts;
+    uint64_t prog;      /* program-order index | kind << 56 */
+};
+
+struct access {
+    uint64_t addr;
+    uint8_t write;
+};
+
+struct th {
+    struct ca_thread pub;
+    int seen;
+    uint64_t last_ts;
+    uint64_t prog;
+    /* timestamp-ordered view: a sorted ring of the last CA_REORDER_WINDOW events */
+    struct ro_ent *ring;
+    uint32_t rhead, rcount;
+    uint64_t emitted, last_emit_ts;
+    int have_emit;
+    int gstate;
+    /* the open attempt, in program order */
+    int in_tx, late, has_ops, htm;
+    uint64_t start_ts, op_max, instance;
+    uint32_t site;
+    struct access *acc;
+    size_t nacc, capacc;
+    uint64_t retries;   /* aborted attempts since this thread's last commit or cancel */
+};
+
+struct centry {
+    uint64_t stripe, word, commit, instance;
+    uint64_t start;     /* the committed attempt's start stamp */
+    uint64_t prev;      /* absolute index + 1 of the previous entry of the bucket, 0 = none */
+    uint32_t thread, site;
+};
+
+struct pending {
+    struct ca_attribution a;
+    uint64_t rec;       /* the abort record's address or stripe (0 = unknown) */
+    uint32_t holder;    /* locked aborts: the lock holder's thread (0 = unknown) */
+    struct access *acc;
+    size_t nacc;
+};
+
+struct ca_state {
+    struct ca_opts o;
+    struct ca_totals t;
+    uint64_t now;                  /* largest stamp seen */
+    struct th *th;                 /* by thread id */
+    size_t nth;
+    struct ca_thread *threads_out;
+    size_t nthreads_out;
+    /* check_sites.c */
+    struct ca_site *site;          /* by site id */
+    size_t nsite;
+    uint8_t *site_seen;
+    struct ca_site *sites_out;
+    size_t nsites_out;
+    /* check_culprit.c: the commit store */
+    struct centry *ring;
+    uint64_t rcap, rtail, rhead;   /* absolute indices */
+    uint64_t *bucket;
+    uint64_t store_truncated;
+    /* check_culprit.c: pending aborts, FIFO */
+    struct pending *pend;
+    size_t phead, pcount, pcap;
+    uint64_t since_prune;
+    /* check_culprit.c: the conflict matrix, open addressing */
+    struct ca_conflict *cm;
+    size_t cmcap, cmn;
+    struct ca_conflict *cm_sorted;
+    void (*cb)(void *, const struct ca_attribution *);
+    void *cbctx;
+    /* check_clock.c */
+    uint64_t hist[CA_HIST_N];
+    double err_max;
+};
+
+/* check_order.c */
+void ca_order_event(struct ca_state *s, struct th *t, const struct tf_event *ev);
+void ca_order_access(struct th *t, uint64_t ts);
+void ca_order_attempt_end(struct ca_state *s, struct th *t, uint64_t ts);
+void ca_order_flush(struct ca_state *s, struct th *t);
+
+/* check_culprit.c (0, or -1 with the message set: out of memory) */
+int ca_culprit_create(struct ca_state *s);
+int ca_culprit_access(struct ca_state *s, struct th *t, const struct tf_event *ev);
+int ca_culprit_commit(struct ca_state *s, struct th *t, uint64_t ts);
+int ca_culprit_abort(struct ca_state *s, struct th *t, const struct tf_event *ev);
+int ca_culprit_step(struct ca_state *s);
+int ca_culprit_finish(struct ca_state *s);
+void ca_culprit_free(struct ca_state *s);
+
+/* check_clock.c */
+void ca_clock_event(struct ca_state *s, const struct tf_event *ev);
+void ca_clock_finish(struct ca_state *s);
+
+/* check_sites.c (0, or -1 with the message set: out of memory) */
+struct ca_site *ca_site_of(struct ca_state *s, uint32_t id);
+int ca_site_start(struct ca_state *s, uint32_t site);
+int ca_site_commit(struct ca_state *s, const struct th *t, const struct tf_event *ev);
+int ca_site_abort(struct ca_state *s, const struct th *t, const struct tf_event *ev, int hardware);
+int ca_site_finish(struct ca_state *s);
+void ca_site_free(struct ca_state *s);
+
+#endif
