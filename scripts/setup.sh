@@ -4,7 +4,7 @@
 set -euo pipefail
 
 TMT_PACKAGES=(meson ninja-build gcc g++ clang pkg-config zlib1g-dev liblz4-dev libcmocka-dev
-              libcsv-dev gnuplot-nox python3 libclang-rt-14-dev)
+              libcsv-dev gnuplot-nox python3 libclang-rt-14-dev libdw-dev libelf-dev)
 
 tmt_install_deps() {
     local missing=()

@@ -265,6 +265,16 @@ static int dump_summary(const struct dump_opts *o)
                 printf("site %u: %s:%d %s\n", c.sites[i].id, c.sites[i].file[0] ? c.sites[i].file : "?",
                        c.sites[i].line, c.sites[i].label);
             break;
+        case TF_CHUNK_LOADMAP:
+            for (size_t i = 0; i < c.count; i++) {
+                const struct tf_object *ob = &c.objects[i];
+                printf("object %s: 0x%" PRIx64 "-0x%" PRIx64 ", base 0x%" PRIx64 ", build-id ",
+                       ob->path[0] ? ob->path : "?", ob->start, ob->end, ob->base);
+                for (uint32_t b = 0; b < ob->build_id_len; b++)
+                    printf("%02x", ob->build_id[b]);
+                printf("%s\n", ob->build_id_len ? "" : "none");
+            }
+            break;
         case TF_CHUNK_META_SKEW:
             for (size_t i = 0; i < c.count; i++)
                 printf("skew cpu %u: offset %" PRId64 " ns, drift %.3f ppm, change at %" PRId64

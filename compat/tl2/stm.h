@@ -58,10 +58,12 @@
 
 /* sigsetjmp runs here, in the caller's frame; TxStartAt takes its own copy
  * of the buffer at once, so the buffer's scope ending at the `while (0)` does
- * not matter. The signal mask is not saved (no system call per transaction). */
+ * not matter. The signal mask is not saved (no system call per transaction).
+ * Each use is its own site, labelled with the enclosing function, so reports
+ * name it `function (file:line)`. */
 #define STM_BEGIN(isReadOnly)                                                  \
     do {                                                                       \
-        static TxSite stm_site_ = { __FILE__, __LINE__, "tl2", 0 };            \
+        static TxSite stm_site_ = { __FILE__, __LINE__, __func__, 0 };         \
         STM_JMPBUF_T STM_JMPBUF;                                               \
         int STM_RO_FLAG = (isReadOnly);                                        \
         sigsetjmp(STM_JMPBUF, 0);                                              \

@@ -1,0 +1,191 @@
+/*
+ * symbols.c - names for run-time addresses through libdw (see symbols.h).
+ *
+ * Owns: one libdwfl session (Dwfl) in which every object of the load map is
+ * reported at its load bias, the check of each object's build-id against the
+ * recorded one, and the notes about objects that could not be used. Never
+ * parses ELF or DWARF itself.
+ */
+#include "symbols.h"
+
+#include <elfutils/libdwfl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct sym_obj {
+    const struct tf_object *o;   /* the table's copy */
+    Dwfl_Module *mod;            /* NULL: not usable (note written) */
+};
+
+struct sym_table {
+    Dwfl *dwfl;
+    struct tf_object *objs;
+    struct sym_obj *obj;
+    size_t n;
+    char *notes;
+    size_t notes_len;
+};
+
+static const Dwfl_Callbacks sym_callbacks = {
+    .find_elf = dwfl_build_id_find_elf,
+    .find_debuginfo = dwfl_standard_find_debuginfo,
+    .section_address = dwfl_offline_section_address,
+};
+
+static void sym_note(struct sym_table *t, const char *path, const char *what)
+{
+    size_t add = strlen(path) + strlen(what) + 4;
+    char *p = realloc(t->notes, t->notes_len + add + 1);
+    if (p == NULL)
+        return;
+    t->notes = p;
+    t->notes_len += (size_t)snprintf(p + t->notes_len, add + 1, "%s: %s\n", path[0] ? path : "?", what);
+}
+
+/* Reports one object; a file that is missing, unreadable or not the one
+ * that ran (build-id differs) is left out with a note. */
+static void sym_report(struct sym_table *t, struct sym_obj *so)
+{
+    const struct tf_object *o = so->o;
+    if (o->path[0] != '/') {
+        if (o->path[0] != '\0' && strncmp(o->path, "linux-vdso", 10) != 0)
+            sym_note(t, o->path, "no file path recorded; addresses left as they are");
+        return;
+    }
+    Dwfl_Module *m = dwfl_report_elf(t->dwfl, o->path, o->path, -1, o->base, false);
+    if (m == NULL) {
+        sym_note(t, o->path, "cannot be read; addresses in it are shown as object+offset");
+        return;
+    }
+    const unsigned char *bid = NULL;
+    GElf_Addr vaddr;
+    int len = dwfl_module_build_id(m, &bid, &vaddr);
+    if (o->build_id_len && (len != (int)o->build_id_len || memcmp(bid, o->build_id, (size_t)len) != 0)) {
+        sym_note(t, o->path, "build-id differs from the traced one (rebuilt?); addresses shown as object+offset");
+        return;
+    }
+    so->mod = m;
+}
+
+struct sym_table *sym_open(const struct tf_object *objs, size_t n)
+{
+    struct sym_table *t = calloc(1, sizeof *t);
+    if (t == NULL)
+        return NULL;
+    t->objs = calloc(n ? n : 1, sizeof *t->objs);
+    t->obj = calloc(n ? n : 1, sizeof *t->obj);
+    if (t->objs == NULL || t->obj == NULL) {
+        sym_close(t);
+        return NULL;
+    }
+    if (n)
+        memcpy(t->objs, objs, n * sizeof *objs);
+    t->n = n;
+    t->dwfl = n ? dwfl_begin(&sym_callbacks) : NULL;
+    if (n && t->dwfl == NULL)
+        sym_note(t, "libdw", dwfl_errmsg(-1));
+    for (size_t i = 0; i < n; i++) {
+        t->obj[i].o = &t->objs[i];
+        if (t->dwfl)
+            sym_report(t, &t->obj[i]);
+    }
+    if (t->dwfl)
+        dwfl_report_end(t->dwfl, NULL, NULL);
+    return t;
+}
+
+void sym_close(struct sym_table *t)
+{
+    if (t == NULL)
+        return;
+    if (t->dwfl)
+        dwfl_end(t->dwfl);
+    free(t->objs);
+    free(t->obj);
+    free(t->notes);
+    free(t);
+}
+
+const char *sym_notes(const struct sym_table *t) { return t && t->notes ? t->notes : ""; }
+
+static const struct sym_obj *sym_find(const struct sym_table *t, uint64_t addr)
+{
+    for (size_t i = 0; t && i < t->n; i++)
+        if (addr >= t->objs[i].start && addr < t->objs[i].end)
+            return &t->obj[i];
+    return NULL;
+}
+
+static const char *sym_base(const char *path)
+{
+    const char *s = strrchr(path, '/');
+    return s ? s + 1 : path;
+}
+
+/* The address alone, or with the object and the offset into it. */
+static void sym_plain(const struct sym_obj *so, uint64_t addr, char *out, size_t cap)
+{
+    if (so == NULL)
+        snprintf(out, cap, "0x%" PRIx64, addr);
+    else
+        snprintf(out, cap, "0x%" PRIx64 " (%s+0x%" PRIx64 ")", addr, sym_base(so->o->path),
+                 addr - so->o->base);
+}
+
+int sym_data(struct sym_table *t, uint64_t addr, char *out, size_t cap)
+{
+    const struct sym_obj *so = sym_find(t, addr);
+    if (so == NULL || so->mod == NULL) {
+        sym_plain(so, addr, out, cap);
+        return 0;
+    }
+    GElf_Off off = 0;
+    GElf_Sym sym;
+    const char *name = dwfl_module_addrinfo(so->mod, addr, &off, &sym, NULL, NULL, NULL);
+    if (name == NULL || (sym.st_size && off >= sym.st_size)) {
+        sym_plain(so, addr, out, cap);
+        return 0;
+    }
+    if (off)
+        snprintf(out, cap, "%s+0x%" PRIx64, name, (uint64_t)off);
+    else
+        snprintf(out, cap, "%s", name);
+    return 1;
+}
+
+int sym_code(struct sym_table *t, uint64_t pc, char *out, size_t cap)
+{
+    const struct sym_obj *so = sym_find(t, pc);
+    if (so == NULL || so->mod == NULL) {
+        sym_plain(so, pc, out, cap);
+        return 0;
+    }
+    GElf_Off off = 0;
+    GElf_Sym sym;
+    const char *fn = dwfl_module_addrinfo(so->mod, pc, &off, &sym, NULL, NULL, NULL);
+    Dwfl_Line *line = dwfl_module_getsrc(so->mod, pc);
+    int lineno = 0;
+    const char *file = line ? dwfl_lineinfo(line, NULL, &lineno, NULL, NULL, NULL) : NULL;
+    if (file == NULL) {
+        if (fn)
+            snprintf(out, cap, "%s+0x%" PRIx64, fn, (uint64_t)off);
+        else
+            sym_plain(so, pc, out, cap);
+        return 0;
+    }
+    snprintf(out, cap, "%s (%s:%d)", fn ? fn : "?", sym_base(file), lineno);
+    return 1;
+}
+
+void sym_site_name(const struct tf_site *s, char *out, size_t cap)
+{
+    const char *file = sym_base(s->file);
+    if (s->label[0] && file[0])
+        snprintf(out, cap, "%s (%s:%d)", s->label, file, (int)s->line);
+    else if (file[0])
+        snprintf(out, cap, "%s:%d", file, (int)s->line);
+    else
+        snprintf(out, cap, "%s", s->label[0] ? s->label : "?");
+}

@@ -1,0 +1,46 @@
+/*
+ * symbols.h - names for the run-time addresses of a traced process.
+ *
+ * Owns: turning an address recorded in a trace (a data address, a call site)
+ * into `symbol+offset` or `function (file:line)` through the trace's load map
+ * (LOADMAP chunks) and the objects' ELF symbol tables and DWARF line tables,
+ * read with elfutils libdw. Never fails on a missing, stripped or rebuilt
+ * object: the name degrades to the address (and `object+offset` when the
+ * address lies in a known object), and a note says why, once per object.
+ * Never prints; never exits.
+ */
+#ifndef TMT_SYMBOLS_H
+#define TMT_SYMBOLS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "trace_file.h"
+
+struct sym_table;
+
+/* A symbolizer over the objects of a trace (NULL/0 for a trace without a
+ * load map: every name is then the address). NULL only when out of memory. */
+struct sym_table *sym_open(const struct tf_object *objs, size_t n);
+void sym_close(struct sym_table *t);
+
+/* `symbol+0xoff` (or `symbol`) for an address inside a symbol of the
+ * executable or a shared object (static data, functions), else `0x...`
+ * with `(object+0xoff)` when it lies in a known object. Returns 1 when a
+ * symbol was found, 0 otherwise; `out` is always filled. */
+int sym_data(struct sym_table *t, uint64_t addr, char *out, size_t cap);
+
+/* Source location of a code address: `function (file:line)`, file without
+ * its directory. Returns 1 when a line was found, 0 otherwise (then `out`
+ * is the function, or the address). */
+int sym_code(struct sym_table *t, uint64_t pc, char *out, size_t cap);
+
+/* Notes about objects that could not be read ("", or lines ending in '\n'). */
+const char *sym_notes(const struct sym_table *t);
+
+/* A transaction site as reports name it: `label (file:line)`, or
+ * `label` / `file:line` when one part is missing; the directory of `file`
+ * is dropped. */
+void sym_site_name(const struct tf_site *s, char *out, size_t cap);
+
+#endif
