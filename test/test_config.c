@@ -44,6 +44,7 @@ static const struct kv bad[] = {
     { "TMTRACE_HTM_EMU_ABORT", "101" },  { "TMTRACE_HTM_EMU_CAPACITY", "0" },
     { "TMTRACE_HTM_EMU_EXPLICIT", "x" }, { "TMTRACE_STRIPES", "5" },
     { "TMTRACE_SEED", "-3" },           { "TMTRACE_STAMP", "sometimes" },
+    { "TMTRACE_PREFAULT", "1X" },        { "TMTRACE_WRITER_CPU", "-2" },
 };
 
 static void every_variable_rejects_a_bad_value_naming_itself(void **state)

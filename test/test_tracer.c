@@ -306,17 +306,33 @@ struct writer_stats {
     tmt_stats during, after;
 };
 
+/* A child's figures for the parent to check (an exit status could only say
+ * that something differed): 0, or 13 when they could not be written. */
+static int save_for_parent(const char *name, const void *p, size_t n)
+{
+    FILE *f = fopen(tu_path(name), "wb");
+    if (f == NULL || fwrite(p, n, 1, f) != 1 || fclose(f) != 0)
+        return 13;
+    return 0;
+}
+
+/* n transactions, 4 records each: start, read, write, commit. */
+static void pass_counter(tmt_tx *tx, long n)
+{
+    for (long i = 0; i < n; i++) {
+        TMT_ATOMIC(tx, "counter") {
+            long a = tmt_read_long(tx, &cells[i % 8]);
+            tmt_write_long(tx, &cells[(i + 1) % 8], a + 1);
+        } TMT_END;
+    }
+}
+
 static int body_writer(void)
 {
     tmt_tx *tx = tmt_thread_enter();
     if (tx == NULL)
         return 10;
-    for (long i = 0; i < WRITER_TXS; i++) {
-        TMT_ATOMIC(tx, "writer") {
-            long a = tmt_read_long(tx, &cells[i % 8]);
-            tmt_write_long(tx, &cells[(i + 1) % 8], a + 1);
-        } TMT_END;
-    }
+    pass_counter(tx, WRITER_TXS);
     /* Chunks were handed over all along: give the stream writer up to 5 s
      * to write one and take its CPU time, while this thread stays attached. */
     struct writer_stats ws;
@@ -331,10 +347,7 @@ static int body_writer(void)
     if (tmt_shutdown() != 0)
         return 12;
     tmt_stats_get(&ws.after);
-    FILE *f = fopen(tu_path("writer-stats.bin"), "wb");
-    if (f == NULL || fwrite(&ws, sizeof ws, 1, f) != 1 || fclose(f) != 0)
-        return 13;
-    return 0;
+    return save_for_parent("writer-stats.bin", &ws, sizeof ws);
 }
 
 static void writer_events_cpu_time_and_trace_bytes_match_the_file_written(void **state)
@@ -377,6 +390,57 @@ static void writer_events_cpu_time_and_trace_bytes_match_the_file_written(void *
     free(ws);
 }
 
+#define ARENA_TXS 5000 /* 4 records each: 20000 records, 640 KiB, well inside the arena */
+
+static int body_arena(void)
+{
+    tmt_tx *tx = tmt_thread_enter();
+    if (tx == NULL)
+        return 10;
+    pass_counter(tx, ARENA_TXS);
+    tmt_stats st;
+    tmt_stats_get(&st);
+    tmt_thread_exit();
+    return save_for_parent("arena-stats.bin", &st, sizeof st);
+}
+
+static void memory_mode_records_into_buffers_populated_at_init(void **state)
+{
+    (void)state;
+    char file[300];
+    snprintf(file, sizeof file, "TMTRACE_FILE=%s", tu_path("arena.bin"));
+    const char *env[] = { file, "TMTRACE_SAMPLE_MS=5", "TMTRACE_HTM=off", "TMTRACE_MODE=memory",
+                          "TMTRACE_BUFFER=4k", "TMTRACE_PREFAULT=4M", NULL };
+    int status = run_child(env, body_arena);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    size_t len;
+    tmt_stats *st = (tmt_stats *)tu_read_file(tu_path("arena-stats.bin"), &len);
+    assert_non_null(st);
+    assert_int_equal(len, sizeof *st);
+    /* 4 MiB were mapped before the first event and the run needed less: no
+     * thread ever mapped a buffer itself, and nothing was mapped beyond
+     * the arena but the attached thread's reserve (4 buffers of ~7 KiB). */
+    assert_true(st->events_recorded > 0 && st->events_recorded <= (uint64_t)ARENA_TXS * 4);
+    assert_int_equal(st->events_dropped, 0);
+    assert_int_equal(st->buffer_inline_maps, 0);
+    assert_true(st->buffer_bytes >= (4u << 20) - (16u << 10));
+    assert_true(st->buffer_bytes <= (4u << 20) + (64u << 10));
+    free(st);
+}
+
+static void a_writer_cpu_outside_the_affinity_mask_fails_init(void **state)
+{
+    (void)state;
+    char file[300];
+    snprintf(file, sizeof file, "TMTRACE_FILE=%s", tu_path("wcpu.bin"));
+    const char *bad[] = { file, "TMTRACE_SAMPLE_MS=1", "TMTRACE_WRITER_CPU=4095", NULL };
+    int status = run_child(bad, body_arena);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 90);
+    const char *good[] = { file, "TMTRACE_SAMPLE_MS=1", "TMTRACE_HTM=off", "TMTRACE_WRITER_CPU=0", NULL };
+    status = run_child(good, body_arena);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -384,6 +448,8 @@ int main(void)
         cmocka_unit_test(hardware_attempts_have_no_accesses_and_carry_status_and_fallbacks),
         cmocka_unit_test(each_thread_has_its_own_id_and_end_counts_match),
         cmocka_unit_test(writer_events_cpu_time_and_trace_bytes_match_the_file_written),
+        cmocka_unit_test(memory_mode_records_into_buffers_populated_at_init),
+        cmocka_unit_test(a_writer_cpu_outside_the_affinity_mask_fails_init),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -468,9 +468,11 @@ static void print_json(const struct workload *wl, void *state, const struct benc
      * cannot be split at the start gate, so the events they are divided by
      * must not be either. */
     printf(",\"events_recorded\":%" PRIu64 ",\"events_dropped\":%" PRIu64 ",\"writer_events\":%" PRIu64
-           ",\"writer_cpu_s\":%.6f,\"trace_bytes\":%" PRIu64,
+           ",\"writer_cpu_s\":%.6f,\"trace_bytes\":%" PRIu64 ",\"buffer_bytes\":%" PRIu64
+           ",\"buffer_inline_maps\":%" PRIu64,
            d->stats.events_recorded, d->stats.events_dropped, d->stats.writer_events,
-           (double)d->stats.writer_cpu_ns * 1e-9, d->stats.trace_bytes);
+           (double)d->stats.writer_cpu_ns * 1e-9, d->stats.trace_bytes, d->stats.buffer_bytes,
+           d->stats.buffer_inline_maps);
 #endif
     printf(",\"seed\":%" PRIu64 ",\"duration\":%g,\"ops_budget\":%" PRIu64, o->seed,
            o->ops ? 0.0 : o->duration, o->ops);

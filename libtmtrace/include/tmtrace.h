@@ -203,6 +203,8 @@ typedef struct tmt_stats {
     uint64_t writer_events;                    /* records the writer has put in the file so far */
     uint64_t writer_cpu_ns;                    /* CPU time of the writer thread so far (ns) */
     uint64_t trace_bytes;                      /* bytes of the trace file written so far */
+    uint64_t buffer_bytes;                     /* trace buffers held, mapped and resident (most of the run) */
+    uint64_t buffer_inline_maps;               /* buffers a traced thread mapped itself (pre-faulted reserve ran dry) */
 } tmt_stats;
 
 typedef struct tmt_site_stats {

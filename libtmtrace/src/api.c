@@ -519,6 +519,8 @@ TMT_API int tmt_stats_get(tmt_stats *out)
     out->writer_events = tracer_writer_events();
     out->writer_cpu_ns = tracer_writer_cpu_ns();
     out->trace_bytes = tracer_trace_bytes();
+    out->buffer_bytes = tracer_buffer_bytes();
+    out->buffer_inline_maps = tracer_buffer_inline_maps();
     return 0;
 }
 

@@ -42,6 +42,8 @@ struct config {
     int64_t stripes_log2;    /* TMTRACE_STRIPES */
     int64_t seed;            /* TMTRACE_SEED, 0 = from the clock */
     int stamp;               /* enum config_stamp    TMTRACE_STAMP */
+    int64_t prefault_bytes;  /* TMTRACE_PREFAULT, 0 = automatic */
+    int64_t writer_cpu;      /* TMTRACE_WRITER_CPU, -1 = automatic */
 };
 
 /* The values in force; defaults until config_load() succeeds. */

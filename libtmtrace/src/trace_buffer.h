@@ -99,6 +99,14 @@ void tb_fork_prepare(void);
 void tb_fork_release(void);
 /* Returns a written chunk to the pool (stream mode). */
 void tb_chunk_release(struct tb_chunk *c);
+/* The pool keeps free chunks mapped and populated ahead of demand; the
+ * writer thread tops it up (tb_refill) when tb_pool_low() says so. */
+void tb_refill(void);
+int tb_pool_low(void);
+/* Bytes of chunks the pool holds (free, filling or queued), and how many
+ * chunks a recording thread had to map itself because the reserve ran dry. */
+uint64_t tb_pool_bytes(void);
+uint64_t tb_inline_growths(void);
 /* Thread table: those attached since the last call, or all with drop counts. */
 size_t tb_threads_new(struct tf_thread_info *out, size_t max);
 size_t tb_threads_all(struct tf_thread_info *out, size_t max);

@@ -12,12 +12,16 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <semaphore.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "config.h"
 #include "error.h"
@@ -86,6 +90,83 @@ static void tw_grow(uint32_t thread)
     memset(tw_written + tw_nthreads, 0, (n - tw_nthreads) * sizeof *a);
     memset(tw_lost_by + tw_nthreads, 0, (n - tw_nthreads) * sizeof *b);
     tw_nthreads = n;
+}
+
+/* ---- where the writer runs ------------------------------------------------ */
+
+/* The writer runs at a lower priority than the program, on a CPU of the
+ * affinity mask that no recording thread used lately where there is one
+ * (TMTRACE_WRITER_CPU=-1), else anywhere in the mask; or pinned to the CPU
+ * TMTRACE_WRITER_CPU names. "Used lately" = the CPU of the last record of
+ * each chunk written since the last placement: the writer learns it from
+ * the chunks themselves, so the recording threads pay nothing for it. */
+#define TW_NICE 10
+
+static cpu_set_t tw_mask;   /* the process's affinity mask at init */
+static cpu_set_t tw_seen;   /* CPUs of recording threads since the last placement */
+static int tw_pinned = -2;  /* CPU the writer is pinned to, -1 = the whole mask, -2 = not placed */
+static int tw_init_cpu;     /* CPU of the thread that initialised the tracer */
+
+int tw_set_cpus(const int *cpus, int n)
+{
+    CPU_ZERO(&tw_mask);
+    tw_init_cpu = sched_getcpu();
+    tw_pinned = -2;
+    for (int i = 0; i < n; i++)
+        CPU_SET(cpus[i], &tw_mask);
+    if (config.writer_cpu >= 0 && (config.writer_cpu >= CPU_SETSIZE || !CPU_ISSET(config.writer_cpu, &tw_mask)))
+        return error_set("TMTRACE_WRITER_CPU=%d: not a CPU this process may run on", (int)config.writer_cpu);
+    return 0;
+}
+
+static void tw_pin(int cpu)
+{
+    if (cpu == tw_pinned)
+        return;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    if (cpu >= 0)
+        CPU_SET(cpu, &one);
+    if (pthread_setaffinity_np(pthread_self(), sizeof one, cpu >= 0 ? &one : &tw_mask) == 0)
+        tw_pinned = cpu;
+}
+
+/* The highest CPU of the mask outside `busy`, or -1. */
+static int tw_free_cpu(const cpu_set_t *busy)
+{
+    for (int c = CPU_SETSIZE - 1; c >= 0; c--)
+        if (CPU_ISSET(c, &tw_mask) && !CPU_ISSET(c, busy))
+            return c;
+    return -1;
+}
+
+static void tw_note_chunk_cpu(const struct tb_chunk *c)
+{
+    if (c->n > 0) {
+        unsigned cpu = tf_aux_cpu(c->recs[c->n - 1].aux);
+        if (cpu < CPU_SETSIZE)
+            CPU_SET(cpu, &tw_seen);
+    }
+}
+
+/* At start: away from the CPU that initialises the tracer. After a drain:
+ * away from the CPUs the written chunks came from. */
+static void tw_place(int first)
+{
+    if (config.writer_cpu >= 0) {
+        tw_pin((int)config.writer_cpu);
+        return;
+    }
+    if (first) {
+        CPU_ZERO(&tw_seen);
+        if (tw_init_cpu >= 0 && tw_init_cpu < CPU_SETSIZE)
+            CPU_SET(tw_init_cpu, &tw_seen);
+    } else if (CPU_COUNT(&tw_seen) == 0) {
+        return; /* nothing written: nothing learnt */
+    }
+    int keep = tw_pinned >= 0 && !CPU_ISSET(tw_pinned, &tw_seen);
+    tw_pin(keep ? tw_pinned : tw_free_cpu(&tw_seen));
+    CPU_ZERO(&tw_seen);
 }
 
 void tw_note_bytes(void)
@@ -163,6 +244,7 @@ void tw_write_now(struct tb_chunk *c)
         tw_note_error(c->n, c->thread);
     } else {
         tw_grow(c->thread);
+        tw_note_chunk_cpu(c);
         if (c->thread < tw_nthreads)
             tw_written[c->thread] += c->n;
         __atomic_fetch_add(&tw_nwritten, 1, __ATOMIC_RELAXED);
@@ -188,7 +270,9 @@ int tw_offer(struct tb_chunk *c)
             return -1;
         c->next = head;
     } while (!__atomic_compare_exchange_n(&tw_queue, &head, c, 1, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE));
-    if (tw_mode == CONFIG_MODE_STREAM)
+    /* Memory mode writes nothing until exit, but the writer still tops up
+     * the pool's reserve of populated chunks when it runs low. */
+    if (tw_mode == CONFIG_MODE_STREAM || tb_pool_low())
         sem_post(&tw_wake);
     return 0;
 }
@@ -226,6 +310,8 @@ void tw_seal(void) { tw_take_and_write(1, 0); }
 static void *tw_main(void *arg)
 {
     (void)arg;
+    (void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), TW_NICE);
+    tw_place(1);
     for (;;) {
         if (tw_mode == CONFIG_MODE_STREAM) {
             struct timespec ts;
@@ -250,12 +336,17 @@ static void *tw_main(void *arg)
             return NULL;
         }
         int stop = __atomic_load_n(&tw_stop_req, __ATOMIC_ACQUIRE);
+        pthread_mutex_lock(&tw_busy);
         if (tw_mode == CONFIG_MODE_STREAM || stop) {
-            pthread_mutex_lock(&tw_busy);
             tw_drain();
-            pthread_mutex_unlock(&tw_busy);
-            tw_note_cpu(); /* on stop, this is the last one: the writer returns below */
+            tw_place(0);
         }
+        /* Written chunks went back to the pool first; map only what the
+         * reserve still lacks, here rather than on a recording thread. */
+        if (!stop)
+            tb_refill();
+        pthread_mutex_unlock(&tw_busy);
+        tw_note_cpu(); /* on stop, this is the last one: the writer returns below */
         if (stop)
             return NULL;
     }

@@ -41,6 +41,10 @@ struct tb_chunk {
 /* `failed`: NULL, or why the trace could not be created; then the writer
  * starts failed and counts every chunk as lost. */
 int tw_start(struct tf_writer *w, int mode, void (*on_signal)(void), const char *failed);
+/* The process's CPUs (before tw_start): where the writer may run
+ * (TMTRACE_WRITER_CPU). -1 with an error naming the variable when it names
+ * a CPU outside them. */
+int tw_set_cpus(const int *cpus, int n);
 /* Queues a chunk (any thread); returns -1 once the queue is sealed (the
  * chunk was not taken: the caller keeps it and counts its records lost). */
 int tw_offer(struct tb_chunk *c);

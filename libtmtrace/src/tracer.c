@@ -223,7 +223,7 @@ int tracer_init(void)
     if (nskew < 0)
         return -1;
     tr_ncpus = cs_cpus(tr_cpus, CPU_SETSIZE);
-    if (tr_ncpus < 0)
+    if (tr_ncpus < 0 || tw_set_cpus(tr_cpus, tr_ncpus) != 0)
         return -1;
 
     struct tf_header hdr;
@@ -346,3 +346,5 @@ uint64_t tracer_events_dropped(void) { return tb_total_dropped() + tw_lost(); }
 uint64_t tracer_writer_events(void) { return tw_records_written(); }
 uint64_t tracer_writer_cpu_ns(void) { return tw_cpu_ns(); }
 uint64_t tracer_trace_bytes(void) { return tw_bytes(); }
+uint64_t tracer_buffer_bytes(void) { return tb_pool_bytes(); }
+uint64_t tracer_buffer_inline_maps(void) { return tb_inline_growths(); }

@@ -25,5 +25,10 @@ uint64_t tracer_events_dropped(void);
 uint64_t tracer_writer_events(void);
 uint64_t tracer_writer_cpu_ns(void);
 uint64_t tracer_trace_bytes(void);
+/* Bytes of trace buffers the tracer holds mapped and resident (the most of
+ * the run, also after shutdown), and buffers a recording thread had to map
+ * itself because the pre-faulted reserve ran dry. */
+uint64_t tracer_buffer_bytes(void);
+uint64_t tracer_buffer_inline_maps(void);
 
 #endif
