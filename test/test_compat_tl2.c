@@ -124,6 +124,17 @@ static void client_traced_writes_a_trace(void **state)
     assert_true(is_file(tu_path("tl2.bin")));
 }
 
+static void client_reports_every_commit_at_shutdown(void **state)
+{
+    (void)state;
+    char cmd[1024], out[4096];
+    snprintf(cmd, sizeof cmd, "TMTRACE_EVENTS=off '%s' 2>&1 >/dev/null", client());
+    assert_int_equal(tu_run(cmd, out, sizeof out), 0);
+    /* 3 rounds of 4 threads of 20000 transactions, then the allocating one;
+     * the line is on stderr, the program's own output stays as it was. */
+    assert_non_null(strstr(out, "TL2 system shutdown: commits=240001 aborts="));
+}
+
 static void client_stops_at_startup_naming_a_bad_runtime_setting(void **state)
 {
     (void)state;
@@ -148,6 +159,7 @@ int main(void)
         cmocka_unit_test(client_conserves_sums_and_leaves_subword_neighbours_untouched),
         cmocka_unit_test(client_is_correct_on_the_emulated_hardware_path),
         cmocka_unit_test(client_traced_writes_a_trace),
+        cmocka_unit_test(client_reports_every_commit_at_shutdown),
         cmocka_unit_test(client_stops_at_startup_naming_a_bad_runtime_setting),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -54,8 +54,25 @@ void TxOnce(void)
         tl2_fatal("TxOnce");
 }
 
+/* Like TL2's TxShutdown, reports the run's transaction counts (on stderr, so
+ * a program's own output stays unchanged): one line, then the aborts by
+ * reason. Benchmark harnesses read the abort rate from it. */
+static void tl2_report(void)
+{
+    tmt_stats st;
+    if (tmt_stats_get(&st) != 0)
+        return;
+    fprintf(stderr, "TL2 system shutdown: commits=%llu aborts=%llu", (unsigned long long)st.commits,
+            (unsigned long long)st.aborts);
+    for (unsigned r = 1; r < TMT_ABORT_REASONS; r++)
+        if (st.aborts_by_reason[r])
+            fprintf(stderr, " %s=%llu", tmt_abort_reason_name(r), (unsigned long long)st.aborts_by_reason[r]);
+    fputc('\n', stderr);
+}
+
 void TxShutdown(void)
 {
+    tl2_report();
     if (tmt_shutdown() != 0)
         fprintf(stderr, "libtl2: TxShutdown: %s\n", tmt_error());
 }

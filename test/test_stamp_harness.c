@@ -1,0 +1,122 @@
+/*
+ * test_stamp_harness.c - tmbench/stamp/run refuses what it cannot use with
+ * one line that names it, before building anything. The harness itself
+ * needs STAMP's and TinySTM's sources, which the suite does not have: only
+ * its argument checking is tested here.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "test_util.h"
+
+/* Runs the harness with ARGS; returns its exit status, output in out. */
+static int harness(const char *args, char *out, size_t cap)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "'%s/tmbench/stamp/run' %s --build '%s' 2>&1", TMT_SOURCE_ROOT, args,
+             tu_build(""));
+    return tu_run(cmd, out, cap);
+}
+
+static int lines(const char *s)
+{
+    int n = 0;
+    for (; *s; s++)
+        n += *s == '\n';
+    return n;
+}
+
+/* A directory with the files the harness looks for in a STAMP tree (empty). */
+static const char *fake_stamp(void)
+{
+    static const char *apps[] = { "bayes", "genome", "intruder", "kmeans", "labyrinth", "ssca2",
+                                  "vacation", "yada", "lib", "common" };
+    char cmd[4096];
+    int n = snprintf(cmd, sizeof cmd, "cd '%s' && mkdir -p", tu_tmpdir());
+    for (size_t i = 0; i < sizeof apps / sizeof *apps; i++)
+        n += snprintf(cmd + n, sizeof cmd - n, " fake/%s", apps[i]);
+    n += snprintf(cmd + n, sizeof cmd - n, " && touch fake/lib/tm.h fake/common/Makefile.stm");
+    for (size_t i = 0; i < 8; i++)
+        n += snprintf(cmd + n, sizeof cmd - n, " fake/%s/Makefile.stm", apps[i]);
+    assert_int_equal(tu_run(cmd, NULL, 0), 0);
+    return tu_path("fake");
+}
+
+static void help_names_both_source_directories(void **state)
+{
+    (void)state;
+    char out[8192];
+    assert_int_equal(harness("--help", out, sizeof out), 0);
+    assert_non_null(strstr(out, "STAMP_DIR"));
+    assert_non_null(strstr(out, "TINYSTM_DIR"));
+}
+
+static void a_missing_stamp_dir_is_one_line_naming_it(void **state)
+{
+    (void)state;
+    char out[4096];
+    assert_int_equal(harness("/nonexistent/stamp", out, sizeof out), 2);
+    assert_non_null(strstr(out, "STAMP_DIR /nonexistent/stamp: no such directory"));
+    assert_int_equal(lines(out), 1);
+}
+
+static void a_directory_that_is_not_stamp_is_refused(void **state)
+{
+    (void)state;
+    char out[4096], args[1024];
+    snprintf(args, sizeof args, "'%s'", tu_tmpdir());
+    assert_int_equal(harness(args, out, sizeof out), 2);
+    assert_non_null(strstr(out, "not a STAMP source tree (no lib/tm.h)"));
+    assert_int_equal(lines(out), 1);
+}
+
+static void a_directory_that_is_not_tinystm_is_refused(void **state)
+{
+    (void)state;
+    char out[4096], args[2048];
+    snprintf(args, sizeof args, "'%s' '%s'", fake_stamp(), tu_tmpdir());
+    assert_int_equal(harness(args, out, sizeof out), 2);
+    assert_non_null(strstr(out, "TINYSTM_DIR"));
+    assert_non_null(strstr(out, "not a TinySTM source tree (no Makefile)"));
+    assert_int_equal(lines(out), 1);
+}
+
+static void an_unknown_application_is_refused(void **state)
+{
+    (void)state;
+    char out[4096], args[2048];
+    snprintf(args, sizeof args, "'%s' --apps vacation,nope", fake_stamp());
+    assert_int_equal(harness(args, out, sizeof out), 2);
+    assert_non_null(strstr(out, "--apps"));
+    assert_non_null(strstr(out, "'vacation,nope'"));
+    assert_int_equal(lines(out), 1);
+}
+
+static void arguments_that_set_the_thread_count_are_refused(void **state)
+{
+    (void)state;
+    char out[4096], args[2048];
+    snprintf(args, sizeof args, "'%s' --args 'vacation=-n4 -c8'", fake_stamp());
+    assert_int_equal(harness(args, out, sizeof out), 2);
+    assert_non_null(strstr(out, "the thread option is set by --threads"));
+    assert_int_equal(lines(out), 1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(help_names_both_source_directories),
+        cmocka_unit_test(a_missing_stamp_dir_is_one_line_naming_it),
+        cmocka_unit_test(a_directory_that_is_not_stamp_is_refused),
+        cmocka_unit_test(a_directory_that_is_not_tinystm_is_refused),
+        cmocka_unit_test(an_unknown_application_is_refused),
+        cmocka_unit_test(arguments_that_set_the_thread_count_are_refused),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

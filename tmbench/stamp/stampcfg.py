@@ -1,0 +1,215 @@
+"""stampcfg - what tmbench/stamp/run knows about STAMP 0.9.10 and TinySTM.
+
+Owns: the list of applications, their arguments at each size, their thread
+option, the line each prints with its parallel-phase time, the input files
+their arguments name, the checks that a directory holds STAMP or TinySTM
+sources, the TL2-style stm.h written for TinySTM, and the parsing of the
+commit/abort line libtl2 prints at TxShutdown. Builds and runs nothing.
+"""
+import argparse
+import re
+import os
+
+APPS = ("bayes", "genome", "intruder", "kmeans", "labyrinth", "ssca2", "vacation", "yada")
+
+# small: the arguments STAMP's READMEs give for simulated runs. large: those
+# they give for runs without a simulator (kmeans' and yada's large inputs are
+# not in the 0.9.10 tree: the largest shipped ones stand in). medium: between
+# the two, sized so that one run takes about a second on one thread.
+SIZES = {
+    "small": {
+        "bayes": "-v32 -r1024 -n2 -p20 -s0 -i2 -e2",
+        "genome": "-g256 -s16 -n16384",
+        "intruder": "-a10 -l4 -n2038 -s1",
+        "kmeans": "-m40 -n40 -t0.05 -i random-n2048-d16-c16.txt",
+        "labyrinth": "-i random-x32-y32-z3-n96.txt",
+        "ssca2": "-s13 -i1.0 -u1.0 -l3 -p3",
+        "vacation": "-n4 -q60 -u90 -r16384 -t4096",
+        "yada": "-a20 -i 633.2",
+    },
+    "medium": {
+        "bayes": "-v32 -r1024 -n10 -p40 -i2 -e8 -s1",
+        "genome": "-g16384 -s32 -n2097152",
+        "intruder": "-a10 -l32 -n65536 -s1",
+        "kmeans": "-m15 -n15 -t0.00001 -i random-n16384-d24-c16.txt",
+        "labyrinth": "-i random-x256-y256-z5-n256.txt",
+        "ssca2": "-s17 -i1.0 -u1.0 -l3 -p3",
+        "vacation": "-n4 -q60 -u90 -r65536 -t262144",
+        "yada": "-a20 -i ttimeu100000.2",
+    },
+    "large": {
+        "bayes": "-v32 -r4096 -n10 -p40 -i2 -e8 -s1",
+        "genome": "-g16384 -s64 -n16777216",
+        "intruder": "-a10 -l128 -n262144 -s1",
+        "kmeans": "-m15 -n15 -t0.00001 -i random-n16384-d24-c16.txt",
+        "labyrinth": "-i random-x512-y512-z7-n512.txt",
+        "ssca2": "-s20 -i1.0 -u1.0 -l3 -p3",
+        "vacation": "-n4 -q60 -u90 -r1048576 -t4194304",
+        "yada": "-a15 -i ttimeu100000.2",
+    },
+}
+
+THREAD_OPTION = {"kmeans": "-p", "vacation": "-c"}  # the others take -t
+
+# The line with the time of the parallel (transactional) phase.
+TIME_LINE = {
+    "bayes": r"^Learn time = ([0-9.]+)",
+    "genome": r"^Time = ([0-9.]+)",
+    "intruder": r"^Elapsed time\s*= ([0-9.]+)",
+    "kmeans": r"^Time: ([0-9.eE+-]+) seconds",
+    "labyrinth": r"^Elapsed time\s*= ([0-9.]+)",
+    "ssca2": r"Time taken for kernel 1 is\s+([0-9.]+)",
+    "vacation": r"^Time = ([0-9.]+)",
+    "yada": r"^Elapsed time\s*= ([0-9.]+)",
+}
+
+# yada -i NAME reads NAME.node, NAME.ele and NAME.poly.
+YADA_SUFFIXES = (".node", ".ele", ".poly")
+
+
+def app_list(text):
+    apps = [x for x in text.split(",") if x]
+    bad = [x for x in apps if x not in APPS]
+    if bad or not apps:
+        raise argparse.ArgumentTypeError("'%s': applications are %s" % (text, ",".join(APPS)))
+    return apps
+
+
+def level_list(text):
+    levels = [x for x in text.split(",") if x]
+    bad = [x for x in levels if x not in ("tx", "all")]
+    if bad:
+        raise argparse.ArgumentTypeError("'%s': traced levels are tx and all" % text)
+    return levels
+
+
+def app_args(apps, size, overrides):
+    """Each app's argument list at SIZE, with APP=ARGS overrides. ValueError on a bad override."""
+    out = {app: SIZES[size][app].split() for app in apps}
+    for o in overrides:
+        app, sep, args = o.partition("=")
+        if not sep or app not in APPS:
+            raise ValueError("--args '%s': expected APP=ARGS with APP one of %s" % (o, ",".join(APPS)))
+        words = args.split()
+        if THREAD_OPTION.get(app, "-t") in [w[:2] for w in words]:
+            raise ValueError("--args '%s': the thread option is set by --threads" % o)
+        if app in out:
+            out[app] = words
+    return out
+
+
+def command(app, args, threads):
+    return list(args) + ["%s%d" % (THREAD_OPTION.get(app, "-t"), threads)]
+
+
+def input_files(app, args):
+    """The input files (relative to the app's inputs/) the arguments name."""
+    if "-i" in args and app in ("kmeans", "labyrinth", "yada"):
+        name = args[args.index("-i") + 1]
+        return [name + s for s in YADA_SUFFIXES] if app == "yada" else [name]
+    return []
+
+
+def app_seconds(app, stdout):
+    m = re.search(TIME_LINE[app], stdout, re.M)
+    return float(m.group(1)) if m else None
+
+
+def tl2_counts(stderr):
+    """(commits, aborts) from libtl2's TxShutdown line, (None, None) without one."""
+    m = re.search(r"^TL2 system shutdown: commits=(\d+) aborts=(\d+)", stderr, re.M)
+    return (int(m.group(1)), int(m.group(2))) if m else (None, None)
+
+
+def stamp_dir_problem(d):
+    """Why D is not a STAMP 0.9.10 source tree, or None."""
+    if not os.path.isdir(d):
+        return "no such directory"
+    need = ["lib/tm.h", "common/Makefile.stm"] + ["%s/Makefile.stm" % a for a in APPS]
+    missing = [f for f in need if not os.path.isfile(os.path.join(d, f))]
+    if missing:
+        return "not a STAMP source tree (no %s)" % missing[0]
+    return None
+
+
+def tinystm_dir_problem(d):
+    """Why D is not a TinySTM source tree, or None."""
+    if not os.path.isdir(d):
+        return "no such directory"
+    need = ["Makefile", "include/stm.h", "include/mod_mem.h", "include/wrappers.h", "src/stm.c"]
+    missing = [f for f in need if not os.path.isfile(os.path.join(d, f))]
+    if missing:
+        return "not a TinySTM source tree (no %s)" % missing[0]
+    return None
+
+
+TINYSTM_GLUE = r"""/* STAMP's STM_* layer (the one TL2's stm.h gives) over TinySTM's API, written
+ * by tmbench/stamp/run. Exact-size accesses, like libtmtrace's compat/tl2. */
+#ifndef TMBENCH_TINYSTM_GLUE_H
+#define TMBENCH_TINYSTM_GLUE_H 1
+#include <setjmp.h>
+#include <stdint.h>
+#include "@INC@/stm.h"
+#include "@INC@/mod_mem.h"
+#include "@INC@/wrappers.h"
+
+#define STM_THREAD_T struct stm_tx
+#define STM_SELF stm_self_
+#define STM_STARTUP() do { stm_init(); mod_mem_init(0); } while (0)
+#define STM_SHUTDOWN() stm_exit()
+#define STM_NEW_THREAD() stm_init_thread()
+#define STM_INIT_THREAD(t, id) ((void)(t), (void)(id))
+#define STM_FREE_THREAD(t) stm_exit_thread_tx(t)
+#define STM_MALLOC(size) stm_malloc_tx(STM_SELF, size)
+#define STM_FREE(ptr) stm_free_tx(STM_SELF, ptr, 0)
+#define STM_VALID() (1)
+#define STM_RESTART() stm_abort_tx(STM_SELF, STM_ABORT_EXPLICIT)
+
+#define STM_BEGIN(ro)                                                          \
+    do {                                                                       \
+        stm_tx_attr_t stm_attr_ = { .read_only = (ro) };                       \
+        sigjmp_buf *stm_env_ = stm_start_tx(STM_SELF, stm_attr_);              \
+        if (stm_env_ != NULL)                                                  \
+            sigsetjmp(*stm_env_, 0);                                           \
+    } while (0)
+#define STM_BEGIN_RD() STM_BEGIN(1)
+#define STM_BEGIN_WR() STM_BEGIN(0)
+#define STM_END() stm_commit_tx(STM_SELF)
+
+#define STM_UNSIGNED_(var)                                                     \
+    _Generic((var), _Bool: 1, unsigned char: 1, unsigned short: 1,             \
+             unsigned int: 1, unsigned long: 1, unsigned long long: 1, default: 0)
+#define STM_EXTEND_(var, raw, bits)                                            \
+    (STM_UNSIGNED_(var) ? (intptr_t)(uint##bits##_t)(raw)                      \
+                        : (intptr_t)(int##bits##_t)(raw))
+#define STM_READ(var)                                                          \
+    (sizeof(var) == 4   ? STM_EXTEND_(var, stm_load_u32((volatile uint32_t *)(void *)&(var)), 32) \
+     : sizeof(var) == 1 ? STM_EXTEND_(var, stm_load_u8((volatile uint8_t *)(void *)&(var)), 8)    \
+     : sizeof(var) == 2 ? STM_EXTEND_(var, stm_load_u16((volatile uint16_t *)(void *)&(var)), 16) \
+                        : (intptr_t)stm_load_tx(STM_SELF, (volatile stm_word_t *)(void *)&(var)))
+#define STM_READ_P(var) ((void *)stm_load_tx(STM_SELF, (volatile stm_word_t *)(void *)&(var)))
+#define STM_READ_F(var)                                                        \
+    __builtin_choose_expr(sizeof(var) == 4,                                    \
+        stm_load_float((volatile float *)(void *)&(var)),                      \
+        stm_load_double((volatile double *)(void *)&(var)))
+#define STM_WRITE(var, val)                                                    \
+    (sizeof(var) == 4   ? stm_store_u32((volatile uint32_t *)(void *)&(var), (uint32_t)(intptr_t)(val)) \
+     : sizeof(var) == 1 ? stm_store_u8((volatile uint8_t *)(void *)&(var), (uint8_t)(intptr_t)(val))    \
+     : sizeof(var) == 2 ? stm_store_u16((volatile uint16_t *)(void *)&(var), (uint16_t)(intptr_t)(val)) \
+                        : stm_store_tx(STM_SELF, (volatile stm_word_t *)(void *)&(var), (stm_word_t)(intptr_t)(val)))
+#define STM_WRITE_P(var, val)                                                  \
+    stm_store_tx(STM_SELF, (volatile stm_word_t *)(void *)&(var), (stm_word_t)(void *)(val))
+#define STM_WRITE_F(var, val)                                                  \
+    __builtin_choose_expr(sizeof(var) == 4,                                    \
+        stm_store_float((volatile float *)(void *)&(var), (float)(val)),       \
+        stm_store_double((volatile double *)(void *)&(var), (double)(val)))
+#define STM_LOCAL_WRITE(var, val) ({ var = val; var; })
+#define STM_LOCAL_WRITE_F(var, val) ({ var = val; var; })
+#define STM_LOCAL_WRITE_P(var, val) ({ var = val; var; })
+#endif
+"""
+
+
+def tinystm_glue(include_dir):
+    """The stm.h STAMP includes, for TinySTM installed at INCLUDE_DIR."""
+    return TINYSTM_GLUE.replace("@INC@", include_dir)
