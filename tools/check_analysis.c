@@ -37,6 +37,21 @@ struct ca_state *ca_create(const struct ca_opts *o)
     return s;
 }
 
+void ca_opts_for_trace(const struct merge_index *ix, unsigned stripes_log2, struct ca_opts *o)
+{
+    int synced = (ix->hdr.flags & TF_HDR_SYNCED) != 0;
+    double u = 0;
+    for (size_t i = 0; synced && i < ix->nmodels; i++)
+        if (ix->models[i].max_ns > u)
+            u = ix->models[i].max_ns;
+    *o = (struct ca_opts){
+        .stripes_log2 = stripes_log2 ? stripes_log2 : ix->hdr.stripes_log2 ? ix->hdr.stripes_log2 : 20,
+        .uncertainty = (uint64_t)(u + 0.999),
+        .ns_per_unit = synced || !ix->hdr.tsc_hz ? 1.0 : 1e9 / (double)ix->hdr.tsc_hz,
+        .have_accesses = ix->hdr.events_level >= 2,
+    };
+}
+
 static struct th *thread_of(struct ca_state *s, uint32_t id)
 {
     if (id >= CA_MAX_ID)

@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tmtrace.h"
 #include "trace_file.h"
 
 /* Events a thread's timestamp-order view may be displaced by before the
@@ -53,7 +54,7 @@ struct ca_thread {
 struct ca_site {
     uint32_t site;
     uint64_t attempts, commits, aborts;
-    uint64_t aborts_by_reason[8];
+    uint64_t aborts_by_reason[TMT_ABORT_REASONS];
     uint64_t htm_class[CA_HTM_CLASSES];
     double wasted_ns;          /* sum over aborted attempts of abort - start */
     uint64_t retried_commits;  /* commits counted for retries */
@@ -95,6 +96,13 @@ struct ca_attribution {
 };
 
 struct ca_state;
+struct merge_index;
+
+/* The options for the trace of `ix`: the stripes as recorded (or
+ * `stripes_log2` when non-zero), the abort window widened by the clock
+ * uncertainty tmsync recorded (its models' largest residual), the time unit
+ * of a raw trace (a TSC tick), whether reads and writes were recorded. */
+void ca_opts_for_trace(const struct merge_index *ix, unsigned stripes_log2, struct ca_opts *o);
 
 struct ca_state *ca_create(const struct ca_opts *o);
 /* Feeds the next event in merged order. 0, or -1 (out of memory). */

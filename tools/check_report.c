@@ -72,10 +72,9 @@ static const char *dropped_note(void)
            "and abort attribution may be affected by the dropped events";
 }
 
-void cr_text(FILE *f, const struct cr_input *in)
+/* Trace, totals, consistency. */
+static void text_totals(FILE *f, const struct cr_input *in, const struct ca_totals *t)
 {
-    const struct ca_totals *t = ca_totals(in->st);
-    char nb[300], nb2[300];
     size_t nthreads;
     ca_threads(in->st, &nthreads);
     fprintf(f, "%s: %s trace, %llu events, %zu threads\n", in->path, in->synced ? "synchronised" : "raw",
@@ -103,6 +102,11 @@ void cr_text(FILE *f, const struct cr_input *in)
     if (t->window_overflows)
         fprintf(f, "  note: %llu events displaced by more than %u positions: timestamp order is approximate\n",
                 (unsigned long long)t->window_overflows, CA_REORDER_WINDOW);
+}
+
+/* Abort attribution, hardware classes, clock error. */
+static void text_aborts(FILE *f, const struct cr_input *in, const struct ca_totals *t)
+{
     fprintf(f, "\naborts (window widened by %.1f ns)\n", in->uncertainty_ns);
     if (in->have_accesses) {
         fprintf(f, "  conflict-free stm aborts  %llu of %llu\n", (unsigned long long)t->conflict_free,
@@ -119,6 +123,11 @@ void cr_text(FILE *f, const struct cr_input *in)
         fprintf(f, "\nclock error vs ground truth (%llu events): p50 %.0f ns, p99 %.0f ns, max %.0f ns\n",
                 (unsigned long long)t->truth_events, t->err_p50, t->err_p99, t->err_max);
 
+}
+
+static void text_sites(FILE *f, const struct cr_input *in)
+{
+    char nb[300];
     size_t ns;
     const struct ca_site *s = ca_sites(in->st, &ns);
     fprintf(f, "\nsites\n  %-28s %9s %9s %9s %7s %12s %8s %6s %8s %6s %8s %6s\n", "site", "attempts", "commits",
@@ -130,10 +139,16 @@ void cr_text(FILE *f, const struct cr_input *in)
                 s[i].wasted_ns, mean(s[i].retries_sum, s[i].retried_commits), (unsigned long long)s[i].retries_max,
                 mean(s[i].rs_sum, s[i].sets_n), (unsigned long long)s[i].rs_max, mean(s[i].ws_sum, s[i].sets_n),
                 (unsigned long long)s[i].ws_max);
-        for (unsigned r = 1; r < 8; r++)
+        for (unsigned r = 1; r < TMT_ABORT_REASONS; r++)
             if (s[i].aborts_by_reason[r])
                 fprintf(f, "      %-16s %llu\n", ca_reason_name(r), (unsigned long long)s[i].aborts_by_reason[r]);
     }
+}
+
+/* The conflict matrix and the per-thread table. */
+static void text_conflicts_threads(FILE *f, const struct cr_input *in)
+{
+    char nb[300], nb2[300];
     size_t nc;
     const struct ca_conflict *c = ca_conflicts(in->st, &nc);
     if (nc) {
@@ -154,6 +169,15 @@ void cr_text(FILE *f, const struct cr_input *in)
                 (unsigned long long)th[i].temporal, (unsigned long long)th[i].grammar,
                 (unsigned long long)th[i].out_of_place, (unsigned long long)th[i].late_starts,
                 (unsigned long long)th[i].premature_ends);
+}
+
+void cr_text(FILE *f, const struct cr_input *in)
+{
+    const struct ca_totals *t = ca_totals(in->st);
+    text_totals(f, in, t);
+    text_aborts(f, in, t);
+    text_sites(f, in);
+    text_conflicts_threads(f, in);
     fprintf(f, "\n%s\n", t->temporal || t->grammar ? "INCONSISTENT: temporal or grammar violations found"
                                                    : "consistent: no temporal or grammar violations");
 }
@@ -207,7 +231,7 @@ void cr_json(FILE *f, const struct cr_input *in)
         fprintf(f, ",\"attempts\":%llu,\"commits\":%llu,\"aborts\":%llu,\"abort_rate\":%.6f,\"aborts_by_reason\":{",
                 (unsigned long long)s[i].attempts, (unsigned long long)s[i].commits,
                 (unsigned long long)s[i].aborts, s[i].attempts ? (double)s[i].aborts / (double)s[i].attempts : 0.0);
-        for (unsigned r = 1; r < 8; r++)
+        for (unsigned r = 1; r < TMT_ABORT_REASONS; r++)
             fprintf(f, "%s\"%s\":%llu", r > 1 ? "," : "", ca_reason_name(r),
                     (unsigned long long)s[i].aborts_by_reason[r]);
         fprintf(f, "},\"wasted_ns\":%.0f,\"retries_per_commit_mean\":%.4f,\"retries_per_commit_max\":%llu,"
@@ -292,7 +316,7 @@ int cr_csv(const char *dir, const struct cr_input *in)
     const struct ca_site *s = ca_sites(in->st, &ns);
     FILE *f = o[0].f;
     fprintf(f, "site,name,attempts,commits,aborts,abort_rate");
-    for (unsigned r = 1; r < 8; r++)
+    for (unsigned r = 1; r < TMT_ABORT_REASONS; r++)
         fprintf(f, ",aborts_%s", ca_reason_name(r));
     fprintf(f, ",wasted_ns,retries_mean,retries_max,read_set_mean,read_set_max,write_set_mean,write_set_max,"
             "conflict_free_aborts,true_conflicts,false_conflicts\n");
@@ -301,7 +325,7 @@ int cr_csv(const char *dir, const struct cr_input *in)
         csv_str(f, site_name(in->ix, s[i].site, nb, sizeof nb));
         fprintf(f, ",%llu,%llu,%llu,%.6f", (unsigned long long)s[i].attempts, (unsigned long long)s[i].commits,
                 (unsigned long long)s[i].aborts, s[i].attempts ? (double)s[i].aborts / (double)s[i].attempts : 0.0);
-        for (unsigned r = 1; r < 8; r++)
+        for (unsigned r = 1; r < TMT_ABORT_REASONS; r++)
             fprintf(f, ",%llu", (unsigned long long)s[i].aborts_by_reason[r]);
         fprintf(f, ",%.0f,%.4f,%llu,%.3f,%llu,%.3f,%llu,%llu,%llu,%llu\n", s[i].wasted_ns,
                 mean(s[i].retries_sum, s[i].retried_commits), (unsigned long long)s[i].retries_max,

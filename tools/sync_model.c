@@ -416,22 +416,33 @@ static int fit_runs_forward(const struct fitdata *d)
     return 1;
 }
 
-int sm_fit_cpu(uint32_t cpu, struct tf_sample *s, size_t n, enum sm_kind kind, double ns_per_tick,
-               int truth, const struct sm_result *pooled, struct sm_result *out)
-{
-    memset(out, 0, sizeof *out);
-    out->m.cpu = cpu;
-    out->kind = kind == SM_PIECEWISE ? SM_PIECEWISE : SM_LINEAR;
-    long double npt = ns_per_tick > 0 ? ns_per_tick : 1.0;
+/* One CPU's fit in progress: its samples as centred points, the bins, the
+ * nominal tick length, and the scratch array of the medians. */
+struct cpufit {
+    struct fitdata d;
+    struct pt *p;
+    size_t n;
+    long double *scratch;
+    long double xm, ym;     /* centre: mean TSC and mean reference ns */
+    long double npt;        /* nominal ns per tick */
+    long double thr;        /* residual that counts as drift, ns */
+};
 
-    struct pt *p = n ? calloc(n, sizeof *p) : NULL;
-    long double *scratch = n ? calloc(n, sizeof *scratch) : NULL;
-    if (n && (!p || !scratch)) {
-        free(p);
-        free(scratch);
+static void cpufit_free(struct cpufit *f)
+{
+    free(f->d.bins);
+    free(f->p);
+    free(f->scratch);
+}
+
+/* Phase 1: the samples as points centred on their means, sorted by u. */
+static int make_points(struct cpufit *f, const struct tf_sample *s, int truth)
+{
+    size_t n = f->n;
+    f->p = n ? calloc(n, sizeof *f->p) : NULL;
+    f->scratch = n ? calloc(n, sizeof *f->scratch) : NULL;
+    if (n && (!f->p || !f->scratch))
         return -1;
-    }
-    /* centre: means of x and y over all samples */
     long double xm = 0, ym = 0;
     for (size_t i = 0; i < n; i++) {
         xm += (long double)(truth ? s[i].truth_tsc : s[i].tsc);
@@ -442,177 +453,223 @@ int sm_fit_cpu(uint32_t cpu, struct tf_sample *s, size_t n, enum sm_kind kind, d
         ym /= n;
     }
     for (size_t i = 0; i < n; i++) {
-        p[i].u = ((long double)(truth ? s[i].truth_tsc : s[i].tsc) - xm) * npt;
-        p[i].v = (long double)s[i].ref_ns - ym;
-        p[i].w = (long double)s[i].width * npt;
-        p[i].phase = s[i].phase;
-        p[i].use = 1;
+        f->p[i].u = ((long double)(truth ? s[i].truth_tsc : s[i].tsc) - xm) * f->npt;
+        f->p[i].v = (long double)s[i].ref_ns - ym;
+        f->p[i].w = (long double)s[i].width * f->npt;
+        f->p[i].phase = s[i].phase;
+        f->p[i].use = 1;
     }
     if (n)
-        qsort(p, n, sizeof *p, cmp_pt);
+        qsort(f->p, n, sizeof *f->p, cmp_pt);
+    f->xm = xm;
+    f->ym = ym;
+    f->d.p = f->p;
+    f->d.n = n;
+    return 0;
+}
 
-    /* wide brackets: the sampling thread was interrupted */
-    for (size_t i = 0; i < n; i++)
-        scratch[i] = p[i].w;
-    long double wmed = median_ld(scratch, n);
-    for (size_t i = 0; i < n; i++)
-        if (wmed > 0 && p[i].w > SM_WIDE_FACTOR * wmed) {
-            p[i].use = 0;
-            p[i].w = -1;    /* marks "rejected for width" */
-            out->rejected_width++;
+/* Phase 2: wide brackets (the sampling thread was interrupted) are
+ * rejected; the drift threshold follows from the median width. */
+static uint32_t reject_wide(struct cpufit *f)
+{
+    uint32_t rej = 0;
+    for (size_t i = 0; i < f->n; i++)
+        f->scratch[i] = f->p[i].w;
+    long double wmed = median_ld(f->scratch, f->n);
+    for (size_t i = 0; i < f->n; i++)
+        if (wmed > 0 && f->p[i].w > SM_WIDE_FACTOR * wmed) {
+            f->p[i].use = 0;
+            f->p[i].w = -1;    /* marks "rejected for width" */
+            rej++;
         }
-    long double thr = fmaxl(3 * wmed, 100.0L);
+    f->thr = fmaxl(3 * wmed, 100.0L);
+    return rej;
+}
 
-    struct fitdata d = { .p = p, .n = n };
-    if (n) {
-        /* bins of at least 1 ms of reference time, at most SM_MAX_BINS */
-        d.umin = p[0].u;
-        long double span = p[n - 1].u - p[0].u;
-        d.bw = fmaxl(1e6L, span / SM_MAX_BINS);
-        d.nbins = (size_t)(span / d.bw) + 1;
-        d.bins = calloc(d.nbins, sizeof *d.bins);
-        if (!d.bins) {
-            free(p);
-            free(scratch);
-            return -1;
-        }
-        for (size_t i = 0; i < d.nbins; i++)
-            d.bins[i].lo = d.umin + d.bw * (long double)i;
-    }
-    size_t used = count_used(&d);
+/* Phase 3: bins of at least 1 ms of reference time, at most SM_MAX_BINS. */
+static int make_bins(struct cpufit *f)
+{
+    struct fitdata *d = &f->d;
+    if (!f->n)
+        return 0;
+    d->umin = f->p[0].u;
+    long double span = f->p[f->n - 1].u - f->p[0].u;
+    d->bw = fmaxl(1e6L, span / SM_MAX_BINS);
+    d->nbins = (size_t)(span / d->bw) + 1;
+    d->bins = calloc(d->nbins, sizeof *d->bins);
+    if (!d->bins)
+        return -1;
+    for (size_t i = 0; i < d->nbins; i++)
+        d->bins[i].lo = d->umin + d->bw * (long double)i;
+    return 0;
+}
+
+/* Enough used samples, spanning enough reference time, for a slope. */
+static int enough_for_slope(const struct cpufit *f, size_t used)
+{
     long double vmin = INFINITY, vmax = -INFINITY;
-    for (size_t i = 0; i < n; i++)
-        if (p[i].use) {
-            vmin = fminl(vmin, p[i].v);
-            vmax = fmaxl(vmax, p[i].v);
+    for (size_t i = 0; i < f->n; i++)
+        if (f->p[i].use) {
+            vmin = fminl(vmin, f->p[i].v);
+            vmax = fmaxl(vmax, f->p[i].v);
         }
-    int ok = used >= SM_MIN_SAMPLES && vmax - vmin >= SM_MIN_SPAN_NS;
+    return used >= SM_MIN_SAMPLES && vmax - vmin >= SM_MIN_SPAN_NS;
+}
 
-    if (ok) {
-        /* the linear fit over the sampling phases decides, for auto */
-        for (size_t i = 0; i < n; i++)
-            if (p[i].phase == TF_PHASE_INRUN)
-                p[i].use = 0;
-        size_t phased = count_used(&d);
-        int want_pw = kind == SM_PIECEWISE;
-        if (kind == SM_AUTO) {
-            if (phased >= SM_MIN_SAMPLES && refit(&d) == 0) {
-                size_t over = inrun_over(&d, thr);
-                want_pw = over >= 3;
-            } else {
-                want_pw = 1;    /* only in-run samples span the run */
-            }
-        }
-        out->kind = want_pw ? SM_PIECEWISE : SM_LINEAR;
-        if (want_pw || phased < SM_MIN_SAMPLES) {
-            for (size_t i = 0; i < n; i++)
-                if (p[i].w >= 0)
-                    p[i].use = 1;
-        }
-        if (out->kind == SM_LINEAR && phased < SM_MIN_SAMPLES)
-            out->kind = SM_PIECEWISE;   /* linear needs the phases; use what exists */
-        if (refit(&d) < 0)
-            ok = 0;
-        else {
-            long double slope0 = d.coef[1];
-            if (out->kind == SM_PIECEWISE)
-                add_knots(&d, thr);
-            out->rejected_outlier = reject_outliers(&d, thr, scratch);
-            if (refit(&d) < 0 || (out->kind == SM_PIECEWISE && prune_segments(&d, slope0) < 0))
-                ok = 0;
-        }
-        if (ok && out->kind == SM_LINEAR) {
-            /* in-run samples were not fitted: they count neither way */
-        }
+/* Phase 4: linear or piecewise (for auto, the linear fit over the sampling
+ * phases decides), the fit, knots, outliers, the refit. 0, or -1 when the
+ * samples give no model. */
+static int fit_kind(struct cpufit *f, enum sm_kind kind, struct sm_result *out)
+{
+    struct fitdata *d = &f->d;
+    struct pt *p = f->p;
+    for (size_t i = 0; i < f->n; i++)
+        if (p[i].phase == TF_PHASE_INRUN)
+            p[i].use = 0;
+    size_t phased = count_used(d);
+    int want_pw = kind == SM_PIECEWISE;
+    if (kind == SM_AUTO) {
+        if (phased >= SM_MIN_SAMPLES && refit(d) == 0)
+            want_pw = inrun_over(d, f->thr) >= 3;
+        else
+            want_pw = 1;    /* only in-run samples span the run */
     }
-
+    out->kind = want_pw ? SM_PIECEWISE : SM_LINEAR;
+    if (want_pw || phased < SM_MIN_SAMPLES)
+        for (size_t i = 0; i < f->n; i++)
+            if (p[i].w >= 0)
+                p[i].use = 1;
+    if (out->kind == SM_LINEAR && phased < SM_MIN_SAMPLES)
+        out->kind = SM_PIECEWISE;   /* linear needs the phases; use what exists */
+    /* in-run samples left out of a linear fit count neither way */
+    if (refit(d) < 0)
+        return -1;
+    long double slope0 = d->coef[1];
+    if (out->kind == SM_PIECEWISE)
+        add_knots(d, f->thr);
+    out->rejected_outlier = reject_outliers(d, f->thr, f->scratch);
+    if (refit(d) < 0 || (out->kind == SM_PIECEWISE && prune_segments(d, slope0) < 0))
+        return -1;
     /* A clock runs forward: a fit whose slope is zero, negative or not
      * finite on some segment (degenerate or damaged samples) is no model;
-     * the fallbacks below take over. */
-    if (ok && !fit_runs_forward(&d))
-        ok = 0;
-    struct tf_cpu_model *m = &out->m;
-    if (ok) {
-        out->how = SM_HOW_FIT;
-        /* spline -> segments ns = a*tsc + b */
-        long double slope = d.coef[1], icpt = d.coef[0];
-        m->nseg = 0;
-        for (int j = -1; j < d.nk; j++) {
-            if (j >= 0) {
-                slope += d.coef[j + 2];
-                icpt -= d.coef[j + 2] * d.knots[j];
-            }
-            struct tf_model_segment *g = &m->seg[m->nseg++];
-            long double from = j < 0 ? 0 : ceill(xm + d.knots[j] / npt);
-            g->tsc_from = from < 0 ? 0 : (uint64_t)from;
-            g->a = (double)(slope * npt);
-            g->b = (double)(ym + icpt - slope * npt * xm);
+     * the fallbacks take over. */
+    return fit_runs_forward(d) ? 0 : -1;
+}
+
+/* Phase 5a: the fitted spline as segments ns = a*tsc + b, and its residuals. */
+static void model_from_fit(const struct cpufit *f, struct tf_cpu_model *m)
+{
+    const struct fitdata *d = &f->d;
+    long double slope = d->coef[1], icpt = d->coef[0];
+    m->nseg = 0;
+    for (int j = -1; j < d->nk; j++) {
+        if (j >= 0) {
+            slope += d->coef[j + 2];
+            icpt -= d->coef[j + 2] * d->knots[j];
         }
-        if (m->nseg > 1 && m->seg[1].tsc_from == 0)
-            m->seg[0].tsc_from = 0;
-        long double ss = 0, mx = 0;
-        size_t k = 0;
-        for (size_t i = 0; i < n; i++)
-            if (p[i].use) {
-                long double r = fabsl(resid(&d, &p[i]));
-                ss += r * r;
-                mx = fmaxl(mx, r);
-                k++;
-            }
-        m->used = (uint32_t)k;
-        m->rms_ns = k ? (double)sqrtl(ss / k) : 0;
-        m->max_ns = (double)mx;
-    } else if (used > 0 && pooled) {
-        /* own offset, pooled slope: the median of ref - a*tsc */
-        out->how = SM_HOW_OFFSET_ONLY;
-        out->kind = SM_LINEAR;
-        long double a = pooled->m.seg[0].a;
-        size_t k = 0;
-        for (size_t i = 0; i < n; i++)
-            if (p[i].use)
-                scratch[k++] = (ym + p[i].v) - a * (xm + p[i].u / npt);
-        long double b = median_ld(scratch, k);
-        m->nseg = 1;
-        m->seg[0].tsc_from = 0;
-        m->seg[0].a = (double)a;
-        m->seg[0].b = (double)b;
-        long double ss = 0, mx = 0;
-        for (size_t i = 0; i < n; i++)
-            if (p[i].use) {
-                long double r = fabsl((ym + p[i].v) - (a * (xm + p[i].u / npt) + b));
-                ss += r * r;
-                mx = fmaxl(mx, r);
-            }
-        m->used = (uint32_t)used;
-        m->rms_ns = (double)sqrtl(ss / used);
-        m->max_ns = (double)mx;
-    } else if (pooled) {
-        out->how = SM_HOW_POOLED;
-        out->kind = SM_LINEAR;
-        uint32_t rw = out->rejected_width;
-        *m = pooled->m;
-        m->cpu = cpu;
-        m->used = 0;
-        out->rejected_width = rw;
-    } else {
-        free(d.bins);
-        free(p);
-        free(scratch);
-        return -1;
+        struct tf_model_segment *g = &m->seg[m->nseg++];
+        long double from = j < 0 ? 0 : ceill(f->xm + d->knots[j] / f->npt);
+        g->tsc_from = from < 0 ? 0 : (uint64_t)from;
+        g->a = (double)(slope * f->npt);
+        g->b = (double)(f->ym + icpt - slope * f->npt * f->xm);
     }
-    m->rejected = (uint32_t)n - m->used;
+    if (m->nseg > 1 && m->seg[1].tsc_from == 0)
+        m->seg[0].tsc_from = 0;
+    long double ss = 0, mx = 0;
+    size_t k = 0;
+    for (size_t i = 0; i < f->n; i++)
+        if (f->p[i].use) {
+            long double r = fabsl(resid(d, &f->p[i]));
+            ss += r * r;
+            mx = fmaxl(mx, r);
+            k++;
+        }
+    m->used = (uint32_t)k;
+    m->rms_ns = k ? (double)sqrtl(ss / k) : 0;
+    m->max_ns = (double)mx;
+}
+
+/* Phase 5b: the pooled slope, the CPU's own offset (the median of
+ * ref - a*tsc over its used samples). */
+static void model_offset_only(const struct cpufit *f, size_t used, const struct sm_result *pooled,
+                              struct tf_cpu_model *m)
+{
+    const struct pt *p = f->p;
+    long double a = pooled->m.seg[0].a;
+    size_t k = 0;
+    for (size_t i = 0; i < f->n; i++)
+        if (p[i].use)
+            f->scratch[k++] = (f->ym + p[i].v) - a * (f->xm + p[i].u / f->npt);
+    long double b = median_ld(f->scratch, k);
+    m->nseg = 1;
+    m->seg[0].tsc_from = 0;
+    m->seg[0].a = (double)a;
+    m->seg[0].b = (double)b;
+    long double ss = 0, mx = 0;
+    for (size_t i = 0; i < f->n; i++)
+        if (p[i].use) {
+            long double r = fabsl((f->ym + p[i].v) - (a * (f->xm + p[i].u / f->npt) + b));
+            ss += r * r;
+            mx = fmaxl(mx, r);
+        }
+    m->used = (uint32_t)used;
+    m->rms_ns = (double)sqrtl(ss / used);
+    m->max_ns = (double)mx;
+}
+
+/* Phase 6: rejected samples and the drift of the first segment. */
+static void model_counts(const struct cpufit *f, struct sm_result *out)
+{
+    struct tf_cpu_model *m = &out->m;
+    m->rejected = (uint32_t)f->n - m->used;
     if (out->how == SM_HOW_FIT && out->kind == SM_LINEAR) {
         /* in-run samples are not part of a linear fit: not "rejected" either */
         uint32_t inrun = 0;
-        for (size_t i = 0; i < n; i++)
-            if (p[i].phase == TF_PHASE_INRUN && p[i].w >= 0 && !p[i].use)
+        for (size_t i = 0; i < f->n; i++)
+            if (f->p[i].phase == TF_PHASE_INRUN && f->p[i].w >= 0 && !f->p[i].use)
                 inrun++;
         m->rejected -= inrun;
     }
-    m->drift_ppm = ((double)npt / m->seg[0].a - 1.0) * 1e6;
-    free(d.bins);
-    free(p);
-    free(scratch);
+    m->drift_ppm = ((double)f->npt / m->seg[0].a - 1.0) * 1e6;
+}
+
+int sm_fit_cpu(uint32_t cpu, struct tf_sample *s, size_t n, enum sm_kind kind, double ns_per_tick,
+               int truth, const struct sm_result *pooled, struct sm_result *out)
+{
+    memset(out, 0, sizeof *out);
+    out->m.cpu = cpu;
+    out->kind = kind == SM_PIECEWISE ? SM_PIECEWISE : SM_LINEAR;
+    struct cpufit f = { .n = n, .npt = ns_per_tick > 0 ? ns_per_tick : 1.0 };
+    if (make_points(&f, s, truth) < 0) {
+        cpufit_free(&f);
+        return -1;
+    }
+    out->rejected_width = reject_wide(&f);
+    if (make_bins(&f) < 0) {
+        cpufit_free(&f);
+        return -1;
+    }
+    size_t used = count_used(&f.d);
+    int ok = enough_for_slope(&f, used) && fit_kind(&f, kind, out) == 0;
+    if (ok) {
+        out->how = SM_HOW_FIT;
+        model_from_fit(&f, &out->m);
+    } else if (used > 0 && pooled) {
+        out->how = SM_HOW_OFFSET_ONLY;
+        out->kind = SM_LINEAR;
+        model_offset_only(&f, used, pooled, &out->m);
+    } else if (pooled) {
+        out->how = SM_HOW_POOLED;
+        out->kind = SM_LINEAR;
+        out->m = pooled->m;
+        out->m.cpu = cpu;
+        out->m.used = 0;
+    } else {
+        cpufit_free(&f);
+        return -1;
+    }
+    model_counts(&f, out);
+    cpufit_free(&f);
     return 0;
 }
 

@@ -38,120 +38,139 @@ static void usage(FILE *f)
             "exit status: 0 consistent, 1 temporal or grammar violations, 2 bad input or usage\n");
 }
 
-int main(int argc, char **argv)
+struct check_args {
+    const char *path;
+    const char *csv;
+    int json;
+    unsigned flags;
+    uint64_t stripes;   /* 0: as recorded in the trace */
+};
+
+/* 0: go on; otherwise the tool's exit code (--help, --version, bad usage) + 1. */
+static int parse_args(int argc, char **argv, struct check_args *a)
 {
-    tool_init("tmcheck");
     static const struct option opts[] = {
         { "json", no_argument, 0, 'j' },    { "csv", required_argument, 0, 'c' },
         { "salvage", no_argument, 0, 's' }, { "stripes", required_argument, 0, 'S' },
         { "help", no_argument, 0, 'h' },    { "version", no_argument, 0, 'V' },
         { 0, 0, 0, 0 }
     };
-    int json = 0;
-    const char *csv = NULL;
-    unsigned flags = 0;
-    uint64_t stripes = 0; /* 0: as recorded in the trace */
+    *a = (struct check_args){ 0 };
     opterr = 0;
     int c;
     while ((c = getopt_long(argc, argv, ":jc:sS:hV", opts, NULL)) != -1) {
         switch (c) {
-        case 'j': json = 1; break;
-        case 'c': csv = optarg; break;
-        case 's': flags |= TF_SALVAGE; break;
+        case 'j': a->json = 1; break;
+        case 'c': a->csv = optarg; break;
+        case 's': a->flags |= TF_SALVAGE; break;
         case 'S':
-            if (tool_parse_u64("--stripes", optarg, 1, 40, &stripes) < 0)
-                return TOOL_USAGE;
+            if (tool_parse_u64("--stripes", optarg, 1, 40, &a->stripes) < 0)
+                return TOOL_USAGE + 1;
             break;
-        case 'h': usage(stdout); return 0;
-        case 'V': tool_print_version(stdout); return 0;
-        default: return tool_bad_option(argv);
+        case 'h': usage(stdout); return TOOL_OK + 1;
+        case 'V': tool_print_version(stdout); return TOOL_OK + 1;
+        default: return tool_bad_option(argv) + 1;
         }
     }
-    const char *path = tool_trace_operand(argc, argv);
-    if (!path)
-        return TOOL_USAGE;
-    if (csv && mkdir(csv, 0777) < 0 && errno != EEXIST)
-        return tool_error("--csv %s: cannot create the directory: %s", csv, strerror(errno));
+    a->path = tool_trace_operand(argc, argv);
+    if (!a->path)
+        return TOOL_USAGE + 1;
+    if (a->csv && mkdir(a->csv, 0777) < 0 && errno != EEXIST)
+        return tool_error("--csv %s: cannot create the directory: %s", a->csv, strerror(errno)) + 1;
+    return 0;
+}
 
-    struct merge_index ix;
-    uint64_t skipped;
-    if (mi_load(path, flags, &ix, &skipped) < 0)
+/* Pass 2: every event in merged order through the analysis. 0, or the exit
+ * code after a one-line message. */
+static int analyse(const struct check_args *a, struct tf_reader *r, const struct merge_index *ix,
+                   struct ca_state *st)
+{
+    struct merge *m = merge_create(r, ix, NULL, NULL);
+    if (!m)
         return tool_error_lib();
+    const struct tf_event *ev;
+    int k, rc = 0;
+    while ((k = merge_next(m, &ev)) == 1)
+        if (ca_event(st, ev) < 0) {
+            rc = tool_error("%s: %s", a->path, error_get());
+            break;
+        }
+    merge_free(m);
+    if (rc == 0 && k < 0)
+        rc = tool_error_lib();
+    if (rc == 0 && ca_finish(st) < 0)
+        rc = tool_error("%s: %s", a->path, error_get());
+    return rc;
+}
 
-    int synced = (ix.hdr.flags & TF_HDR_SYNCED) != 0;
-    double u = 0;
-    if (synced)
-        for (size_t i = 0; i < ix.nmodels; i++)
-            if (ix.models[i].max_ns > u)
-                u = ix.models[i].max_ns;
-    struct ca_opts o = {
-        .stripes_log2 = (unsigned)(stripes ? stripes : ix.hdr.stripes_log2 ? ix.hdr.stripes_log2 : 20),
-        .uncertainty = (uint64_t)(u + 0.999),
-        .ns_per_unit = synced || !ix.hdr.tsc_hz ? 1.0 : 1e9 / (double)ix.hdr.tsc_hz,
-        .have_accesses = ix.hdr.events_level >= 2,
-    };
-    int rc = 0;
+/* The report, the --csv files; the exit code from the verdict. */
+static int report(const struct check_args *a, const struct cr_input *in, struct tool_out *aborts)
+{
+    int rc;
+    if (a->csv && ((rc = cr_csv(a->csv, in)) != 0 || (rc = tool_out_commit(aborts) < 0 ? TOOL_USAGE : 0) != 0))
+        return rc;
+    if (a->json)
+        cr_json(stdout, in);
+    else
+        cr_text(stdout, in);
+    fflush(stdout);
+    const struct ca_totals *t = ca_totals(in->st);
+    return t->temporal || t->grammar ? TOOL_FAIL : TOOL_OK;
+}
+
+static int check(const struct check_args *a, const struct merge_index *ix, uint64_t skipped)
+{
+    struct ca_opts o;
+    ca_opts_for_trace(ix, (unsigned)a->stripes, &o);
+    int rc = 0, synced = (ix->hdr.flags & TF_HDR_SYNCED) != 0;
     struct tool_out aborts = { 0 };
     struct ca_state *st = ca_create(&o);
-    struct merge *m = NULL;
-    struct tf_reader *r = tf_open(path, flags);
+    struct tf_reader *r = tf_open(a->path, a->flags);
     if (!st || !r) {
         rc = st ? tool_error_lib() : tool_error("out of memory");
         goto out;
     }
-    if (csv) {
-        if ((rc = cr_aborts_open(csv, &aborts)) != 0)
+    if (a->csv) {
+        if ((rc = cr_aborts_open(a->csv, &aborts)) != 0)
             goto out;
         ca_on_attribution(st, cr_abort_row, aborts.f);
     }
-    m = merge_create(r, &ix, NULL, NULL);
-    if (!m) {
-        rc = tool_error_lib();
+    if ((rc = analyse(a, r, ix, st)) != 0)
         goto out;
-    }
-    const struct tf_event *ev;
-    int k;
-    while ((k = merge_next(m, &ev)) == 1)
-        if (ca_event(st, ev) < 0) {
-            rc = tool_error("%s: %s", path, error_get());
-            goto out;
-        }
-    if (k < 0) {
-        rc = tool_error_lib();
-        goto out;
-    }
-    if (ca_finish(st) < 0) {
-        rc = tool_error("%s: %s", path, error_get());
-        goto out;
-    }
     struct cr_input in = {
-        .path = path,
-        .ix = &ix,
+        .path = a->path,
+        .ix = ix,
         .st = st,
         .synced = synced,
         .have_accesses = o.have_accesses,
-        .have_truth = (ix.hdr.flags & TF_HDR_INJECTED) && ca_totals(st)->truth_events > 0,
-        .dropped = mi_dropped(&ix),
+        .have_truth = (ix->hdr.flags & TF_HDR_INJECTED) && ca_totals(st)->truth_events > 0,
+        .dropped = mi_dropped(ix),
         .skipped_chunks = skipped + tf_reader_skipped(r),
         .uncertainty_ns = synced ? (double)o.uncertainty : 0.0,
         .stripes_log2 = o.stripes_log2,
     };
-    if (csv && ((rc = cr_csv(csv, &in)) != 0 || (rc = tool_out_commit(&aborts) < 0 ? TOOL_USAGE : 0) != 0))
-        goto out;
-    if (json)
-        cr_json(stdout, &in);
-    else
-        cr_text(stdout, &in);
-    fflush(stdout);
-    const struct ca_totals *t = ca_totals(st);
-    rc = t->temporal || t->grammar ? TOOL_FAIL : TOOL_OK;
+    rc = report(a, &in, &aborts);
 out:
     if (aborts.f)
         tool_out_abandon(&aborts);
-    merge_free(m);
     if (r)
         tf_close(r);
     ca_free(st);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    tool_init("tmcheck");
+    struct check_args a;
+    int done = parse_args(argc, argv, &a);
+    if (done)
+        return done - 1;
+    struct merge_index ix;
+    uint64_t skipped;
+    if (mi_load(a.path, a.flags, &ix, &skipped) < 0)
+        return tool_error_lib();
+    int rc = check(&a, &ix, skipped);
     mi_free(&ix);
     return rc;
 }

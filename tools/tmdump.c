@@ -243,113 +243,99 @@ static void dump_print_header(const char *path, const struct tf_header *h)
     printf("command line: %s\n", h->cmdline);
 }
 
-static int dump_summary(const struct dump_opts *o)
+/* What the summary gathers over all chunks before printing its totals. */
+struct dump_sum {
+    struct dump_thread_sum *th;
+    struct dump_cpu_sum *cpu;
+    size_t nth, ncpu;
+    uint64_t chunks[TF_CHUNK_KINDS], bytes, writer_errors;
+    int have_end;
+};
+
+static void dump_print_meta(const struct tf_chunk *c)
 {
-    struct tf_reader *r = tf_open(o->path, o->salvage ? TF_SALVAGE : 0);
-    if (!r)
-        return tool_error_lib();
-    dump_print_header(o->path, tf_reader_header(r));
-    struct dump_thread_sum *th = NULL;
-    struct dump_cpu_sum *cpu = NULL;
-    size_t nth = 0, ncpu = 0;
-    uint64_t chunks[TF_CHUNK_KINDS] = { 0 }, bytes = 0, writer_errors = 0, reported = 0;
-    int have_end = 0, status = TOOL_OK, rc;
-    struct tf_chunk c;
-    while ((rc = tf_next(r, &c)) == 1) {
-        dump_report_salvage(r, &reported);
-        chunks[c.kind]++;
-        bytes += c.stored_len + 40;
-        switch (c.kind) {
-        case TF_CHUNK_META_SITES:
-            for (size_t i = 0; i < c.count; i++)
-                printf("site %u: %s:%d %s\n", c.sites[i].id, c.sites[i].file[0] ? c.sites[i].file : "?",
-                       c.sites[i].line, c.sites[i].label);
-            break;
-        case TF_CHUNK_LOADMAP:
-            for (size_t i = 0; i < c.count; i++) {
-                const struct tf_object *ob = &c.objects[i];
-                printf("object %s: 0x%" PRIx64 "-0x%" PRIx64 ", base 0x%" PRIx64 ", build-id ",
-                       ob->path[0] ? ob->path : "?", ob->start, ob->end, ob->base);
-                for (uint32_t b = 0; b < ob->build_id_len; b++)
-                    printf("%02x", ob->build_id[b]);
-                printf("%s\n", ob->build_id_len ? "" : "none");
-            }
-            break;
-        case TF_CHUNK_META_SKEW:
-            for (size_t i = 0; i < c.count; i++)
-                printf("skew cpu %u: offset %" PRId64 " ns, drift %.3f ppm, change at %" PRId64
-                       " ms to %.3f ppm\n", c.skews[i].cpu, c.skews[i].offset_ns, c.skews[i].drift_ppm,
-                       c.skews[i].change_ms, c.skews[i].drift2_ppm);
-            break;
-        case TF_CHUNK_MODEL:
-            for (size_t i = 0; i < c.count; i++) {
-                const struct tf_cpu_model *m = &c.models[i];
-                printf("model cpu %u: drift %.3f ppm, offset %.1f ns, rms %.1f ns, max %.1f ns, "
-                       "%u segments, %u samples used, %u rejected\n", m->cpu, m->drift_ppm,
-                       m->offset_ns, m->rms_ns, m->max_ns, m->nseg, m->used, m->rejected);
-            }
-            break;
-        case TF_CHUNK_EVENTS:
-        case TF_CHUNK_META_THREADS:
-        case TF_CHUNK_END:
-            if (c.kind == TF_CHUNK_END) {
-                have_end = 1;
-                writer_errors += c.writer_errors;
-            }
-            for (size_t i = 0; i < c.count; i++) {
-                uint32_t t = c.kind == TF_CHUNK_EVENTS ? c.events[i].thread : c.threads[i].id;
-                if (dump_room((void **)&th, &nth, t, sizeof *th) != 0) {
-                    status = tool_error("%s: offset %" PRIu64 ": thread id %u is too large", o->path,
-                                        c.offset, t);
-                    goto out;
-                }
-                th[t].seen = 1;
-                if (c.kind == TF_CHUNK_EVENTS) {
-                    th[t].counted++;
-                } else {
-                    th[t].os_tid = c.threads[i].os_tid;
-                    if (c.kind == TF_CHUNK_END) {
-                        th[t].in_end = 1;
-                        th[t].events = c.threads[i].events;
-                        th[t].dropped = c.threads[i].dropped;
-                    }
-                }
-            }
-            break;
-        case TF_CHUNK_SAMPLES:
-            for (size_t i = 0; i < c.count; i++) {
-                const struct tf_sample *s = &c.samples[i];
-                if (dump_room((void **)&cpu, &ncpu, s->cpu, sizeof *cpu) != 0) {
-                    status = tool_error("%s: out of memory", o->path);
-                    goto out;
-                }
-                struct dump_cpu_sum *p = &cpu[s->cpu];
-                if (p->samples[0] + p->samples[1] + p->samples[2] == 0 || s->width < p->min_width)
-                    p->min_width = s->width;
-                if (s->width > p->max_width)
-                    p->max_width = s->width;
-                p->samples[s->phase < 3 ? s->phase : 2]++;
-            }
-            break;
+    for (size_t i = 0; c->kind == TF_CHUNK_META_SITES && i < c->count; i++)
+        printf("site %u: %s:%d %s\n", c->sites[i].id, c->sites[i].file[0] ? c->sites[i].file : "?",
+               c->sites[i].line, c->sites[i].label);
+    for (size_t i = 0; c->kind == TF_CHUNK_LOADMAP && i < c->count; i++) {
+        const struct tf_object *ob = &c->objects[i];
+        printf("object %s: 0x%" PRIx64 "-0x%" PRIx64 ", base 0x%" PRIx64 ", build-id ",
+               ob->path[0] ? ob->path : "?", ob->start, ob->end, ob->base);
+        for (uint32_t b = 0; b < ob->build_id_len; b++)
+            printf("%02x", ob->build_id[b]);
+        printf("%s\n", ob->build_id_len ? "" : "none");
+    }
+    for (size_t i = 0; c->kind == TF_CHUNK_META_SKEW && i < c->count; i++)
+        printf("skew cpu %u: offset %" PRId64 " ns, drift %.3f ppm, change at %" PRId64 " ms to %.3f ppm\n",
+               c->skews[i].cpu, c->skews[i].offset_ns, c->skews[i].drift_ppm, c->skews[i].change_ms,
+               c->skews[i].drift2_ppm);
+    for (size_t i = 0; c->kind == TF_CHUNK_MODEL && i < c->count; i++) {
+        const struct tf_cpu_model *m = &c->models[i];
+        printf("model cpu %u: drift %.3f ppm, offset %.1f ns, rms %.1f ns, max %.1f ns, "
+               "%u segments, %u samples used, %u rejected\n", m->cpu, m->drift_ppm,
+               m->offset_ns, m->rms_ns, m->max_ns, m->nseg, m->used, m->rejected);
+    }
+}
+
+/* EVENTS, META_THREADS and END chunks: per-thread counts. */
+static int dump_sum_threads(const struct dump_opts *o, struct dump_sum *u, const struct tf_chunk *c)
+{
+    if (c->kind == TF_CHUNK_END) {
+        u->have_end = 1;
+        u->writer_errors += c->writer_errors;
+    }
+    for (size_t i = 0; i < c->count; i++) {
+        uint32_t t = c->kind == TF_CHUNK_EVENTS ? c->events[i].thread : c->threads[i].id;
+        if (dump_room((void **)&u->th, &u->nth, t, sizeof *u->th) != 0)
+            return tool_error("%s: offset %" PRIu64 ": thread id %u is too large", o->path, c->offset, t);
+        struct dump_thread_sum *th = &u->th[t];
+        th->seen = 1;
+        if (c->kind == TF_CHUNK_EVENTS) {
+            th->counted++;
+            continue;
+        }
+        th->os_tid = c->threads[i].os_tid;
+        if (c->kind == TF_CHUNK_END) {
+            th->in_end = 1;
+            th->events = c->threads[i].events;
+            th->dropped = c->threads[i].dropped;
         }
     }
-    dump_report_salvage(r, &reported);
-    if (rc < 0) {
-        status = tool_error_lib();
-        goto out;
+    return 0;
+}
+
+/* SAMPLES chunks: per-CPU counts by phase and bracket widths. */
+static int dump_sum_samples(const struct dump_opts *o, struct dump_sum *u, const struct tf_chunk *c)
+{
+    for (size_t i = 0; i < c->count; i++) {
+        const struct tf_sample *s = &c->samples[i];
+        if (dump_room((void **)&u->cpu, &u->ncpu, s->cpu, sizeof *u->cpu) != 0)
+            return tool_error("%s: out of memory", o->path);
+        struct dump_cpu_sum *p = &u->cpu[s->cpu];
+        if (p->samples[0] + p->samples[1] + p->samples[2] == 0 || s->width < p->min_width)
+            p->min_width = s->width;
+        if (s->width > p->max_width)
+            p->max_width = s->width;
+        p->samples[s->phase < 3 ? s->phase : 2]++;
     }
-    for (size_t t = 0; t < nth; t++) {
-        if (!th[t].seen)
+    return 0;
+}
+
+static void dump_print_totals(const struct dump_sum *u)
+{
+    for (size_t t = 0; t < u->nth; t++) {
+        const struct dump_thread_sum *th = &u->th[t];
+        if (!th->seen)
             continue;
-        if (th[t].in_end)
+        if (th->in_end)
             printf("thread T%zu: os tid %u, %" PRIu64 " events, %" PRIu64 " dropped, %" PRIu64
-                   " in file\n", t, th[t].os_tid, th[t].events, th[t].dropped, th[t].counted);
+                   " in file\n", t, th->os_tid, th->events, th->dropped, th->counted);
         else
             printf("thread T%zu: os tid %u, %" PRIu64 " events in file (no END chunk)\n", t,
-                   th[t].os_tid, th[t].counted);
+                   th->os_tid, th->counted);
     }
-    for (size_t k = 0; k < ncpu; k++) {
-        const struct dump_cpu_sum *p = &cpu[k];
+    for (size_t k = 0; k < u->ncpu; k++) {
+        const struct dump_cpu_sum *p = &u->cpu[k];
         if (p->samples[0] + p->samples[1] + p->samples[2] == 0)
             continue;
         printf("samples cpu %zu: pre %" PRIu64 ", post %" PRIu64 ", in-run %" PRIu64
@@ -358,16 +344,45 @@ static int dump_summary(const struct dump_opts *o)
     }
     printf("chunks:");
     for (unsigned k = 1; k < TF_CHUNK_KINDS; k++)
-        printf(" %s=%" PRIu64, tf_chunk_kind_name(k), chunks[k]);
-    printf("\nbytes in chunks: %" PRIu64 "\n", bytes);
-    printf("end chunk: %s, writer errors %" PRIu64 "\n", have_end ? "present" : "missing (writer died?)",
-           writer_errors);
-    if (o->salvage)
-        printf("damaged: %" PRIu64 " regions skipped, %" PRIu64 " bytes\n", tf_reader_skipped(r),
-               tf_reader_skipped_bytes(r));
-out:
-    free(th);
-    free(cpu);
+        printf(" %s=%" PRIu64, tf_chunk_kind_name(k), u->chunks[k]);
+    printf("\nbytes in chunks: %" PRIu64 "\n", u->bytes);
+    printf("end chunk: %s, writer errors %" PRIu64 "\n", u->have_end ? "present" : "missing (writer died?)",
+           u->writer_errors);
+}
+
+static int dump_summary(const struct dump_opts *o)
+{
+    struct tf_reader *r = tf_open(o->path, o->salvage ? TF_SALVAGE : 0);
+    if (!r)
+        return tool_error_lib();
+    dump_print_header(o->path, tf_reader_header(r));
+    struct dump_sum u = { 0 };
+    uint64_t reported = 0;
+    int status = TOOL_OK, rc;
+    struct tf_chunk c;
+    while (status == TOOL_OK && (rc = tf_next(r, &c)) == 1) {
+        dump_report_salvage(r, &reported);
+        u.chunks[c.kind]++;
+        u.bytes += c.stored_len + 40;
+        dump_print_meta(&c);
+        if (c.kind == TF_CHUNK_EVENTS || c.kind == TF_CHUNK_META_THREADS || c.kind == TF_CHUNK_END)
+            status = dump_sum_threads(o, &u, &c);
+        else if (c.kind == TF_CHUNK_SAMPLES)
+            status = dump_sum_samples(o, &u, &c);
+    }
+    if (status == TOOL_OK) {
+        dump_report_salvage(r, &reported);
+        if (rc < 0)
+            status = tool_error_lib();
+    }
+    if (status == TOOL_OK) {
+        dump_print_totals(&u);
+        if (o->salvage)
+            printf("damaged: %" PRIu64 " regions skipped, %" PRIu64 " bytes\n", tf_reader_skipped(r),
+                   tf_reader_skipped_bytes(r));
+    }
+    free(u.th);
+    free(u.cpu);
     tf_close(r);
     if (fflush(stdout) != 0 && status == TOOL_OK)
         status = tool_error("-: write error on standard output");

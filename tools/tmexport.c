@@ -395,7 +395,16 @@ static void export_samples(FILE *f, const struct merge_index *ix)
 
 /* ---- main -------------------------------------------------------------- */
 
-int main(int argc, char **argv)
+struct export_args {
+    const char *path;
+    const char *outpath;
+    int raw, flows, samples;
+    uint64_t stripes;      /* 0: as recorded in the trace */
+    unsigned oflags;
+};
+
+/* 0: go on; otherwise the tool's exit code (--help, --version, bad usage) + 1. */
+static int parse_args(int argc, char **argv, struct export_args *a)
 {
     enum { OPT_RAW = 256, OPT_NO_FLOWS, OPT_SALVAGE, OPT_VERSION, OPT_STRIPES, OPT_SAMPLES };
     static const struct option opts[] = {
@@ -410,35 +419,98 @@ int main(int argc, char **argv)
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
-    const char *outpath = "-";
-    int raw = 0, flows = 1, samples = 0;
-    uint64_t stripes = 0; /* 0: as recorded in the trace */
-    unsigned oflags = 0;
+    *a = (struct export_args){ .outpath = "-", .flows = 1 };
     int ch;
-    tool_init("tmexport");
     opterr = 0;
     while ((ch = getopt_long(argc, argv, ":co:h", opts, NULL)) != -1) {
         switch (ch) {
-        case 'c': samples = 0; break;
-        case OPT_SAMPLES: samples = 1; break;
-        case 'o': outpath = optarg; break;
-        case OPT_RAW: raw = 1; break;
-        case OPT_NO_FLOWS: flows = 0; break;
-        case OPT_SALVAGE: oflags |= TF_SALVAGE; break;
+        case 'c': a->samples = 0; break;
+        case OPT_SAMPLES: a->samples = 1; break;
+        case 'o': a->outpath = optarg; break;
+        case OPT_RAW: a->raw = 1; break;
+        case OPT_NO_FLOWS: a->flows = 0; break;
+        case OPT_SALVAGE: a->oflags |= TF_SALVAGE; break;
         case OPT_STRIPES:
-            if (tool_parse_u64("--stripes", optarg, 1, 40, &stripes) < 0)
-                return TOOL_USAGE;
+            if (tool_parse_u64("--stripes", optarg, 1, 40, &a->stripes) < 0)
+                return TOOL_USAGE + 1;
             break;
-        case OPT_VERSION: tool_print_version(stdout); return TOOL_OK;
-        case 'h': fputs(usage_text, stdout); return TOOL_OK;
-        default: return tool_bad_option(argv);
+        case OPT_VERSION: tool_print_version(stdout); return TOOL_OK + 1;
+        case 'h': fputs(usage_text, stdout); return TOOL_OK + 1;
+        default: return tool_bad_option(argv) + 1;
         }
     }
-    const char *path = tool_trace_operand(argc, argv);
-    if (!path)
-        return TOOL_USAGE;
+    a->path = tool_trace_operand(argc, argv);
+    return a->path ? 0 : TOOL_USAGE + 1;
+}
 
-    struct tf_reader *r = tf_open(path, oflags | TF_SKIP_EVENTS);
+static int write_samples(const struct export_args *a, const struct merge_index *ix)
+{
+    struct tool_out so;
+    if (tool_out_open(&so, a->outpath, a->path) < 0)
+        return TOOL_USAGE;
+    export_samples(so.f, ix);
+    return tool_out_commit(&so) < 0 ? TOOL_USAGE : TOOL_OK;
+}
+
+/* The Chrome JSON document into an open output. */
+static int write_document(struct exporter *x, const struct export_args *a, struct ca_state *st, FILE *f)
+{
+    struct out o = { .f = f, .first = 1 };
+    x->o = &o;
+    fprintf(o.f, "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"tool\":\"tmexport\",\"synced\":%s,"
+                 "\"tsc_hz\":%" PRIu64 "},\"traceEvents\":[",
+            x->raw ? "false" : "true", x->ix->hdr.tsc_hz);
+    emit_thread_names(x);
+    if (export_events(x, a->path, a->oflags, st) < 0)
+        return -1;
+    fputs("\n]}\n", o.f);
+    return 0;
+}
+
+static int write_chrome(const struct export_args *a, const struct merge_index *ix)
+{
+    int synced = (ix->hdr.flags & TF_HDR_SYNCED) != 0;
+    struct exporter x = { .ix = ix, .raw = !synced, .flows = a->flows };
+    x.ns_per_tick = ix->hdr.tsc_hz ? 1e9 / (double)ix->hdr.tsc_hz : 1.0;
+    x.sites = site_names(ix, &x.nsites);
+    struct ca_opts co;
+    ca_opts_for_trace(ix, (unsigned)a->stripes, &co);
+    struct ca_state *st = a->flows ? ca_create(&co) : NULL;
+    int status = TOOL_OK;
+    if (!x.sites || (a->flows && !st)) {
+        status = tool_error("out of memory");
+        goto done;
+    }
+    if (st)
+        ca_on_attribution(st, on_attribution, &x);
+    /* -o: written beside the target and renamed, so no partial file is left. */
+    struct tool_out to;
+    if (tool_out_open(&to, a->outpath, a->path) < 0) {
+        status = TOOL_USAGE;
+        goto done;
+    }
+    if (write_document(&x, a, st, to.f) < 0) {
+        tool_error_lib();
+        tool_out_abandon(&to);
+        status = TOOL_USAGE;
+    } else if (tool_out_commit(&to) < 0) {
+        status = TOOL_USAGE;
+    }
+done:
+    free(x.th);
+    free(x.sites);
+    ca_free(st);
+    return status;
+}
+
+int main(int argc, char **argv)
+{
+    tool_init("tmexport");
+    struct export_args a;
+    int done = parse_args(argc, argv, &a);
+    if (done)
+        return done - 1;
+    struct tf_reader *r = tf_open(a.path, a.oflags | TF_SKIP_EVENTS);
     if (!r)
         return tool_error_lib();
     struct merge_index ix;
@@ -447,76 +519,13 @@ int main(int argc, char **argv)
         return tool_error_lib();
     }
     tf_close(r);
-    int synced = (ix.hdr.flags & TF_HDR_SYNCED) != 0;
-    if (samples) {
-        struct tool_out so;
-        int st = TOOL_OK;
-        if (tool_out_open(&so, outpath, path) < 0)
-            st = TOOL_USAGE;
-        else {
-            export_samples(so.f, &ix);
-            if (tool_out_commit(&so) < 0)
-                st = TOOL_USAGE;
-        }
-        mi_free(&ix);
-        return st;
-    }
-    if (!synced && !raw) {
-        mi_free(&ix);
-        return tool_error("%s: trace is not synchronised (run tmsync first, or pass --raw)", path);
-    }
-
-    struct exporter x = { .ix = &ix, .raw = !synced, .flows = flows };
-    x.ns_per_tick = ix.hdr.tsc_hz ? 1e9 / (double)ix.hdr.tsc_hz : 1.0;
-    x.sites = site_names(&ix, &x.nsites);
-    /* The analysis widens each abort's window by the clock uncertainty that
-     * tmsync recorded (the largest residual), as tmcheck does. */
-    double u = 0;
-    for (size_t i = 0; synced && i < ix.nmodels; i++)
-        if (ix.models[i].max_ns > u)
-            u = ix.models[i].max_ns;
-    if (stripes == 0)
-        stripes = ix.hdr.stripes_log2 ? ix.hdr.stripes_log2 : 20;
-    struct ca_opts co = { .stripes_log2 = (unsigned)stripes, .uncertainty = (uint64_t)(u + 0.999),
-                          .ns_per_unit = synced ? 1.0 : x.ns_per_tick,
-                          .have_accesses = ix.hdr.events_level >= 2 };
-    struct ca_state *st = flows ? ca_create(&co) : NULL;
-    if (!x.sites || (flows && !st)) {
-        mi_free(&ix);
-        free(x.sites);
-        ca_free(st);
-        return tool_error("out of memory");
-    }
-    if (st)
-        ca_on_attribution(st, on_attribution, &x);
-
-    /* -o: written beside the target and renamed, so no partial file is left. */
-    struct tool_out to;
-    int status = TOOL_OK;
-    if (tool_out_open(&to, outpath, path) < 0) {
-        status = TOOL_USAGE;
-        goto done;
-    }
-    struct out o = { .f = to.f, .first = 1 };
-    x.o = &o;
-
-    fprintf(o.f, "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"tool\":\"tmexport\",\"synced\":%s,"
-                 "\"tsc_hz\":%" PRIu64 "},\"traceEvents\":[",
-            x.raw ? "false" : "true", ix.hdr.tsc_hz);
-    emit_thread_names(&x);
-    if (export_events(&x, path, oflags, st) < 0) {
-        tool_error_lib();
-        tool_out_abandon(&to);
-        status = TOOL_USAGE;
-    } else {
-        fputs("\n]}\n", o.f);
-        if (tool_out_commit(&to) < 0)
-            status = TOOL_USAGE;
-    }
-done:
-    free(x.th);
-    free(x.sites);
-    ca_free(st);
+    int status;
+    if (a.samples)
+        status = write_samples(&a, &ix);
+    else if (!(ix.hdr.flags & TF_HDR_SYNCED) && !a.raw)
+        status = tool_error("%s: trace is not synchronised (run tmsync first, or pass --raw)", a.path);
+    else
+        status = write_chrome(&a, &ix);
     mi_free(&ix);
     return status;
 }

@@ -236,10 +236,68 @@ static char *default_output(const char *in)
     return o;
 }
 
-/* Kept out of main(): GCC compiles a function it knows runs once for size,
- * and the per-event copy below then became a microcoded `rep movs`. */
-static __attribute__((noinline)) int write_output(struct sync_ctx *x, struct merge_index *ix, const char *in,
-                                                  const char *out, unsigned open_flags, uint64_t *written)
+/* The merged events, rewritten by map_events, in chunks of SYNC_OUT_BATCH.
+ * Kept out of main() and its callers: GCC compiles a function it knows runs
+ * once for size, and the per-event copy below then became a microcoded
+ * `rep movs`. 0, or -1 with the message set. */
+static __attribute__((noinline)) int write_events(struct sync_ctx *x, struct merge_index *ix, struct tf_reader *r,
+                                                  struct tf_writer *w, uint64_t *written)
+{
+    struct tf_event *buf = malloc(SYNC_OUT_BATCH * sizeof *buf);
+    if (!buf)
+        return error_set("out of memory");
+    struct merge *m = merge_create(r, ix, map_events, x);
+    if (!m) {
+        free(buf);
+        return -1;
+    }
+    size_t nb = 0;
+    const struct tf_event *ev;
+    int rc;
+    uint64_t total = 0;
+    while ((rc = merge_next(m, &ev)) == 1) {
+        buf[nb++] = *ev;
+        if (nb == SYNC_OUT_BATCH) {
+            if (tf_write_events(w, 0, buf, nb, TF_CODEC_NONE, 0) < 0) {
+                rc = -1;
+                break;
+            }
+            total += nb;
+            nb = 0;
+        }
+    }
+    if (rc == 0 && nb && tf_write_events(w, 0, buf, nb, TF_CODEC_NONE, 0) < 0)
+        rc = -1;
+    merge_free(m);
+    free(buf);
+    *written = total + nb;
+    return rc < 0 ? -1 : 0;
+}
+
+/* After the events: the models, which cover every CPU seen in the events
+ * (fallbacks included), and the END chunk. 0, or -1 with the message set. */
+static int write_models_end(const struct sync_ctx *x, const struct merge_index *ix, struct tf_writer *w)
+{
+    size_t nm = 0;
+    for (unsigned c = 0; c < SYNC_MAX_CPU; c++)
+        nm += x->bycpu[c] != NULL;
+    struct tf_cpu_model *models = calloc(nm ? nm : 1, sizeof *models);
+    if (!models)
+        return error_set("out of memory");
+    nm = 0;
+    for (unsigned c = 0; c < SYNC_MAX_CPU; c++)
+        if (x->bycpu[c])
+            models[nm++] = x->bycpu[c]->m;
+    int rc = (nm && tf_write_models(w, models, nm) < 0) ||
+             (ix->have_end && tf_write_end(w, ix->end, ix->nend, ix->writer_errors) < 0);
+    free(models);
+    return rc ? -1 : 0;
+}
+
+/* The synchronised trace: the input's metadata, the merged events, the
+ * models; written atomically (nothing is left at `out` on failure). */
+static int write_output(struct sync_ctx *x, struct merge_index *ix, const char *in, const char *out,
+                        unsigned open_flags, uint64_t *written)
 {
     struct tf_reader *r = tf_open(in, open_flags & TF_SALVAGE);
     if (!r)
@@ -251,167 +309,109 @@ static __attribute__((noinline)) int write_output(struct sync_ctx *x, struct mer
         tf_close(r);
         return tool_error_lib();
     }
-    struct merge *m = NULL;
-    struct tf_event *buf = NULL;
-    size_t nm = 0;
-    struct tf_cpu_model *models = NULL;
-    int bad = 0;
-    buf = malloc(SYNC_OUT_BATCH * sizeof *buf);
-    if (!buf) {
-        error_set("out of memory");
-        bad = 1;
-        goto done;
-    }
-    if ((ix->nsites && tf_write_sites(w, ix->sites, ix->nsites) < 0) ||
-        (ix->nthreads && tf_write_threads(w, ix->threads, ix->nthreads) < 0) ||
-        (ix->nskews && tf_write_skews(w, ix->skews, ix->nskews) < 0) ||
-        (ix->nsamples && tf_write_samples(w, ix->samples, ix->nsamples) < 0)) {
-        bad = 1;
-        goto done;
-    }
-    m = merge_create(r, ix, map_events, x);
-    if (!m) {
-        bad = 1;
-        goto done;
-    }
-    size_t nb = 0;
-    const struct tf_event *ev;
-    int rc;
-    uint64_t total = 0;
-    while ((rc = merge_next(m, &ev)) == 1) {
-        buf[nb++] = *ev;
-        if (nb == SYNC_OUT_BATCH) {
-            if (tf_write_events(w, 0, buf, nb, TF_CODEC_NONE, 0) < 0) {
-                bad = 1;
-                goto done;
-            }
-            total += nb;
-            nb = 0;
-        }
-    }
-    if (rc < 0 || (nb && tf_write_events(w, 0, buf, nb, TF_CODEC_NONE, 0) < 0)) {
-        bad = 1;
-        goto done;
-    }
-    total += nb;
-    /* the models cover every CPU seen in the events, fallbacks included */
-    for (unsigned c = 0; c < SYNC_MAX_CPU; c++)
-        nm += x->bycpu[c] != NULL;
-    models = calloc(nm ? nm : 1, sizeof *models);
-    if (!models) {
-        error_set("out of memory");
-        bad = 1;
-        goto done;
-    }
-    nm = 0;
-    for (unsigned c = 0; c < SYNC_MAX_CPU; c++)
-        if (x->bycpu[c])
-            models[nm++] = x->bycpu[c]->m;
-    if ((nm && tf_write_models(w, models, nm) < 0) ||
-        (ix->have_end && tf_write_end(w, ix->end, ix->nend, ix->writer_errors) < 0)) {
-        bad = 1;
-        goto done;
-    }
-    *written = total;
-done:
-    merge_free(m);
-    free(buf);
-    free(models);
-    if (bad) {
+    int bad = (ix->nsites && tf_write_sites(w, ix->sites, ix->nsites) < 0) ||
+              (ix->nthreads && tf_write_threads(w, ix->threads, ix->nthreads) < 0) ||
+              (ix->nskews && tf_write_skews(w, ix->skews, ix->nskews) < 0) ||
+              (ix->nsamples && tf_write_samples(w, ix->samples, ix->nsamples) < 0) ||
+              write_events(x, ix, r, w, written) < 0 || write_models_end(x, ix, w) < 0;
+    if (bad)
         tf_abandon(w);
+    if (bad || tf_finish(w, 0) < 0) {
         tf_close(r);
-        return tool_error_lib();
-    }
-    if (tf_finish(w, 0) < 0) {
-        tf_close(r);
+        *written = 0;
         return tool_error_lib();
     }
     tf_close(r);
     return 0;
 }
 
-int main(int argc, char **argv)
+struct sync_args {
+    const char *in, *out;
+    enum sm_kind kind;
+    int json;
+    unsigned flags;
+};
+
+/* 0: go on; otherwise the tool's exit code (--help, --version, bad usage) + 1. */
+static int parse_args(int argc, char **argv, struct sync_args *a)
 {
-    tool_init("tmsync");
     static const struct option opts[] = {
         { "output", required_argument, 0, 'o' }, { "model", required_argument, 0, 'm' },
         { "json", no_argument, 0, 'j' },         { "salvage", no_argument, 0, 's' },
         { "help", no_argument, 0, 'h' },         { "version", no_argument, 0, 'V' },
         { 0, 0, 0, 0 }
     };
-    const char *out = NULL;
-    enum sm_kind kind = SM_AUTO;
-    int json = 0;
-    unsigned flags = 0;
+    *a = (struct sync_args){ .kind = SM_AUTO };
     opterr = 0;
     int c;
     while ((c = getopt_long(argc, argv, ":o:m:jshV", opts, NULL)) != -1) {
         switch (c) {
-        case 'o': out = optarg; break;
+        case 'o': a->out = optarg; break;
         case 'm':
-            if (strcmp(optarg, "linear") == 0) kind = SM_LINEAR;
-            else if (strcmp(optarg, "piecewise") == 0) kind = SM_PIECEWISE;
-            else if (strcmp(optarg, "auto") == 0) kind = SM_AUTO;
-            else if (strcmp(optarg, "none") == 0) kind = SM_NONE;
-            else return tool_error("--model %s: expected linear, piecewise, auto or none", optarg);
+            if (strcmp(optarg, "linear") == 0) a->kind = SM_LINEAR;
+            else if (strcmp(optarg, "piecewise") == 0) a->kind = SM_PIECEWISE;
+            else if (strcmp(optarg, "auto") == 0) a->kind = SM_AUTO;
+            else if (strcmp(optarg, "none") == 0) a->kind = SM_NONE;
+            else return tool_error("--model %s: expected linear, piecewise, auto or none", optarg) + 1;
             break;
-        case 'j': json = 1; break;
-        case 's': flags |= TF_SALVAGE; break;
-        case 'h': usage(stdout); return 0;
-        case 'V': tool_print_version(stdout); return 0;
-        default: return tool_bad_option(argv);
+        case 'j': a->json = 1; break;
+        case 's': a->flags |= TF_SALVAGE; break;
+        case 'h': usage(stdout); return TOOL_OK + 1;
+        case 'V': tool_print_version(stdout); return TOOL_OK + 1;
+        default: return tool_bad_option(argv) + 1;
         }
     }
-    const char *in = tool_trace_operand(argc, argv);
-    if (!in)
+    a->in = tool_trace_operand(argc, argv);
+    return a->in ? 0 : TOOL_USAGE + 1;
+}
+
+/* Fits, writes, prints the table. */
+static int sync_trace(const struct sync_args *a, struct sync_ctx *x, struct merge_index *ix, uint64_t skipped)
+{
+    if (ix->hdr.flags & TF_HDR_SYNCED)
+        return tool_error("%s: already synchronised (header flag synced); tmsync reads raw traces", a->in);
+    if (a->kind != SM_NONE && ix->nsamples == 0)
+        return tool_error("%s: no clock samples to fit (use --model none to merge only)", a->in);
+    x->ns_per_tick = ix->hdr.tsc_hz ? 1e9 / (double)ix->hdr.tsc_hz : 1.0;
+    if (fit_all(x, ix, a->kind) < 0)
+        return tool_error("%s: %s", a->in, error_get());
+    uint64_t written = 0;
+    if (write_output(x, ix, a->in, a->out, a->flags, &written) != 0)
         return TOOL_USAGE;
+    print_table(x, stdout, a->json, a->in, a->out, a->kind, written, skipped);
+    return TOOL_OK;
+}
+
+int main(int argc, char **argv)
+{
+    tool_init("tmsync");
+    struct sync_args a;
+    int done = parse_args(argc, argv, &a);
+    if (done)
+        return done - 1;
     char *defout = NULL;
-    if (!out) {
-        defout = default_output(in);
-        if (!defout)
-            return tool_error("out of memory");
-        out = defout;
-    }
-    if (tool_same_file(in, out)) {
+    if (!a.out && !(a.out = defout = default_output(a.in)))
+        return tool_error("out of memory");
+    if (tool_same_file(a.in, a.out)) {
         free(defout);
-        return tool_error("%s: output would overwrite the input", out);
+        return tool_error("%s: output would overwrite the input", a.out);
     }
     struct merge_index ix;
     uint64_t skipped;
-    if (mi_load(in, flags, &ix, &skipped) < 0) {
+    if (mi_load(a.in, a.flags, &ix, &skipped) < 0) {
         free(defout);
         return tool_error_lib();
     }
-    int rc = 0;
+    int rc;
     struct sync_ctx *x = calloc(1, sizeof *x);
     if (!x) {
         rc = tool_error("out of memory");
-        goto out;
-    }
-    if (ix.hdr.flags & TF_HDR_SYNCED) {
-        rc = tool_error("%s: already synchronised (header flag synced); tmsync reads raw traces", in);
-        goto out;
-    }
-    if (kind != SM_NONE && ix.nsamples == 0) {
-        rc = tool_error("%s: no clock samples to fit (use --model none to merge only)", in);
-        goto out;
-    }
-    x->ns_per_tick = ix.hdr.tsc_hz ? 1e9 / (double)ix.hdr.tsc_hz : 1.0;
-    if (fit_all(x, &ix, kind) < 0) {
-        rc = tool_error("%s: %s", in, error_get());
-        goto out;
-    }
-    uint64_t written = 0;
-    if (write_output(x, &ix, in, out, flags, &written) != 0) {
-        rc = TOOL_USAGE;
-        goto out;
-    }
-    print_table(x, stdout, json, in, out, kind, written, skipped);
-out:
-    if (x)
+    } else {
+        rc = sync_trace(&a, x, &ix, skipped);
         for (unsigned k = 0; k < SYNC_MAX_CPU; k++)
             free(x->bycpu[k]);
-    free(x);
+        free(x);
+    }
     mi_free(&ix);
     free(defout);
     return rc;
