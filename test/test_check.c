@@ -313,6 +313,26 @@ static void without_reads_and_writes_conflict_freedom_is_not_claimed(void **st)
     assert_non_null(strstr(out, "\"conflict_free_aborts\":null"));
 }
 
+/* Time in serial mode runs from the SERIAL record to the attempt's end. */
+static void serial_attempts_and_their_time_alone_are_reported(void **st)
+{
+    (void)st;
+    struct tg_thread th[1] = { 0 };
+    tg_ev(&th[0], 0, TF_EV_START, 0, 3, 1, 0);
+    tg_ev(&th[0], 10, TF_EV_ABORT, 2, 3, 0, 0);
+    tg_ev(&th[0], 20, TF_EV_START, 0, 3, 2, TF_START_RETRY | TF_START_SERIAL);
+    tg_ev(&th[0], 25, TF_EV_SERIAL, TF_SERIAL_CONTENTION, 3, 1, 0);
+    tg_ev(&th[0], 65, TF_EV_COMMIT, 0, 3, 3, 1);
+    tg_ev(&th[0], 70, TF_EV_START, 0, 3, 3, TF_START_SERIAL);
+    tg_ev(&th[0], 72, TF_EV_SERIAL, TF_SERIAL_REQUESTED, 3, 0, 0);
+    tg_ev(&th[0], 80, TF_EV_ABORT, 6, 3, 0, 0);
+    assert_int_equal(check("serial.bin", th, 1, 0, NULL), 0);
+    assert_true(J("serial_attempts") == 2);
+    assert_true(J("serial_ns") == 40 + 8);
+    assert_true(J("grammar_violations") == 0);
+    assert_true(J("commits") == 1);
+}
+
 static void per_site_table_counts_attempts_wasted_time_retries_and_sets(void **st)
 {
     (void)st;
@@ -467,6 +487,7 @@ int main(void)
         cmocka_unit_test(a_read_locked_abort_whose_holder_aborted_is_conflict_free),
         cmocka_unit_test(without_reads_and_writes_conflict_freedom_is_not_claimed),
         cmocka_unit_test(per_site_table_counts_attempts_wasted_time_retries_and_sets),
+        cmocka_unit_test(serial_attempts_and_their_time_alone_are_reported),
         cmocka_unit_test(hardware_aborts_are_classified_by_status_bits),
         cmocka_unit_test(dropped_events_are_reported_with_the_checks_they_affect),
         cmocka_unit_test(csv_files_hold_sites_conflicts_and_threads),

@@ -45,6 +45,7 @@ static const struct kv bad[] = {
     { "TMTRACE_HTM_EMU_EXPLICIT", "x" }, { "TMTRACE_STRIPES", "5" },
     { "TMTRACE_SEED", "-3" },           { "TMTRACE_STAMP", "sometimes" },
     { "TMTRACE_PREFAULT", "1X" },        { "TMTRACE_WRITER_CPU", "-2" },
+    { "TMTRACE_SERIAL_AFTER", "0" },
 };
 
 static void every_variable_rejects_a_bad_value_naming_itself(void **state)

@@ -57,6 +57,7 @@ static tmt_stats delta(const tmt_stats *before)
     d.htm_commits = now.htm_commits - before->htm_commits;
     d.htm_aborts = now.htm_aborts - before->htm_aborts;
     d.fallbacks = now.fallbacks - before->fallbacks;
+    d.serial = now.serial - before->serial;
     return d;
 }
 
@@ -438,6 +439,7 @@ struct hbank {
     int running;
     long audits, bad;
     int next;
+    unsigned audit_flags;
 };
 
 static void hbank_transfer(tmt_tx *tx, struct hbank *b, int from, int to)
@@ -459,7 +461,7 @@ static void *hbank_thread(void *arg)
     if (me == 0) {
         do {
             volatile int32_t sum = 0;
-            TMT_ATOMIC_FLAGS(tx, "hbank-audit", TMT_TX_READ_ONLY) {
+            TMT_ATOMIC_FLAGS(tx, "hbank-audit", b->audit_flags) {
                 sum = 0;
                 for (int i = 0; i < H_ACCOUNTS; i++)
                     sum += tmt_read_i32(tx, &b->acct[i]);
@@ -478,7 +480,7 @@ static void *hbank_thread(void *arg)
     return NULL;
 }
 
-static void hbank(int writers)
+static void hbank_flags(int writers, unsigned audit_flags)
 {
     /* The documented default mix. */
     config.htm_emu_abort_pct = 10;
@@ -489,6 +491,7 @@ static void hbank(int writers)
         b.acct[i] = 100;
     b.per_thread = 20000 / writers;
     b.running = writers;
+    b.audit_flags = audit_flags;
     tmt_stats before;
     tmt_stats_get(&before);
     pthread_t th[9];
@@ -507,6 +510,48 @@ static void hbank(int writers)
     assert_true(d.htm_commits > 0);
     assert_true(d.fallbacks > 0);
     assert_true(d.commits > d.htm_commits);
+    if (audit_flags & TMT_TX_IRREVOCABLE)
+        assert_int_equal(d.serial, (uint64_t)b.audits);
+}
+
+static void hbank(int writers) { hbank_flags(writers, TMT_TX_READ_ONLY); }
+
+/* Serial audits exclude emulated hardware attempts and software ones alike. */
+static void test_serial_audits_see_a_consistent_bank_on_the_hybrid(void **s)
+{
+    (void)s;
+    hbank_flags(3, TMT_TX_IRREVOCABLE);
+}
+
+/* A nested irrevocable block inside a hardware attempt reruns the whole
+ * transaction in serial mode. */
+static void test_nested_irrevocable_block_moves_the_transaction_to_serial_mode(void **s)
+{
+    (void)s;
+    config.htm_emu_abort_pct = 0;
+    config.htm_emu_explicit_pct = 0;
+    tmt_tx *tx = tmt_thread_enter();
+    static long cell;
+    cell = 0;
+    volatile int outer_runs = 0, first_mode = 0, inner_mode = 0;
+    tmt_stats before;
+    tmt_stats_get(&before);
+    TMT_ATOMIC(tx, "hw-outer-serial") {
+        if (outer_runs++ == 0)
+            first_mode = tx->mode;
+        tmt_write_long(tx, &cell, tmt_read_long(tx, &cell) + 1);
+        TMT_ATOMIC_FLAGS(tx, "serial-inner", TMT_TX_IRREVOCABLE) {
+            inner_mode = tx->mode;
+        } TMT_END;
+    } TMT_END;
+    tmt_stats d = delta(&before);
+    assert_int_equal(first_mode, TX_MODE_HTM_EMU);
+    assert_int_equal(outer_runs, 2);
+    assert_int_equal(inner_mode, TX_MODE_SERIAL);
+    assert_int_equal(cell, 1);
+    assert_int_equal(d.serial, 1);
+    assert_int_equal(d.commits, 1);
+    tmt_thread_exit();
 }
 
 static void test_bank_is_atomic_on_the_hybrid_with_1_writer(void **s) { (void)s; hbank(1); }
@@ -534,6 +579,8 @@ int main(void)
         cmocka_unit_test_setup(test_bank_is_atomic_on_the_hybrid_with_2_writers, emulate),
         cmocka_unit_test_setup(test_bank_is_atomic_on_the_hybrid_with_4_writers, emulate),
         cmocka_unit_test_setup(test_bank_is_atomic_on_the_hybrid_with_8_writers, emulate),
+        cmocka_unit_test_setup(test_serial_audits_see_a_consistent_bank_on_the_hybrid, emulate),
+        cmocka_unit_test_setup(test_nested_irrevocable_block_moves_the_transaction_to_serial_mode, emulate),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

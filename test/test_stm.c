@@ -577,6 +577,189 @@ static void test_large_write_sets_grow_and_commit(void **s)
     tmt_thread_exit();
 }
 
+/* ---- serial mode and contention management ----------------------------------- */
+
+#define LONG_N 50000
+#define LONG_CELL 10
+
+/* Threads that commit small transfers between random cells until told to
+ * stop: the sum of the cells never changes. */
+struct movers {
+    long *cells;
+    int n;
+    long amount;
+    int stop;
+    int running;
+    uint64_t seed;
+    pthread_t th[4];
+    int nth;
+};
+
+static void *mover(void *arg)
+{
+    struct movers *m = arg;
+    tmt_tx *tx = tmt_thread_enter();
+    assert_non_null(tx);
+    uint64_t r = __atomic_add_fetch(&m->seed, 0x9E3779B97F4A7C15ull, __ATOMIC_RELAXED) | 1;
+    __atomic_add_fetch(&m->running, 1, __ATOMIC_RELEASE);
+    while (!__atomic_load_n(&m->stop, __ATOMIC_ACQUIRE)) {
+        r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+        int i = (int)(r % (uint64_t)m->n), j = (int)((r >> 24) % (uint64_t)m->n);
+        TMT_ATOMIC(tx, "small-transfer") {
+            tmt_write_long(tx, &m->cells[i], tmt_read_long(tx, &m->cells[i]) - m->amount);
+            tmt_write_long(tx, &m->cells[j], tmt_read_long(tx, &m->cells[j]) + m->amount);
+        } TMT_END;
+    }
+    tmt_thread_exit();
+    return NULL;
+}
+
+static void movers_start(struct movers *m, long *cells, int n, int threads)
+{
+    memset(m, 0, sizeof *m);
+    m->cells = cells;
+    m->n = n;
+    m->amount = 3;
+    m->nth = threads;
+    for (int i = 0; i < threads; i++)
+        assert_int_equal(pthread_create(&m->th[i], NULL, mover, m), 0);
+    while (__atomic_load_n(&m->running, __ATOMIC_ACQUIRE) < threads)
+        sched_yield();
+}
+
+static void movers_stop(struct movers *m)
+{
+    __atomic_store_n(&m->stop, 1, __ATOMIC_RELEASE);
+    for (int i = 0; i < m->nth; i++)
+        pthread_join(m->th[i], NULL);
+}
+
+/* One transaction reads every cell and writes their sum while two threads
+ * commit small transfers; returns the attempts it needed. Past `give_up`
+ * attempts the writers stop (so a failing run ends quickly). */
+static int long_reader_attempts(int give_up, int *serial_attempts)
+{
+    static long cells[LONG_N], total;
+    for (int i = 0; i < LONG_N; i++)
+        cells[i] = LONG_CELL;
+    static struct movers m;
+    movers_start(&m, cells, LONG_N, 2);
+    tmt_tx *tx = tmt_thread_enter();
+    volatile int attempts = 0, serial = 0;
+    volatile long sum = 0;
+    TMT_ATOMIC(tx, "long-reader") {
+        serial += tx_is_serial(tx);
+        if (++attempts > give_up)
+            __atomic_store_n(&m.stop, 1, __ATOMIC_RELEASE);
+        sum = 0;
+        for (int i = 0; i < LONG_N; i++)
+            sum += tmt_read_long(tx, &cells[i]);
+        tmt_write_long(tx, &total, sum);
+    } TMT_END;
+    movers_stop(&m);
+    tmt_thread_exit();
+    assert_int_equal(sum, (long)LONG_N * LONG_CELL);
+    assert_int_equal(total, (long)LONG_N * LONG_CELL);
+    long check = 0;
+    for (int i = 0; i < LONG_N; i++)
+        check += cells[i];
+    assert_int_equal(check, (long)LONG_N * LONG_CELL);
+    *serial_attempts = serial;
+    return attempts;
+}
+
+static void test_a_long_transaction_commits_within_serial_after_plus_one_attempts(void **s)
+{
+    (void)s;
+    int64_t bounds[] = { config.serial_after, 2, 1 };
+    for (size_t k = 0; k < sizeof bounds / sizeof bounds[0]; k++) {
+        int64_t saved = config.serial_after;
+        config.serial_after = bounds[k];
+        int serial;
+        int attempts = long_reader_attempts((int)bounds[k] + 1, &serial);
+        config.serial_after = saved;
+        if (attempts > bounds[k] + 1)
+            print_error("TMTRACE_SERIAL_AFTER=%lld: %d attempts\n", (long long)bounds[k], attempts);
+        assert_true(attempts <= bounds[k] + 1);
+        /* The attempt past the bound is serial, and none before it. */
+        assert_int_equal(serial, attempts > bounds[k] ? 1 : 0);
+    }
+}
+
+/* While an irrevocable block runs, no other transaction commits: the version
+ * clock and memory stay as the block left them, however long it takes. */
+static void test_an_irrevocable_block_runs_alone_and_commits_in_place(void **s)
+{
+    (void)s;
+    static struct { long acct[ACCOUNTS]; } p;
+    for (int i = 0; i < ACCOUNTS; i++)
+        p.acct[i] = START_BALANCE;
+    static struct movers m;
+    movers_start(&m, p.acct, ACCOUNTS, 3);
+    tmt_tx *tx = tmt_thread_enter();
+    tmt_stats before, after;
+    tmt_stats_get(&before);
+    for (int round = 0; round < 20; round++) {
+        volatile int moved = 0;
+        TMT_ATOMIC_FLAGS(tx, "irrevocable", TMT_TX_IRREVOCABLE) {
+            uint64_t clock0 = stm_clock_now();
+            long snap[ACCOUNTS];
+            for (int i = 0; i < ACCOUNTS; i++)
+                snap[i] = tmt_read_long(tx, &p.acct[i]);
+            tmt_write_long(tx, &p.acct[0], snap[0] + 5);
+            tmt_write_long(tx, &p.acct[1], snap[1] - 5);
+            /* Written in place: plain memory already shows it. */
+            if (p.acct[0] != snap[0] + 5)
+                moved = 1;
+            for (int k = 0; k < 200; k++)
+                sched_yield(); /* give the writers every chance to run */
+            for (int i = 2; i < ACCOUNTS; i++)
+                if (__atomic_load_n(&p.acct[i], __ATOMIC_RELAXED) != snap[i])
+                    moved = 1;
+            if (stm_clock_now() != clock0)
+                moved = 1;
+        } TMT_END;
+        assert_int_equal(moved, 0);
+    }
+    tmt_stats_get(&after);
+    movers_stop(&m);
+    tmt_thread_exit();
+    assert_int_equal(after.serial - before.serial, 20);
+    long total = 0;
+    for (int i = 0; i < ACCOUNTS; i++)
+        total += p.acct[i];
+    assert_int_equal(total, (long)ACCOUNTS * START_BALANCE);
+}
+
+/* A serial attempt writes in place, so retry and cancel must put memory back. */
+static void test_cancel_and_retry_undo_an_irrevocable_block(void **s)
+{
+    (void)s;
+    static long v[3] = { 1, 2, 3 };
+    static uint8_t b = 7;
+    tmt_tx *tx = tmt_thread_enter();
+    TMT_ATOMIC_FLAGS(tx, "irrevocable-cancel", TMT_TX_IRREVOCABLE) {
+        tmt_write_long(tx, &v[0], 100);
+        tmt_write_long(tx, &v[1], 200);
+        tmt_write_u8(tx, &b, 9);
+        tmt_write_long(tx, &v[0], 300);
+        tmt_tx_cancel(tx);
+    } TMT_END;
+    assert_int_equal(v[0], 1);
+    assert_int_equal(v[1], 2);
+    assert_int_equal(b, 7);
+    volatile int runs = 0;
+    TMT_ATOMIC_FLAGS(tx, "irrevocable-retry", TMT_TX_IRREVOCABLE) {
+        long seen = tmt_read_long(tx, &v[2]);
+        tmt_write_long(tx, &v[2], seen + 10);
+        if (++runs == 1)
+            tmt_tx_retry(tx);
+    } TMT_END;
+    assert_int_equal(runs, 2);
+    assert_int_equal(v[2], 13);
+    tmt_thread_exit();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -596,6 +779,9 @@ int main(void)
         cmocka_unit_test(test_commit_that_cannot_lock_a_stripe_aborts_with_commit_locked),
         cmocka_unit_test(test_a_word_and_its_sub_words_share_one_stripe),
         cmocka_unit_test(test_large_write_sets_grow_and_commit),
+        cmocka_unit_test(test_a_long_transaction_commits_within_serial_after_plus_one_attempts),
+        cmocka_unit_test(test_an_irrevocable_block_runs_alone_and_commits_in_place),
+        cmocka_unit_test(test_cancel_and_retry_undo_an_irrevocable_block),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

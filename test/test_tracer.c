@@ -170,6 +170,61 @@ static void stm_transactions_read_back_in_program_order(void **state)
     free(t.ev);
 }
 
+/* ---- serial mode ------------------------------------------------------------ */
+
+static int body_serial(void)
+{
+    tmt_tx *tx = tmt_thread_enter();
+    if (tx == NULL)
+        return 10;
+    TMT_ATOMIC_FLAGS(tx, "alone", TMT_TX_IRREVOCABLE) {
+        long a = tmt_read_long(tx, &cells[0]);
+        tmt_write_long(tx, &cells[1], a + 1);
+    } TMT_END;
+    TMT_ATOMIC(tx, "plain") {
+        tmt_write_long(tx, &cells[2], 5);
+    } TMT_END;
+    tmt_stats st;
+    tmt_stats_get(&st);
+    tmt_thread_exit();
+    return st.serial == 1 && st.events_dropped == 0 ? 0 : 11;
+}
+
+/* A serial attempt: START with the serial flag, SERIAL (why, aborts before),
+ * its accesses, COMMIT with a write version; the hardware path is skipped
+ * (no hardware START) even when it is on. */
+static void serial_attempts_are_recorded_with_their_reason(void **state)
+{
+    (void)state;
+    char file[300];
+    snprintf(file, sizeof file, "TMTRACE_FILE=%s", tu_path("serial.bin"));
+    const char *env[] = { file, "TMTRACE_SAMPLE_MS=5", "TMTRACE_HTM=emulate", "TMTRACE_HTM_EMU_ABORT=0",
+                          "TMTRACE_HTM_EMU_EXPLICIT=0", NULL };
+    int status = run_child(env, body_serial);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    struct trace t;
+    load(tu_path("serial.bin"), &t);
+    assert_int_equal(t.hdr.version, TF_VERSION);
+    assert_int_equal(t.n, 5 + 2); /* the hardware attempt records START and COMMIT only */
+    assert_int_equal(t.ev[0].kind, TF_EV_START);
+    assert_true(t.ev[0].value & TF_START_SERIAL);
+    assert_false(t.ev[0].value & (TF_START_HTM | TF_START_HTM_EMU));
+    assert_int_equal(t.ev[1].kind, TF_EV_SERIAL);
+    assert_int_equal(t.ev[1].reason, TF_SERIAL_REQUESTED);
+    assert_int_equal(t.ev[1].addr, 0);
+    assert_int_equal(t.ev[2].kind, TF_EV_READ);
+    assert_int_equal(t.ev[3].kind, TF_EV_WRITE);
+    assert_int_equal(t.ev[4].kind, TF_EV_COMMIT);
+    assert_true(t.ev[4].addr > 0);
+    assert_int_equal(t.ev[4].value, 1 | (uint64_t)1 << 32);
+    /* The next block runs on the (emulated) hardware path again. */
+    assert_int_equal(t.ev[5].kind, TF_EV_START);
+    assert_true(t.ev[5].value & TF_START_HTM_EMU);
+    for (size_t i = 5; i < t.n; i++)
+        assert_int_not_equal(t.ev[i].kind, TF_EV_SERIAL);
+    free(t.ev);
+}
+
 /* ---- the hardware path ---------------------------------------------------- */
 
 static int body_htm(void)
@@ -445,6 +500,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(stm_transactions_read_back_in_program_order),
+        cmocka_unit_test(serial_attempts_are_recorded_with_their_reason),
         cmocka_unit_test(hardware_attempts_have_no_accesses_and_carry_status_and_fallbacks),
         cmocka_unit_test(each_thread_has_its_own_id_and_end_counts_match),
         cmocka_unit_test(writer_events_cpu_time_and_trace_bytes_match_the_file_written),

@@ -91,12 +91,22 @@ static int on_start(struct ca_state *s, struct th *t, const struct tf_event *ev)
     t->site = ev->site;
     t->instance = ev->instance;
     t->htm = (ev->value & (TF_START_HTM | TF_START_HTM_EMU)) != 0;
+    t->serial = 0;
     t->nacc = 0;
     return 0;
 }
 
+/* A serial attempt ends: it ran alone from its SERIAL record to here. */
+static void serial_end(struct ca_state *s, struct th *t, uint64_t ts)
+{
+    if (t->serial && ts > t->serial_ts)
+        s->t.serial_ns += (double)(ts - t->serial_ts) * s->o.ns_per_unit;
+    t->serial = 0;
+}
+
 static int on_commit(struct ca_state *s, struct th *t, const struct tf_event *ev)
 {
+    serial_end(s, t, ev->ts);
     if (ca_site_commit(s, t, ev) < 0)
         return -1;
     s->t.commits++;
@@ -112,6 +122,7 @@ static int on_commit(struct ca_state *s, struct th *t, const struct tf_event *ev
 static int on_abort(struct ca_state *s, struct th *t, const struct tf_event *ev)
 {
     int hardware = ev->reason == TMT_ABORT_HTM || t->htm;
+    serial_end(s, t, ev->ts);
     if (ca_site_abort(s, t, ev, hardware) < 0)
         return -1;
     s->t.aborts++;
@@ -168,6 +179,13 @@ int ca_event(struct ca_state *s, const struct tf_event *ev)
         break;
     case TF_EV_FALLBACK:
         s->t.fallbacks++;
+        break;
+    case TF_EV_SERIAL:
+        if (t->in_tx) {
+            s->t.serial++;
+            t->serial = 1;
+            t->serial_ts = ev->ts;
+        }
         break;
     default:
         break;

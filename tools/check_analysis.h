@@ -72,6 +72,8 @@ struct ca_conflict {
 struct ca_totals {
     uint64_t events, transactions, attempts, commits, aborts;
     uint64_t stm_aborts, htm_aborts, user_aborts, fallbacks;
+    uint64_t serial;     /* attempts that ran in serial mode (SERIAL records) */
+    double serial_ns;    /* time they ran alone: SERIAL to their commit or abort */
     uint64_t temporal, grammar, out_of_place, late_starts, premature_ends;
     uint64_t open_at_end, window_overflows;
     uint64_t conflict_free, true_conflicts, false_conflicts;

@@ -84,6 +84,9 @@ static void text_totals(FILE *f, const struct cr_input *in, const struct ca_tota
             (unsigned long long)t->transactions, (unsigned long long)t->attempts, (unsigned long long)t->commits,
             (unsigned long long)t->aborts, (unsigned long long)t->stm_aborts, (unsigned long long)t->htm_aborts,
             (unsigned long long)t->user_aborts, (unsigned long long)t->fallbacks);
+    if (t->serial)
+        fprintf(f, "serial attempts %llu, %.3f ms alone (every other transaction waited)\n",
+                (unsigned long long)t->serial, t->serial_ns / 1e6);
     fprintf(f, "dropped events %llu%s\n", (unsigned long long)in->dropped, in->ix->have_end ? "" : " (no END chunk)");
     if (in->dropped)
         fprintf(f, "note: %s\n", dropped_note());
@@ -190,11 +193,12 @@ void cr_json(FILE *f, const struct cr_input *in)
     json_str(f, in->path);
     fprintf(f, ",\"synced\":%s,\"events\":%llu,\"transactions\":%llu,\"attempts\":%llu,\"commits\":%llu,"
             "\"aborts\":%llu,\"stm_aborts\":%llu,\"htm_aborts\":%llu,\"user_aborts\":%llu,\"fallbacks\":%llu,"
-            "\"dropped_events\":%llu,\"skipped_chunks\":%llu,",
+            "\"serial_attempts\":%llu,\"serial_ns\":%.0f,\"dropped_events\":%llu,\"skipped_chunks\":%llu,",
             in->synced ? "true" : "false", (unsigned long long)t->events, (unsigned long long)t->transactions,
             (unsigned long long)t->attempts, (unsigned long long)t->commits, (unsigned long long)t->aborts,
             (unsigned long long)t->stm_aborts, (unsigned long long)t->htm_aborts, (unsigned long long)t->user_aborts,
-            (unsigned long long)t->fallbacks, (unsigned long long)in->dropped,
+            (unsigned long long)t->fallbacks, (unsigned long long)t->serial, t->serial_ns,
+            (unsigned long long)in->dropped,
             (unsigned long long)in->skipped_chunks);
     if (in->dropped) {
         fprintf(f, "\"dropped_note\":");

@@ -50,7 +50,8 @@ struct th {
     int have_emit;
     int gstate;
     /* the open attempt, in program order */
-    int in_tx, late, has_ops, htm;
+    int in_tx, late, has_ops, htm, serial;
+    uint64_t serial_ts;  /* the open attempt's SERIAL stamp (time alone) */
     uint64_t start_ts, op_max, instance;
     uint32_t site;
     struct access *acc;

@@ -95,7 +95,9 @@ static inline unsigned tmt_htm_abort_code(uint32_t status) { return (status >> 2
 /* Options for TMT_ATOMIC_FLAGS. */
 enum tmt_tx_flags {
     TMT_TX_READ_ONLY = 1u << 0, /* promise: the block writes nothing (no read set kept) */
-    TMT_TX_NO_HTM = 1u << 1     /* never try the hardware path for this block */
+    TMT_TX_NO_HTM = 1u << 1,    /* never try the hardware path for this block */
+    TMT_TX_IRREVOCABLE = 1u << 2 /* run in serial mode: alone, in place, never aborted by a
+                                  * conflict (it may do I/O); costs all concurrency while it runs */
 };
 
 /* ---- life cycle ------------------------------------------------------- */
@@ -205,6 +207,7 @@ typedef struct tmt_stats {
     uint64_t trace_bytes;                      /* bytes of the trace file written so far */
     uint64_t buffer_bytes;                     /* trace buffers held, mapped and resident (most of the run) */
     uint64_t buffer_inline_maps;               /* buffers a traced thread mapped itself (pre-faulted reserve ran dry) */
+    uint64_t serial;                           /* attempts run in serial (irrevocable) mode */
 } tmt_stats;
 
 typedef struct tmt_site_stats {

@@ -11,6 +11,7 @@
  * lock on the transactional fast path.
  */
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -98,6 +99,7 @@ static void api_add_stats(struct tx_stats *to, const struct tx_stats *from)
     to->htm_commits += api_load(&from->htm_commits);
     to->htm_aborts += api_load(&from->htm_aborts);
     to->fallbacks += api_load(&from->fallbacks);
+    to->serial += api_load(&from->serial);
 }
 
 /* Grows a per-site array to hold `id`; caller holds api_lock. 0 or -1. */
@@ -167,7 +169,9 @@ TMT_API tmt_tx *tmt_thread_enter(void)
         memset(tx, 0, sizeof *tx);
         tx->stm.active_rv = UINT64_MAX;
         tx->next = api_all;
-        api_all = tx;
+        /* Published with release: the serial drain walks the list without
+         * the lock (descriptors are never freed). */
+        __atomic_store_n(&api_all, tx, __ATOMIC_RELEASE);
     }
     tx->live = 1;
     tx->thread_id = ++api_next_thread;
@@ -231,7 +235,62 @@ TMT_API sigjmp_buf *tmt_tx_prepare(tmt_tx *tx, tmt_site *site, unsigned flags)
     tx->htm.pending = 0;
     tx->htm.fell_back = 0;
     tx->stm.consecutive_aborts = 0;
+    tx->conflicts = 0;
+    tx->serial_next = (flags & TMT_TX_IRREVOCABLE) ? TF_SERIAL_REQUESTED : 0;
     return &tx->env;
+}
+
+/* ---- serial mode ---------------------------------------------------------------- */
+
+/* Every software attempt of another thread has ended; those that begin from
+ * now on wait in stm_begin (Dekker: the lock is taken before this looks). */
+static void api_drain_others(struct tmt_tx *self)
+{
+    for (struct tmt_tx *t = __atomic_load_n(&api_all, __ATOMIC_ACQUIRE); t; t = t->next) {
+        if (t == self)
+            continue;
+        for (unsigned spins = 1; __atomic_load_n(&t->stm.active_rv, __ATOMIC_SEQ_CST) != UINT64_MAX; spins++) {
+            tx_pause();
+            if ((spins & 255) == 0)
+                sched_yield(); /* the attempt we wait for may need this core */
+        }
+    }
+}
+
+/* Starts a serial attempt: START, exclusion of everything else, SERIAL. */
+__attribute__((noinline)) static void api_start_serial(struct tmt_tx *tx)
+{
+    unsigned why = tx->serial_next;
+    tx->instance++;
+    tb_ev_start(&tx->trace, tx->site_id, tx->instance, TF_START_SERIAL | (tx->attempt ? TF_START_RETRY : 0),
+                tx->attempt);
+    stm_serial_lock(tx->thread_id);
+    if (htm_path() != TX_MODE_NONE)
+        htm_sw_enter(tx); /* hardware attempts abort; an emulated one ends first */
+    api_drain_others(tx);
+    stm_serial_begin(tx);
+    tx->mode = TX_MODE_SERIAL;
+    tx_count(&tx->stats.serial);
+    tb_ev_serial(&tx->trace, why, tx->conflicts);
+}
+
+/* Ends the serial attempt's exclusion (commit or undo already done). */
+static void api_end_serial(struct tmt_tx *tx)
+{
+    htm_sw_leave(tx);
+    stm_serial_unlock();
+}
+
+void tx_serial_next(struct tmt_tx *tx, unsigned why) { tx->serial_next = why; }
+
+void tx_serial_now(struct tmt_tx *tx, unsigned why)
+{
+    if (tx->mode == TX_MODE_SERIAL)
+        return;
+    if (tx->mode == TX_MODE_HTM || tx->mode == TX_MODE_HTM_EMU)
+        htm_abort_code(tx, HTM_CODE_NEED_SERIAL); /* the policy sets serial_next: a store here would roll back */
+    tx->serial_next = why;
+    tx_abort(tx, TMT_ABORT_USER_RETRY, 0, 0);
 }
 
 TMT_API int tmt_tx_start(tmt_tx *tx)
@@ -240,6 +299,8 @@ TMT_API int tmt_tx_start(tmt_tx *tx)
         if ((tx->nested_flags & TMT_TX_NO_HTM) &&
             (tx->mode == TX_MODE_HTM || tx->mode == TX_MODE_HTM_EMU))
             htm_abort_code(tx, HTM_CODE_NEED_STM);
+        if (TX_UNLIKELY(tx->nested_flags & TMT_TX_IRREVOCABLE))
+            tx_serial_now(tx, TF_SERIAL_REQUESTED);
         tx->depth++;
         return 1;
     }
@@ -248,6 +309,10 @@ TMT_API int tmt_tx_start(tmt_tx *tx)
         return 0;
     }
     tx->depth = 1;
+    if (TX_UNLIKELY(tx->serial_next)) {
+        api_start_serial(tx);
+        return 1;
+    }
     int path = htm_path();
     if (path != TX_MODE_NONE && !(tx->flags & TMT_TX_NO_HTM) && !tx->htm.fell_back &&
         config.htm_retries > 0) {
@@ -257,6 +322,10 @@ TMT_API int tmt_tx_start(tmt_tx *tx)
             tx->cancelled = 0;
             tx->depth = 0;
             return 0;
+        }
+        if (tx->serial_next) {
+            api_start_serial(tx);
+            return 1;
         }
     }
     stm_backoff(tx);
@@ -277,6 +346,15 @@ static inline void api_count_commit(struct tmt_tx *tx)
     tx_count(&tx->site_stats[tx->site_id].commits);
 }
 
+/* A software or serial commit took effect (and was recorded): frees, counters. */
+static inline void api_committed(struct tmt_tx *tx, uint64_t wv)
+{
+    txmem_commit(tx, wv);
+    tx->depth = 0;
+    tx->mode = TX_MODE_NONE;
+    api_count_commit(tx);
+}
+
 TMT_API void tmt_tx_commit(tmt_tx *tx)
 {
     if (tx->depth > 1) {
@@ -294,17 +372,19 @@ TMT_API void tmt_tx_commit(tmt_tx *tx)
         tb_ev_commit(&tx->trace, wv, rn, wn);
         stm_commit_finish(tx, wv);
         htm_sw_leave(tx);
-        txmem_commit(tx, wv);
-        tx->depth = 0;
-        tx->mode = TX_MODE_NONE;
-        api_count_commit(tx);
+        api_committed(tx, wv);
+        return;
+    }
+    if (tx->mode == TX_MODE_SERIAL) {
+        uint32_t rn = tx->stm.serial_reads, wn = tx->stm.nundo;
+        uint64_t wv = stm_serial_commit(tx);
+        tb_ev_commit(&tx->trace, wv, rn, wn); /* nothing else runs: any point before the unlock */
+        api_end_serial(tx);
+        api_committed(tx, wv);
         return;
     }
     htm_commit(tx);
-    txmem_commit(tx, 0);
-    tx->depth = 0;
-    tx->mode = TX_MODE_NONE;
-    api_count_commit(tx);
+    api_committed(tx, 0);
     tx_count(&tx->stats.htm_commits);
     tb_ev_commit(&tx->trace, 0, 0, 0);
 }
@@ -326,11 +406,24 @@ void tx_abort(struct tmt_tx *tx, unsigned reason, uint64_t where, uint64_t found
         htm_sw_leave(tx);
     } else if (tx->mode == TX_MODE_HTM_EMU) {
         htm_rollback(tx, (uint32_t)found);
+    } else if (tx->mode == TX_MODE_SERIAL) {
+        /* Only the program's retry or cancel ends a serial attempt early;
+         * a retry runs the next attempt normally unless the block asks. */
+        stm_serial_rollback(tx);
+        api_end_serial(tx);
+        if (!(tx->flags & TMT_TX_IRREVOCABLE))
+            tx->serial_next = 0;
     }
     txmem_abort(tx);
     tx->mode = TX_MODE_NONE;
     tx->depth = 0;
     tx_abort_record(tx, reason, where, found);
+    /* Contention management: a transaction that keeps losing conflicts
+     * runs alone next time, so every transaction commits within
+     * TMTRACE_SERIAL_AFTER + 1 software attempts whatever its size. */
+    if (reason >= TMT_ABORT_READ_LOCKED && reason <= TMT_ABORT_COMMIT_VALIDATE &&
+        ++tx->conflicts >= (uint64_t)config.serial_after && !tx->serial_next)
+        tx->serial_next = TF_SERIAL_CONTENTION;
     if (reason == TMT_ABORT_USER_CANCEL)
         tx->cancelled = 1;
     siglongjmp(tx->env, 1);
@@ -340,7 +433,7 @@ TMT_API void tmt_tx_retry(tmt_tx *tx)
 {
     if (tx->depth == 0)
         abort(); /* no transaction to restart: a misuse the program cannot recover from */
-    if (tx->mode != TX_MODE_STM)
+    if (tx->mode == TX_MODE_HTM || tx->mode == TX_MODE_HTM_EMU)
         htm_abort_code(tx, HTM_CODE_USER_RETRY);
     tx_abort(tx, TMT_ABORT_USER_RETRY, 0, 0);
 }
@@ -349,7 +442,7 @@ TMT_API void tmt_tx_cancel(tmt_tx *tx)
 {
     if (tx->depth == 0)
         abort();
-    if (tx->mode != TX_MODE_STM)
+    if (tx->mode == TX_MODE_HTM || tx->mode == TX_MODE_HTM_EMU)
         htm_abort_code(tx, HTM_CODE_USER_CANCEL);
     tx_abort(tx, TMT_ABORT_USER_CANCEL, 0, 0);
 }
@@ -368,6 +461,11 @@ static inline uint64_t api_read(tmt_tx *tx, const volatile void *addr, unsigned 
     }
     if (tx->mode == TX_MODE_NONE)
         return tx_mem_load(a, size);
+    if (tx->mode == TX_MODE_SERIAL) {
+        uint64_t v = stm_serial_read(tx, a, size);
+        tb_ev_read(&tx->trace, addr, v, size);
+        return v;
+    }
     return htm_read(tx, a, size);
 }
 
@@ -394,10 +492,14 @@ static inline void api_write(tmt_tx *tx, volatile void *addr, uint64_t v, unsign
         tb_ev_write(&tx->trace, addr, v, size);
         return;
     }
-    if (tx->mode == TX_MODE_NONE)
+    if (tx->mode == TX_MODE_NONE) {
         tx_mem_store(a, v, size);
-    else
+    } else if (tx->mode == TX_MODE_SERIAL) {
+        stm_serial_write(tx, a, v, size);
+        tb_ev_write(&tx->trace, addr, v, size);
+    } else {
         htm_write(tx, a, v, size);
+    }
 }
 
 TMT_API uintptr_t tmt_read_word(tmt_tx *tx, const volatile uintptr_t *addr)
@@ -514,6 +616,7 @@ TMT_API int tmt_stats_get(tmt_stats *out)
     out->htm_commits = sum.htm_commits;
     out->htm_aborts = sum.htm_aborts;
     out->fallbacks = sum.fallbacks;
+    out->serial = sum.serial;
     out->events_recorded = tracer_events_recorded();
     out->events_dropped = tracer_events_dropped();
     out->writer_events = tracer_writer_events();

@@ -81,6 +81,9 @@ static const struct config_var vars[] = {
       "log2 of the number of versioned write-lock stripes", NULL },
     { "TMTRACE_SEED", VAR_INT, OFF(seed), 0, INT64_MAX, { 0 }, "0",
       "seed of the runtime's random numbers (backoff, emulation); 0 = from the clock", NULL },
+    { "TMTRACE_SERIAL_AFTER", VAR_INT, OFF(serial_after), 1, 1000000, { 0 }, "16",
+      "contention management: after this many conflict aborts of one transaction its next attempt runs in serial "
+      "(irrevocable) mode, alone, and commits; bounds the attempts of any transaction", NULL },
     { "TMTRACE_STAMP", VAR_CHOICE, OFF(stamp), 0, 0, { "each", "boundary" }, "each",
       "each = every record gets its own rdtscp; boundary = only start/commit/abort/fallback read the clock and "
       "reads/writes repeat the previous record's stamp (cheaper: a TSC read waits for earlier loads)", NULL },

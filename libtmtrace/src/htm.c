@@ -73,6 +73,7 @@ __attribute__((target("rtm"), noreturn)) static void htm_rtm_abort(unsigned code
     case HTM_CODE_USER_RETRY: _xabort(0xfe); break;
     case HTM_CODE_USER_CANCEL: _xabort(0xfd); break;
     case HTM_CODE_NEED_STM: _xabort(0xfc); break;
+    case HTM_CODE_NEED_SERIAL: _xabort(0xfb); break;
     default: _xabort(0xff); break;
     }
     __builtin_unreachable();
@@ -129,10 +130,7 @@ static inline void htm_emu_access(struct tmt_tx *tx, uintptr_t addr)
 void htm_rollback(struct tmt_tx *tx, uint32_t status)
 {
     struct tx_htm *h = &tx->htm;
-    while (h->nundo > 0) {
-        const struct tx_undo *u = &h->undo[--h->nundo];
-        tx_mem_store(u->addr, u->old, u->size);
-    }
+    tx_undo_all(h->undo, &h->nundo);
     htm_emu_unlock();
     tx_count(&tx->stats.htm_aborts);
     h->last_status = status;
@@ -153,12 +151,8 @@ void htm_write(struct tmt_tx *tx, uintptr_t addr, uint64_t value, unsigned size)
     if (tx->mode == TX_MODE_HTM_EMU) {
         struct tx_htm *h = &tx->htm;
         htm_emu_access(tx, addr);
-        if (h->nundo == h->undocap)
-            h->undo = tx_grow(h->undo, &h->undocap, sizeof *h->undo, 64);
-        struct tx_undo *u = &h->undo[h->nundo++];
-        u->addr = addr;
-        u->old = tx_mem_load(addr, size);
-        u->size = size;
+        tx_undo_write(&h->undo, &h->nundo, &h->undocap, addr, value, size);
+        return;
     }
     tx_mem_store(addr, value, size);
 }
@@ -213,7 +207,9 @@ static enum htm_next htm_policy(struct tmt_tx *tx, uint32_t status, unsigned *wh
     int used_up = tx->htm.attempts >= (uint64_t)config.htm_retries;
     if (explicit_ && code == HTM_CODE_USER_CANCEL)
         return HTM_NEXT_CANCEL;
-    if (explicit_ && code == HTM_CODE_NEED_STM) {
+    if (explicit_ && (code == HTM_CODE_NEED_STM || code == HTM_CODE_NEED_SERIAL)) {
+        if (code == HTM_CODE_NEED_SERIAL)
+            tx->serial_next = TF_SERIAL_REQUESTED; /* tmt_tx_start runs it serially */
         *why = TF_FB_FLAGS;
         return HTM_NEXT_FALLBACK;
     }

@@ -20,6 +20,7 @@
 #define HTM_CODE_USER_RETRY 0xfeu                   /* tmt_tx_retry() */
 #define HTM_CODE_USER_CANCEL 0xfdu                  /* tmt_tx_cancel() */
 #define HTM_CODE_NEED_STM 0xfcu                     /* a nested block asked for the STM */
+#define HTM_CODE_NEED_SERIAL 0xfbu                  /* the transaction must run in serial mode */
 #define HTM_CODE_EMU_EXPLICIT 0x01u                 /* emulation: injected explicit abort */
 
 /* Reads CPUID once. */

@@ -25,6 +25,13 @@ static struct {
     char pad[56];
 } stm_clock __attribute__((aligned(64)));
 
+/* The serial lock: trace thread id of the serial attempt, 0 when none. Read
+ * by every software begin, written twice per serial attempt. */
+static struct {
+    uint32_t owner;
+    char pad[60];
+} stm_serial __attribute__((aligned(64)));
+
 static uintptr_t *stm_stripes;
 static unsigned stm_log2;
 
@@ -145,6 +152,29 @@ __attribute__((noinline)) static void stm_rgrow(struct tx_stm *s)
 
 /* ---- begin ------------------------------------------------------------------ */
 
+static inline uint32_t stm_serial_owner(int order) { return __atomic_load_n(&stm_serial.owner, order); }
+
+static void stm_serial_spin(void)
+{
+    for (unsigned spins = 1; stm_serial_owner(__ATOMIC_ACQUIRE) != 0; spins++) {
+        tx_pause();
+        if ((spins & 255) == 0)
+            sched_yield(); /* the serial attempt may need this core */
+    }
+}
+
+/* A serial attempt holds the lock: step back (no start version announced,
+ * so its drain does not wait for us), wait, announce again. */
+__attribute__((noinline, cold)) static void stm_serial_wait(struct tx_stm *s)
+{
+    do {
+        __atomic_store_n(&s->active_rv, UINT64_MAX, __ATOMIC_RELEASE);
+        stm_serial_spin();
+        s->rv = __atomic_load_n(&stm_clock.now, __ATOMIC_ACQUIRE);
+        __atomic_store_n(&s->active_rv, s->rv, __ATOMIC_SEQ_CST);
+    } while (stm_serial_owner(__ATOMIC_SEQ_CST) != 0);
+}
+
 void stm_begin(struct tmt_tx *tx, int read_only)
 {
     struct tx_stm *s = &tx->stm;
@@ -164,6 +194,10 @@ void stm_begin(struct tmt_tx *tx, int read_only)
      * sees this attempt running, or this attempt's reads see the commit that
      * unlinked what the reclaimer frees (and abort on it). See txmem.c. */
     __atomic_store_n(&s->active_rv, s->rv, __ATOMIC_SEQ_CST);
+    /* Dekker with the serial drain: announce (above), then look at the lock;
+     * the drain takes the lock, then waits for announced attempts. */
+    if (TX_UNLIKELY(stm_serial_owner(__ATOMIC_SEQ_CST) != 0))
+        stm_serial_wait(s);
 }
 
 /* ---- reads ------------------------------------------------------------------ */
@@ -442,6 +476,68 @@ void stm_backoff(struct tmt_tx *tx)
         sched_yield();
 }
 
+/* ---- serial mode ------------------------------------------------------------ */
+
+void stm_serial_lock(uint32_t me)
+{
+    for (;;) {
+        uint32_t expect = 0;
+        if (__atomic_compare_exchange_n(&stm_serial.owner, &expect, me, 0, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+            return;
+        stm_serial_spin();
+    }
+}
+
+void stm_serial_unlock(void) { __atomic_store_n(&stm_serial.owner, 0, __ATOMIC_RELEASE); }
+
+void stm_serial_begin(struct tmt_tx *tx)
+{
+    struct tx_stm *s = &tx->stm;
+    s->ro = 0;
+    s->rn = s->wn = 0;
+    s->nundo = 0;
+    s->serial_reads = 0;
+    s->rv = __atomic_load_n(&stm_clock.now, __ATOMIC_ACQUIRE);
+    /* Memory reclamation (txmem.c) must not free what this attempt reads. */
+    __atomic_store_n(&s->active_rv, s->rv, __ATOMIC_SEQ_CST);
+}
+
+uint64_t stm_serial_read(struct tmt_tx *tx, uintptr_t addr, unsigned size)
+{
+    tx->stm.serial_reads++;
+    return tx_mem_load(addr, size);
+}
+
+void stm_serial_write(struct tmt_tx *tx, uintptr_t addr, uint64_t value, unsigned size)
+{
+    struct tx_stm *s = &tx->stm;
+    tx_undo_write(&s->undo, &s->nundo, &s->undocap, addr, value, size);
+}
+
+/* The stripes written get the new version, so that an attempt that took its
+ * start version before this commit and reads them afterwards aborts, as it
+ * would after a normal commit. Nothing else runs: no locking needed. */
+uint64_t stm_serial_commit(struct tmt_tx *tx)
+{
+    struct tx_stm *s = &tx->stm;
+    uint64_t wv = 0;
+    if (s->nundo != 0) {
+        wv = __atomic_add_fetch(&stm_clock.now, 1, __ATOMIC_ACQ_REL);
+        for (uint32_t i = 0; i < s->nundo; i++)
+            __atomic_store_n(stm_stripe(s->undo[i].addr), (uintptr_t)wv << 1, __ATOMIC_RELEASE);
+    }
+    s->nundo = 0;
+    stm_idle(s);
+    return wv;
+}
+
+void stm_serial_rollback(struct tmt_tx *tx)
+{
+    struct tx_stm *s = &tx->stm;
+    tx_undo_all(s->undo, &s->nundo);
+    __atomic_store_n(&s->active_rv, UINT64_MAX, __ATOMIC_RELEASE);
+}
+
 void stm_free(struct tmt_tx *tx)
 {
     struct tx_stm *s = &tx->stm;
@@ -452,6 +548,7 @@ void stm_free(struct tmt_tx *tx)
     for (uint32_t i = 0; i < s->nretired; i++)
         free(s->retired[i]);
     free(s->retired);
+    free(s->undo);
     memset(s, 0, sizeof *s);
     s->active_rv = UINT64_MAX;
 }

@@ -50,6 +50,20 @@ void stm_commit_finish(struct tmt_tx *tx, uint64_t wv);
 void stm_rollback(struct tmt_tx *tx);
 /* Randomized exponential backoff after repeated aborts (bounded). */
 void stm_backoff(struct tmt_tx *tx);
+/* Serial (irrevocable) mode, see tx.h. The serial lock admits one serial
+ * attempt at a time (`me`: the holder's trace thread id, never 0); software
+ * attempts that begin while it is held wait in stm_begin until it is free.
+ * Excluding the other paths and draining running attempts is the caller's
+ * (api.c: it knows every descriptor). */
+void stm_serial_lock(uint32_t me);
+void stm_serial_unlock(void);
+/* The serial attempt itself: in-place accesses with an undo log; commit
+ * takes a write version and stamps it on the stripes written (0 if none). */
+void stm_serial_begin(struct tmt_tx *tx);
+uint64_t stm_serial_read(struct tmt_tx *tx, uintptr_t addr, unsigned size);
+void stm_serial_write(struct tmt_tx *tx, uintptr_t addr, uint64_t value, unsigned size);
+uint64_t stm_serial_commit(struct tmt_tx *tx);
+void stm_serial_rollback(struct tmt_tx *tx);
 /* Frees the sets of a descriptor that is being discarded. */
 void stm_free(struct tmt_tx *tx);
 

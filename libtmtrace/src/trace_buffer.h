@@ -27,6 +27,16 @@
 #else
 #define TB_UNLIKELY(x) (x)
 #define TB_LIKELY(x) (x)
+/* The attempt runs in serial mode from here (all others excluded) until its
+ * COMMIT or ABORT; `why` is enum tf_serial_reason, `conflicts` the conflict
+ * aborts of the transaction before it. */
+static inline void tb_ev_serial(struct tb_thread *t, unsigned why, uint64_t conflicts)
+{
+    if (t->level == CONFIG_EVENTS_OFF)
+        return;
+    tb_emit(t, TF_EV_SERIAL, why, conflicts, 0);
+}
+
 #endif
 
 struct tb_chunk; /* trace_buffer.c: a chunk of records handed to the writer */
@@ -242,6 +252,16 @@ static inline void tb_ev_fallback(struct tb_thread *t, unsigned why, uint32_t ht
     if (t->level == CONFIG_EVENTS_OFF)
         return;
     tb_emit(t, TF_EV_FALLBACK, why, 0, htm_status);
+}
+
+/* The attempt runs in serial mode from here (all others excluded) until its
+ * COMMIT or ABORT; `why` is enum tf_serial_reason, `conflicts` the conflict
+ * aborts of the transaction before it. */
+static inline void tb_ev_serial(struct tb_thread *t, unsigned why, uint64_t conflicts)
+{
+    if (t->level == CONFIG_EVENTS_OFF)
+        return;
+    tb_emit(t, TF_EV_SERIAL, why, conflicts, 0);
 }
 
 #endif

@@ -62,7 +62,7 @@ struct tf_chunk_hdr {
 const char *tf_event_kind_name(unsigned kind)
 {
     static const char *const names[TF_EV_KINDS] = { "?", "start", "read", "write",
-                                                    "commit", "abort", "fallback" };
+                                                    "commit", "abort", "fallback", "serial" };
     return kind < TF_EV_KINDS ? names[kind] : "?";
 }
 

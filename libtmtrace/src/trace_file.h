@@ -34,7 +34,8 @@ enum tf_event_kind {
     TF_EV_COMMIT = 4,
     TF_EV_ABORT = 5,
     TF_EV_FALLBACK = 6, /* hardware path gives up; the STM takes over */
-    TF_EV_KINDS = 7
+    TF_EV_SERIAL = 7,   /* the attempt runs alone from here (serial, irrevocable) to its end (v2) */
+    TF_EV_KINDS = 8
 };
 
 /* Flags of a START record (tf_record.value) and of decoded events. */
@@ -42,7 +43,14 @@ enum tf_start_flags {
     TF_START_HTM = 1u << 0,      /* real hardware attempt */
     TF_START_HTM_EMU = 1u << 1,  /* emulated hardware attempt */
     TF_START_READ_ONLY = 1u << 2,
-    TF_START_RETRY = 1u << 3     /* a retry of an aborted attempt of the same transaction */
+    TF_START_RETRY = 1u << 3,    /* a retry of an aborted attempt of the same transaction */
+    TF_START_SERIAL = 1u << 4    /* serial (irrevocable) attempt; a SERIAL record follows (v2) */
+};
+
+/* Why an attempt runs in serial mode (SERIAL record, `reason`). */
+enum tf_serial_reason {
+    TF_SERIAL_CONTENTION = 1, /* TMTRACE_SERIAL_AFTER conflict aborts of this transaction */
+    TF_SERIAL_REQUESTED = 2   /* the program asked for it (TMT_TX_IRREVOCABLE, libitm's serial mode) */
 };
 
 /* Why the hardware path gave up (FALLBACK record, `reason`). */
@@ -71,9 +79,11 @@ enum tf_fallback_reason {
  *                                          (version 1: the holder's thread id
  *                                          for READ_LOCKED/COMMIT_LOCKED, else 0)
  *   FALLBACK  0                            HTM status word of the last attempt
+ *   SERIAL    conflict aborts of the transaction before this attempt
+ *                                          0
  *
  * `reason`: READ/WRITE access size in bytes; ABORT enum tmt_abort_reason;
- * FALLBACK enum tf_fallback_reason. `site` is the site id of the enclosing
+ * FALLBACK enum tf_fallback_reason; SERIAL enum tf_serial_reason. `site` is the site id of the enclosing
  * transaction (START carries it; the others repeat it). `aux` is the raw
  * TSC_AUX of the rdtscp that stamped `tsc` ((node << 12) | cpu on Linux).
  * The thread is the chunk's; the instance of non-START events is the one of

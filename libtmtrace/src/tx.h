@@ -28,7 +28,7 @@
 #endif
 
 /* What executes the current attempt. NONE outside transactions. */
-enum tx_mode { TX_MODE_NONE = 0, TX_MODE_STM = 1, TX_MODE_HTM = 2, TX_MODE_HTM_EMU = 3 };
+enum tx_mode { TX_MODE_NONE = 0, TX_MODE_STM = 1, TX_MODE_HTM = 2, TX_MODE_HTM_EMU = 3, TX_MODE_SERIAL = 4 };
 
 /* One redo-log entry: an aligned 8-byte word, the bytes written to it and
  * which of them were written (bit i = byte i), so write-back stores exactly
@@ -59,6 +59,13 @@ struct tx_lockrec {
     uint32_t owner_instance;     /* low 32 bits of the holder's attempt (instance id) */
 };
 
+/* An undo-log entry of an emulated hardware attempt or a serial attempt. */
+struct tx_undo {
+    uintptr_t addr;
+    uint64_t old;
+    uint32_t size;
+};
+
 struct tx_stm {
     uint64_t rv;                 /* start version (snapshot the reads are valid at) */
     int ro;                      /* no read set kept */
@@ -77,13 +84,11 @@ struct tx_stm {
     uint32_t nlocked, lcap;
     uint64_t active_rv;          /* rv while a software attempt runs, UINT64_MAX when idle (shared) */
     uint32_t consecutive_aborts; /* software aborts of this transaction, for backoff */
-};
-
-/* An undo-log entry of an emulated hardware attempt. */
-struct tx_undo {
-    uintptr_t addr;
-    uint64_t old;
-    uint32_t size;
+    /* Serial attempt: writes go to memory in place, their old bytes here
+     * (for tmt_tx_retry / tmt_tx_cancel); reads are only counted. */
+    struct tx_undo *undo;
+    uint32_t nundo, undocap;
+    uint32_t serial_reads;
 };
 
 struct tx_htm {
@@ -120,6 +125,7 @@ struct tx_stats {
     uint64_t htm_commits;
     uint64_t htm_aborts;
     uint64_t fallbacks;
+    uint64_t serial;            /* attempts run in serial mode */
 };
 
 struct tmt_tx {
@@ -132,6 +138,8 @@ struct tmt_tx {
     uint32_t site_id;
     uint32_t attempt;           /* attempts of the current transaction so far */
     int cancelled;              /* the restart must skip the block */
+    uint32_t conflicts;         /* conflict aborts (reasons 1-4) of the current transaction */
+    unsigned serial_next;       /* enum tf_serial_reason: the next attempt runs serial; 0 = no */
     uint64_t instance;          /* attempts started by this thread */
     uint64_t rng;               /* xorshift state: backoff and emulation */
     sigjmp_buf env;             /* restart point of the outermost block */
@@ -157,6 +165,25 @@ __attribute__((noreturn)) void tx_abort(struct tmt_tx *tx, unsigned reason, uint
 /* Counts and records an abort without restarting (the hardware path, whose
  * aborts arrive back at _xbegin). */
 void tx_abort_record(struct tmt_tx *tx, unsigned reason, uint64_t where, uint64_t found);
+
+/* Serial (irrevocable) mode. An attempt in serial mode runs alone: it
+ * starts once every other transaction has ended (software attempts finish,
+ * hardware attempts abort) and none can start until it ends; it reads and
+ * writes memory in place and cannot abort on a conflict (tmt_tx_retry and
+ * tmt_tx_cancel still undo it). The normal paths pay one predicted branch:
+ * the STM's begin looks at the serial flag after announcing its start
+ * version, the hardware paths see the software-transaction counter.
+ *
+ * tx_serial_next: the next attempt of the current (or next) transaction runs
+ * serially; `why` is enum tf_serial_reason. TMTRACE_SERIAL_AFTER conflict
+ * aborts set it, and so does a TMT_TX_IRREVOCABLE block.
+ * tx_serial_now: inside an attempt, returns at once if it is serial, else
+ * aborts it and restarts the transaction serially (recorded as a user-retry
+ * abort; does not return).
+ * tx_is_serial: the running attempt is serial. */
+void tx_serial_next(struct tmt_tx *tx, unsigned why);
+void tx_serial_now(struct tmt_tx *tx, unsigned why);
+static inline int tx_is_serial(const struct tmt_tx *tx) { return tx->mode == TX_MODE_SERIAL; }
 
 /* The oldest start version among software attempts running now (UINT64_MAX
  * if none): memory unlinked by a commit with a write version <= it can no
@@ -193,6 +220,7 @@ static inline void *tx_grow(void *p, uint32_t *cap, size_t elem, uint32_t min)
 
 static inline void tx_pause(void) { __builtin_ia32_pause(); }
 
+
 /* Exact-size loads and stores of shared data (1, 4 or 8 naturally aligned
  * bytes). Acquire/release so that TL2's check "stripe unchanged around the
  * data load" is also sound in the C11 model; on x86 these are plain moves. */
@@ -211,6 +239,29 @@ static inline void tx_mem_store(uintptr_t a, uint64_t v, unsigned size)
     case 8: __atomic_store_n((uint64_t *)a, v, __ATOMIC_RELEASE); break;
     case 4: __atomic_store_n((uint32_t *)a, (uint32_t)v, __ATOMIC_RELEASE); break;
     default: __atomic_store_n((uint8_t *)a, (uint8_t)v, __ATOMIC_RELEASE); break;
+    }
+}
+
+/* Writes in place, logging the old bytes first (emulated hardware attempts
+ * and serial attempts). */
+static inline void tx_undo_write(struct tx_undo **log, uint32_t *n, uint32_t *cap, uintptr_t addr, uint64_t value,
+                                 unsigned size)
+{
+    if (TX_UNLIKELY(*n == *cap))
+        *log = tx_grow(*log, cap, sizeof **log, 64);
+    struct tx_undo *u = &(*log)[(*n)++];
+    u->addr = addr;
+    u->old = tx_mem_load(addr, size);
+    u->size = size;
+    tx_mem_store(addr, value, size);
+}
+
+/* Puts back every byte the log saved, newest first, and empties it. */
+static inline void tx_undo_all(const struct tx_undo *log, uint32_t *n)
+{
+    while (*n > 0) {
+        const struct tx_undo *u = &log[--*n];
+        tx_mem_store(u->addr, u->old, u->size);
     }
 }
 
