@@ -513,17 +513,20 @@ static void hold_stripe_until_aborted(int write, unsigned reason)
     fake.stripe = stripe;
     fake.old = unlocked;
     __atomic_store_n(stripe, (uintptr_t)&fake | 1, __ATOMIC_RELEASE);
+    tmt_stats before;
+    tmt_stats_get(&before);
     pthread_t th;
     assert_int_equal(pthread_create(&th, NULL, held_victim, &h), 0);
-    tmt_tx *victim;
-    while ((victim = __atomic_load_n(&h.victim, __ATOMIC_ACQUIRE)) == NULL)
+    /* Wait (bounded) until the victim aborted for the expected reason. The
+     * totals include exited threads: after TMTRACE_SERIAL_AFTER aborts the
+     * victim runs alone, commits and may have left already. */
+    tmt_stats now;
+    uint64_t seen = 0;
+    for (int i = 0; i < 100000 && seen == 0; i++) {
         sched_yield();
-    /* Wait (bounded) until the victim aborted for the expected reason. */
-    for (int i = 0; i < 100000 &&
-                    __atomic_load_n(&victim->stats.all.aborts_by_reason[reason], __ATOMIC_RELAXED) == 0;
-         i++)
-        sched_yield();
-    uint64_t seen = __atomic_load_n(&victim->stats.all.aborts_by_reason[reason], __ATOMIC_RELAXED);
+        tmt_stats_get(&now);
+        seen = now.aborts_by_reason[reason] - before.aborts_by_reason[reason];
+    }
     __atomic_store_n(stripe, unlocked, __ATOMIC_RELEASE);
     pthread_join(th, NULL);
     assert_true(seen >= 1);
