@@ -25,10 +25,15 @@ static char out[1 << 16];
 
 /* Writes threads th[0..n) as a raw trace and runs tmcheck --json on it. */
 static unsigned level = 2;   /* TMTRACE_EVENTS of the generated traces */
+/* Format version of the generated traces: the attribution tests below the
+ * version 2 ones check that version 1 traces (no identity in the abort
+ * records) are still attributed by time. */
+static unsigned fmt = 1;
 
 static int check(const char *name, struct tg_thread *th, size_t n, uint64_t dropped, const char *extra)
 {
     struct tf_header h = tg_header(HZ, level, 0);
+    h.version = fmt;
     const char *path = tu_path(name);
     assert_int_equal(tg_write(path, &h, th, n, NULL, 0, dropped, 1000), 0);
     char cmd[1024];
@@ -195,7 +200,7 @@ static void attribution_true_conflict_names_the_culprit(void **st)
     snprintf(p, sizeof p, "%s/aborts.csv", tu_path("attr"));
     char *csv = tu_read_file(p, NULL);
     assert_non_null(csv);
-    assert_non_null(strstr(csv, "\n1,1,1,100,200,read-version,true,2,2,7,150,0x10000\n"));
+    assert_non_null(strstr(csv, "\n1,1,1,100,200,read-version,true,2,2,7,150,0x10000,true-conflict,0\n"));
     free(csv);
 }
 
@@ -333,6 +338,155 @@ static void serial_attempts_and_their_time_alone_are_reported(void **st)
     assert_true(J("commits") == 1);
 }
 
+/* ---- version 2: attribution by identity --------------------------------- */
+
+/* Victim (thread 1, site 1) reads `vaddr`, aborts at 200 with `reason`,
+ * `found` in the record; thread 2 (site 2, instance 7) writes `c2addr` and
+ * commits version 9 at 150; thread 3 (site 3, instance 4) writes A1 and
+ * commits version 10 at 180, later, on the same word. */
+static int identity_case(const char *name, unsigned reason, uint64_t vaddr, uint64_t c2addr, uint64_t found,
+                         const char *extra)
+{
+    struct tg_thread th[3] = { 0 };
+    tg_ev(&th[0], 100, TF_EV_START, 0, 1, 1, 0);
+    tg_ev(&th[0], 110, TF_EV_READ, 8, 1, vaddr, 0);
+    tg_ev(&th[0], 200, TF_EV_ABORT, reason, 1, vaddr, found);
+    tg_ev(&th[0], 210, TF_EV_START, 0, 1, 2, TF_START_RETRY);
+    tg_ev(&th[0], 230, TF_EV_COMMIT, 0, 1, 0, 1);
+    tg_ev(&th[1], 130, TF_EV_START, 0, 2, 7, 0);
+    tg_ev(&th[1], 140, TF_EV_WRITE, 8, 2, c2addr, 5);
+    tg_ev(&th[1], 150, TF_EV_COMMIT, 0, 2, 9, 1ull << 32);
+    tg_ev(&th[2], 160, TF_EV_START, 0, 3, 4, 0);
+    tg_ev(&th[2], 170, TF_EV_WRITE, 8, 3, A1, 6);
+    tg_ev(&th[2], 180, TF_EV_COMMIT, 0, 3, 10, 1ull << 32);
+    fmt = 2;
+    int rc = check(name, th, 3, 0, extra);
+    fmt = 1;
+    return rc;
+}
+
+static char *abort_rows(const char *dir)
+{
+    char p[700];
+    snprintf(p, sizeof p, "%s/aborts.csv", tu_path(dir));
+    return tu_read_file(p, NULL);
+}
+
+static void a_version_found_names_the_commit_that_wrote_it_not_the_latest(void **st)
+{
+    (void)st;
+    char extra[600];
+    snprintf(extra, sizeof extra, "--csv '%s'", tu_path("id-version"));
+    assert_int_equal(identity_case("id-version.bin", TMT_ABORT_READ_VERSION, A1, A1, 9, extra), 0);
+    assert_true(J("true_conflicts") == 1);
+    assert_true(J("conflict_free_aborts") == 0);
+    char *csv = abort_rows("id-version");
+    assert_non_null(csv);
+    /* version 9 is thread 2's commit, although thread 3 committed on the word later */
+    assert_non_null(strstr(csv, "\n1,1,1,100,200,read-version,true,2,2,7,150,0x10000,true-conflict,1\n"));
+    free(csv);
+}
+
+static void a_version_written_on_another_word_of_the_stripe_is_a_false_conflict(void **st)
+{
+    (void)st;
+    char extra[600];
+    snprintf(extra, sizeof extra, "--csv '%s'", tu_path("id-false"));
+    uint64_t other = same_stripe_other_word(A1);
+    assert_int_equal(identity_case("id-false.bin", TMT_ABORT_COMMIT_VALIDATE, A1, other, 9, extra), 0);
+    assert_true(J("false_conflicts") == 1);
+    assert_true(J("true_conflicts") == 0);
+    char *csv = abort_rows("id-false");
+    assert_non_null(csv);
+    assert_non_null(strstr(csv, ",commit-validate,false,2,2,7,150,0x10000,false-conflict,1\n"));
+    free(csv);
+}
+
+/* Thread 1 finds A1 locked at 200 by thread 2's attempt 7 (started at 150);
+ * that attempt ends at `end` with `outcome`, on CPU `cpu2` at its end. */
+static int holder_case(const char *name, uint64_t end, unsigned outcome, unsigned cpu2)
+{
+    struct tg_thread th[2] = { 0 };
+    tg_ev(&th[0], 100, TF_EV_START, 0, 1, 1, 0);
+    tg_ev(&th[0], 110, TF_EV_READ, 8, 1, A1, 0);
+    tg_ev(&th[0], 200, TF_EV_ABORT, TMT_ABORT_READ_LOCKED, 1, A1, tf_abort_held(2, 7));
+    tg_ev(&th[0], end + 100, TF_EV_START, 0, 1, 2, TF_START_RETRY);
+    tg_ev(&th[0], end + 110, TF_EV_COMMIT, 0, 1, 0, 0);
+    tg_ev(&th[1], 150, TF_EV_START, 0, 2, 7, 0);
+    tg_ev(&th[1], 160, TF_EV_WRITE, 8, 2, A1, 5);
+    if (outcome == TF_EV_COMMIT)
+        tg_add(&th[1], end, end, cpu2, TF_EV_COMMIT, 0, 2, 9, 1ull << 32);
+    else
+        tg_add(&th[1], end, end, cpu2, TF_EV_ABORT, TMT_ABORT_READ_VERSION, 2, A1 + 8, 3);
+    fmt = 2;
+    int rc = check(name, th, 2, 0, NULL);
+    fmt = 1;
+    return rc;
+}
+
+static double class_count(const char *cls)
+{
+    const char *c = strstr(out, "\"classes\":{");
+    assert_non_null(c);
+    const char *k = strstr(c, cls);
+    assert_non_null(k);
+    return tg_json_num(out, k, "count");
+}
+
+static void a_lock_holder_that_commits_soon_after_is_a_running_holder(void **st)
+{
+    (void)st;
+    assert_int_equal(holder_case("holder-running.bin", 260, TF_EV_COMMIT, 0), 0);
+    assert_true(class_count("\"holder-running\"") == 1);
+    assert_true(J("conflict_free_aborts") == 0);
+}
+
+static void a_lock_holder_descheduled_for_milliseconds_is_a_preempted_holder(void **st)
+{
+    (void)st;
+    /* 5 ms between its write and its commit: longer than any commit path */
+    assert_int_equal(holder_case("holder-gap.bin", 5000160, TF_EV_COMMIT, 0), 0);
+    assert_true(class_count("\"holder-preempted\"") == 1);
+    assert_true(J("conflict_free_aborts") == 0);
+}
+
+static void a_lock_holder_that_moved_to_another_core_is_a_preempted_holder(void **st)
+{
+    (void)st;
+    assert_int_equal(holder_case("holder-moved.bin", 260, TF_EV_COMMIT, 1), 0);
+    assert_true(class_count("\"holder-preempted\"") == 1);
+}
+
+static void a_lock_holder_that_never_commits_is_an_aborted_holder_not_conflict_free(void **st)
+{
+    (void)st;
+    assert_int_equal(holder_case("holder-aborted.bin", 260, TF_EV_ABORT, 0), 0);
+    /* the victim's abort; the holder's own abort found version 3, which no commit in the trace wrote */
+    assert_true(class_count("\"holder-aborted\"") == 1);
+    assert_true(class_count("\"conflict-free\"") == 1);
+}
+
+static void version_2_attributes_without_reads_and_writes(void **st)
+{
+    (void)st;
+    level = 1;
+    struct tg_thread th[2] = { 0 };
+    tg_ev(&th[0], 100, TF_EV_START, 0, 1, 1, 0);
+    tg_ev(&th[0], 200, TF_EV_ABORT, TMT_ABORT_READ_VERSION, 1, A1, 9);
+    tg_ev(&th[0], 210, TF_EV_START, 0, 1, 2, TF_START_RETRY);
+    tg_ev(&th[0], 230, TF_EV_COMMIT, 0, 1, 0, 1);
+    tg_ev(&th[1], 130, TF_EV_START, 0, 2, 7, 0);
+    tg_ev(&th[1], 150, TF_EV_COMMIT, 0, 2, 9, 1ull << 32);
+    fmt = 2;
+    int rc = check("level1-v2.bin", th, 2, 0, NULL);
+    fmt = 1;
+    level = 2;
+    assert_int_equal(rc, 0);
+    assert_true(J("conflict_free_aborts") == 0);
+    assert_true(J("true_conflicts") == 1);
+    assert_true(tg_json_num(out, strstr(out, "\"attribution\""), "by_identity") == 1);
+}
+
 static void per_site_table_counts_attempts_wasted_time_retries_and_sets(void **st)
 {
     (void)st;
@@ -411,8 +565,8 @@ static void csv_files_hold_sites_conflicts_and_threads(void **st)
     snprintf(p, sizeof p, "%s/sites.csv", dir);
     char *s = tu_read_file(p, NULL);
     assert_non_null(s);
-    assert_non_null(strstr(s, "\n1,site1,3,3,0,"));
-    assert_non_null(strstr(s, "\n2,site2,2,2,0,"));
+    assert_non_null(strstr(s, "\n1,site1 (gen.c:10),3,3,0,"));
+    assert_non_null(strstr(s, "\n2,site2 (gen.c:20),2,2,0,"));
     free(s);
     snprintf(p, sizeof p, "%s/threads.csv", dir);
     s = tu_read_file(p, NULL);
@@ -486,6 +640,13 @@ int main(void)
         cmocka_unit_test(a_read_locked_abort_is_caused_by_the_holder_committing_after_it),
         cmocka_unit_test(a_read_locked_abort_whose_holder_aborted_is_conflict_free),
         cmocka_unit_test(without_reads_and_writes_conflict_freedom_is_not_claimed),
+        cmocka_unit_test(a_version_found_names_the_commit_that_wrote_it_not_the_latest),
+        cmocka_unit_test(a_version_written_on_another_word_of_the_stripe_is_a_false_conflict),
+        cmocka_unit_test(a_lock_holder_that_commits_soon_after_is_a_running_holder),
+        cmocka_unit_test(a_lock_holder_descheduled_for_milliseconds_is_a_preempted_holder),
+        cmocka_unit_test(a_lock_holder_that_moved_to_another_core_is_a_preempted_holder),
+        cmocka_unit_test(a_lock_holder_that_never_commits_is_an_aborted_holder_not_conflict_free),
+        cmocka_unit_test(version_2_attributes_without_reads_and_writes),
         cmocka_unit_test(per_site_table_counts_attempts_wasted_time_retries_and_sets),
         cmocka_unit_test(serial_attempts_and_their_time_alone_are_reported),
         cmocka_unit_test(hardware_aborts_are_classified_by_status_bits),

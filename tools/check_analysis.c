@@ -30,6 +30,8 @@ struct ca_state *ca_create(const struct ca_opts *o)
         s->o.ns_per_unit = 1;
     if (!(s->o.lock_hold_ns > 0))
         s->o.lock_hold_ns = CA_LOCK_HOLD_NS_DEFAULT;
+    if (!(s->o.desched_gap_ns > 0))
+        s->o.desched_gap_ns = CA_DESCHED_GAP_NS_DEFAULT;
     if (ca_culprit_create(s) < 0) {
         ca_free(s);
         return NULL;
@@ -49,6 +51,7 @@ void ca_opts_for_trace(const struct merge_index *ix, unsigned stripes_log2, stru
         .uncertainty = (uint64_t)(u + 0.999),
         .ns_per_unit = synced || !ix->hdr.tsc_hz ? 1.0 : 1e9 / (double)ix->hdr.tsc_hz,
         .have_accesses = ix->hdr.events_level >= 2,
+        .format_version = ix->hdr.version,
     };
 }
 
@@ -93,6 +96,8 @@ static int on_start(struct ca_state *s, struct th *t, const struct tf_event *ev)
     t->htm = (ev->value & (TF_START_HTM | TF_START_HTM_EMU)) != 0;
     t->serial = 0;
     t->nacc = 0;
+    t->max_gap = 0;
+    t->migrated = 0;
     return 0;
 }
 
@@ -104,6 +109,32 @@ static void serial_end(struct ca_state *s, struct th *t, uint64_t ts)
     t->serial = 0;
 }
 
+/* The open attempt ended: remembered for the aborts that name it as the
+ * holder of a lock they found. */
+static void attempt_ended(struct ca_state *s, struct th *t, uint64_t ts, int committed)
+{
+    struct ended *e = &t->ended[t->nended++ % CA_ENDED_KEEP];
+    e->instance = t->instance;
+    e->start = t->start_ts;
+    e->end = ts;
+    e->site = t->site;
+    e->committed = (uint8_t)committed;
+    e->descheduled = t->migrated || (double)t->max_gap * s->o.ns_per_unit >= s->o.desched_gap_ns;
+}
+
+/* Gaps and core changes inside the open attempt (deschedules, migrations). */
+static void attempt_progress(struct th *t, const struct tf_event *ev)
+{
+    if (ev->kind != TF_EV_START && t->in_tx) {
+        if (ev->ts > t->last_ev_ts && ev->ts - t->last_ev_ts > t->max_gap)
+            t->max_gap = ev->ts - t->last_ev_ts;
+        if (ev->cpu != t->last_cpu)
+            t->migrated = 1;
+    }
+    t->last_ev_ts = ev->ts;
+    t->last_cpu = ev->cpu;
+}
+
 static int on_commit(struct ca_state *s, struct th *t, const struct tf_event *ev)
 {
     serial_end(s, t, ev->ts);
@@ -113,8 +144,9 @@ static int on_commit(struct ca_state *s, struct th *t, const struct tf_event *ev
     s->t.transactions++;
     t->pub.commits++;
     t->retries = 0;
-    if (ca_culprit_commit(s, t, ev->ts) < 0)
+    if (ca_culprit_commit(s, t, ev) < 0)
         return -1;
+    attempt_ended(s, t, ev->ts, 1);
     ca_order_attempt_end(s, t, ev->ts);
     return 0;
 }
@@ -142,6 +174,7 @@ static int on_abort(struct ca_state *s, struct th *t, const struct tf_event *ev)
     } else {
         t->retries++;
     }
+    attempt_ended(s, t, ev->ts, 0);
     ca_order_attempt_end(s, t, ev->ts);
     return 0;
 }
@@ -157,6 +190,7 @@ int ca_event(struct ca_state *s, const struct tf_event *ev)
         s->now = ev->ts;
     ca_order_event(s, t, ev);
     ca_clock_event(s, ev);
+    attempt_progress(t, ev);
     int rc = 0;
     switch (ev->kind) {
     case TF_EV_START:

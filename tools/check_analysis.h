@@ -31,8 +31,33 @@ enum ca_htm_class {
     CA_HTM_CLASSES
 };
 
+/*
+ * The one cause of each abort (format version 2 traces; version 1 traces
+ * know only true, false and conflict-free). STM aborts are matched by
+ * identity: a victim that found a newer version to the commit that wrote
+ * it, a victim that found a stripe locked to the holder's attempt.
+ */
+enum ca_class {
+    CA_CL_TRUE = 0,          /* a commit wrote the very word the attempt used */
+    CA_CL_FALSE,             /* a commit wrote another word of the same stripe */
+    CA_CL_HOLDER_RUNNING,    /* the stripe was locked by an attempt that then committed */
+    CA_CL_HOLDER_PREEMPTED,  /* ... by an attempt that was descheduled or migrated meanwhile */
+    CA_CL_HOLDER_ABORTED,    /* ... by an attempt that never committed */
+    CA_CL_HTM_CONFLICT,      /* hardware, by status bits */
+    CA_CL_HTM_CAPACITY,
+    CA_CL_HTM_EXPLICIT,      /* explicit, including "software transactions active" */
+    CA_CL_HTM_RETRY_ONLY,
+    CA_CL_HTM_OTHER,
+    CA_CL_USER_RETRY,
+    CA_CL_USER_CANCEL,
+    CA_CL_CONFLICT_FREE,     /* STM abort without a committed culprit or a live holder */
+    CA_CLASSES
+};
+
 struct ca_opts {
     unsigned stripes_log2;   /* the runtime's TMTRACE_STRIPES (default 20) */
+    unsigned format_version; /* of the trace: 2 and up records what aborts found */
+    double desched_gap_ns;   /* a gap this long inside an attempt is a deschedule (0 = default) */
     uint64_t uncertainty;    /* u, in trace time units (0 for raw traces) */
     double ns_per_unit;      /* 1 for synced traces, 1e9/tsc_hz for raw */
     int have_accesses;       /* the trace records reads and writes (level all) */
@@ -44,6 +69,7 @@ struct ca_opts {
  * stamped after its write-back, so after the victim's abort. Such aborts look
  * that far past A for their culprit. */
 #define CA_LOCK_HOLD_NS_DEFAULT 10000000.0
+#define CA_DESCHED_GAP_NS_DEFAULT 500000.0
 
 struct ca_thread {
     uint32_t thread;
@@ -61,12 +87,24 @@ struct ca_site {
     uint64_t retries_sum, retries_max;
     uint64_t rs_sum, rs_max, ws_sum, ws_max, sets_n;  /* from COMMIT records */
     uint64_t conflict_free, true_conflicts, false_conflicts;
+    uint64_t cls[CA_CLASSES];  /* every abort of the site, by class */
+    double cls_wasted_ns[CA_CLASSES];
 };
 
 struct ca_conflict {
-    uint32_t victim_site, culprit_site;
+    uint32_t victim_site, culprit_site;   /* culprit_site 0: aborts without a culprit */
     uint64_t count, true_count, false_count;
+    uint64_t cls[CA_CLASSES];             /* the aborts by class */
     double wasted_ns;
+};
+
+/* An address STM aborts failed on (the victim's), with what they cost. */
+struct ca_hot {
+    uint64_t addr;
+    uint64_t count, true_count, false_count, holder_count;
+    double wasted_ns;
+    uint32_t victim_site, culprit_site;   /* of the costliest abort on it */
+    double top_wasted;
 };
 
 struct ca_totals {
@@ -78,6 +116,11 @@ struct ca_totals {
     uint64_t open_at_end, window_overflows;
     uint64_t conflict_free, true_conflicts, false_conflicts;
     uint64_t htm_class[CA_HTM_CLASSES];
+    uint64_t cls[CA_CLASSES];          /* every abort, by class */
+    double cls_wasted_ns[CA_CLASSES];
+    uint64_t by_identity;              /* STM aborts matched by what they found (v2) */
+    uint64_t by_time;                  /* STM aborts matched by the time window */
+    uint64_t holder_unknown;           /* locked aborts whose holder the trace does not name */
     double wasted_ns;
     /* clock error against the ground truth, ns */
     uint64_t truth_events;
@@ -90,8 +133,10 @@ struct ca_attribution {
     uint64_t instance;
     uint64_t start, abort;        /* trace time units */
     unsigned reason;
-    int found;                    /* 0 = conflict-free */
+    int found;                    /* 0 = no culprit */
     int true_conflict;
+    unsigned cls;                 /* enum ca_class */
+    int by_identity;              /* matched by what the abort found, not by time */
     uint32_t culprit_thread, culprit_site;
     uint64_t culprit_instance, culprit_commit;
     uint64_t addr;                /* the conflicting address (the victim's) */
@@ -118,6 +163,7 @@ const struct ca_totals *ca_totals(const struct ca_state *s);
 const struct ca_thread *ca_threads(const struct ca_state *s, size_t *n);
 const struct ca_site *ca_sites(const struct ca_state *s, size_t *n);          /* sites seen, by id */
 const struct ca_conflict *ca_conflicts(const struct ca_state *s, size_t *n);  /* sorted by count */
+const struct ca_hot *ca_hot_addresses(const struct ca_state *s, size_t *n);  /* sorted by wasted time */
 /* Optional callback for every resolved STM abort (e.g. a listing). */
 void ca_on_attribution(struct ca_state *s, void (*fn)(void *, const struct ca_attribution *), void *ctx);
 
@@ -126,5 +172,6 @@ static inline uint64_t ca_stripe(uint64_t addr, unsigned log2) { return tf_strip
 
 const char *ca_reason_name(unsigned reason);
 const char *ca_htm_class_name(unsigned c);
+const char *ca_class_name(unsigned c);     /* "true-conflict", "holder-preempted", ... */
 
 #endif

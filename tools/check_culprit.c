@@ -28,7 +28,50 @@ int ca_culprit_create(struct ca_state *s)
     s->bucket = calloc((size_t)1 << CA_BUCKETS_LOG2, sizeof *s->bucket);
     s->rcap = 1024;
     s->ring = malloc(s->rcap * sizeof *s->ring);
-    return s->bucket && s->ring ? 0 : error_set("out of memory");
+    s->vbucket = calloc((size_t)1 << CA_BUCKETS_LOG2, sizeof *s->vbucket);
+    s->vcap = 1024;
+    s->vring = malloc(s->vcap * sizeof *s->vring);
+    return s->bucket && s->ring && s->vbucket && s->vring ? 0 : error_set("out of memory");
+}
+
+static size_t hash_bucket(uint64_t key)
+{
+    return (size_t)(key * UINT64_C(0x9e3779b97f4a7c15) >> (64 - CA_BUCKETS_LOG2));
+}
+
+/* A committed update transaction and its write version (v2 traces). */
+static int version_add(struct ca_state *s, const struct th *t, const struct tf_event *ev)
+{
+    if (s->vhead - s->vtail == s->vcap) {
+        if (s->vcap >= CA_STORE_MAX) {
+            s->vtail++;
+        } else {
+            struct ventry *n = malloc(2 * s->vcap * sizeof *n);
+            if (!n)
+                return error_set("out of memory");
+            for (uint64_t i = s->vtail; i < s->vhead; i++)
+                n[i & (2 * s->vcap - 1)] = s->vring[i & (s->vcap - 1)];
+            free(s->vring);
+            s->vring = n;
+            s->vcap *= 2;
+        }
+    }
+    size_t b = hash_bucket(ev->addr);
+    struct ventry *e = &s->vring[s->vhead & (s->vcap - 1)];
+    *e = (struct ventry){ ev->addr, ev->ts, t->start_ts, t->instance, s->vbucket[b], t->pub.thread, t->site };
+    s->vbucket[b] = ++s->vhead;
+    return 0;
+}
+
+static const struct ventry *version_find(const struct ca_state *s, uint64_t version)
+{
+    for (uint64_t i = s->vbucket[hash_bucket(version)]; i != 0 && i - 1 >= s->vtail;) {
+        const struct ventry *e = &s->vring[(i - 1) & (s->vcap - 1)];
+        if (e->version == version)
+            return e;
+        i = e->prev;
+    }
+    return NULL;
 }
 
 static int store_add(struct ca_state *s, uint64_t addr, uint64_t commit, const struct th *t)
@@ -49,7 +92,7 @@ static int store_add(struct ca_state *s, uint64_t addr, uint64_t commit, const s
         }
     }
     uint64_t st = ca_stripe(addr, s->o.stripes_log2);
-    size_t b = (size_t)(st * UINT64_C(0x9e3779b97f4a7c15) >> (64 - CA_BUCKETS_LOG2));
+    size_t b = hash_bucket(st);
     struct centry *e = &s->ring[s->rhead & (s->rcap - 1)];
     e->stripe = st;
     e->word = addr >> 3;
@@ -77,6 +120,8 @@ static void prune(struct ca_state *s)
     horizon = horizon > s->o.uncertainty ? horizon - s->o.uncertainty : 0;
     while (s->rtail < s->rhead && s->ring[s->rtail & (s->rcap - 1)].commit < horizon)
         s->rtail++;
+    while (s->vtail < s->vhead && s->vring[s->vtail & (s->vcap - 1)].commit < horizon)
+        s->vtail++;
 }
 
 struct best {
@@ -89,8 +134,7 @@ struct best {
 static void search(const struct ca_state *s, const struct pending *p, uint64_t stripe, int has_word, uint64_t word,
                    int recorded, uint64_t lo, uint64_t hi, int earliest, struct best *b)
 {
-    size_t bk = (size_t)(stripe * UINT64_C(0x9e3779b97f4a7c15) >> (64 - CA_BUCKETS_LOG2));
-    for (uint64_t i = s->bucket[bk]; i != 0 && i - 1 >= s->rtail;) {
+    for (uint64_t i = s->bucket[hash_bucket(stripe)]; i != 0 && i - 1 >= s->rtail;) {
         const struct centry *e = &s->ring[(i - 1) & (s->rcap - 1)];
         i = e->prev;
         if (e->stripe != stripe || e->thread == p->a.thread || e->commit < lo || e->commit > hi)
@@ -108,7 +152,7 @@ static void search(const struct ca_state *s, const struct pending *p, uint64_t s
     }
 }
 
-static int conflict_add(struct ca_state *s, uint32_t v, uint32_t c, int is_true, double wasted)
+static int conflict_add(struct ca_state *s, uint32_t v, uint32_t c, unsigned cls, double wasted)
 {
     if (2 * (s->cmn + 1) > s->cmcap) {
         size_t nc = s->cmcap ? 2 * s->cmcap : 64;
@@ -138,11 +182,55 @@ static int conflict_add(struct ca_state *s, uint32_t v, uint32_t c, int is_true,
         s->cmn++;
     }
     x->count++;
-    if (is_true)
+    x->cls[cls]++;
+    if (cls == CA_CL_TRUE)
         x->true_count++;
-    else
+    else if (cls == CA_CL_FALSE)
         x->false_count++;
     x->wasted_ns += wasted;
+    return 0;
+}
+
+/* The address an attributed abort failed on: counted with its cost. */
+static int hot_add(struct ca_state *s, const struct ca_attribution *a, double wasted)
+{
+    if (a->addr == 0)
+        return 0;
+    if (2 * (s->hotn + 1) > s->hotcap) {
+        size_t nc = s->hotcap ? 2 * s->hotcap : 256;
+        struct ca_hot *n = calloc(nc, sizeof *n);
+        if (!n)
+            return error_set("out of memory");
+        for (size_t i = 0; i < s->hotcap; i++) {
+            if (!s->hot[i].count)
+                continue;
+            size_t h = hash_bucket(s->hot[i].addr) & (nc - 1);
+            while (n[h].count)
+                h = (h + 1) & (nc - 1);
+            n[h] = s->hot[i];
+        }
+        free(s->hot);
+        s->hot = n;
+        s->hotcap = nc;
+    }
+    size_t h = hash_bucket(a->addr) & (s->hotcap - 1);
+    while (s->hot[h].count && s->hot[h].addr != a->addr)
+        h = (h + 1) & (s->hotcap - 1);
+    struct ca_hot *x = &s->hot[h];
+    if (!x->count) {
+        x->addr = a->addr;
+        s->hotn++;
+    }
+    x->count++;
+    x->true_count += a->cls == CA_CL_TRUE;
+    x->false_count += a->cls == CA_CL_FALSE;
+    x->holder_count += a->cls >= CA_CL_HOLDER_RUNNING && a->cls <= CA_CL_HOLDER_ABORTED;
+    x->wasted_ns += wasted;
+    if (wasted >= x->top_wasted) {
+        x->top_wasted = wasted;
+        x->victim_site = a->site;
+        x->culprit_site = a->culprit_site;
+    }
     return 0;
 }
 
@@ -150,7 +238,7 @@ static int conflict_add(struct ca_state *s, uint32_t v, uint32_t c, int is_true,
 static uint64_t window_end(const struct ca_state *s, const struct pending *p)
 {
     uint64_t hi = p->a.abort + s->o.uncertainty;
-    if (found_locked(p->a.reason))
+    if (found_locked(p->a.reason) && s->o.format_version < 2)
         hi += (uint64_t)(s->o.lock_hold_ns / s->o.ns_per_unit);
     return hi;
 }
@@ -161,8 +249,9 @@ static void search_recorded(const struct ca_state *s, const struct pending *p, u
                             int earliest, struct best *b, uint64_t *match)
 {
     unsigned L = s->o.stripes_log2;
-    if (p->a.reason != TMT_ABORT_COMMIT_VALIDATE) {
-        /* Every other abort records the address it failed on. */
+    if (p->a.reason != TMT_ABORT_COMMIT_VALIDATE || s->o.format_version >= 2) {
+        /* Every other abort (and every abort from format version 2 on)
+         * records the address it failed on. */
         search(s, p, ca_stripe(p->rec, L), 1, p->rec >> 3, 1, lo, hi, earliest, b);
         return;
     }
@@ -186,7 +275,8 @@ static void search_recorded(const struct ca_state *s, const struct pending *p, u
         search(s, p, stripe, 0, 0, 1, lo, hi, earliest, b);
 }
 
-static int resolve(struct ca_state *s, struct pending *p)
+/* Time-window attribution: the best conflicting commit inside the window. */
+static void resolve_by_time(struct ca_state *s, struct pending *p)
 {
     uint64_t u = s->o.uncertainty;
     uint64_t lo = p->a.start > u ? p->a.start - u : 0, hi = p->a.abort + u;
@@ -203,34 +293,134 @@ static int resolve(struct ca_state *s, struct pending *p)
     }
     /* Nothing inside the window, but the stripe was locked: the holder was
      * committing and its commit is the first one on that stripe after A. */
-    if (!b.e && p->rec && found_locked(p->a.reason))
+    if (!b.e && p->rec && found_locked(p->a.reason) && s->o.format_version < 2)
         search_recorded(s, p, hi + 1, window_end(s, p), 1, &b, &match_addr);
+    if (!b.e)
+        return;
+    p->a.found = 1;
+    p->a.cls = (b.prio & 1) ? CA_CL_TRUE : CA_CL_FALSE;
+    p->a.culprit_thread = b.e->thread;
+    p->a.culprit_site = b.e->site;
+    p->a.culprit_instance = b.e->instance;
+    p->a.culprit_commit = b.e->commit;
+    p->a.addr = match_addr ? match_addr : p->rec;
+}
+
+/* True or false conflict with the identified commit: did it write the word
+ * the victim failed on? Without its writes in the store (events level tx,
+ * or dropped), the stripe is all that is known, and it counts as true. */
+static unsigned word_class(const struct ca_state *s, const struct pending *p)
+{
+    uint64_t stripe = ca_stripe(p->rec, s->o.stripes_log2);
+    int seen = 0;
+    for (uint64_t i = s->bucket[hash_bucket(stripe)]; i != 0 && i - 1 >= s->rtail;) {
+        const struct centry *e = &s->ring[(i - 1) & (s->rcap - 1)];
+        i = e->prev;
+        if (e->stripe != stripe || e->thread != p->a.culprit_thread || e->instance != p->a.culprit_instance)
+            continue;
+        if (e->word == p->rec >> 3)
+            return CA_CL_TRUE;
+        seen = 1;
+    }
+    return seen ? CA_CL_FALSE : CA_CL_TRUE;
+}
+
+/* The holder's attempt among its thread's recently ended ones (NULL if
+ * the trace does not have it). */
+static const struct ended *holder_attempt(const struct ca_state *s, const struct pending *p)
+{
+    if (p->holder == 0 || p->holder >= s->nth || !s->th[p->holder].ring)
+        return NULL;
+    const struct th *h = &s->th[p->holder];
+    uint32_t n = h->nended < CA_ENDED_KEEP ? h->nended : CA_ENDED_KEEP;
+    for (uint32_t k = 1; k <= n; k++) {
+        const struct ended *e = &h->ended[(h->nended - k) % CA_ENDED_KEEP];
+        if ((e->instance & TF_ABORT_INSTANCE_MASK) == p->holder_inst)
+            return e;
+    }
+    return NULL;
+}
+
+/* The holder's attempt is still running (the abort waits for its end). */
+static int holder_open(const struct ca_state *s, const struct pending *p)
+{
+    if (!p->held || p->holder == 0 || p->holder >= s->nth)
+        return 0;
+    const struct th *h = &s->th[p->holder];
+    return h->in_tx && (h->instance & TF_ABORT_INSTANCE_MASK) == p->holder_inst;
+}
+
+/* Attribution by identity (format version 2): the commit that wrote the
+ * version found, or the attempt that held the lock found. */
+static void resolve_by_identity(struct ca_state *s, struct pending *p)
+{
+    if (p->held) {
+        const struct ended *e = holder_attempt(s, p);
+        int open = holder_open(s, p);
+        if (!e && !open) {
+            s->t.holder_unknown++;
+            return;
+        }
+        const struct th *h = &s->th[p->holder];
+        p->a.found = 1;
+        p->a.by_identity = 1;
+        p->a.culprit_thread = p->holder;
+        p->a.culprit_site = e ? e->site : h->site;
+        p->a.culprit_instance = e ? e->instance : h->instance;
+        p->a.culprit_commit = e && e->committed ? e->end : 0;
+        p->a.addr = p->rec;
+        if (e ? e->descheduled : (h->migrated || (double)h->max_gap * s->o.ns_per_unit >= s->o.desched_gap_ns))
+            p->a.cls = CA_CL_HOLDER_PREEMPTED;
+        else if (e && !e->committed)
+            p->a.cls = CA_CL_HOLDER_ABORTED;
+        else
+            p->a.cls = CA_CL_HOLDER_RUNNING;
+        return;
+    }
+    const struct ventry *v = p->version ? version_find(s, p->version) : NULL;
+    if (!v || v->thread == p->a.thread)
+        return;
+    p->a.found = 1;
+    p->a.by_identity = 1;
+    p->a.culprit_thread = v->thread;
+    p->a.culprit_site = v->site;
+    p->a.culprit_instance = v->instance;
+    p->a.culprit_commit = v->commit;
+    p->a.addr = p->rec;
+    p->a.cls = word_class(s, p);
+}
+
+static int resolve(struct ca_state *s, struct pending *p)
+{
+    if (s->o.format_version >= 2)
+        resolve_by_identity(s, p);
+    if (!p->a.found && s->o.have_accesses)
+        resolve_by_time(s, p);
     struct ca_site *vs = ca_site_of(s, p->a.site);
     if (!vs)
         return -1;
     double wasted = (double)(p->a.abort > p->a.start ? p->a.abort - p->a.start : 0) * s->o.ns_per_unit;
-    if (b.e) {
-        p->a.found = 1;
-        p->a.true_conflict = b.prio & 1;
-        p->a.culprit_thread = b.e->thread;
-        p->a.culprit_site = b.e->site;
-        p->a.culprit_instance = b.e->instance;
-        p->a.culprit_commit = b.e->commit;
-        p->a.addr = match_addr ? match_addr : p->rec;
-        if (p->a.true_conflict) {
-            vs->true_conflicts++;
-            s->t.true_conflicts++;
-        } else {
-            vs->false_conflicts++;
-            s->t.false_conflicts++;
-        }
-        if (conflict_add(s, p->a.site, b.e->site, p->a.true_conflict, wasted) < 0)
-            return -1;
-    } else {
-        p->a.found = 0;
+    if (!p->a.found) {
+        p->a.cls = CA_CL_CONFLICT_FREE;
+        p->a.addr = p->rec;
+    }
+    p->a.true_conflict = p->a.cls == CA_CL_TRUE;
+    if (p->a.cls == CA_CL_TRUE) {
+        vs->true_conflicts++;
+        s->t.true_conflicts++;
+    } else if (p->a.cls == CA_CL_FALSE) {
+        vs->false_conflicts++;
+        s->t.false_conflicts++;
+    } else if (p->a.cls == CA_CL_CONFLICT_FREE) {
         vs->conflict_free++;
         s->t.conflict_free++;
     }
+    if (p->a.found)
+        s->t.by_identity += p->a.by_identity, s->t.by_time += !p->a.by_identity;
+    if (ca_site_class(s, p->a.site, p->a.cls, wasted) < 0 ||
+        conflict_add(s, p->a.site, p->a.found ? p->a.culprit_site : 0, p->a.cls, wasted) < 0 ||
+        (p->a.found && hot_add(s, &p->a, wasted) < 0))
+        return -1;
     if (s->cb)
         s->cb(s->cbctx, &p->a);
     free(p->acc);
@@ -244,7 +434,7 @@ static int resolve_ready(struct ca_state *s, int all)
 {
     while (s->pcount) {
         struct pending *p = &s->pend[s->phead];
-        if (!all && window_end(s, p) >= s->now)
+        if (!all && (window_end(s, p) >= s->now || holder_open(s, p)))
             break;
         if (resolve(s, p) < 0)
             return -1;
@@ -277,8 +467,17 @@ static int queue_abort(struct ca_state *s, struct th *t, const struct tf_event *
     p->a.abort = ev->ts;
     p->a.reason = ev->reason;
     p->rec = ev->addr;
-    if (found_locked(ev->reason) && ev->value <= UINT32_MAX)
+    if (s->o.format_version >= 2) {
+        p->held = tf_abort_is_held(ev->value);
+        if (p->held) {
+            p->holder = tf_abort_holder_thread(ev->value);
+            p->holder_inst = tf_abort_holder_instance(ev->value);
+        } else {
+            p->version = ev->value;
+        }
+    } else if (found_locked(ev->reason) && ev->value <= UINT32_MAX) {
         p->holder = (uint32_t)ev->value;
+    }
     if (t->nacc) {
         p->acc = malloc(t->nacc * sizeof *p->acc);
         if (!p->acc)
@@ -301,20 +500,24 @@ int ca_culprit_access(struct ca_state *s, struct th *t, const struct tf_event *e
     return 0;
 }
 
-/* The open attempt committed at `ts`: its writes enter the store. */
-int ca_culprit_commit(struct ca_state *s, struct th *t, uint64_t ts)
+/* The open attempt committed: its writes enter the store, and (v2) its
+ * write version the index of commits by version. */
+int ca_culprit_commit(struct ca_state *s, struct th *t, const struct tf_event *ev)
 {
     if (s->o.have_accesses)
         for (size_t i = 0; i < t->nacc; i++)
-            if (t->acc[i].write && store_add(s, t->acc[i].addr, ts, t) < 0)
+            if (t->acc[i].write && store_add(s, t->acc[i].addr, ev->ts, t) < 0)
                 return -1;
+    if (s->o.format_version >= 2 && ev->addr != 0 && version_add(s, t, ev) < 0)
+        return -1;
     return 0;
 }
 
-/* The open attempt aborted in the software path: wait for its window. */
+/* The open attempt aborted in the software path: wait for its window. A
+ * version 1 trace needs the accesses to attribute anything. */
 int ca_culprit_abort(struct ca_state *s, struct th *t, const struct tf_event *ev)
 {
-    return s->o.have_accesses ? queue_abort(s, t, ev) : 0;
+    return s->o.have_accesses || s->o.format_version >= 2 ? queue_abort(s, t, ev) : 0;
 }
 
 /* After every event: resolves what can be, forgets what cannot matter. */
@@ -339,7 +542,16 @@ static int cmp_conflict(const void *a, const void *b)
     return (x->culprit_site > y->culprit_site) - (x->culprit_site < y->culprit_site);
 }
 
-/* The end of the stream: resolves every pending abort, sorts the matrix. */
+static int cmp_hot(const void *a, const void *b)
+{
+    const struct ca_hot *x = a, *y = b;
+    if (x->wasted_ns != y->wasted_ns)
+        return x->wasted_ns < y->wasted_ns ? 1 : -1;
+    return (x->addr > y->addr) - (x->addr < y->addr);
+}
+
+/* The end of the stream: resolves every pending abort, sorts the matrix
+ * and the addresses. */
 int ca_culprit_finish(struct ca_state *s)
 {
     if (resolve_ready(s, 1) < 0)
@@ -353,7 +565,22 @@ int ca_culprit_finish(struct ca_state *s)
         if (s->cm[i].count)
             s->cm_sorted[k++] = s->cm[i];
     qsort(s->cm_sorted, k, sizeof *s->cm_sorted, cmp_conflict);
+    free(s->hot_sorted);
+    s->hot_sorted = malloc((s->hotn ? s->hotn : 1) * sizeof *s->hot_sorted);
+    if (!s->hot_sorted)
+        return error_set("out of memory");
+    k = 0;
+    for (size_t i = 0; i < s->hotcap; i++)
+        if (s->hot[i].count)
+            s->hot_sorted[k++] = s->hot[i];
+    qsort(s->hot_sorted, k, sizeof *s->hot_sorted, cmp_hot);
     return 0;
+}
+
+const struct ca_hot *ca_hot_addresses(const struct ca_state *s, size_t *n)
+{
+    *n = s->hotn;
+    return s->hot_sorted;
 }
 
 void ca_culprit_free(struct ca_state *s)
@@ -362,9 +589,13 @@ void ca_culprit_free(struct ca_state *s)
         free(s->pend[(s->phead + i) % s->pcap].acc);
     free(s->ring);
     free(s->bucket);
+    free(s->vring);
+    free(s->vbucket);
     free(s->pend);
     free(s->cm);
     free(s->cm_sorted);
+    free(s->hot);
+    free(s->hot_sorted);
 }
 
 void ca_on_attribution(struct ca_state *s, void (*fn)(void *, const struct ca_attribution *), void *ctx)

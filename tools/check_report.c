@@ -9,30 +9,28 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check_causes.h"
 #include "tool_common.h"
 
-static const struct tf_site *site_info(const struct merge_index *ix, uint32_t id)
-{
-    for (size_t i = 0; i < ix->nsites; i++)
-        if (ix->sites[i].id == id)
-            return &ix->sites[i];
-    return NULL;
-}
-
-/* "label" or "file:line" or "site N", into buf. */
 static const char *site_name(const struct merge_index *ix, uint32_t id, char *buf, size_t cap)
 {
-    const struct tf_site *s = site_info(ix, id);
-    if (s && s->label[0])
-        snprintf(buf, cap, "%.*s", (int)sizeof s->label, s->label);
-    else if (s && s->file[0])
-        snprintf(buf, cap, "%.*s:%d", (int)sizeof s->file, s->file, s->line);
-    else
-        snprintf(buf, cap, "site %u", id);
-    return buf;
+    return cx_site_name(ix, id, buf, cap);
 }
 
-static void json_str(FILE *f, const char *s)
+/* Width of the widest site name, so that no name is cut. */
+static int name_width(const struct cr_input *in)
+{
+    char nb[600];
+    size_t w = 4;
+    for (size_t i = 0; i < in->ix->nsites; i++) {
+        size_t l = strlen(site_name(in->ix, in->ix->sites[i].id, nb, sizeof nb));
+        if (l > w)
+            w = l;
+    }
+    return (int)w;
+}
+
+void cr_json_str(FILE *f, const char *s)
 {
     fputc('"', f);
     for (; *s; s++) {
@@ -93,6 +91,7 @@ static void text_totals(FILE *f, const struct cr_input *in, const struct ca_tota
     if (in->skipped_chunks)
         fprintf(f, "note: %llu damaged chunks skipped (--salvage); their events are missing\n",
                 (unsigned long long)in->skipped_chunks);
+    cx_text(f, in);
     fprintf(f, "\nconsistency\n");
     fprintf(f, "  temporal inconsistencies  %llu\n", (unsigned long long)t->temporal);
     fprintf(f, "  grammar violations        %llu\n", (unsigned long long)t->grammar);
@@ -111,7 +110,7 @@ static void text_totals(FILE *f, const struct cr_input *in, const struct ca_tota
 static void text_aborts(FILE *f, const struct cr_input *in, const struct ca_totals *t)
 {
     fprintf(f, "\naborts (window widened by %.1f ns)\n", in->uncertainty_ns);
-    if (in->have_accesses) {
+    if (in->have_accesses || in->format_version >= 2) {
         fprintf(f, "  conflict-free stm aborts  %llu of %llu\n", (unsigned long long)t->conflict_free,
                 (unsigned long long)t->stm_aborts);
         fprintf(f, "  true conflicts            %llu\n", (unsigned long long)t->true_conflicts);
@@ -130,13 +129,15 @@ static void text_aborts(FILE *f, const struct cr_input *in, const struct ca_tota
 
 static void text_sites(FILE *f, const struct cr_input *in)
 {
-    char nb[300];
+    char nb[600];
+    int w = name_width(in);
     size_t ns;
-    const struct ca_site *s = ca_sites(in->st, &ns);
-    fprintf(f, "\nsites\n  %-28s %9s %9s %9s %7s %12s %8s %6s %8s %6s %8s %6s\n", "site", "attempts", "commits",
-            "aborts", "rate%", "wasted_ns", "retries", "max", "rs_mean", "max", "ws_mean", "max");
+    struct ca_site *s = cx_sites_by_waste(in->st, &ns);
+    fprintf(f, "\nsites (by wasted time)\n  %-*s %9s %9s %9s %7s %12s %8s %6s %8s %6s %8s %6s\n", w, "site",
+            "attempts", "commits", "aborts", "rate%", "wasted_ns", "retries", "max", "rs_mean", "max", "ws_mean",
+            "max");
     for (size_t i = 0; i < ns; i++) {
-        fprintf(f, "  %-28.28s %9llu %9llu %9llu %7.2f %12.0f %8.2f %6llu %8.1f %6llu %8.1f %6llu\n",
+        fprintf(f, "  %-*s %9llu %9llu %9llu %7.2f %12.0f %8.2f %6llu %8.1f %6llu %8.1f %6llu\n", w,
                 site_name(in->ix, s[i].site, nb, sizeof nb), (unsigned long long)s[i].attempts,
                 (unsigned long long)s[i].commits, (unsigned long long)s[i].aborts, pct(s[i].aborts, s[i].attempts),
                 s[i].wasted_ns, mean(s[i].retries_sum, s[i].retried_commits), (unsigned long long)s[i].retries_max,
@@ -145,23 +146,29 @@ static void text_sites(FILE *f, const struct cr_input *in)
         for (unsigned r = 1; r < TMT_ABORT_REASONS; r++)
             if (s[i].aborts_by_reason[r])
                 fprintf(f, "      %-16s %llu\n", ca_reason_name(r), (unsigned long long)s[i].aborts_by_reason[r]);
+        for (unsigned c = 0; c < CA_CLASSES; c++)
+            if (s[i].cls[c])
+                fprintf(f, "      = %-14s %llu\n", ca_class_name(c), (unsigned long long)s[i].cls[c]);
     }
+    free(s);
 }
 
 /* The conflict matrix and the per-thread table. */
 static void text_conflicts_threads(FILE *f, const struct cr_input *in)
 {
-    char nb[300], nb2[300];
+    char nb[600], nb2[600];
+    int w = name_width(in);
     size_t nc;
     const struct ca_conflict *c = ca_conflicts(in->st, &nc);
     if (nc) {
-        fprintf(f, "\nconflicts (victim <- culprit)\n  %-28s %-28s %9s %7s %7s %12s\n", "victim", "culprit", "count",
-                "true", "false", "wasted_ns");
+        fprintf(f, "\nconflicts (victim <- culprit; (none): aborts without a culprit)\n  %-*s %-*s %9s %7s %7s %7s %12s\n",
+                w, "victim", w, "culprit", "count", "true", "false", "other", "wasted_ns");
         for (size_t i = 0; i < nc; i++)
-            fprintf(f, "  %-28.28s %-28.28s %9llu %7llu %7llu %12.0f\n",
-                    site_name(in->ix, c[i].victim_site, nb, sizeof nb),
+            fprintf(f, "  %-*s %-*s %9llu %7llu %7llu %7llu %12.0f\n", w,
+                    site_name(in->ix, c[i].victim_site, nb, sizeof nb), w,
                     site_name(in->ix, c[i].culprit_site, nb2, sizeof nb2), (unsigned long long)c[i].count,
-                    (unsigned long long)c[i].true_count, (unsigned long long)c[i].false_count, c[i].wasted_ns);
+                    (unsigned long long)c[i].true_count, (unsigned long long)c[i].false_count,
+                    (unsigned long long)(c[i].count - c[i].true_count - c[i].false_count), c[i].wasted_ns);
     }
     size_t nt;
     const struct ca_thread *th = ca_threads(in->st, &nt);
@@ -190,7 +197,7 @@ void cr_json(FILE *f, const struct cr_input *in)
     const struct ca_totals *t = ca_totals(in->st);
     char nb[300];
     fprintf(f, "{\"file\":");
-    json_str(f, in->path);
+    cr_json_str(f, in->path);
     fprintf(f, ",\"synced\":%s,\"events\":%llu,\"transactions\":%llu,\"attempts\":%llu,\"commits\":%llu,"
             "\"aborts\":%llu,\"stm_aborts\":%llu,\"htm_aborts\":%llu,\"user_aborts\":%llu,\"fallbacks\":%llu,"
             "\"serial_attempts\":%llu,\"serial_ns\":%.0f,\"dropped_events\":%llu,\"skipped_chunks\":%llu,",
@@ -202,7 +209,7 @@ void cr_json(FILE *f, const struct cr_input *in)
             (unsigned long long)in->skipped_chunks);
     if (in->dropped) {
         fprintf(f, "\"dropped_note\":");
-        json_str(f, dropped_note());
+        cr_json_str(f, dropped_note());
         fputc(',', f);
     }
     fprintf(f, "\"temporal_inconsistencies\":%llu,\"grammar_violations\":%llu,"
@@ -213,12 +220,13 @@ void cr_json(FILE *f, const struct cr_input *in)
             pct(t->out_of_place, t->events), (unsigned long long)t->late_starts,
             (unsigned long long)t->premature_ends, (unsigned long long)t->open_at_end,
             (unsigned long long)t->window_overflows, in->uncertainty_ns, in->stripes_log2);
-    if (in->have_accesses)
+    if (in->have_accesses || in->format_version >= 2)
         fprintf(f, "\"conflict_free_aborts\":%llu,\"true_conflicts\":%llu,\"false_conflicts\":%llu,",
                 (unsigned long long)t->conflict_free, (unsigned long long)t->true_conflicts,
                 (unsigned long long)t->false_conflicts);
     else
         fprintf(f, "\"conflict_free_aborts\":null,\"true_conflicts\":null,\"false_conflicts\":null,");
+    cx_json(f, in);
     fprintf(f, "\"wasted_ns\":%.0f,\"htm_abort_classes\":{", t->wasted_ns);
     for (unsigned c = 0; c < CA_HTM_CLASSES; c++)
         fprintf(f, "%s\"%s\":%llu", c ? "," : "", ca_htm_class_name(c), (unsigned long long)t->htm_class[c]);
@@ -231,7 +239,7 @@ void cr_json(FILE *f, const struct cr_input *in)
     fprintf(f, "\"sites\":[");
     for (size_t i = 0; i < ns; i++) {
         fprintf(f, "%s{\"site\":%u,\"name\":", i ? "," : "", s[i].site);
-        json_str(f, site_name(in->ix, s[i].site, nb, sizeof nb));
+        cr_json_str(f, site_name(in->ix, s[i].site, nb, sizeof nb));
         fprintf(f, ",\"attempts\":%llu,\"commits\":%llu,\"aborts\":%llu,\"abort_rate\":%.6f,\"aborts_by_reason\":{",
                 (unsigned long long)s[i].attempts, (unsigned long long)s[i].commits,
                 (unsigned long long)s[i].aborts, s[i].attempts ? (double)s[i].aborts / (double)s[i].attempts : 0.0);
@@ -287,7 +295,7 @@ int cr_aborts_open(const char *dir, struct tool_out *o)
     if (csv_file(dir, "aborts.csv", o) != 0)
         return TOOL_USAGE;
     fprintf(o->f, "thread,site,instance,start,abort,reason,conflict,culprit_thread,culprit_site,"
-            "culprit_instance,culprit_commit,address\n");
+            "culprit_instance,culprit_commit,address,class,by_identity\n");
     return 0;
 }
 
@@ -297,11 +305,12 @@ void cr_abort_row(void *file, const struct ca_attribution *a)
     fprintf(f, "%u,%u,%llu,%llu,%llu,%s,", a->thread, a->site, (unsigned long long)a->instance,
             (unsigned long long)a->start, (unsigned long long)a->abort, ca_reason_name(a->reason));
     if (a->found)
-        fprintf(f, "%s,%u,%u,%llu,%llu,0x%llx\n", a->true_conflict ? "true" : "false", a->culprit_thread,
+        fprintf(f, "%s,%u,%u,%llu,%llu,0x%llx,%s,%d\n",
+                a->cls == CA_CL_TRUE ? "true" : a->cls == CA_CL_FALSE ? "false" : "held", a->culprit_thread,
                 a->culprit_site, (unsigned long long)a->culprit_instance, (unsigned long long)a->culprit_commit,
-                (unsigned long long)a->addr);
+                (unsigned long long)a->addr, ca_class_name(a->cls), a->by_identity);
     else
-        fprintf(f, "none,,,,,\n");
+        fprintf(f, "none,,,,,0x%llx,%s,0\n", (unsigned long long)a->addr, ca_class_name(a->cls));
 }
 
 int cr_csv(const char *dir, const struct cr_input *in)

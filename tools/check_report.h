@@ -14,6 +14,8 @@
 #include "check_analysis.h"
 #include "trace_index.h"
 
+struct sym_table;
+
 struct cr_input {
     const char *path;
     const struct merge_index *ix;
@@ -25,7 +27,12 @@ struct cr_input {
     uint64_t skipped_chunks;
     double uncertainty_ns;
     unsigned stripes_log2;
+    unsigned format_version;
+    struct sym_table *sym;      /* names of addresses (symbols.h); may be NULL */
 };
+
+/* A JSON string literal (quoted, escaped). */
+void cr_json_str(FILE *f, const char *s);
 
 void cr_text(FILE *f, const struct cr_input *in);
 void cr_json(FILE *f, const struct cr_input *in);

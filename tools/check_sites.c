@@ -32,7 +32,7 @@ struct ca_site *ca_site_of(struct ca_state *s, uint32_t id)
     return &s->site[id];
 }
 
-static unsigned htm_class(uint64_t status)
+unsigned ca_htm_class_of(uint64_t status)
 {
     if (status & 4u)
         return CA_HTM_CONFLICT;
@@ -90,10 +90,29 @@ int ca_site_abort(struct ca_state *s, const struct th *t, const struct tf_event 
     st->wasted_ns += wasted;
     s->t.wasted_ns += wasted;
     if (hardware) {
-        unsigned c = htm_class(ev->value);
+        unsigned c = ca_htm_class_of(ev->value);
         st->htm_class[c]++;
         s->t.htm_class[c]++;
+        static const unsigned cls[CA_HTM_CLASSES] = { CA_CL_HTM_CONFLICT, CA_CL_HTM_CAPACITY,
+                                                      CA_CL_HTM_EXPLICIT, CA_CL_HTM_EXPLICIT,
+                                                      CA_CL_HTM_RETRY_ONLY, CA_CL_HTM_OTHER };
+        return ca_site_class(s, t->site, cls[c], wasted);
     }
+    if (ev->reason == TMT_ABORT_USER_RETRY || ev->reason == TMT_ABORT_USER_CANCEL)
+        return ca_site_class(s, t->site, ev->reason == TMT_ABORT_USER_RETRY ? CA_CL_USER_RETRY : CA_CL_USER_CANCEL,
+                             wasted);
+    return 0;
+}
+
+int ca_site_class(struct ca_state *s, uint32_t site, unsigned cls, double wasted_ns)
+{
+    struct ca_site *st = ca_site_of(s, site);
+    if (!st)
+        return -1;
+    st->cls[cls]++;
+    st->cls_wasted_ns[cls] += wasted_ns;
+    s->t.cls[cls]++;
+    s->t.cls_wasted_ns[cls] += wasted_ns;
     return 0;
 }
 
@@ -133,6 +152,16 @@ const char *ca_reason_name(unsigned reason)
     static const char *const names[] = { "none", "read-locked", "read-version", "commit-locked",
                                          "commit-validate", "user-retry", "user-cancel", "htm" };
     return reason < TMT_ABORT_REASONS ? names[reason] : "?";
+}
+
+const char *ca_class_name(unsigned c)
+{
+    static const char *const names[CA_CLASSES] = {
+        "true-conflict", "false-conflict", "holder-running", "holder-preempted", "holder-aborted",
+        "htm-conflict", "htm-capacity", "htm-explicit", "htm-retry-only", "htm-other",
+        "user-retry", "user-cancel", "conflict-free",
+    };
+    return c < CA_CLASSES ? names[c] : "?";
 }
 
 const char *ca_htm_class_name(unsigned c)

@@ -25,6 +25,7 @@
 #define CA_HIST_SUB 32                /* clock error histogram: 32 steps per power of two */
 #define CA_HIST_N (64 * CA_HIST_SUB)
 #define CA_MAX_ID (1u << 22)          /* thread and site ids above this share one slot */
+#define CA_ENDED_KEEP 64              /* ended attempts kept per thread for holder lookups */
 
 enum { G_OUT = 0, G_IN, G_SKIP };
 
@@ -57,6 +58,24 @@ struct th {
     struct access *acc;
     size_t nacc, capacc;
     uint64_t retries;   /* aborted attempts since this thread's last commit or cancel */
+    /* the open attempt's deschedules: longest gap between its events, core change */
+    uint64_t last_ev_ts, max_gap;
+    uint16_t last_cpu;
+    int migrated;
+    /* the attempts that ended lately, for aborts that name them as lock holder */
+    struct ended {
+        uint64_t instance, start, end;
+        uint32_t site;
+        uint8_t committed, descheduled;
+    } ended[CA_ENDED_KEEP];
+    uint32_t nended;    /* ended attempts so far (the ring holds the last CA_ENDED_KEEP) */
+};
+
+/* A commit with its write version, for aborts that found that version. */
+struct ventry {
+    uint64_t version, commit, start, instance;
+    uint64_t prev;      /* absolute index + 1 of the previous entry of the bucket, 0 = none */
+    uint32_t thread, site;
 };
 
 struct centry {
@@ -70,6 +89,9 @@ struct pending {
     struct ca_attribution a;
     uint64_t rec;       /* the abort record's address or stripe (0 = unknown) */
     uint32_t holder;    /* locked aborts: the lock holder's thread (0 = unknown) */
+    int held;           /* v2: the abort record names the holder's attempt */
+    uint64_t holder_inst;   /* its instance, low 31 bits */
+    uint64_t version;   /* v2, not held: the version found (0 = none) */
     struct access *acc;
     size_t nacc;
 };
@@ -93,6 +115,10 @@ struct ca_state {
     uint64_t rcap, rtail, rhead;   /* absolute indices */
     uint64_t *bucket;
     uint64_t store_truncated;
+    /* check_culprit.c: commits by write version (v2) */
+    struct ventry *vring;
+    uint64_t vcap, vtail, vhead;
+    uint64_t *vbucket;
     /* check_culprit.c: pending aborts, FIFO */
     struct pending *pend;
     size_t phead, pcount, pcap;
@@ -101,6 +127,10 @@ struct ca_state {
     struct ca_conflict *cm;
     size_t cmcap, cmn;
     struct ca_conflict *cm_sorted;
+    /* check_culprit.c: the addresses aborts failed on, open addressing */
+    struct ca_hot *hot;
+    size_t hotcap, hotn;
+    struct ca_hot *hot_sorted;
     void (*cb)(void *, const struct ca_attribution *);
     void *cbctx;
     /* check_clock.c */
@@ -117,11 +147,16 @@ void ca_order_flush(struct ca_state *s, struct th *t);
 /* check_culprit.c (0, or -1 with the message set: out of memory) */
 int ca_culprit_create(struct ca_state *s);
 int ca_culprit_access(struct ca_state *s, struct th *t, const struct tf_event *ev);
-int ca_culprit_commit(struct ca_state *s, struct th *t, uint64_t ts);
+int ca_culprit_commit(struct ca_state *s, struct th *t, const struct tf_event *ev);
 int ca_culprit_abort(struct ca_state *s, struct th *t, const struct tf_event *ev);
 int ca_culprit_step(struct ca_state *s);
 int ca_culprit_finish(struct ca_state *s);
 void ca_culprit_free(struct ca_state *s);
+
+/* The class of a hardware abort's status word (check_sites.c). */
+unsigned ca_htm_class_of(uint64_t status);
+/* Counts an abort's class in its site and the totals (check_sites.c). */
+int ca_site_class(struct ca_state *s, uint32_t site, unsigned cls, double wasted_ns);
 
 /* check_clock.c */
 void ca_clock_event(struct ca_state *s, const struct tf_event *ev);

@@ -128,10 +128,9 @@ static const char *sym_base(const char *path)
 static void sym_plain(const struct sym_obj *so, uint64_t addr, char *out, size_t cap)
 {
     if (so == NULL)
-        snprintf(out, cap, "0x%" PRIx64, addr);
+        snprintf(out, cap, "heap or stack");
     else
-        snprintf(out, cap, "0x%" PRIx64 " (%s+0x%" PRIx64 ")", addr, sym_base(so->o->path),
-                 addr - so->o->base);
+        snprintf(out, cap, "%s+0x%" PRIx64, sym_base(so->o->path), addr - so->o->base);
 }
 
 int sym_data(struct sym_table *t, uint64_t addr, char *out, size_t cap)

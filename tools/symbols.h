@@ -25,14 +25,15 @@ struct sym_table *sym_open(const struct tf_object *objs, size_t n);
 void sym_close(struct sym_table *t);
 
 /* `symbol+0xoff` (or `symbol`) for an address inside a symbol of the
- * executable or a shared object (static data, functions), else `0x...`
- * with `(object+0xoff)` when it lies in a known object. Returns 1 when a
- * symbol was found, 0 otherwise; `out` is always filled. */
+ * executable or a shared object (static data, functions), else
+ * `object+0xoff` when it lies in a known object, else "heap or stack"
+ * (reports print the address beside the name). Returns 1 when a symbol was
+ * found, 0 otherwise; `out` is always filled. */
 int sym_data(struct sym_table *t, uint64_t addr, char *out, size_t cap);
 
 /* Source location of a code address: `function (file:line)`, file without
  * its directory. Returns 1 when a line was found, 0 otherwise (then `out`
- * is the function, or the address). */
+ * is `function+0xoff`, `object+0xoff` or "heap or stack"). */
 int sym_code(struct sym_table *t, uint64_t pc, char *out, size_t cap);
 
 /* Notes about objects that could not be read ("", or lines ending in '\n'). */

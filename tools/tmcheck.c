@@ -16,6 +16,7 @@
 
 #include "check_analysis.h"
 #include "check_report.h"
+#include "symbols.h"
 #include "error.h"
 #include "trace_index.h"
 #include "tool_common.h"
@@ -123,6 +124,7 @@ static int check(const struct check_args *a, const struct merge_index *ix, uint6
     struct ca_opts o;
     ca_opts_for_trace(ix, (unsigned)a->stripes, &o);
     int rc = 0, synced = (ix->hdr.flags & TF_HDR_SYNCED) != 0;
+    struct sym_table *sym = NULL;
     struct tool_out aborts = { 0 };
     struct ca_state *st = ca_create(&o);
     struct tf_reader *r = tf_open(a->path, a->flags);
@@ -148,9 +150,12 @@ static int check(const struct check_args *a, const struct merge_index *ix, uint6
         .skipped_chunks = skipped + tf_reader_skipped(r),
         .uncertainty_ns = synced ? (double)o.uncertainty : 0.0,
         .stripes_log2 = o.stripes_log2,
+        .format_version = ix->hdr.version,
+        .sym = sym = sym_open(ix->objects, ix->nobjects),
     };
     rc = report(a, &in, &aborts);
 out:
+    sym_close(sym);
     if (aborts.f)
         tool_out_abandon(&aborts);
     if (r)

@@ -313,6 +313,7 @@ static int write_output(struct sync_ctx *x, struct merge_index *ix, const char *
               (ix->nthreads && tf_write_threads(w, ix->threads, ix->nthreads) < 0) ||
               (ix->nskews && tf_write_skews(w, ix->skews, ix->nskews) < 0) ||
               (ix->nsamples && tf_write_samples(w, ix->samples, ix->nsamples) < 0) ||
+              (ix->nobjects && tf_write_objects(w, ix->objects, ix->nobjects) < 0) ||
               write_events(x, ix, r, w, written) < 0 || write_models_end(x, ix, w) < 0;
     if (bad)
         tf_abandon(w);

@@ -65,7 +65,7 @@ int mi_scan(struct tf_reader *r, struct merge_index *ix)
 {
     memset(ix, 0, sizeof *ix);
     ix->hdr = *tf_reader_header(r);
-    size_t cap_sites = 0, cap_thr = 0, cap_skew = 0, cap_smp = 0, cap_mod = 0, cap_src = 0;
+    size_t cap_sites = 0, cap_thr = 0, cap_skew = 0, cap_smp = 0, cap_mod = 0, cap_src = 0, cap_obj = 0;
     struct tf_chunk c;
     int rc;
     while ((rc = tf_next(r, &c)) == 1) {
@@ -86,6 +86,9 @@ int mi_scan(struct tf_reader *r, struct merge_index *ix)
             break;
         case TF_CHUNK_MODEL:
             e = append((void **)&ix->models, &ix->nmodels, &cap_mod, c.models, c.count, sizeof *c.models);
+            break;
+        case TF_CHUNK_LOADMAP:
+            e = append((void **)&ix->objects, &ix->nobjects, &cap_obj, c.objects, c.count, sizeof *c.objects);
             break;
         case TF_CHUNK_END: {
             free(ix->end);
@@ -148,6 +151,7 @@ void mi_free(struct merge_index *ix)
     free(ix->skews);
     free(ix->samples);
     free(ix->models);
+    free(ix->objects);
     for (size_t i = 0; i < ix->nsrc; i++)
         free(ix->src[i].offsets);
     free(ix->src);

@@ -41,6 +41,8 @@ struct merge_index {
     size_t nsamples;
     struct tf_cpu_model *models;
     size_t nmodels;
+    struct tf_object *objects;       /* LOADMAP chunks (format version 2) */
+    size_t nobjects;
     struct mi_source *src;           /* sorted by thread */
     size_t nsrc;
     uint64_t events;                 /* all EVENTS chunks' counts */

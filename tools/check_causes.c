@@ -1,0 +1,312 @@
+/*
+ * check_causes.c - what leads tmcheck's report: where the wasted time went
+ * and why (see check_causes.h).
+ *
+ * Owns: the top-sites summary, the top conflicting addresses and cache lines
+ * named through the load map, the abort classes table, and the triage lines
+ * (one per finding: the site, its share of the wasted time, the dominant
+ * class, the address and the culprit site). Never: changes a number.
+ */
+#include "check_causes.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "symbols.h"
+
+#define CX_TOP_SITES 5
+#define CX_TOP_ADDRS 10
+#define CX_TOP_LINES 5
+
+const char *cx_site_name(const struct merge_index *ix, uint32_t id, char *buf, size_t cap)
+{
+    if (id == 0) {
+        snprintf(buf, cap, "(none)");
+        return buf;
+    }
+    for (size_t i = 0; i < ix->nsites; i++)
+        if (ix->sites[i].id == id) {
+            sym_site_name(&ix->sites[i], buf, cap);
+            return buf;
+        }
+    snprintf(buf, cap, "site %u", id);
+    return buf;
+}
+
+static int cmp_site_waste(const void *a, const void *b)
+{
+    const struct ca_site *x = a, *y = b;
+    if (x->wasted_ns != y->wasted_ns)
+        return x->wasted_ns < y->wasted_ns ? 1 : -1;
+    if (x->aborts != y->aborts)
+        return x->aborts < y->aborts ? 1 : -1;
+    return (x->site > y->site) - (x->site < y->site);
+}
+
+struct ca_site *cx_sites_by_waste(const struct ca_state *st, size_t *n)
+{
+    const struct ca_site *s = ca_sites(st, n);
+    struct ca_site *c = malloc((*n ? *n : 1) * sizeof *c);
+    if (!c) {
+        *n = 0;
+        return NULL;
+    }
+    if (*n)
+        memcpy(c, s, *n * sizeof *c);
+    qsort(c, *n, sizeof *c, cmp_site_waste);
+    return c;
+}
+
+/* The class that cost a site the most wasted time (CA_CLASSES if none). */
+static unsigned main_class(const struct ca_site *s)
+{
+    unsigned best = CA_CLASSES;
+    for (unsigned c = 0; c < CA_CLASSES; c++)
+        if (s->cls[c] && (best == CA_CLASSES || s->cls_wasted_ns[c] > s->cls_wasted_ns[best]))
+            best = c;
+    return best;
+}
+
+/* The culprit site that cost `victim` the most (0 if none). */
+static uint32_t main_culprit(const struct ca_state *st, uint32_t victim)
+{
+    size_t nc;
+    const struct ca_conflict *c = ca_conflicts(st, &nc);
+    uint32_t best = 0;
+    double w = -1;
+    for (size_t i = 0; i < nc; i++)
+        if (c[i].victim_site == victim && c[i].culprit_site != 0 && c[i].wasted_ns > w) {
+            w = c[i].wasted_ns;
+            best = c[i].culprit_site;
+        }
+    return best;
+}
+
+/* The costliest address aborts of `victim` failed on (NULL if none). */
+static const struct ca_hot *main_address(const struct ca_state *st, uint32_t victim)
+{
+    size_t nh;
+    const struct ca_hot *h = ca_hot_addresses(st, &nh);
+    for (size_t i = 0; i < nh; i++)   /* sorted by wasted time */
+        if (h[i].victim_site == victim)
+            return &h[i];
+    return NULL;
+}
+
+struct cx_line {
+    uint64_t line;
+    uint64_t count, words;
+    double wasted_ns;
+};
+
+static int cmp_line_waste(const void *a, const void *b)
+{
+    const struct cx_line *x = a, *y = b;
+    if (x->wasted_ns != y->wasted_ns)
+        return x->wasted_ns < y->wasted_ns ? 1 : -1;
+    return (x->line > y->line) - (x->line < y->line);
+}
+
+static int cmp_hot_addr(const void *a, const void *b)
+{
+    uint64_t x = ((const struct ca_hot *)a)->addr, y = ((const struct ca_hot *)b)->addr;
+    return (x > y) - (x < y);
+}
+
+/* The 64-byte lines of the hot addresses, by wasted time; *n lines. */
+static struct cx_line *hot_lines(const struct ca_state *st, size_t *n)
+{
+    size_t nh;
+    const struct ca_hot *h = ca_hot_addresses(st, &nh);
+    struct ca_hot *byaddr = malloc((nh ? nh : 1) * sizeof *byaddr);
+    struct cx_line *l = malloc((nh ? nh : 1) * sizeof *l);
+    *n = 0;
+    if (!byaddr || !l) {
+        free(byaddr);
+        free(l);
+        return NULL;
+    }
+    if (nh)
+        memcpy(byaddr, h, nh * sizeof *h);
+    qsort(byaddr, nh, sizeof *byaddr, cmp_hot_addr);
+    for (size_t i = 0; i < nh; i++) {
+        uint64_t line = byaddr[i].addr >> 6;
+        if (*n == 0 || l[*n - 1].line != line)
+            l[(*n)++] = (struct cx_line){ line, 0, 0, 0 };
+        l[*n - 1].count += byaddr[i].count;
+        l[*n - 1].words++;
+        l[*n - 1].wasted_ns += byaddr[i].wasted_ns;
+    }
+    free(byaddr);
+    qsort(l, *n, sizeof *l, cmp_line_waste);
+    return l;
+}
+
+static double share(double a, double b) { return b > 0 ? 100.0 * a / b : 0.0; }
+
+static void text_top_sites(FILE *f, const struct cr_input *in, const struct ca_site *s, size_t ns)
+{
+    const struct ca_totals *t = ca_totals(in->st);
+    char nb[600], cb[600];
+    fprintf(f, "\ntop sites by wasted time (%.3f ms wasted in %llu aborts)\n", t->wasted_ns / 1e6,
+            (unsigned long long)t->aborts);
+    for (size_t i = 0; i < ns && i < CX_TOP_SITES && s[i].aborts; i++) {
+        unsigned c = main_class(&s[i]);
+        uint32_t cu = main_culprit(in->st, s[i].site);
+        fprintf(f, "  %5.1f%%  %s: %llu aborts of %llu attempts", share(s[i].wasted_ns, t->wasted_ns),
+                cx_site_name(in->ix, s[i].site, nb, sizeof nb), (unsigned long long)s[i].aborts,
+                (unsigned long long)s[i].attempts);
+        if (c < CA_CLASSES)
+            fprintf(f, ", mostly %s", ca_class_name(c));
+        if (cu)
+            fprintf(f, " with %s", cx_site_name(in->ix, cu, cb, sizeof cb));
+        fputc('\n', f);
+    }
+}
+
+static void text_top_addresses(FILE *f, const struct cr_input *in)
+{
+    size_t nh, nl;
+    const struct ca_hot *h = ca_hot_addresses(in->st, &nh);
+    if (!nh)
+        return;
+    char name[700], nb[600], cb[600];
+    fprintf(f, "\ntop conflicting addresses\n");
+    for (size_t i = 0; i < nh && i < CX_TOP_ADDRS; i++) {
+        sym_data(in->sym, h[i].addr, name, sizeof name);
+        fprintf(f, "  %s (0x%llx): %llu aborts (%llu true, %llu false, %llu lock held), %.3f ms wasted; "
+                "costliest: %s <- %s\n", name, (unsigned long long)h[i].addr, (unsigned long long)h[i].count,
+                (unsigned long long)h[i].true_count, (unsigned long long)h[i].false_count,
+                (unsigned long long)h[i].holder_count, h[i].wasted_ns / 1e6,
+                cx_site_name(in->ix, h[i].victim_site, nb, sizeof nb),
+                cx_site_name(in->ix, h[i].culprit_site, cb, sizeof cb));
+    }
+    struct cx_line *l = hot_lines(in->st, &nl);
+    if (l && nl) {
+        fprintf(f, "top cache lines\n");
+        for (size_t i = 0; i < nl && i < CX_TOP_LINES; i++) {
+            sym_data(in->sym, l[i].line << 6, name, sizeof name);
+            fprintf(f, "  line %s (0x%llx): %llu aborts on %llu words, %.3f ms wasted\n", name,
+                    (unsigned long long)(l[i].line << 6), (unsigned long long)l[i].count,
+                    (unsigned long long)l[i].words, l[i].wasted_ns / 1e6);
+        }
+    }
+    free(l);
+}
+
+static void text_classes(FILE *f, const struct cr_input *in)
+{
+    const struct ca_totals *t = ca_totals(in->st);
+    fprintf(f, "\nabort classes%s\n", in->format_version >= 2 ? " (STM aborts matched by what they found)"
+                                                              : " (version 1 trace: STM aborts matched by time)");
+    for (unsigned c = 0; c < CA_CLASSES; c++)
+        if (t->cls[c] || c == CA_CL_CONFLICT_FREE)
+            fprintf(f, "  %-18s %9llu  %12.3f ms\n", ca_class_name(c), (unsigned long long)t->cls[c],
+                    t->cls_wasted_ns[c] / 1e6);
+    if (t->by_identity || t->by_time)
+        fprintf(f, "  attributed by identity %llu, by time window %llu\n", (unsigned long long)t->by_identity,
+                (unsigned long long)t->by_time);
+    if (t->holder_unknown)
+        fprintf(f, "  note: %llu aborts found a lock whose holder's attempt is not in the trace\n",
+                (unsigned long long)t->holder_unknown);
+    if (!in->synced)
+        fprintf(f, "  note: this trace is not synchronised: run tmsync on it first; attribution across "
+                "threads compares stamps of different clocks\n");
+}
+
+/* One line per finding: the biggest levers first. */
+static void text_triage(FILE *f, const struct cr_input *in, const struct ca_site *s, size_t ns)
+{
+    const struct ca_totals *t = ca_totals(in->st);
+    char nb[600], cb[600], an[700];
+    fprintf(f, "\ntriage\n");
+    int any = 0;
+    for (size_t i = 0; i < ns && i < 3 && s[i].aborts; i++) {
+        unsigned c = main_class(&s[i]);
+        uint32_t cu = main_culprit(in->st, s[i].site);
+        const struct ca_hot *h = main_address(in->st, s[i].site);
+        fprintf(f, "  site %s: %.0f%% of wasted time", cx_site_name(in->ix, s[i].site, nb, sizeof nb),
+                share(s[i].wasted_ns, t->wasted_ns));
+        if (c < CA_CLASSES)
+            fprintf(f, "; %s", ca_class_name(c));
+        if (h) {
+            sym_data(in->sym, h->addr, an, sizeof an);
+            fprintf(f, " on %s", an);
+        }
+        if (cu)
+            fprintf(f, " with %s", cx_site_name(in->ix, cu, cb, sizeof cb));
+        fputc('\n', f);
+        any = 1;
+    }
+    uint64_t held = t->cls[CA_CL_HOLDER_PREEMPTED];
+    if (held)
+        fprintf(f, "  %llu aborts waited on a descheduled or migrated lock holder (%.3f ms): fewer threads "
+                "than cores, or shorter commits\n", (unsigned long long)held,
+                t->cls_wasted_ns[CA_CL_HOLDER_PREEMPTED] / 1e6);
+    if (t->cls[CA_CL_FALSE])
+        fprintf(f, "  %llu false conflicts (different words on one stripe): more stripes (TMTRACE_STRIPES) or "
+                "padding\n", (unsigned long long)t->cls[CA_CL_FALSE]);
+    if (t->cls[CA_CL_HTM_CAPACITY])
+        fprintf(f, "  %llu hardware capacity aborts: smaller transactions at those sites\n",
+                (unsigned long long)t->cls[CA_CL_HTM_CAPACITY]);
+    if (!any)
+        fprintf(f, "  no aborts\n");
+}
+
+void cx_text(FILE *f, const struct cr_input *in)
+{
+    size_t ns;
+    struct ca_site *s = cx_sites_by_waste(in->st, &ns);
+    text_top_sites(f, in, s, ns);
+    text_top_addresses(f, in);
+    text_classes(f, in);
+    text_triage(f, in, s, ns);
+    const char *notes = sym_notes(in->sym);
+    if (notes[0])
+        fprintf(f, "symbol notes:\n%s", notes);
+    free(s);
+}
+
+static void json_classes(FILE *f, const uint64_t *n, const double *w)
+{
+    fputc('{', f);
+    for (unsigned c = 0; c < CA_CLASSES; c++)
+        fprintf(f, "%s\"%s\":{\"count\":%llu,\"wasted_ns\":%.0f}", c ? "," : "", ca_class_name(c),
+                (unsigned long long)n[c], w[c]);
+    fputc('}', f);
+}
+
+void cx_json(FILE *f, const struct cr_input *in)
+{
+    const struct ca_totals *t = ca_totals(in->st);
+    char nb[700];
+    fprintf(f, "\"classes\":");
+    json_classes(f, t->cls, t->cls_wasted_ns);
+    fprintf(f, ",\"attribution\":{\"by_identity\":%llu,\"by_time\":%llu,\"holder_unknown\":%llu},",
+            (unsigned long long)t->by_identity, (unsigned long long)t->by_time,
+            (unsigned long long)t->holder_unknown);
+    size_t ns, nh;
+    struct ca_site *s = cx_sites_by_waste(in->st, &ns);
+    fprintf(f, "\"top_sites\":[");
+    for (size_t i = 0; i < ns && s; i++) {
+        fprintf(f, "%s{\"site\":%u,\"name\":", i ? "," : "", s[i].site);
+        cr_json_str(f, cx_site_name(in->ix, s[i].site, nb, sizeof nb));
+        fprintf(f, ",\"wasted_ns\":%.0f,\"aborts\":%llu,\"classes\":", s[i].wasted_ns,
+                (unsigned long long)s[i].aborts);
+        json_classes(f, s[i].cls, s[i].cls_wasted_ns);
+        fputc('}', f);
+    }
+    free(s);
+    const struct ca_hot *h = ca_hot_addresses(in->st, &nh);
+    fprintf(f, "],\"top_addresses\":[");
+    for (size_t i = 0; i < nh && i < 100; i++) {
+        sym_data(in->sym, h[i].addr, nb, sizeof nb);
+        fprintf(f, "%s{\"address\":\"0x%llx\",\"name\":", i ? "," : "", (unsigned long long)h[i].addr);
+        cr_json_str(f, nb);
+        fprintf(f, ",\"aborts\":%llu,\"true\":%llu,\"false\":%llu,\"lock_held\":%llu,\"wasted_ns\":%.0f,"
+                "\"victim_site\":%u,\"culprit_site\":%u}", (unsigned long long)h[i].count,
+                (unsigned long long)h[i].true_count, (unsigned long long)h[i].false_count,
+                (unsigned long long)h[i].holder_count, h[i].wasted_ns, h[i].victim_site, h[i].culprit_site);
+    }
+    fprintf(f, "],");
+}

@@ -1,0 +1,29 @@
+/*
+ * check_causes.h - the part of tmcheck's report that explains the aborts:
+ * the top sites by wasted time, the top conflicting addresses and cache
+ * lines by name, the abort classes and a short triage.
+ *
+ * Owns: choosing and ordering what leads the report, and naming addresses
+ * through the trace's load map (symbols.h). Never: computes metrics
+ * (check_analysis does) or decides the exit code.
+ */
+#ifndef TMT_CHECK_CAUSES_H
+#define TMT_CHECK_CAUSES_H
+
+#include <stdio.h>
+
+#include "check_report.h"
+
+/* "label (file:line)" of a site id, or "site N"; "(none)" for 0. */
+const char *cx_site_name(const struct merge_index *ix, uint32_t id, char *buf, size_t cap);
+
+/* The sites by wasted time, most first (a copy; the caller frees it). */
+struct ca_site *cx_sites_by_waste(const struct ca_state *st, size_t *n);
+
+/* Text: top sites, top addresses and lines, classes, triage. */
+void cx_text(FILE *f, const struct cr_input *in);
+/* JSON members (each followed by a comma): "classes", "top_sites",
+ * "top_addresses", "top_lines", "triage", "attribution". */
+void cx_json(FILE *f, const struct cr_input *in);
+
+#endif
