@@ -1,0 +1,65 @@
+"""bench - running tmbench, and the options the tmbench scripts share.
+
+Owns: the options every tmbench script has (--reps, --duration, --threads,
+--workloads, --build, --csv and the options after --), finding a tmbench
+binary in a build tree, and running one tmbench process: its last JSON line,
+checked against schema.TMBENCH, is the result; a run that cannot start,
+exits non-zero, prints no JSON or fails its own check is a ScriptError
+(exit 1) naming the command.
+Never: interprets a result beyond its check (the scripts do).
+"""
+from . import cli, programs, schema
+
+
+def add_common_args(p, duration_help):
+    """The options every tmbench script has, in this order: --reps, --duration,
+    --threads, --workloads, --build, --csv and the options after --."""
+    p.add_argument("--reps", type=cli.positive_int, default=5, help="repetitions per configuration (default 5)")
+    p.add_argument("--duration", type=cli.positive_float, default=1.0, help=duration_help)
+    p.add_argument("--threads", type=cli.int_list, default=[1, 2], help="thread counts (default 1,2)")
+    p.add_argument("--workloads", type=cli.name_list, default=["list", "rbtree", "hash", "bank"],
+                   help="comma-separated workloads (default list,rbtree,hash,bank)")
+    add_build_arg(p, "tmbench/")
+    p.add_argument("--csv", metavar="FILE", help="also write every run and the medians as CSV")
+    p.add_argument("extra", nargs="*", help="options passed to every run, after --, e.g. -- --range 4096")
+
+
+def add_build_arg(p, holding):
+    """--build: the meson build tree the programs come from."""
+    p.add_argument("--build", default=programs.DEFAULT_BUILD,
+                   help="build directory holding %s (default: the repository's build/)" % holding)
+
+
+def tmbench_program(build, name="tmbench"):
+    """The tmbench binary NAME of the build tree BUILD, or None when it is not built."""
+    try:
+        return programs.find_program(name, build=build)
+    except programs.ProgramError:
+        return None
+
+
+def need_program(build, name):
+    """Like programs.find_program in BUILD, as a ScriptError (exit 2)."""
+    try:
+        return programs.find_program(name, build=build)
+    except programs.ProgramError as e:
+        raise cli.ScriptError(str(e), cli.EXIT_USAGE)
+
+
+def run_tmbench(cmd, env, cwd, doc=schema.TMBENCH):
+    """Runs one tmbench command with ENV added to the environment, in CWD, and
+    returns its last JSON line as a dict checked against DOC. ScriptError
+    (exit 1) when the run cannot start, exits non-zero, prints no JSON or
+    fails its check."""
+    shown = " ".join(cmd)
+    try:
+        # exit 1: the workload's check failed (the JSON line says why)
+        status, out = programs.run(cmd, env=env, cwd=cwd, ok=(0, 1))
+        rec = schema.read(doc, programs.last_json(out, shown))
+    except (programs.ProgramError, schema.SchemaError) as e:
+        raise cli.ScriptError("%s failed: %s" % (shown, e), cli.EXIT_FAILED)
+    if rec["check"] != "ok":
+        raise cli.ScriptError("%s: check failed: %s" % (shown, rec.get("check_msg", "")), cli.EXIT_FAILED)
+    if status != 0:
+        raise cli.ScriptError("%s failed (exit %d)" % (shown, status), cli.EXIT_FAILED)
+    return rec
