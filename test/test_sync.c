@@ -183,6 +183,22 @@ static void injected_offset_and_drift_are_fitted_and_corrected(void **st)
     assert_true(tg_json_num(out, ce, "max") < 200);
 }
 
+/* A path is data: its quote and backslash are escaped in --json output. */
+static void json_output_escapes_the_paths(void **st)
+{
+    (void)st;
+    const struct fault f[NCPU] = { { 0, 0, -1, 0 }, { 0, 0, -1, 0 }, { 0, 0, -1, 0 }, { 0, 0, -1, 0 } };
+    char in[512], o[512], a[2000], want[1200];
+    snprintf(in, sizeof in, "%s", tu_path("we\"ird\\in.bin"));
+    snprintf(o, sizeof o, "%s", tu_path("we\"ird\\out.bin"));
+    gen(in, f, 0, 100, 99, 99);
+    snprintf(a, sizeof a, "--json -o '%s' '%s' 2>&1", o, in);
+    assert_int_equal(run("tools/tmsync", a), 0);
+    snprintf(want, sizeof want, "{\"input\":\"%.*s/we\\\"ird\\\\in.bin\",\"output\":\"%.*s/we\\\"ird\\\\out.bin\",",
+             (int)(strrchr(in, '/') - in), in, (int)(strrchr(o, '/') - o), o);
+    assert_memory_equal(out, want, strlen(want));
+}
+
 static void drift_change_needs_the_piecewise_model(void **st)
 {
     (void)st;
@@ -377,6 +393,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(injected_offset_and_drift_are_fitted_and_corrected),
+        cmocka_unit_test(json_output_escapes_the_paths),
         cmocka_unit_test(drift_change_needs_the_piecewise_model),
         cmocka_unit_test(merge_keeps_each_threads_order_and_sorts_by_corrected_time),
         cmocka_unit_test(too_few_samples_fall_back_and_are_reported),

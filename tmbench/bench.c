@@ -10,6 +10,7 @@
  */
 #include "bench.h"
 #include "tm.h"
+#include "json_writer.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -427,67 +428,63 @@ static void sleep_until(double deadline)
 
 /* ---- output ------------------------------------------------------------ */
 
-static void json_string(FILE *out, const char *s)
+/* The runtime's counters (libtmtrace builds only). The tracer's figures are
+ * as they stood at the end of the run, setup included (not differences): the
+ * writer's CPU time and the file's bytes cannot be split at the start gate,
+ * so the events they are divided by must not be either. */
+static void json_runtime(struct jw *w, const struct bench_counts *d)
 {
-    fputc('"', out);
-    for (; *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\')
-            fprintf(out, "\\%c", ch);
-        else if (ch < 0x20)
-            fprintf(out, "\\u%04x", ch);
-        else
-            fputc(ch, out);
-    }
-    fputc('"', out);
+#if !defined(TM_ITM) && !defined(TM_MUTEX)
+    jw_key(w, "aborts_by_reason");
+    jw_object(w);
+    for (unsigned r = 1; r < TMT_ABORT_REASONS; r++)
+        jw_ku64(w, tmt_abort_reason_name(r), d->stats.aborts_by_reason[r]);
+    jw_object_end(w);
+    jw_ku64(w, "htm_commits", d->stats.htm_commits);
+    jw_ku64(w, "fallbacks", d->stats.fallbacks);
+    jw_ku64(w, "events_recorded", d->stats.events_recorded);
+    jw_ku64(w, "events_dropped", d->stats.events_dropped);
+    jw_ku64(w, "writer_events", d->stats.writer_events);
+    jw_knum(w, "writer_cpu_s", (double)d->stats.writer_cpu_ns * 1e-9, 6);
+    jw_ku64(w, "trace_bytes", d->stats.trace_bytes);
+    jw_ku64(w, "buffer_bytes", d->stats.buffer_bytes);
+    jw_ku64(w, "buffer_inline_maps", d->stats.buffer_inline_maps);
+#else
+    (void)w;
+    (void)d;
+#endif
 }
 
 static void print_json(const struct workload *wl, void *state, const struct bench_opts *o,
                        double seconds, uint64_t ops, const struct bench_counts *d, int check_ok,
                        const char *check_msg)
 {
-    printf("{\"workload\":");
-    json_string(stdout, wl->name);
-    printf(",\"backend\":\"%s\",\"threads\":%d,\"seconds\":%.6f,\"ops\":%" PRIu64
-           ",\"ops_per_s\":%.1f,\"commits\":%" PRIu64,
-           bench_backend, o->threads, seconds, ops, seconds > 0 ? (double)ops / seconds : 0.0,
-           d->commits);
+    struct jw w;
+    jw_init(&w, stdout);
+    jw_object(&w);
+    jw_kstr(&w, "workload", wl->name);
+    jw_kstr(&w, "backend", bench_backend);
+    jw_ki64(&w, "threads", o->threads);
+    jw_knum(&w, "seconds", seconds, 6);
+    jw_ku64(&w, "ops", ops);
+    jw_knum(&w, "ops_per_s", seconds > 0 ? (double)ops / seconds : 0.0, 1);
+    jw_ku64(&w, "commits", d->commits);
     if (d->aborts_known)
-        printf(",\"aborts\":%" PRIu64, d->aborts);
+        jw_ku64(&w, "aborts", d->aborts);
     else
-        printf(",\"aborts\":null");
-#if !defined(TM_ITM) && !defined(TM_MUTEX)
-    printf(",\"aborts_by_reason\":{");
-    for (unsigned r = 1; r < TMT_ABORT_REASONS; r++)
-        printf("%s\"%s\":%" PRIu64, r > 1 ? "," : "", tmt_abort_reason_name(r),
-               d->stats.aborts_by_reason[r]);
-    printf("},\"htm_commits\":%" PRIu64 ",\"fallbacks\":%" PRIu64, d->stats.htm_commits,
-           d->stats.fallbacks);
-    /* The tracer's figures as they stood at the end of the run, setup
-     * included (not differences): the writer's CPU time and the file's bytes
-     * cannot be split at the start gate, so the events they are divided by
-     * must not be either. */
-    printf(",\"events_recorded\":%" PRIu64 ",\"events_dropped\":%" PRIu64 ",\"writer_events\":%" PRIu64
-           ",\"writer_cpu_s\":%.6f,\"trace_bytes\":%" PRIu64 ",\"buffer_bytes\":%" PRIu64
-           ",\"buffer_inline_maps\":%" PRIu64,
-           d->stats.events_recorded, d->stats.events_dropped, d->stats.writer_events,
-           (double)d->stats.writer_cpu_ns * 1e-9, d->stats.trace_bytes, d->stats.buffer_bytes,
-           d->stats.buffer_inline_maps);
-#endif
-    printf(",\"seed\":%" PRIu64 ",\"duration\":%g,\"ops_budget\":%" PRIu64, o->seed,
-           o->ops ? 0.0 : o->duration, o->ops);
-    if (wl->json_extra) {
-        char extra[1024] = "";
-        wl->json_extra(state, extra, sizeof extra);
-        if (extra[0])
-            printf(",%s", extra);
-    }
-    printf(",\"check\":\"%s\"", check_ok ? "ok" : "failed");
-    if (!check_ok) {
-        printf(",\"check_msg\":");
-        json_string(stdout, check_msg);
-    }
-    printf("}\n");
+        jw_knull(&w, "aborts");
+    json_runtime(&w, d);
+    jw_ku64(&w, "seed", o->seed);
+    jw_key(&w, "duration");
+    jw_g(&w, o->ops ? 0.0 : o->duration);
+    jw_ku64(&w, "ops_budget", o->ops);
+    if (wl->json_extra)
+        wl->json_extra(state, &w);
+    jw_kstr(&w, "check", check_ok ? "ok" : "failed");
+    if (!check_ok)
+        jw_kstr(&w, "check_msg", check_msg);
+    jw_object_end(&w);
+    fputc('\n', stdout);
     fflush(stdout);
 }
 

@@ -61,6 +61,8 @@ static inline uint64_t bench_rand_below(struct bench_thread *bt, uint64_t n)
     return n ? bench_rand(bt) % n : 0;
 }
 
+struct jw;
+
 struct workload {
     const char *name;
     const char *help;   /* one line per option: "  --range N   key range (default 1024)\n" */
@@ -71,8 +73,8 @@ struct workload {
     void (*worker)(void *state, struct bench_thread *bt);
     /* Verifies the final state: 0 = correct, else writes why into msg. */
     int (*check)(void *state, char *msg, size_t cap);
-    /* Optional: extra JSON members, e.g. "\"range\":1024" (no braces). */
-    void (*json_extra)(void *state, char *buf, size_t cap);
+    /* Optional: extra members of the JSON line, written into its object. */
+    void (*json_extra)(void *state, struct jw *w);
     void (*teardown)(void *state);
 };
 

@@ -6,6 +6,7 @@
  * through the structure's operations.
  */
 #include "intset.h"
+#include "json_writer.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -109,7 +110,7 @@ int intset_check(void *state, char *msg, size_t cap)
     return 0;
 }
 
-void intset_json_extra(void *state, char *buf, size_t cap)
+void intset_json_extra(void *state, struct jw *w)
 {
     struct intset *s = state;
     uint64_t ins = 0, rem = 0, hits = 0;
@@ -118,16 +119,15 @@ void intset_json_extra(void *state, char *buf, size_t cap)
         rem += s->counts[i].removes;
         hits += s->counts[i].hits;
     }
-    int n = snprintf(buf, cap,
-                     "\"range\":%ld,\"update\":%ld,\"initial\":%ld,\"size\":%ld,\"inserts\":%" PRIu64
-                     ",\"removes\":%" PRIu64 ",\"found\":%" PRIu64,
-                     s->range, s->update_pct, s->initial, s->final_size, ins, rem, hits);
-    if (s->ops->json_extra && n > 0 && (size_t)n + 2 < cap) {
-        char more[256] = "";
-        s->ops->json_extra(s->set, more, sizeof more);
-        if (more[0])
-            snprintf(buf + n, cap - (size_t)n, ",%s", more);
-    }
+    jw_ki64(w, "range", s->range);
+    jw_ki64(w, "update", s->update_pct);
+    jw_ki64(w, "initial", s->initial);
+    jw_ki64(w, "size", s->final_size);
+    jw_ku64(w, "inserts", ins);
+    jw_ku64(w, "removes", rem);
+    jw_ku64(w, "found", hits);
+    if (s->ops->json_extra)
+        s->ops->json_extra(s->set, w);
 }
 
 void intset_teardown(void *state)

@@ -25,7 +25,7 @@ struct intset_ops {
      * invariant in msg. */
     long (*check)(void *set, char *msg, size_t cap);
     /* Optional extra JSON members of the structure (no braces, may be ""). */
-    void (*json_extra)(void *set, char *buf, size_t cap);
+    void (*json_extra)(void *set, struct jw *w);   /* more members of the JSON line */
     void (*destroy)(void *set);
 };
 
@@ -34,7 +34,7 @@ struct intset_ops {
 int intset_setup(const struct intset_ops *ops, const struct bench_opts *o, void **state);
 void intset_worker(void *state, struct bench_thread *bt);
 int intset_check(void *state, char *msg, size_t cap);
-void intset_json_extra(void *state, char *buf, size_t cap);
+void intset_json_extra(void *state, struct jw *w);
 void intset_teardown(void *state);
 
 /* Defines the workload `wl` (e.g. wl_list) named `name` over a structure's

@@ -9,6 +9,7 @@
 #include "accounts.h"
 #include "bench.h"
 #include "tm.h"
+#include "json_writer.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -112,7 +113,7 @@ static int bank_check(void *state, char *msg, size_t cap)
     return 0;
 }
 
-static void bank_json_extra(void *state, char *buf, size_t cap)
+static void bank_json_extra(void *state, struct jw *w)
 {
     struct bank *b = state;
     uint64_t transfers = 0, audits = 0, bad = 0;
@@ -121,10 +122,13 @@ static void bank_json_extra(void *state, char *buf, size_t cap)
         audits += b->counts[i].audits;
         bad += b->counts[i].bad_audits;
     }
-    snprintf(buf, cap,
-             "\"accounts\":%ld,\"audit\":%ld,\"transfers\":%" PRIu64 ",\"audits\":%" PRIu64
-             ",\"bad_audits\":%" PRIu64 ",\"total\":%ld,\"expected_total\":%ld",
-             b->naccounts, b->audit_pct, transfers, audits, bad, b->final_total, b->expected_total);
+    jw_ki64(w, "accounts", b->naccounts);
+    jw_ki64(w, "audit", b->audit_pct);
+    jw_ku64(w, "transfers", transfers);
+    jw_ku64(w, "audits", audits);
+    jw_ku64(w, "bad_audits", bad);
+    jw_ki64(w, "total", b->final_total);
+    jw_ki64(w, "expected_total", b->expected_total);
 }
 
 static void bank_teardown(void *state)

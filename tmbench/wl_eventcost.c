@@ -18,6 +18,7 @@
 #include "clock.h"
 #include "config.h"
 #include "trace_buffer.h"
+#include "json_writer.h"
 
 #define EC_KINDS 4
 
@@ -154,16 +155,21 @@ static int ec_check(void *state, char *msg, size_t cap)
     return 0;
 }
 
-static void ec_json(void *state, char *buf, size_t cap)
+static void ec_json(void *state, struct jw *w)
 {
     struct ec_state *s = state;
     static const char *const level[] = { "off", "tx", "all" };
-    snprintf(buf, cap,
-             "\"events_level\":\"%s\",\"runs\":%ld,\"batch\":%ld,\"ns_per_event\":%.2f,\"rdtscp_ns\":%.2f,"
-             "\"ratio_to_rdtscp\":%.3f,\"%s_ns\":%.2f,\"%s_ns\":%.2f,\"%s_ns\":%.2f,\"%s_ns\":%.2f",
-             level[config.events % 3], s->runs, s->batch, s->all_ns, s->rdtscp_ns,
-             s->rdtscp_ns > 0 ? s->all_ns / s->rdtscp_ns : 0.0, ec_names[0], s->kind_ns[0], ec_names[1],
-             s->kind_ns[1], ec_names[2], s->kind_ns[2], ec_names[3], s->kind_ns[3]);
+    jw_kstr(w, "events_level", level[config.events % 3]);
+    jw_ki64(w, "runs", s->runs);
+    jw_ki64(w, "batch", s->batch);
+    jw_knum(w, "ns_per_event", s->all_ns, 2);
+    jw_knum(w, "rdtscp_ns", s->rdtscp_ns, 2);
+    jw_knum(w, "ratio_to_rdtscp", s->rdtscp_ns > 0 ? s->all_ns / s->rdtscp_ns : 0.0, 3);
+    for (int k = 0; k < 4; k++) {
+        char key[32];
+        snprintf(key, sizeof key, "%s_ns", ec_names[k]);
+        jw_knum(w, key, s->kind_ns[k], 2);
+    }
 }
 
 static void ec_teardown(void *state) { free(state); }

@@ -10,6 +10,7 @@
 #include "bench.h"
 #include "intset.h"
 #include "tm.h"
+#include "json_writer.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -137,10 +138,10 @@ static long hash_check(void *set, char *msg, size_t cap)
     return size;
 }
 
-static void hash_json_extra(void *set, char *buf, size_t cap)
+static void hash_json_extra(void *set, struct jw *w)
 {
     struct hash_set *h = set;
-    snprintf(buf, cap, "\"buckets\":%ld", h->nbuckets);
+    jw_ki64(w, "buckets", h->nbuckets);
 }
 
 static void hash_destroy(void *set)

@@ -22,6 +22,7 @@
 #include "bench.h"
 #include "rbtree_tm.h"
 #include "tm.h"
+#include "json_writer.h"
 
 /* Uppercase cannot occur in the lowercase payload, so only planted
  * signatures are ever found. */
@@ -240,11 +241,15 @@ static int intr_check(void *state, char *msg, size_t cap)
     return 0;
 }
 
-static void intr_json(void *state, char *buf, size_t cap)
+static void intr_json(void *state, struct jw *j)
 {
     struct intruder *w = state;
-    snprintf(buf, cap, "\"flows\":%ld,\"fragments\":%ld,\"attack\":%ld,\"max_fragments\":%ld,\"planted\":%ld,"
-             "\"detected\":%ld", w->flows, w->nfrags, w->attack_pct, w->max_frags, w->planted, w->detected);
+    jw_ki64(j, "flows", w->flows);
+    jw_ki64(j, "fragments", w->nfrags);
+    jw_ki64(j, "attack", w->attack_pct);
+    jw_ki64(j, "max_fragments", w->max_frags);
+    jw_ki64(j, "planted", w->planted);
+    jw_ki64(j, "detected", w->detected);
 }
 
 static void intr_teardown(void *state)

@@ -23,6 +23,7 @@
 
 #include "bench.h"
 #include "tm.h"
+#include "json_writer.h"
 
 enum { KM_MAX_DIMS = 64, KM_CHUNK = 32 };
 
@@ -269,11 +270,14 @@ out:
     return bad;
 }
 
-static void km_json(void *state, char *buf, size_t cap)
+static void km_json(void *state, struct jw *j)
 {
     struct kmeans *w = state;
-    snprintf(buf, cap, "\"points\":%ld,\"dims\":%ld,\"clusters\":%ld,\"iterations\":%ld,\"runs\":%ld", w->npoints,
-             w->dims, w->k, w->iterations, w->runs);
+    jw_ki64(j, "points", w->npoints);
+    jw_ki64(j, "dims", w->dims);
+    jw_ki64(j, "clusters", w->k);
+    jw_ki64(j, "iterations", w->iterations);
+    jw_ki64(j, "runs", w->runs);
 }
 
 static void km_teardown(void *state)

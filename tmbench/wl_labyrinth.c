@@ -18,6 +18,7 @@
 
 #include "bench.h"
 #include "tm.h"
+#include "json_writer.h"
 
 enum { LAB_FREE = 0, LAB_ENDPOINT = -1 }; /* grid values; > 0 is a path id */
 
@@ -292,11 +293,16 @@ static int lab_check(void *state, char *msg, size_t cap)
     return bad;
 }
 
-static void lab_json(void *state, char *buf, size_t cap)
+static void lab_json(void *state, struct jw *j)
 {
     struct labyrinth *w = state;
-    snprintf(buf, cap, "\"x\":%ld,\"y\":%ld,\"z\":%ld,\"paths\":%ld,\"routed\":%ld,\"failed\":%ld,\"reroutes\":%ld",
-             w->x, w->y, w->z, w->npaths, w->routed, w->failed, w->retries);
+    jw_ki64(j, "x", w->x);
+    jw_ki64(j, "y", w->y);
+    jw_ki64(j, "z", w->z);
+    jw_ki64(j, "paths", w->npaths);
+    jw_ki64(j, "routed", w->routed);
+    jw_ki64(j, "failed", w->failed);
+    jw_ki64(j, "reroutes", w->retries);
 }
 
 static void lab_teardown(void *state)

@@ -16,6 +16,7 @@
 
 #include "bench.h"
 #include "tm.h"
+#include "json_writer.h"
 
 enum { SSCA_READ_SPAN = 4 };
 
@@ -206,14 +207,17 @@ out:
     return bad;
 }
 
-static void ssca_json(void *state, char *buf, size_t cap)
+static void ssca_json(void *state, struct jw *j)
 {
     struct ssca2 *w = state;
     long added = 0;
     for (int t = 0; t < w->threads; t++)
         added += w->log[t].n;
-    snprintf(buf, cap, "\"vertices\":%ld,\"edges\":%ld,\"edges_added\":%ld,\"refused_full\":%ld,\"reads\":%ld",
-             w->nv, w->edges, added, w->full, w->reads);
+    jw_ki64(j, "vertices", w->nv);
+    jw_ki64(j, "edges", w->edges);
+    jw_ki64(j, "edges_added", added);
+    jw_ki64(j, "refused_full", w->full);
+    jw_ki64(j, "reads", w->reads);
 }
 
 static void ssca_teardown(void *state)

@@ -16,6 +16,7 @@
 #include "accounts.h"
 #include "bench.h"
 #include "tm.h"
+#include "json_writer.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -286,18 +287,21 @@ static int stress_check(void *state, char *msg, size_t cap)
     return 0;
 }
 
-static void stress_json_extra(void *state, char *buf, size_t cap)
+static void stress_json_extra(void *state, struct jw *w)
 {
     struct stress *s = state;
     struct stress_counts t;
     stress_sum(s, &t);
-    snprintf(buf, cap,
-             "\"tx_counted\":%" PRIu64 ",\"transfers\":%" PRIu64 ",\"audits\":%" PRIu64
-             ",\"probes\":%" PRIu64 ",\"probe_writes\":%" PRIu64 ",\"set_ops\":%" PRIu64
-             ",\"invariant_checks\":%" PRIu64 ",\"bad_audits\":%" PRIu64 ",\"opacity_violations\":%" PRIu64
-             ",\"set_size\":%ld",
-             t.commits, t.transfers, t.audits, t.probes, t.probe_writes, t.set_ops, t.checks, t.bad_audits,
-             t.opacity_violations, s->final_size);
+    jw_ku64(w, "tx_counted", t.commits);
+    jw_ku64(w, "transfers", t.transfers);
+    jw_ku64(w, "audits", t.audits);
+    jw_ku64(w, "probes", t.probes);
+    jw_ku64(w, "probe_writes", t.probe_writes);
+    jw_ku64(w, "set_ops", t.set_ops);
+    jw_ku64(w, "invariant_checks", t.checks);
+    jw_ku64(w, "bad_audits", t.bad_audits);
+    jw_ku64(w, "opacity_violations", t.opacity_violations);
+    jw_ki64(w, "set_size", s->final_size);
 }
 
 static void stress_teardown(void *state)

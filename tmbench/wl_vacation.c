@@ -16,6 +16,7 @@
 #include "bench.h"
 #include "rbtree_tm.h"
 #include "tm.h"
+#include "json_writer.h"
 
 enum { VAC_CAR, VAC_FLIGHT, VAC_ROOM, VAC_TYPES };
 enum { VAC_MAX_QUERIES = 64, VAC_CAPACITY_STEP = 100 };
@@ -367,13 +368,16 @@ static int vac_check(void *state, char *msg, size_t cap)
     return bad;
 }
 
-static void vac_json(void *state, char *buf, size_t cap)
+static void vac_json(void *state, struct jw *w)
 {
     struct vacation *v = state;
-    snprintf(buf, cap,
-             "\"relations\":%ld,\"queries\":%ld,\"query_range\":%ld,\"user\":%ld,"
-             "\"reservations\":%ld,\"deleted_customers\":%ld,\"table_updates\":%ld",
-             v->relations, v->queries, v->query_pct, v->user_pct, v->reservations, v->deletions, v->updates);
+    jw_ki64(w, "relations", v->relations);
+    jw_ki64(w, "queries", v->queries);
+    jw_ki64(w, "query_range", v->query_pct);
+    jw_ki64(w, "user", v->user_pct);
+    jw_ki64(w, "reservations", v->reservations);
+    jw_ki64(w, "deleted_customers", v->deletions);
+    jw_ki64(w, "table_updates", v->updates);
 }
 
 static void vac_free_customer(void *p)

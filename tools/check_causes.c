@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json_writer.h"
 #include "symbols.h"
 
 #define CX_TOP_SITES 5
@@ -267,46 +268,76 @@ void cx_text(FILE *f, const struct cr_input *in)
     free(s);
 }
 
-static void json_classes(FILE *f, const uint64_t *n, const double *w)
+static void json_classes(struct jw *w, const uint64_t *n, const double *wasted)
 {
-    fputc('{', f);
-    for (unsigned c = 0; c < CA_CLASSES; c++)
-        fprintf(f, "%s\"%s\":{\"count\":%llu,\"wasted_ns\":%.0f}", c ? "," : "", ca_class_name(c),
-                (unsigned long long)n[c], w[c]);
-    fputc('}', f);
+    jw_object(w);
+    for (unsigned c = 0; c < CA_CLASSES; c++) {
+        jw_key(w, ca_class_name(c));
+        jw_object(w);
+        jw_ku64(w, "count", n[c]);
+        jw_knum(w, "wasted_ns", wasted[c], 0);
+        jw_object_end(w);
+    }
+    jw_object_end(w);
 }
 
-void cx_json(FILE *f, const struct cr_input *in)
+static void json_top_sites(struct jw *w, const struct cr_input *in)
 {
-    const struct ca_totals *t = ca_totals(in->st);
     char nb[700];
-    fprintf(f, "\"classes\":");
-    json_classes(f, t->cls, t->cls_wasted_ns);
-    fprintf(f, ",\"attribution\":{\"by_identity\":%llu,\"by_time\":%llu,\"holder_unknown\":%llu},",
-            (unsigned long long)t->by_identity, (unsigned long long)t->by_time,
-            (unsigned long long)t->holder_unknown);
-    size_t ns, nh;
+    size_t ns;
     struct ca_site *s = cx_sites_by_waste(in->st, &ns);
-    fprintf(f, "\"top_sites\":[");
+    jw_key(w, "top_sites");
+    jw_array(w);
     for (size_t i = 0; i < ns && s; i++) {
-        fprintf(f, "%s{\"site\":%u,\"name\":", i ? "," : "", s[i].site);
-        cr_json_str(f, cx_site_name(in->ix, s[i].site, nb, sizeof nb));
-        fprintf(f, ",\"wasted_ns\":%.0f,\"aborts\":%llu,\"classes\":", s[i].wasted_ns,
-                (unsigned long long)s[i].aborts);
-        json_classes(f, s[i].cls, s[i].cls_wasted_ns);
-        fputc('}', f);
+        jw_object(w);
+        jw_ku64(w, "site", s[i].site);
+        jw_kstr(w, "name", cx_site_name(in->ix, s[i].site, nb, sizeof nb));
+        jw_knum(w, "wasted_ns", s[i].wasted_ns, 0);
+        jw_ku64(w, "aborts", s[i].aborts);
+        jw_key(w, "classes");
+        json_classes(w, s[i].cls, s[i].cls_wasted_ns);
+        jw_object_end(w);
     }
+    jw_array_end(w);
     free(s);
+}
+
+static void json_top_addresses(struct jw *w, const struct cr_input *in)
+{
+    char nb[700], hex[32];
+    size_t nh;
     const struct ca_hot *h = ca_hot_addresses(in->st, &nh);
-    fprintf(f, "],\"top_addresses\":[");
+    jw_key(w, "top_addresses");
+    jw_array(w);
     for (size_t i = 0; i < nh && i < 100; i++) {
         sym_data(in->sym, h[i].addr, nb, sizeof nb);
-        fprintf(f, "%s{\"address\":\"0x%llx\",\"name\":", i ? "," : "", (unsigned long long)h[i].addr);
-        cr_json_str(f, nb);
-        fprintf(f, ",\"aborts\":%llu,\"true\":%llu,\"false\":%llu,\"lock_held\":%llu,\"wasted_ns\":%.0f,"
-                "\"victim_site\":%u,\"culprit_site\":%u}", (unsigned long long)h[i].count,
-                (unsigned long long)h[i].true_count, (unsigned long long)h[i].false_count,
-                (unsigned long long)h[i].holder_count, h[i].wasted_ns, h[i].victim_site, h[i].culprit_site);
+        snprintf(hex, sizeof hex, "0x%llx", (unsigned long long)h[i].addr);
+        jw_object(w);
+        jw_kstr(w, "address", hex);
+        jw_kstr(w, "name", nb);
+        jw_ku64(w, "aborts", h[i].count);
+        jw_ku64(w, "true", h[i].true_count);
+        jw_ku64(w, "false", h[i].false_count);
+        jw_ku64(w, "lock_held", h[i].holder_count);
+        jw_knum(w, "wasted_ns", h[i].wasted_ns, 0);
+        jw_ku64(w, "victim_site", h[i].victim_site);
+        jw_ku64(w, "culprit_site", h[i].culprit_site);
+        jw_object_end(w);
     }
-    fprintf(f, "],");
+    jw_array_end(w);
+}
+
+void cx_json(struct jw *w, const struct cr_input *in)
+{
+    const struct ca_totals *t = ca_totals(in->st);
+    jw_key(w, "classes");
+    json_classes(w, t->cls, t->cls_wasted_ns);
+    jw_key(w, "attribution");
+    jw_object(w);
+    jw_ku64(w, "by_identity", t->by_identity);
+    jw_ku64(w, "by_time", t->by_time);
+    jw_ku64(w, "holder_unknown", t->holder_unknown);
+    jw_object_end(w);
+    json_top_sites(w, in);
+    json_top_addresses(w, in);
 }

@@ -22,8 +22,9 @@ struct ca_site *cx_sites_by_waste(const struct ca_state *st, size_t *n);
 
 /* Text: top sites, top addresses and lines, classes, triage. */
 void cx_text(FILE *f, const struct cr_input *in);
-/* JSON members (each followed by a comma): "classes", "top_sites",
- * "top_addresses", "top_lines", "triage", "attribution". */
-void cx_json(FILE *f, const struct cr_input *in);
+struct jw;
+/* JSON members of tmcheck's object (json_writer.h): "classes",
+ * "attribution", "top_sites", "top_addresses". */
+void cx_json(struct jw *w, const struct cr_input *in);
 
 #endif

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "check_causes.h"
+#include "json_writer.h"
 #include "tool_common.h"
 
 static const char *site_name(const struct merge_index *ix, uint32_t id, char *buf, size_t cap)
@@ -28,21 +29,6 @@ static int name_width(const struct cr_input *in)
             w = l;
     }
     return (int)w;
-}
-
-void cr_json_str(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            fprintf(f, "\\%c", c);
-        else if (c < 0x20)
-            fprintf(f, "\\u%04x", c);
-        else
-            fputc(c, f);
-    }
-    fputc('"', f);
 }
 
 static void csv_str(FILE *f, const char *s)
@@ -192,89 +178,148 @@ void cr_text(FILE *f, const struct cr_input *in)
                                                    : "consistent: no temporal or grammar violations");
 }
 
+/* Trace, totals, consistency, attribution, abort causes, hardware classes,
+ * clock error. */
+static void json_totals(struct jw *w, const struct cr_input *in, const struct ca_totals *t)
+{
+    jw_kstr(w, "file", in->path);
+    jw_kbool(w, "synced", in->synced);
+    jw_ku64(w, "events", t->events);
+    jw_ku64(w, "transactions", t->transactions);
+    jw_ku64(w, "attempts", t->attempts);
+    jw_ku64(w, "commits", t->commits);
+    jw_ku64(w, "aborts", t->aborts);
+    jw_ku64(w, "stm_aborts", t->stm_aborts);
+    jw_ku64(w, "htm_aborts", t->htm_aborts);
+    jw_ku64(w, "user_aborts", t->user_aborts);
+    jw_ku64(w, "fallbacks", t->fallbacks);
+    jw_ku64(w, "serial_attempts", t->serial);
+    jw_knum(w, "serial_ns", t->serial_ns, 0);
+    jw_ku64(w, "dropped_events", in->dropped);
+    jw_ku64(w, "skipped_chunks", in->skipped_chunks);
+    if (in->dropped)
+        jw_kstr(w, "dropped_note", dropped_note());
+    jw_ku64(w, "temporal_inconsistencies", t->temporal);
+    jw_ku64(w, "grammar_violations", t->grammar);
+    jw_key(w, "out_of_place_events");
+    jw_object(w);
+    jw_ku64(w, "count", t->out_of_place);
+    jw_knum(w, "percent", pct(t->out_of_place, t->events), 6);
+    jw_object_end(w);
+    jw_ku64(w, "late_starts", t->late_starts);
+    jw_ku64(w, "premature_ends", t->premature_ends);
+    jw_ku64(w, "open_attempts", t->open_at_end);
+    jw_ku64(w, "reorder_window_overflows", t->window_overflows);
+    jw_knum(w, "uncertainty_ns", in->uncertainty_ns, 3);
+    jw_ku64(w, "stripes_log2", in->stripes_log2);
+    static const char *const attr[3] = { "conflict_free_aborts", "true_conflicts", "false_conflicts" };
+    const uint64_t attr_n[3] = { t->conflict_free, t->true_conflicts, t->false_conflicts };
+    for (int k = 0; k < 3; k++)
+        if (in->have_accesses || in->format_version >= 2)
+            jw_ku64(w, attr[k], attr_n[k]);
+        else
+            jw_knull(w, attr[k]);
+    cx_json(w, in);
+    jw_knum(w, "wasted_ns", t->wasted_ns, 0);
+    jw_key(w, "htm_abort_classes");
+    jw_object(w);
+    for (unsigned c = 0; c < CA_HTM_CLASSES; c++)
+        jw_ku64(w, ca_htm_class_name(c), t->htm_class[c]);
+    jw_object_end(w);
+    if (in->have_truth) {
+        jw_key(w, "clock_error_ns");
+        jw_object(w);
+        jw_ku64(w, "events", t->truth_events);
+        jw_knum(w, "p50", t->err_p50, 1);
+        jw_knum(w, "p99", t->err_p99, 1);
+        jw_knum(w, "max", t->err_max, 1);
+        jw_object_end(w);
+    }
+}
+
+static void json_site(struct jw *w, const struct cr_input *in, const struct ca_site *s)
+{
+    char nb[600];
+    jw_object(w);
+    jw_ku64(w, "site", s->site);
+    jw_kstr(w, "name", site_name(in->ix, s->site, nb, sizeof nb));
+    jw_ku64(w, "attempts", s->attempts);
+    jw_ku64(w, "commits", s->commits);
+    jw_ku64(w, "aborts", s->aborts);
+    jw_knum(w, "abort_rate", s->attempts ? (double)s->aborts / (double)s->attempts : 0.0, 6);
+    jw_key(w, "aborts_by_reason");
+    jw_object(w);
+    for (unsigned r = 1; r < TMT_ABORT_REASONS; r++)
+        jw_ku64(w, ca_reason_name(r), s->aborts_by_reason[r]);
+    jw_object_end(w);
+    jw_knum(w, "wasted_ns", s->wasted_ns, 0);
+    jw_knum(w, "retries_per_commit_mean", mean(s->retries_sum, s->retried_commits), 4);
+    jw_ku64(w, "retries_per_commit_max", s->retries_max);
+    jw_knum(w, "read_set_mean", mean(s->rs_sum, s->sets_n), 3);
+    jw_ku64(w, "read_set_max", s->rs_max);
+    jw_knum(w, "write_set_mean", mean(s->ws_sum, s->sets_n), 3);
+    jw_ku64(w, "write_set_max", s->ws_max);
+    jw_ku64(w, "conflict_free_aborts", s->conflict_free);
+    jw_ku64(w, "true_conflicts", s->true_conflicts);
+    jw_ku64(w, "false_conflicts", s->false_conflicts);
+    jw_object_end(w);
+}
+
+static void json_conflicts_threads(struct jw *w, const struct cr_input *in)
+{
+    size_t nc, nt;
+    const struct ca_conflict *c = ca_conflicts(in->st, &nc);
+    jw_key(w, "conflicts");
+    jw_array(w);
+    for (size_t i = 0; i < nc; i++) {
+        jw_object(w);
+        jw_ku64(w, "victim_site", c[i].victim_site);
+        jw_ku64(w, "culprit_site", c[i].culprit_site);
+        jw_ku64(w, "count", c[i].count);
+        jw_ku64(w, "true", c[i].true_count);
+        jw_ku64(w, "false", c[i].false_count);
+        jw_knum(w, "wasted_ns", c[i].wasted_ns, 0);
+        jw_object_end(w);
+    }
+    jw_array_end(w);
+    const struct ca_thread *th = ca_threads(in->st, &nt);
+    jw_key(w, "threads");
+    jw_array(w);
+    for (size_t i = 0; i < nt; i++) {
+        jw_object(w);
+        jw_ku64(w, "thread", th[i].thread);
+        jw_ku64(w, "events", th[i].events);
+        jw_ku64(w, "temporal_inconsistencies", th[i].temporal);
+        jw_ku64(w, "grammar_violations", th[i].grammar);
+        jw_ku64(w, "out_of_place_events", th[i].out_of_place);
+        jw_ku64(w, "late_starts", th[i].late_starts);
+        jw_ku64(w, "premature_ends", th[i].premature_ends);
+        jw_ku64(w, "attempts", th[i].attempts);
+        jw_ku64(w, "commits", th[i].commits);
+        jw_ku64(w, "aborts", th[i].aborts);
+        jw_object_end(w);
+    }
+    jw_array_end(w);
+}
+
 void cr_json(FILE *f, const struct cr_input *in)
 {
     const struct ca_totals *t = ca_totals(in->st);
-    char nb[300];
-    fprintf(f, "{\"file\":");
-    cr_json_str(f, in->path);
-    fprintf(f, ",\"synced\":%s,\"events\":%llu,\"transactions\":%llu,\"attempts\":%llu,\"commits\":%llu,"
-            "\"aborts\":%llu,\"stm_aborts\":%llu,\"htm_aborts\":%llu,\"user_aborts\":%llu,\"fallbacks\":%llu,"
-            "\"serial_attempts\":%llu,\"serial_ns\":%.0f,\"dropped_events\":%llu,\"skipped_chunks\":%llu,",
-            in->synced ? "true" : "false", (unsigned long long)t->events, (unsigned long long)t->transactions,
-            (unsigned long long)t->attempts, (unsigned long long)t->commits, (unsigned long long)t->aborts,
-            (unsigned long long)t->stm_aborts, (unsigned long long)t->htm_aborts, (unsigned long long)t->user_aborts,
-            (unsigned long long)t->fallbacks, (unsigned long long)t->serial, t->serial_ns,
-            (unsigned long long)in->dropped,
-            (unsigned long long)in->skipped_chunks);
-    if (in->dropped) {
-        fprintf(f, "\"dropped_note\":");
-        cr_json_str(f, dropped_note());
-        fputc(',', f);
-    }
-    fprintf(f, "\"temporal_inconsistencies\":%llu,\"grammar_violations\":%llu,"
-            "\"out_of_place_events\":{\"count\":%llu,\"percent\":%.6f},\"late_starts\":%llu,"
-            "\"premature_ends\":%llu,\"open_attempts\":%llu,\"reorder_window_overflows\":%llu,"
-            "\"uncertainty_ns\":%.3f,\"stripes_log2\":%u,",
-            (unsigned long long)t->temporal, (unsigned long long)t->grammar, (unsigned long long)t->out_of_place,
-            pct(t->out_of_place, t->events), (unsigned long long)t->late_starts,
-            (unsigned long long)t->premature_ends, (unsigned long long)t->open_at_end,
-            (unsigned long long)t->window_overflows, in->uncertainty_ns, in->stripes_log2);
-    if (in->have_accesses || in->format_version >= 2)
-        fprintf(f, "\"conflict_free_aborts\":%llu,\"true_conflicts\":%llu,\"false_conflicts\":%llu,",
-                (unsigned long long)t->conflict_free, (unsigned long long)t->true_conflicts,
-                (unsigned long long)t->false_conflicts);
-    else
-        fprintf(f, "\"conflict_free_aborts\":null,\"true_conflicts\":null,\"false_conflicts\":null,");
-    cx_json(f, in);
-    fprintf(f, "\"wasted_ns\":%.0f,\"htm_abort_classes\":{", t->wasted_ns);
-    for (unsigned c = 0; c < CA_HTM_CLASSES; c++)
-        fprintf(f, "%s\"%s\":%llu", c ? "," : "", ca_htm_class_name(c), (unsigned long long)t->htm_class[c]);
-    fprintf(f, "},");
-    if (in->have_truth)
-        fprintf(f, "\"clock_error_ns\":{\"events\":%llu,\"p50\":%.1f,\"p99\":%.1f,\"max\":%.1f},",
-                (unsigned long long)t->truth_events, t->err_p50, t->err_p99, t->err_max);
+    struct jw w;
+    jw_init(&w, f);
+    jw_object(&w);
+    json_totals(&w, in, t);
     size_t ns;
     const struct ca_site *s = ca_sites(in->st, &ns);
-    fprintf(f, "\"sites\":[");
-    for (size_t i = 0; i < ns; i++) {
-        fprintf(f, "%s{\"site\":%u,\"name\":", i ? "," : "", s[i].site);
-        cr_json_str(f, site_name(in->ix, s[i].site, nb, sizeof nb));
-        fprintf(f, ",\"attempts\":%llu,\"commits\":%llu,\"aborts\":%llu,\"abort_rate\":%.6f,\"aborts_by_reason\":{",
-                (unsigned long long)s[i].attempts, (unsigned long long)s[i].commits,
-                (unsigned long long)s[i].aborts, s[i].attempts ? (double)s[i].aborts / (double)s[i].attempts : 0.0);
-        for (unsigned r = 1; r < TMT_ABORT_REASONS; r++)
-            fprintf(f, "%s\"%s\":%llu", r > 1 ? "," : "", ca_reason_name(r),
-                    (unsigned long long)s[i].aborts_by_reason[r]);
-        fprintf(f, "},\"wasted_ns\":%.0f,\"retries_per_commit_mean\":%.4f,\"retries_per_commit_max\":%llu,"
-                "\"read_set_mean\":%.3f,\"read_set_max\":%llu,\"write_set_mean\":%.3f,\"write_set_max\":%llu,"
-                "\"conflict_free_aborts\":%llu,\"true_conflicts\":%llu,\"false_conflicts\":%llu}",
-                s[i].wasted_ns, mean(s[i].retries_sum, s[i].retried_commits), (unsigned long long)s[i].retries_max,
-                mean(s[i].rs_sum, s[i].sets_n), (unsigned long long)s[i].rs_max, mean(s[i].ws_sum, s[i].sets_n),
-                (unsigned long long)s[i].ws_max, (unsigned long long)s[i].conflict_free,
-                (unsigned long long)s[i].true_conflicts, (unsigned long long)s[i].false_conflicts);
-    }
-    size_t nc;
-    const struct ca_conflict *c = ca_conflicts(in->st, &nc);
-    fprintf(f, "],\"conflicts\":[");
-    for (size_t i = 0; i < nc; i++)
-        fprintf(f, "%s{\"victim_site\":%u,\"culprit_site\":%u,\"count\":%llu,\"true\":%llu,\"false\":%llu,"
-                "\"wasted_ns\":%.0f}",
-                i ? "," : "", c[i].victim_site, c[i].culprit_site, (unsigned long long)c[i].count,
-                (unsigned long long)c[i].true_count, (unsigned long long)c[i].false_count, c[i].wasted_ns);
-    size_t nt;
-    const struct ca_thread *th = ca_threads(in->st, &nt);
-    fprintf(f, "],\"threads\":[");
-    for (size_t i = 0; i < nt; i++)
-        fprintf(f, "%s{\"thread\":%u,\"events\":%llu,\"temporal_inconsistencies\":%llu,\"grammar_violations\":%llu,"
-                "\"out_of_place_events\":%llu,\"late_starts\":%llu,\"premature_ends\":%llu,\"attempts\":%llu,"
-                "\"commits\":%llu,\"aborts\":%llu}",
-                i ? "," : "", th[i].thread, (unsigned long long)th[i].events, (unsigned long long)th[i].temporal,
-                (unsigned long long)th[i].grammar, (unsigned long long)th[i].out_of_place,
-                (unsigned long long)th[i].late_starts, (unsigned long long)th[i].premature_ends,
-                (unsigned long long)th[i].attempts, (unsigned long long)th[i].commits,
-                (unsigned long long)th[i].aborts);
-    fprintf(f, "],\"consistent\":%s}\n", t->temporal || t->grammar ? "false" : "true");
+    jw_key(&w, "sites");
+    jw_array(&w);
+    for (size_t i = 0; i < ns; i++)
+        json_site(&w, in, &s[i]);
+    jw_array_end(&w);
+    json_conflicts_threads(&w, in);
+    jw_kbool(&w, "consistent", !(t->temporal || t->grammar));
+    jw_object_end(&w);
+    fputc('\n', f);
 }
 
 static int csv_file(const char *dir, const char *name, struct tool_out *o)

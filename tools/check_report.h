@@ -31,9 +31,6 @@ struct cr_input {
     struct sym_table *sym;      /* names of addresses (symbols.h); may be NULL */
 };
 
-/* A JSON string literal (quoted, escaped). */
-void cr_json_str(FILE *f, const char *s);
-
 void cr_text(FILE *f, const struct cr_input *in);
 void cr_json(FILE *f, const struct cr_input *in);
 /* Writes DIR/sites.csv, DIR/conflicts.csv, DIR/threads.csv. 0, or the

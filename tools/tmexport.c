@@ -21,6 +21,7 @@
 
 #include "check_analysis.h"
 #include "error.h"
+#include "json_writer.h"
 #include "trace_index.h"
 #include "sync_model.h"
 #include "tool_common.h"
@@ -57,30 +58,18 @@ static const char usage_text[] =
 /* ---- output ------------------------------------------------------------ */
 
 struct out {
-    FILE *f;
-    int first;          /* no event written yet: no leading comma */
+    struct jw w;        /* inside the traceEvents array */
     uint64_t slices;
     uint64_t instants;
     uint64_t flows;
 };
 
-static void out_sep(struct out *o)
+/* The next element of traceEvents: an object on its own line. */
+static struct jw *out_event(struct out *o)
 {
-    fputs(o->first ? "\n" : ",\n", o->f);
-    o->first = 0;
-}
-
-/* Writes s as the body of a JSON string (without the quotes). */
-static void json_str(FILE *f, const char *s)
-{
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\')
-            fprintf(f, "\\%c", *p);
-        else if (*p < 0x20 || *p >= 0x7f)
-            fprintf(f, "\\u%04x", *p); /* also keeps stray non-UTF-8 bytes valid */
-        else
-            fputc(*p, f);
-    }
+    jw_newline(&o->w);
+    jw_object(&o->w);
+    return &o->w;
 }
 
 /* ---- metadata ---------------------------------------------------------- */
@@ -154,9 +143,10 @@ static uint64_t ev_ns(const struct exporter *x, uint64_t ts)
 }
 
 /* Microseconds with ns resolution, the unit of the format. */
-static void put_us(FILE *f, const char *key, uint64_t ns)
+static void put_us(struct jw *w, const char *key, uint64_t ns)
 {
-    fprintf(f, "\"%s\":%" PRIu64 ".%03u", key, ns / 1000, (unsigned)(ns % 1000));
+    jw_key(w, key);
+    jw_fmt(w, "%" PRIu64 ".%03u", ns / 1000, (unsigned)(ns % 1000));
 }
 
 static const char *fallback_name(unsigned r)
@@ -175,36 +165,78 @@ static int is_hw(uint32_t flags)
     return (flags & (TF_START_HTM | TF_START_HTM_EMU)) != 0;
 }
 
+static void emit_meta(struct exporter *x, const char *name, uint32_t tid, const char *arg)
+{
+    struct jw *w = out_event(x->o);
+    jw_kstr(w, "ph", "M");
+    jw_kstr(w, "name", name);
+    jw_ku64(w, "pid", x->ix->hdr.pid);
+    if (arg)
+        jw_ku64(w, "tid", tid);
+    jw_key(w, "args");
+    jw_object(w);
+}
+
 static void emit_thread_names(struct exporter *x)
 {
-    FILE *f = x->o->f;
+    struct jw *w = &x->o->w;
+    char name[64];
     /* META_THREADS names every thread that entered; the END chunk is the
      * fallback for traces whose writer only wrote that. */
     const struct tf_thread_info *t = x->ix->nthreads ? x->ix->threads : x->ix->end;
     size_t n = x->ix->nthreads ? x->ix->nthreads : x->ix->nend;
     for (size_t i = 0; i < n; i++) {
-        out_sep(x->o);
-        fprintf(f, "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%" PRIu32 ",\"tid\":%" PRIu32 ","
-                   "\"args\":{\"name\":\"T%" PRIu32 " (tid %" PRIu32 ")\"}}",
-                x->ix->hdr.pid, t[i].id, t[i].id, t[i].os_tid);
-        out_sep(x->o);
-        fprintf(f, "{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":%" PRIu32
-                   ",\"tid\":%" PRIu32 ",\"args\":{\"sort_index\":%" PRIu32 "}}",
-                x->ix->hdr.pid, t[i].id, t[i].id);
+        emit_meta(x, "thread_name", t[i].id, "");
+        snprintf(name, sizeof name, "T%" PRIu32 " (tid %" PRIu32 ")", t[i].id, t[i].os_tid);
+        jw_kstr(w, "name", name);
+        jw_object_end(w);
+        jw_object_end(w);
+        emit_meta(x, "thread_sort_index", t[i].id, "");
+        jw_ku64(w, "sort_index", t[i].id);
+        jw_object_end(w);
+        jw_object_end(w);
     }
-    out_sep(x->o);
-    fprintf(f, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%" PRIu32 ",\"args\":{\"name\":\"",
-            x->ix->hdr.pid);
-    json_str(f, x->ix->hdr.cmdline[0] ? x->ix->hdr.cmdline : "traced program");
-    fputs("\"}}", f);
+    emit_meta(x, "process_name", 0, NULL);
+    jw_kstr(w, "name", x->ix->hdr.cmdline[0] ? x->ix->hdr.cmdline : "traced program");
+    jw_object_end(w);
+    jw_object_end(w);
+}
+
+/* The args of a slice: what the attempt was and how it ended. */
+static void slice_args(struct jw *w, const struct attempt *a, const struct tf_event *end, uint64_t rs, uint64_t ws)
+{
+    int commit = end->kind == TF_EV_COMMIT;
+    char hex[32];
+    jw_key(w, "args");
+    jw_object(w);
+    jw_kstr(w, "outcome", commit ? "commit" : "abort");
+    jw_kstr(w, "path", is_hw(a->flags) ? "hardware" : "software");
+    jw_ku64(w, "core", a->cpu);
+    jw_ku64(w, "end_core", end->cpu);
+    jw_ku64(w, "instance", a->instance);
+    jw_ku64(w, "attempt", a->flags >> 16);
+    jw_ku64(w, "site", a->site);
+    jw_ku64(w, "read_set", rs);
+    jw_ku64(w, "write_set", ws);
+    if (!commit) {
+        jw_kstr(w, "abort_reason", ca_reason_name(end->reason));
+        if (end->addr) {
+            snprintf(hex, sizeof hex, "0x%" PRIx64, end->addr);
+            jw_kstr(w, "conflict", hex);
+        }
+        if (end->reason == TMT_ABORT_HTM) {
+            snprintf(hex, sizeof hex, "0x%08" PRIx64, end->value & 0xffffffffu);
+            jw_kstr(w, "htm_status", hex);
+        }
+    }
+    jw_object_end(w);
 }
 
 /* The slice of one finished attempt. */
 static void emit_slice(struct exporter *x, uint32_t thread, const struct attempt *a,
                        const struct tf_event *end)
 {
-    FILE *f = x->o->f;
-    char buf[32];
+    char buf[32], cat[16];
     uint64_t end_ns = ev_ns(x, end->ts);
     uint64_t dur = end_ns > a->start_ns ? end_ns - a->start_ns : 0;
     int commit = end->kind == TF_EV_COMMIT;
@@ -213,42 +245,54 @@ static void emit_slice(struct exporter *x, uint32_t thread, const struct attempt
         rs = end->value & 0xffffffffu;
         ws = end->value >> 32;
     }
-    out_sep(x->o);
-    fputs("{\"ph\":\"X\",\"name\":\"", f);
-    json_str(f, site_label(x, a->site, buf, sizeof buf));
-    fprintf(f, "\",\"cat\":\"%s,%s\",\"pid\":%" PRIu32 ",\"tid\":%" PRIu32 ",",
-            is_hw(a->flags) ? "htm" : "stm", commit ? "commit" : "abort", x->ix->hdr.pid, thread);
-    put_us(f, "ts", a->start_ns);
-    fputc(',', f);
-    put_us(f, "dur", dur);
-    fprintf(f, ",\"cname\":\"%s\",\"args\":{\"outcome\":\"%s\",\"path\":\"%s\",\"core\":%u,"
-               "\"end_core\":%u,\"instance\":%" PRIu64 ",\"attempt\":%" PRIu32 ",\"site\":%" PRIu32
-               ",\"read_set\":%" PRIu64 ",\"write_set\":%" PRIu64,
-            commit ? "good" : "terrible", commit ? "commit" : "abort",
-            is_hw(a->flags) ? "hardware" : "software", a->cpu, end->cpu, a->instance,
-            a->flags >> 16, a->site, rs, ws);
-    if (!commit) {
-        fprintf(f, ",\"abort_reason\":\"%s\"", ca_reason_name(end->reason));
-        if (end->addr)
-            fprintf(f, ",\"conflict\":\"0x%" PRIx64 "\"", end->addr);
-        if (end->reason == TMT_ABORT_HTM)
-            fprintf(f, ",\"htm_status\":\"0x%08" PRIx64 "\"", end->value & 0xffffffffu);
-    }
-    fputs("}}", f);
+    struct jw *w = out_event(x->o);
+    jw_kstr(w, "ph", "X");
+    jw_kstr(w, "name", site_label(x, a->site, buf, sizeof buf));
+    snprintf(cat, sizeof cat, "%s,%s", is_hw(a->flags) ? "htm" : "stm", commit ? "commit" : "abort");
+    jw_kstr(w, "cat", cat);
+    jw_ku64(w, "pid", x->ix->hdr.pid);
+    jw_ku64(w, "tid", thread);
+    put_us(w, "ts", a->start_ns);
+    put_us(w, "dur", dur);
+    jw_kstr(w, "cname", commit ? "good" : "terrible");
+    slice_args(w, a, end, rs, ws);
+    jw_object_end(w);
     x->o->slices++;
 }
 
 static void emit_instant(struct exporter *x, uint32_t thread, uint64_t ns, const char *name,
                          const char *cat, const char *key, const char *val)
 {
-    FILE *f = x->o->f;
-    out_sep(x->o);
-    fprintf(f, "{\"ph\":\"i\",\"s\":\"t\",\"name\":\"%s\",\"cat\":\"%s\",\"pid\":%" PRIu32
-               ",\"tid\":%" PRIu32 ",",
-            name, cat, x->ix->hdr.pid, thread);
-    put_us(f, "ts", ns);
-    fprintf(f, ",\"args\":{\"%s\":\"%s\"}}", key, val);
+    struct jw *w = out_event(x->o);
+    jw_kstr(w, "ph", "i");
+    jw_kstr(w, "s", "t");
+    jw_kstr(w, "name", name);
+    jw_kstr(w, "cat", cat);
+    jw_ku64(w, "pid", x->ix->hdr.pid);
+    jw_ku64(w, "tid", thread);
+    put_us(w, "ts", ns);
+    jw_key(w, "args");
+    jw_object(w);
+    jw_kstr(w, key, val);
+    jw_object_end(w);
+    jw_object_end(w);
     x->o->instants++;
+}
+
+/* One end of a flow arrow ("s" at the culprit, "f" at the victim). */
+static struct jw *flow_end(struct exporter *x, const char *ph, uint64_t id, uint32_t thread, uint64_t ns)
+{
+    struct jw *w = out_event(x->o);
+    jw_kstr(w, "ph", ph);
+    if (ph[0] == 'f')
+        jw_kstr(w, "bp", "e");
+    jw_kstr(w, "name", "culprit");
+    jw_kstr(w, "cat", "conflict");
+    jw_ku64(w, "id", id);
+    jw_ku64(w, "pid", x->ix->hdr.pid);
+    jw_ku64(w, "tid", thread);
+    put_us(w, "ts", ns);
+    return w;
 }
 
 /* An arrow from the culprit's commit to the aborted attempt, for each abort
@@ -259,32 +303,24 @@ static void on_attribution(void *ctx, const struct ca_attribution *at)
     struct exporter *x = ctx;
     if (!at->found)
         return;
-    FILE *f = x->o->f;
     uint64_t id = ++x->next_flow_id;
     uint64_t c_ns = ev_ns(x, at->culprit_commit), a_ns = ev_ns(x, at->abort);
     uint64_t start_ns = ev_ns(x, at->start);
-    uint64_t s_ns = c_ns ? c_ns - 1 : 0;
-    uint64_t f_ns = a_ns > start_ns ? a_ns - 1 : a_ns;
-    out_sep(x->o);
-    fprintf(f, "{\"ph\":\"s\",\"name\":\"culprit\",\"cat\":\"conflict\",\"id\":%" PRIu64
-               ",\"pid\":%" PRIu32 ",\"tid\":%" PRIu32 ",",
-            id, x->ix->hdr.pid, at->culprit_thread);
-    put_us(f, "ts", s_ns);
-    fputc('}', f);
-    out_sep(x->o);
-    fprintf(f, "{\"ph\":\"f\",\"bp\":\"e\",\"name\":\"culprit\",\"cat\":\"conflict\",\"id\":%" PRIu64
-               ",\"pid\":%" PRIu32 ",\"tid\":%" PRIu32 ",",
-            id, x->ix->hdr.pid, at->thread);
-    put_us(f, "ts", f_ns);
-    char b1[32], b2[32];
-    fprintf(f, ",\"args\":{\"conflict\":\"%s\",\"address\":\"0x%" PRIx64 "\",\"culprit_thread\":%" PRIu32
-               ",\"culprit_instance\":%" PRIu64 ",\"culprit_site\":\"",
-            at->true_conflict ? "true" : "false (same stripe)", at->addr, at->culprit_thread,
-            at->culprit_instance);
-    json_str(f, site_label(x, at->culprit_site, b1, sizeof b1));
-    fputs("\",\"victim_site\":\"", f);
-    json_str(f, site_label(x, at->site, b2, sizeof b2));
-    fputs("\"}}", f);
+    struct jw *w = flow_end(x, "s", id, at->culprit_thread, c_ns ? c_ns - 1 : 0);
+    jw_object_end(w);
+    w = flow_end(x, "f", id, at->thread, a_ns > start_ns ? a_ns - 1 : a_ns);
+    char b1[32], b2[32], hex[32];
+    snprintf(hex, sizeof hex, "0x%" PRIx64, at->addr);
+    jw_key(w, "args");
+    jw_object(w);
+    jw_kstr(w, "conflict", at->true_conflict ? "true" : "false (same stripe)");
+    jw_kstr(w, "address", hex);
+    jw_ku64(w, "culprit_thread", at->culprit_thread);
+    jw_ku64(w, "culprit_instance", at->culprit_instance);
+    jw_kstr(w, "culprit_site", site_label(x, at->culprit_site, b1, sizeof b1));
+    jw_kstr(w, "victim_site", site_label(x, at->site, b2, sizeof b2));
+    jw_object_end(w);
+    jw_object_end(w);
     x->o->flows++;
 }
 
@@ -455,15 +491,27 @@ static int write_samples(const struct export_args *a, const struct merge_index *
 /* The Chrome JSON document into an open output. */
 static int write_document(struct exporter *x, const struct export_args *a, struct ca_state *st, FILE *f)
 {
-    struct out o = { .f = f, .first = 1 };
+    struct out o = { .slices = 0 };
+    struct jw *w = &o.w;
     x->o = &o;
-    fprintf(o.f, "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"tool\":\"tmexport\",\"synced\":%s,"
-                 "\"tsc_hz\":%" PRIu64 "},\"traceEvents\":[",
-            x->raw ? "false" : "true", x->ix->hdr.tsc_hz);
+    jw_init(w, f);
+    jw_object(w);
+    jw_kstr(w, "displayTimeUnit", "ns");
+    jw_key(w, "otherData");
+    jw_object(w);
+    jw_kstr(w, "tool", "tmexport");
+    jw_kbool(w, "synced", !x->raw);
+    jw_ku64(w, "tsc_hz", x->ix->hdr.tsc_hz);
+    jw_object_end(w);
+    jw_key(w, "traceEvents");
+    jw_array(w);
     emit_thread_names(x);
     if (export_events(x, a->path, a->oflags, st) < 0)
         return -1;
-    fputs("\n]}\n", o.f);
+    jw_newline(w);
+    jw_array_end(w);
+    jw_object_end(w);
+    fputc('\n', f);
     return 0;
 }
 

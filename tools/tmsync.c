@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "json_writer.h"
 #include "trace_index.h"
 #include "sync_model.h"
 #include "tool_common.h"
@@ -174,41 +175,58 @@ static int fit_all(struct sync_ctx *x, struct merge_index *ix, enum sm_kind kind
     return 0;
 }
 
-static void print_table(const struct sync_ctx *x, FILE *f, int json, const char *in, const char *out,
-                        enum sm_kind kind, uint64_t events, uint64_t skipped)
+static void print_json(const struct sync_ctx *x, FILE *f, const char *in, const char *out, enum sm_kind kind,
+                       uint64_t events, uint64_t skipped)
 {
-    if (json) {
-        fprintf(f, "{\"input\":\"%s\",\"output\":\"%s\",\"model\":\"%s\",\"events\":%llu,\"skipped_chunks\":%llu,"
-                "\"cpus\":[", in, out, sm_kind_name(kind), (unsigned long long)events,
-                (unsigned long long)skipped);
-    } else {
-        fprintf(f, "%s -> %s: %llu events, model %s\n", in, out, (unsigned long long)events, sm_kind_name(kind));
-        fprintf(f, "%5s %-9s %-11s %7s %8s %12s %14s %10s %10s %4s\n", "cpu", "model", "source", "used",
-                "rejected", "drift_ppm", "offset_ns", "rms_ns", "max_ns", "segs");
-    }
-    int first = 1;
+    struct jw w;
+    jw_init(&w, f);
+    jw_object(&w);
+    jw_kstr(&w, "input", in);
+    jw_kstr(&w, "output", out);
+    jw_kstr(&w, "model", sm_kind_name(kind));
+    jw_ku64(&w, "events", events);
+    jw_ku64(&w, "skipped_chunks", skipped);
+    jw_key(&w, "cpus");
+    jw_array(&w);
     for (unsigned c = 0; c < SYNC_MAX_CPU; c++) {
         const struct sm_result *r = x->bycpu[c];
         if (!r)
             continue;
         const struct tf_cpu_model *m = &r->m;
-        if (json) {
-            fprintf(f, "%s{\"cpu\":%u,\"model\":\"%s\",\"source\":\"%s\",\"used\":%u,\"rejected\":%u,"
-                    "\"rejected_width\":%u,\"rejected_outlier\":%u,\"drift_ppm\":%.4f,\"offset_ns\":%.1f,"
-                    "\"rms_ns\":%.2f,\"max_ns\":%.2f,\"segments\":%u}",
-                    first ? "" : ",", c, sm_kind_name(r->kind), sm_how_name(r->how), m->used, m->rejected,
-                    r->rejected_width, r->rejected_outlier, m->drift_ppm, m->offset_ns, m->rms_ns, m->max_ns,
-                    m->nseg);
-        } else {
-            fprintf(f, "%5u %-9s %-11s %7u %8u %12.4f %14.1f %10.2f %10.2f %4u\n", c, sm_kind_name(r->kind),
-                    sm_how_name(r->how), m->used, m->rejected, m->drift_ppm, m->offset_ns, m->rms_ns,
-                    m->max_ns, m->nseg);
-        }
-        first = 0;
+        jw_object(&w);
+        jw_ku64(&w, "cpu", c);
+        jw_kstr(&w, "model", sm_kind_name(r->kind));
+        jw_kstr(&w, "source", sm_how_name(r->how));
+        jw_ku64(&w, "used", m->used);
+        jw_ku64(&w, "rejected", m->rejected);
+        jw_ku64(&w, "rejected_width", r->rejected_width);
+        jw_ku64(&w, "rejected_outlier", r->rejected_outlier);
+        jw_knum(&w, "drift_ppm", m->drift_ppm, 4);
+        jw_knum(&w, "offset_ns", m->offset_ns, 1);
+        jw_knum(&w, "rms_ns", m->rms_ns, 2);
+        jw_knum(&w, "max_ns", m->max_ns, 2);
+        jw_ku64(&w, "segments", m->nseg);
+        jw_object_end(&w);
     }
-    if (json) {
-        fprintf(f, "]}\n");
-        return;
+    jw_array_end(&w);
+    jw_object_end(&w);
+    fputc('\n', f);
+}
+
+static void print_table(const struct sync_ctx *x, FILE *f, const char *in, const char *out, enum sm_kind kind,
+                        uint64_t events, uint64_t skipped)
+{
+    fprintf(f, "%s -> %s: %llu events, model %s\n", in, out, (unsigned long long)events, sm_kind_name(kind));
+    fprintf(f, "%5s %-9s %-11s %7s %8s %12s %14s %10s %10s %4s\n", "cpu", "model", "source", "used",
+            "rejected", "drift_ppm", "offset_ns", "rms_ns", "max_ns", "segs");
+    for (unsigned c = 0; c < SYNC_MAX_CPU; c++) {
+        const struct sm_result *r = x->bycpu[c];
+        if (!r)
+            continue;
+        const struct tf_cpu_model *m = &r->m;
+        fprintf(f, "%5u %-9s %-11s %7u %8u %12.4f %14.1f %10.2f %10.2f %4u\n", c, sm_kind_name(r->kind),
+                sm_how_name(r->how), m->used, m->rejected, m->drift_ppm, m->offset_ns, m->rms_ns,
+                m->max_ns, m->nseg);
     }
     for (unsigned c = 0; c < SYNC_MAX_CPU; c++) {
         const struct sm_result *r = x->bycpu[c];
@@ -379,7 +397,10 @@ static int sync_trace(const struct sync_args *a, struct sync_ctx *x, struct merg
     uint64_t written = 0;
     if (write_output(x, ix, a->in, a->out, a->flags, &written) != 0)
         return TOOL_USAGE;
-    print_table(x, stdout, a->json, a->in, a->out, a->kind, written, skipped);
+    if (a->json)
+        print_json(x, stdout, a->in, a->out, a->kind, written, skipped);
+    else
+        print_table(x, stdout, a->in, a->out, a->kind, written, skipped);
     return TOOL_OK;
 }
 
