@@ -1,7 +1,8 @@
 /*
  * test_docs.c - docs/environment.md is exactly what the TMTRACE_* table
- * generates. With TMT_WRITE_DOCS=1 the test writes the file instead (the way
- * the doc is made): TMT_WRITE_DOCS=1 build/test/test_docs
+ * generates, and its table renders as one (no unescaped '|' in a cell).
+ * With TMT_WRITE_DOCS=1 the test writes the file instead (the way the doc is
+ * made): TMT_WRITE_DOCS=1 build/test/test_docs
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -72,11 +73,42 @@ static void every_variable_has_a_row(void **state)
     free(text);
 }
 
+/* The table renders as a table: every row splits into the header's four
+ * cells on its unescaped '|' (a '|' in a value or in a code span must be
+ * escaped, or Markdown starts a new cell there), and every code span is
+ * closed within its row. */
+static void every_row_renders_as_four_cells(void **state)
+{
+    (void)state;
+    size_t len;
+    char *text = generate(&len);
+    int rows = 0;
+    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+        if (line[0] != '|')
+            continue;
+        int pipes = 0, ticks = 0;
+        for (const char *p = line; *p; p++) {
+            if (*p == '\\' && p[1]) {
+                p++;
+                continue;
+            }
+            pipes += *p == '|';
+            ticks += *p == '`';
+        }
+        if (pipes != 5 || ticks % 2)
+            fail_msg("docs/environment.md row does not render as 4 cells: %s", line);
+        rows++;
+    }
+    assert_true(rows >= 12);   /* header, rule and the variables */
+    free(text);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(environment_md_matches_the_config_table),
         cmocka_unit_test(every_variable_has_a_row),
+        cmocka_unit_test(every_row_renders_as_four_cells),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

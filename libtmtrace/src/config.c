@@ -223,6 +223,19 @@ int config_load_from(const char *(*get)(const char *name, void *ctx), void *ctx,
 
 int config_load(void) { return config_load_from(env_get, NULL, environ); }
 
+/* A Markdown table cell: '|' is escaped (GitHub's tables split on it even
+ * inside code spans). */
+static void md_cell(FILE *out, const char *pre, const char *text, const char *post)
+{
+    fputs(pre, out);
+    for (const char *p = text; *p; p++) {
+        if (*p == '|')
+            fputc('\\', out);
+        fputc(*p, out);
+    }
+    fputs(post, out);
+}
+
 void config_print_help(FILE *out, int markdown)
 {
     if (markdown) {
@@ -249,9 +262,12 @@ void config_print_help(FILE *out, int markdown)
             snprintf(values, sizeof values, "text");
             break;
         }
-        if (markdown)
-            fprintf(out, "| `%s` | %s | `%s` | %s |\n", v->name, values, v->def, v->help);
-        else
+        if (markdown) {
+            md_cell(out, "| `", v->name, "` ");
+            md_cell(out, "| ", values, " ");
+            md_cell(out, "| `", v->def, "` ");
+            md_cell(out, "| ", v->help, " |\n");
+        } else
             fprintf(out, "  %-26s %s (default: %s)\n      %s\n", v->name, values,
                     *v->def ? v->def : "\"\"", v->help);
     }
