@@ -12,6 +12,9 @@
  * within (change of rate) x (gap) / 4 of it, about 13 us for this fixture.
  * A model that puts knots inside a gap is unconstrained there and was seen
  * 18 ms off.
+ *
+ * Each sample's verdict (used, left out of a linear fit, rejected as a wide
+ * bracket or as an outlier) is checked on synthetic samples with known faults.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -106,7 +109,7 @@ static double fit_fixture(enum sm_kind kind, struct sm_result *r)
     struct tf_sample *copy = malloc(n * sizeof *s);
     assert_non_null(copy);
     memcpy(copy, s, n * sizeof *s);
-    assert_int_equal(sm_fit_cpu(1, s, n, kind, 1e9 / hz, 0, NULL, r), 0);
+    assert_int_equal(sm_fit_cpu(1, s, n, kind, 1e9 / hz, 0, NULL, r, NULL), 0);
     double d = max_chord_distance(&r->m, copy, n);
     free(copy);
     free(s);
@@ -160,6 +163,56 @@ static void linear_model_cannot_follow_the_change(void **st)
     assert_true(d > CHORD_LIMIT_NS);
 }
 
+/* 60 samples 1 ms apart on one line (1 GHz), given in reverse time order:
+ * pre-run, 10 in-run, post-run; sample WIDE has an interrupted bracket,
+ * sample FAR a reference 3 us off the line. */
+#define VERDICT_N 60
+#define VERDICT_WIDE 7
+#define VERDICT_FAR 45
+static void verdict_samples(struct tf_sample *s)
+{
+    for (unsigned i = 0; i < VERDICT_N; i++) {
+        unsigned k = VERDICT_N - 1 - i;   /* time order */
+        uint64_t tsc = 1000000000ull + 1000000ull * k;
+        s[i] = (struct tf_sample){ .tsc = tsc, .ref_ns = tsc + 5000 + (k * 7) % 5, .truth_tsc = tsc,
+                                   .width = 100, .cpu = 1,
+                                   .phase = k < 25 ? TF_PHASE_PRE : k < 35 ? TF_PHASE_INRUN : TF_PHASE_POST };
+    }
+    s[VERDICT_WIDE].width = 10000;
+    s[VERDICT_FAR].ref_ns += 3000;
+}
+
+static void each_sample_gets_the_verdict_that_its_counts_report(void **st)
+{
+    (void)st;
+    enum sm_kind kinds[] = { SM_LINEAR, SM_PIECEWISE };
+    for (unsigned k = 0; k < 2; k++) {
+        struct tf_sample s[VERDICT_N];
+        uint8_t verdict[VERDICT_N];
+        unsigned count[4] = { 0 };
+        struct sm_result r;
+        verdict_samples(s);
+        memset(verdict, 0xff, sizeof verdict);
+        assert_int_equal(sm_fit_cpu(1, s, VERDICT_N, kinds[k], 1.0, 0, NULL, &r, verdict), 0);
+        assert_int_equal(r.how, SM_HOW_FIT);
+        assert_int_equal(verdict[VERDICT_WIDE], SM_REJECTED_WIDTH);
+        assert_int_equal(verdict[VERDICT_FAR], SM_REJECTED_OUTLIER);
+        for (unsigned i = 0; i < VERDICT_N; i++) {
+            assert_true(verdict[i] <= SM_REJECTED_OUTLIER);
+            count[verdict[i]]++;
+            unsigned t = VERDICT_N - 1 - i;
+            int inrun = t >= 25 && t < 35;
+            if (i != VERDICT_WIDE && i != VERDICT_FAR)
+                assert_int_equal(verdict[i], inrun && kinds[k] == SM_LINEAR ? SM_UNFITTED : SM_USED);
+        }
+        assert_int_equal(count[SM_USED], r.m.used);
+        assert_int_equal(count[SM_REJECTED_WIDTH], r.rejected_width);
+        assert_int_equal(count[SM_REJECTED_OUTLIER], r.rejected_outlier);
+        assert_int_equal(count[SM_REJECTED_WIDTH] + count[SM_REJECTED_OUTLIER], r.m.rejected);
+        assert_int_equal(count[SM_UNFITTED], kinds[k] == SM_LINEAR ? 10 : 0);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -167,6 +220,7 @@ int main(void)
         cmocka_unit_test(every_segment_runs_at_a_clock_rate),
         cmocka_unit_test(auto_chooses_piecewise_for_a_drift_change),
         cmocka_unit_test(linear_model_cannot_follow_the_change),
+        cmocka_unit_test(each_sample_gets_the_verdict_that_its_counts_report),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

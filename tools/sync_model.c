@@ -34,6 +34,7 @@ struct pt {
     long double w;     /* bracket width, ns */
     uint8_t phase;
     uint8_t use;
+    uint32_t idx;      /* the sample's index in the caller's array */
 };
 
 /* Moments of the used points of one bin of the u axis. Knots sit on bin
@@ -458,6 +459,7 @@ static int make_points(struct cpufit *f, const struct tf_sample *s, int truth)
         f->p[i].w = (long double)s[i].width * f->npt;
         f->p[i].phase = s[i].phase;
         f->p[i].use = 1;
+        f->p[i].idx = (uint32_t)i;
     }
     if (n)
         qsort(f->p, n, sizeof *f->p, cmp_pt);
@@ -633,8 +635,25 @@ static void model_counts(const struct cpufit *f, struct sm_result *out)
     m->drift_ppm = ((double)f->npt / m->seg[0].a - 1.0) * 1e6;
 }
 
+/* Phase 7: each sample's verdict, by the rules the counts follow. */
+static void verdicts(const struct cpufit *f, const struct sm_result *out, uint8_t *verdict)
+{
+    int linear_fit = out->how == SM_HOW_FIT && out->kind == SM_LINEAR;
+    for (size_t i = 0; i < f->n; i++) {
+        const struct pt *p = &f->p[i];
+        uint8_t v = SM_REJECTED_OUTLIER;
+        if (p->use)
+            v = SM_USED;
+        else if (p->w < 0)
+            v = SM_REJECTED_WIDTH;
+        else if (linear_fit && p->phase == TF_PHASE_INRUN)
+            v = SM_UNFITTED;
+        verdict[p->idx] = v;
+    }
+}
+
 int sm_fit_cpu(uint32_t cpu, struct tf_sample *s, size_t n, enum sm_kind kind, double ns_per_tick,
-               int truth, const struct sm_result *pooled, struct sm_result *out)
+               int truth, const struct sm_result *pooled, struct sm_result *out, uint8_t *verdict)
 {
     memset(out, 0, sizeof *out);
     out->m.cpu = cpu;
@@ -669,6 +688,8 @@ int sm_fit_cpu(uint32_t cpu, struct tf_sample *s, size_t n, enum sm_kind kind, d
         return -1;
     }
     model_counts(&f, out);
+    if (verdict)
+        verdicts(&f, out, verdict);
     cpufit_free(&f);
     return 0;
 }

@@ -36,13 +36,23 @@ struct sm_result {
     uint32_t rejected_outlier;/* of m.rejected: residual outliers */
 };
 
+/* What a fit made of one sample. */
+enum sm_verdict {
+    SM_USED = 0,          /* in the final fit */
+    SM_UNFITTED,          /* an in-run sample, which a linear fit leaves out: counted neither way */
+    SM_REJECTED_WIDTH,    /* a wide bracket (rejected_width) */
+    SM_REJECTED_OUTLIER   /* a residual outlier (rejected_outlier) */
+};
+
 /* Fits CPU `cpu` from `s` (the samples of that CPU only, any order; the
  * array is reordered). `ns_per_tick` is the nominal 1e9 / tsc_hz used for
  * drift_ppm. `truth` selects truth_tsc instead of tsc as the abscissa.
  * `pooled` (may be NULL) is used when the CPU has too few samples.
- * Returns 0, or -1 if no model could be made (no samples and no pooled). */
+ * `verdict` (may be NULL) receives an enum sm_verdict per sample, indexed
+ * like `s`. Returns 0, or -1 if no model could be made (no samples and no
+ * pooled). */
 int sm_fit_cpu(uint32_t cpu, struct tf_sample *s, size_t n, enum sm_kind kind, double ns_per_tick,
-               int truth, const struct sm_result *pooled, struct sm_result *out);
+               int truth, const struct sm_result *pooled, struct sm_result *out, uint8_t *verdict);
 
 /* The model's reference ns for a TSC value; `hint` caches the segment index
  * between calls (start it at 0). */

@@ -52,6 +52,9 @@ struct sync_ctx {
     int have_truth;
     uint32_t truth_hint;
     double ns_per_tick;
+    struct tf_sample *samples;    /* sorted by CPU, with what each CPU's fit made of them */
+    uint8_t *verdict;             /* enum sm_verdict per sample */
+    size_t nsamples;
 };
 
 /* The model for a CPU no sample came from: the pooled fit. */
@@ -128,34 +131,36 @@ static int fit_all(struct sync_ctx *x, struct merge_index *ix, enum sm_kind kind
     if (!s)
         return error_set("out of memory");
     memcpy(s, ix->samples, n * sizeof *s);
-    if (sm_fit_cpu(UINT32_MAX, s, n, SM_LINEAR, npt, 0, NULL, &x->pooled) < 0) {
+    if (sm_fit_cpu(UINT32_MAX, s, n, SM_LINEAR, npt, 0, NULL, &x->pooled, NULL) < 0) {
         free(s);
         return error_set("%s: the pooled clock fit failed", "samples");
     }
     x->have_pooled = 1;
     if (ix->hdr.flags & TF_HDR_INJECTED) {
         memcpy(s, ix->samples, n * sizeof *s);
-        if (sm_fit_cpu(UINT32_MAX, s, n, SM_LINEAR, npt, 1, NULL, &x->truth) == 0)
+        if (sm_fit_cpu(UINT32_MAX, s, n, SM_LINEAR, npt, 1, NULL, &x->truth, NULL) == 0)
             x->have_truth = 1;
     }
     memcpy(s, ix->samples, n * sizeof *s);
     qsort(s, n, sizeof *s, cmp_sample_cpu);
+    x->samples = s;
+    x->nsamples = n;
+    if (!(x->verdict = calloc(n, 1)))
+        return error_set("out of memory");
     for (size_t i = 0; i < n;) {
         size_t j = i;
         while (j < n && s[j].cpu == s[i].cpu)
             j++;
         unsigned cpu = s[i].cpu < SYNC_MAX_CPU ? s[i].cpu : SYNC_MAX_CPU - 1;
         struct sm_result *m = malloc(sizeof *m);
-        if (!m || sm_fit_cpu(cpu, s + i, j - i, kind, npt, 0, &x->pooled, m) < 0) {
+        if (!m || sm_fit_cpu(cpu, s + i, j - i, kind, npt, 0, &x->pooled, m, x->verdict + i) < 0) {
             free(m);
-            free(s);
             return error_set("CPU %u: clock fit failed", cpu);
         }
         free(x->bycpu[cpu]);
         x->bycpu[cpu] = m;
         i = j;
     }
-    free(s);
     /* offsets: how far each CPU's clock is ahead of the median CPU's at
      * the first sample's reference time, in ns at the nominal rate */
     double y0 = INFINITY;
@@ -173,6 +178,19 @@ static int fit_all(struct sync_ctx *x, struct merge_index *ix, enum sm_kind kind
         if (x->bycpu[c])
             x->bycpu[c]->m.offset_ns = (sm_inverse(&x->bycpu[c]->m, y0) - med) * npt;
     return 0;
+}
+
+/* The TSCs of CPU c's samples with verdict v, as the JSON array member `key`. */
+static void json_samples(const struct sync_ctx *x, struct jw *w, unsigned c, enum sm_verdict v, const char *key)
+{
+    jw_key(w, key);
+    jw_array(w);
+    for (size_t i = 0; i < x->nsamples; i++) {
+        unsigned cpu = x->samples[i].cpu < SYNC_MAX_CPU ? x->samples[i].cpu : SYNC_MAX_CPU - 1;
+        if (cpu == c && x->verdict[i] == v)
+            jw_u64(w, x->samples[i].tsc);
+    }
+    jw_array_end(w);
 }
 
 static void print_json(const struct sync_ctx *x, FILE *f, const char *in, const char *out, enum sm_kind kind,
@@ -206,6 +224,8 @@ static void print_json(const struct sync_ctx *x, FILE *f, const char *in, const 
         jw_knum(&w, "rms_ns", m->rms_ns, 2);
         jw_knum(&w, "max_ns", m->max_ns, 2);
         jw_ku64(&w, "segments", m->nseg);
+        json_samples(x, &w, c, SM_REJECTED_WIDTH, "rejected_width_tsc");
+        json_samples(x, &w, c, SM_REJECTED_OUTLIER, "rejected_outlier_tsc");
         jw_object_end(&w);
     }
     jw_array_end(&w);
@@ -432,6 +452,8 @@ int main(int argc, char **argv)
         rc = sync_trace(&a, x, &ix, skipped);
         for (unsigned k = 0; k < SYNC_MAX_CPU; k++)
             free(x->bycpu[k]);
+        free(x->samples);
+        free(x->verdict);
         free(x);
     }
     mi_free(&ix);

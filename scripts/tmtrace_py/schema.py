@@ -126,7 +126,9 @@ TMSYNC = Doc("tmsync --json", {
     "input": str, "output": str, "model": str, "events": int, "skipped_chunks": int,
     "cpus": [{"cpu": int, "model": str, "source": str, "used": int, "rejected": int,
               "rejected_width": int, "rejected_outlier": int, "drift_ppm": float,
-              "offset_ns": float, "rms_ns": float, "max_ns": float, "segments": int}]})
+              "offset_ns": float, "rms_ns": float, "max_ns": float, "segments": int,
+              # the TSCs of the samples rejected as wide brackets and as outliers
+              "rejected_width_tsc": [int], "rejected_outlier_tsc": [int]}]})
 
 # ---- tmbench's result line (docs/tmbench.md) ------------------------------
 TMBENCH = Doc("tmbench's JSON line", {

@@ -49,6 +49,22 @@ static void fuzz_model_sane(const struct sm_result *r, size_t n)
     (void)sm_inverse(m, 1e9);
 }
 
+/* A fitted CPU's verdicts add up to its counts (tmsync --json lists the
+ * rejected samples by these verdicts). */
+static void fuzz_verdicts_match(const struct sm_result *r, const uint8_t *verdict, size_t n)
+{
+    size_t count[4] = { 0 };
+    for (size_t i = 0; i < n; i++) {
+        if (verdict[i] > SM_REJECTED_OUTLIER)
+            abort();
+        count[verdict[i]]++;
+    }
+    if (r->how == SM_HOW_FIT && (count[SM_USED] != r->m.used || count[SM_REJECTED_WIDTH] != r->rejected_width ||
+                                 count[SM_REJECTED_OUTLIER] != r->rejected_outlier ||
+                                 count[SM_REJECTED_WIDTH] + count[SM_REJECTED_OUTLIER] != r->m.rejected))
+        abort();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 3)
@@ -81,16 +97,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memcpy(copy, s, n * sizeof *s);
 
     struct sm_result pooled, own;
-    int rp = sm_fit_cpu(0, s, n, kind, ns_per_tick, truth, NULL, &pooled);
-    if (rp == 0)
+    uint8_t *verdict = malloc(n ? n : 1);
+    if (!verdict)
+        abort();
+    int rp = sm_fit_cpu(0, s, n, kind, ns_per_tick, truth, NULL, &pooled, verdict);
+    if (rp == 0) {
         fuzz_model_sane(&pooled, n);
+        fuzz_verdicts_match(&pooled, verdict, n);
+    }
+    free(verdict);
     if (n == 0 && rp == 0)
         abort(); /* no samples and no pooled model: nothing to fit */
 
     /* The same CPU's first few samples only, with the pooled model behind. */
     size_t few = n < SM_MIN_SAMPLES - 1 ? n : SM_MIN_SAMPLES - 1;
     if (rp == 0) {
-        if (sm_fit_cpu(1, copy, few, kind, ns_per_tick, truth, &pooled, &own) != 0)
+        if (sm_fit_cpu(1, copy, few, kind, ns_per_tick, truth, &pooled, &own, NULL) != 0)
             abort(); /* a pooled model is always a way out */
         fuzz_model_sane(&own, few);
         if (own.how == SM_HOW_FIT)

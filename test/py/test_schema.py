@@ -125,6 +125,16 @@ class RealTools(unittest.TestCase):
         samples = schema.read_csv(schema.SAMPLES_CSV, self.run_tool("tmexport", "--samples-csv", synced))
         self.assertGreater(len(samples), 0)
 
+    def test_tmsync_lists_each_rejected_sample_it_counts_by_a_tsc_of_that_cpu(self):
+        synced = os.path.join(self.dir, "lists.sync.bin")
+        fit = schema.read(schema.TMSYNC, json.loads(self.run_tool("tmsync", "--json", "-o", synced, self.trace)))
+        rows = schema.read_csv(schema.SAMPLES_CSV, self.run_tool("tmexport", "--samples-csv", self.trace))
+        for c in fit["cpus"]:
+            tscs = set(int(r["tsc"]) for r in rows if int(r["cpu"]) == c["cpu"])
+            self.assertEqual(len(c["rejected_width_tsc"]), c["rejected_width"])
+            self.assertEqual(len(c["rejected_outlier_tsc"]), c["rejected_outlier"])
+            self.assertLessEqual(set(c["rejected_width_tsc"] + c["rejected_outlier_tsc"]), tscs)
+
     def test_tmcheck_csv_conflicts_has_its_columns(self):
         csv_dir = os.path.join(self.dir, "csv")
         self.run_tool("tmcheck", "--csv", csv_dir, self.trace, ok=(0, 1))
