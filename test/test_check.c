@@ -487,6 +487,38 @@ static void version_2_attributes_without_reads_and_writes(void **st)
     assert_true(tg_json_num(out, strstr(out, "\"attribution\""), "by_identity") == 1);
 }
 
+static void the_time_breakdown_splits_the_wall_time_into_its_parts(void **st)
+{
+    (void)st;
+    struct tg_thread th[1] = { 0 };
+    tg_ev(&th[0], 1000, TF_EV_START, 0, 1, 1, 0);
+    tg_ev(&th[0], 1100, TF_EV_ABORT, TMT_ABORT_READ_VERSION, 1, A1, 0);
+    tg_ev(&th[0], 1150, TF_EV_START, 0, 1, 2, TF_START_RETRY);          /* 50 of back-off */
+    tg_ev(&th[0], 1300, TF_EV_COMMIT, 0, 1, 0, 0);
+    tg_ev(&th[0], 1400, TF_EV_START, 0, 2, 3, 0);                       /* 100 outside */
+    tg_ev(&th[0], 1450, TF_EV_COMMIT, 0, 2, 0, 0);
+    fmt = 2;
+    int rc = check("time.bin", th, 1, 0, NULL);
+    fmt = 1;
+    assert_int_equal(rc, 0);
+    const char *t = strstr(out, "\"time\":{");
+    assert_non_null(t);
+    const char *t1 = strstr(t, "\"thread\":1");
+    assert_non_null(t1);
+    assert_true(tg_json_num(out, t1, "wall_ns") == 450);
+    assert_true(tg_json_num(out, t1, "committed_ns") == 150 + 50);
+    assert_true(tg_json_num(out, t1, "wasted_ns") == 100);
+    assert_true(tg_json_num(out, t1, "backoff_ns") == 50);
+    assert_true(tg_json_num(out, t1, "outside_ns") == 100);
+    assert_true(tg_json_num(out, t1, "committed_attempts") == 2);
+    assert_true(tg_json_num(out, t1, "aborted_attempts") == 1);
+    /* per site: site 1 had the abort, the back-off and one commit */
+    const char *s1 = strstr(t, "\"site\":1,");
+    assert_non_null(s1);
+    assert_true(tg_json_num(out, s1, "committed_ns") == 150);
+    assert_true(tg_json_num(out, s1, "backoff_ns") == 50);
+}
+
 static void per_site_table_counts_attempts_wasted_time_retries_and_sets(void **st)
 {
     (void)st;
@@ -647,6 +679,7 @@ int main(void)
         cmocka_unit_test(a_lock_holder_that_moved_to_another_core_is_a_preempted_holder),
         cmocka_unit_test(a_lock_holder_that_never_commits_is_an_aborted_holder_not_conflict_free),
         cmocka_unit_test(version_2_attributes_without_reads_and_writes),
+        cmocka_unit_test(the_time_breakdown_splits_the_wall_time_into_its_parts),
         cmocka_unit_test(per_site_table_counts_attempts_wasted_time_retries_and_sets),
         cmocka_unit_test(serial_attempts_and_their_time_alone_are_reported),
         cmocka_unit_test(hardware_aborts_are_classified_by_status_bits),

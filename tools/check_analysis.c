@@ -32,6 +32,8 @@ struct ca_state *ca_create(const struct ca_opts *o)
         s->o.lock_hold_ns = CA_LOCK_HOLD_NS_DEFAULT;
     if (!(s->o.desched_gap_ns > 0))
         s->o.desched_gap_ns = CA_DESCHED_GAP_NS_DEFAULT;
+    if (!(s->o.event_cost_ns > 0))
+        s->o.event_cost_ns = CA_EVENT_COST_NS_DEFAULT;
     if (ca_culprit_create(s) < 0) {
         ca_free(s);
         return NULL;
@@ -191,6 +193,8 @@ int ca_event(struct ca_state *s, const struct tf_event *ev)
     ca_order_event(s, t, ev);
     ca_clock_event(s, ev);
     attempt_progress(t, ev);
+    if (ca_time_event(s, t, ev) < 0)
+        return -1;
     int rc = 0;
     switch (ev->kind) {
     case TF_EV_START:
@@ -262,6 +266,8 @@ int ca_finish(struct ca_state *s)
     if (ca_culprit_finish(s) < 0)
         return -1;
     ca_clock_finish(s);
+    if (ca_time_finish(s) < 0)
+        return -1;
     if (ca_site_finish(s) < 0 || threads_out(s) < 0)
         return -1;
     return 0;
@@ -275,6 +281,7 @@ void ca_free(struct ca_state *s)
         free(s->th[i].ring);
         free(s->th[i].acc);
     }
+    ca_time_free(s);
     ca_culprit_free(s);
     ca_site_free(s);
     free(s->th);

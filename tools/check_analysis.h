@@ -62,6 +62,7 @@ struct ca_opts {
     double ns_per_unit;      /* 1 for synced traces, 1e9/tsc_hz for raw */
     int have_accesses;       /* the trace records reads and writes (level all) */
     double lock_hold_ns;     /* how long a committer may hold its locks (0 = the default) */
+    double event_cost_ns;    /* the tracer's cost per event, for its estimated share (0 = default) */
 };
 
 /* A reader or committer that found a stripe locked aborted because of a
@@ -70,11 +71,27 @@ struct ca_opts {
  * that far past A for their culprit. */
 #define CA_LOCK_HOLD_NS_DEFAULT 10000000.0
 #define CA_DESCHED_GAP_NS_DEFAULT 500000.0
+/* tmbench eventcost's median on the reference machine (docs/tracer.md) */
+#define CA_EVENT_COST_NS_DEFAULT 25.0
+
+/* Where a thread's (or a site's) time went, in ns. The thread's wall time
+ * (first to last event) is split into committed attempts, aborted attempts
+ * (wasted), back-off (an abort to its retry's start) and outside
+ * transactions; serial time and the tracer's estimated cost are parts of
+ * those. Sites have no wall or outside time. */
+struct ca_time {
+    double wall_ns, committed_ns, wasted_ns, backoff_ns, outside_ns, serial_ns, tracer_ns;
+    uint64_t committed_n, aborted_n;
+    uint64_t desched_n;          /* attempts that spanned a deschedule or a migration */
+    double desched_ns;           /* their time (inside committed_ns and wasted_ns) */
+    double committed_median_ns, aborted_median_ns;   /* per attempt, within ~9 % */
+};
 
 struct ca_thread {
     uint32_t thread;
     uint64_t events, temporal, grammar, out_of_place, late_starts, premature_ends;
     uint64_t attempts, commits, aborts, open_at_end, window_overflows;
+    struct ca_time time;
 };
 
 struct ca_site {
@@ -89,6 +106,7 @@ struct ca_site {
     uint64_t conflict_free, true_conflicts, false_conflicts;
     uint64_t cls[CA_CLASSES];  /* every abort of the site, by class */
     double cls_wasted_ns[CA_CLASSES];
+    struct ca_time time;
 };
 
 struct ca_conflict {

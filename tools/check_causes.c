@@ -3,9 +3,10 @@
  * and why (see check_causes.h).
  *
  * Owns: the top-sites summary, the top conflicting addresses and cache lines
- * named through the load map, the abort classes table, and the triage lines
+ * named through the load map, the abort classes table, the triage lines
  * (one per finding: the site, its share of the wasted time, the dominant
- * class, the address and the culprit site). Never: changes a number.
+ * class, the address and the culprit site), and the time breakdown tables.
+ * Never: changes a number.
  */
 #include "check_causes.h"
 
@@ -254,6 +255,41 @@ static void text_triage(FILE *f, const struct cr_input *in, const struct ca_site
         fprintf(f, "  no aborts\n");
 }
 
+static double ms(double ns) { return ns / 1e6; }
+
+/* Per thread: the parts of its wall time, and their sum against it. */
+static void text_time_threads(FILE *f, const struct cr_input *in)
+{
+    size_t nt;
+    const struct ca_thread *th = ca_threads(in->st, &nt);
+    fprintf(f, "\nwhere the time goes (ms; tracer = events x %.0f ns, an estimate inside the others)\n"
+            "  %6s %10s %10s %10s %9s %10s %9s %9s %8s  %s\n", in->event_cost_ns, "thread", "wall", "committed",
+            "wasted", "backoff", "outside", "serial", "tracer", "sum/wall", "descheduled attempts (ms)");
+    for (size_t i = 0; i < nt; i++) {
+        const struct ca_time *x = &th[i].time;
+        double sum = x->committed_ns + x->wasted_ns + x->backoff_ns + x->outside_ns;
+        fprintf(f, "  %6u %10.3f %10.3f %10.3f %9.3f %10.3f %9.3f %9.3f %7.2f%%  %llu (%.3f)\n", th[i].thread,
+                ms(x->wall_ns), ms(x->committed_ns), ms(x->wasted_ns), ms(x->backoff_ns), ms(x->outside_ns),
+                ms(x->serial_ns), ms(x->tracer_ns), share(sum, x->wall_ns), (unsigned long long)x->desched_n,
+                ms(x->desched_ns));
+    }
+}
+
+/* Per site, by wasted time: sums beside medians per attempt. */
+static void text_time_sites(FILE *f, const struct cr_input *in, const struct ca_site *s, size_t ns)
+{
+    char nb[600];
+    fprintf(f, "  %-40s %10s %9s %10s %9s %9s %9s  %s\n", "site (ms; median per attempt in us)", "committed",
+            "median", "wasted", "median", "backoff", "tracer", "descheduled attempts (ms)");
+    for (size_t i = 0; i < ns; i++) {
+        const struct ca_time *x = &s[i].time;
+        fprintf(f, "  %-40s %10.3f %9.1f %10.3f %9.1f %9.3f %9.3f  %llu (%.3f)\n",
+                cx_site_name(in->ix, s[i].site, nb, sizeof nb), ms(x->committed_ns), x->committed_median_ns / 1e3,
+                ms(x->wasted_ns), x->aborted_median_ns / 1e3, ms(x->backoff_ns), ms(x->tracer_ns),
+                (unsigned long long)x->desched_n, ms(x->desched_ns));
+    }
+}
+
 void cx_text(FILE *f, const struct cr_input *in)
 {
     size_t ns;
@@ -262,6 +298,8 @@ void cx_text(FILE *f, const struct cr_input *in)
     text_top_addresses(f, in);
     text_classes(f, in);
     text_triage(f, in, s, ns);
+    text_time_threads(f, in);
+    text_time_sites(f, in, s, ns);
     const char *notes = sym_notes(in->sym);
     if (notes[0])
         fprintf(f, "symbol notes:\n%s", notes);
@@ -302,6 +340,58 @@ static void json_top_sites(struct jw *w, const struct cr_input *in)
     free(s);
 }
 
+static void json_time(struct jw *w, const struct ca_time *x)
+{
+    jw_object(w);
+    jw_knum(w, "wall_ns", x->wall_ns, 0);
+    jw_knum(w, "committed_ns", x->committed_ns, 0);
+    jw_knum(w, "wasted_ns", x->wasted_ns, 0);
+    jw_knum(w, "backoff_ns", x->backoff_ns, 0);
+    jw_knum(w, "outside_ns", x->outside_ns, 0);
+    jw_knum(w, "serial_ns", x->serial_ns, 0);
+    jw_knum(w, "tracer_ns", x->tracer_ns, 0);
+    jw_ku64(w, "committed_attempts", x->committed_n);
+    jw_ku64(w, "aborted_attempts", x->aborted_n);
+    jw_knum(w, "committed_median_ns", x->committed_median_ns, 0);
+    jw_knum(w, "aborted_median_ns", x->aborted_median_ns, 0);
+    jw_ku64(w, "descheduled_attempts", x->desched_n);
+    jw_knum(w, "descheduled_ns", x->desched_ns, 0);
+    jw_object_end(w);
+}
+
+/* "time": per thread and per site (sites by wasted time). */
+static void json_time_all(struct jw *w, const struct cr_input *in)
+{
+    size_t nt, ns;
+    const struct ca_thread *th = ca_threads(in->st, &nt);
+    struct ca_site *s = cx_sites_by_waste(in->st, &ns);
+    jw_key(w, "time");
+    jw_object(w);
+    jw_knum(w, "event_cost_ns", in->event_cost_ns, 1);
+    jw_key(w, "threads");
+    jw_array(w);
+    for (size_t i = 0; i < nt; i++) {
+        jw_object(w);
+        jw_ku64(w, "thread", th[i].thread);
+        jw_key(w, "time");
+        json_time(w, &th[i].time);
+        jw_object_end(w);
+    }
+    jw_array_end(w);
+    jw_key(w, "sites");
+    jw_array(w);
+    for (size_t i = 0; s && i < ns; i++) {
+        jw_object(w);
+        jw_ku64(w, "site", s[i].site);
+        jw_key(w, "time");
+        json_time(w, &s[i].time);
+        jw_object_end(w);
+    }
+    jw_array_end(w);
+    jw_object_end(w);
+    free(s);
+}
+
 static void json_top_addresses(struct jw *w, const struct cr_input *in)
 {
     char nb[700], hex[32];
@@ -339,5 +429,6 @@ void cx_json(struct jw *w, const struct cr_input *in)
     jw_ku64(w, "holder_unknown", t->holder_unknown);
     jw_object_end(w);
     json_top_sites(w, in);
+    json_time_all(w, in);
     json_top_addresses(w, in);
 }

@@ -28,6 +28,7 @@ struct cr_input {
     double uncertainty_ns;
     unsigned stripes_log2;
     unsigned format_version;
+    double event_cost_ns;       /* the tracer's estimated cost per event */
     struct sym_table *sym;      /* names of addresses (symbols.h); may be NULL */
 };
 

@@ -69,6 +69,17 @@ struct th {
         uint8_t committed, descheduled;
     } ended[CA_ENDED_KEEP];
     uint32_t nended;    /* ended attempts so far (the ring holds the last CA_ENDED_KEEP) */
+    /* check_time.c: the thread's timeline */
+    uint64_t tl_first, tl_last, tl_end;
+    int have_first, end_was_abort;
+    struct ca_dur_hist *hist;
+};
+
+/* Attempt durations, log-spaced (8 steps per power of two), for medians. */
+#define CA_DUR_SUB 8
+#define CA_DUR_N (64 * CA_DUR_SUB)
+struct ca_dur_hist {
+    uint32_t committed[CA_DUR_N], aborted[CA_DUR_N];
 };
 
 /* A commit with its write version, for aborts that found that version. */
@@ -133,6 +144,9 @@ struct ca_state {
     struct ca_hot *hot_sorted;
     void (*cb)(void *, const struct ca_attribution *);
     void *cbctx;
+    /* check_time.c: duration histograms by site id */
+    struct ca_dur_hist **site_hist;
+    size_t nsite_hist;
     /* check_clock.c */
     uint64_t hist[CA_HIST_N];
     double err_max;
@@ -157,6 +171,11 @@ void ca_culprit_free(struct ca_state *s);
 unsigned ca_htm_class_of(uint64_t status);
 /* Counts an abort's class in its site and the totals (check_sites.c). */
 int ca_site_class(struct ca_state *s, uint32_t site, unsigned cls, double wasted_ns);
+
+/* check_time.c (0, or -1 with the message set: out of memory) */
+int ca_time_event(struct ca_state *s, struct th *t, const struct tf_event *ev);
+int ca_time_finish(struct ca_state *s);
+void ca_time_free(struct ca_state *s);
 
 /* check_clock.c */
 void ca_clock_event(struct ca_state *s, const struct tf_event *ev);
