@@ -3,7 +3,8 @@
 Owns: argument parsing whose errors are one line, "PROG: message (see PROG
 --help)", exit 2; the checkers of option values; ScriptError, the one-line
 error a script ends with, and run_main, which turns it (and a file error)
-into that line and the exit status; the progress line on a terminal.
+into that line and the exit status (or fail(), which exits at once); the
+progress line on a terminal.
 Never: runs programs or reads their output (programs, schema do).
 """
 import argparse
@@ -101,6 +102,14 @@ def end_progress():
     if _progress_shown:
         sys.stderr.write("\n")
         _progress_shown = False
+
+
+def fail(prog, message):
+    """One line 'PROG: message' on stderr (on a line of its own), exit 1: for a
+    script that stops where it stands rather than raising ScriptError."""
+    end_progress()
+    sys.stderr.write("%s: %s\n" % (prog, message))
+    sys.exit(EXIT_FAILED)
 
 
 def run_main(prog, main, argv=None):

@@ -89,6 +89,10 @@ class RunMain(unittest.TestCase):
             raise cli.ScriptError("gnuplot not found")
         self.assertEqual(stderr_and_exit(cli.run_main, "prog", main, [])[1], cli.EXIT_USAGE)
 
+    def test_fail_is_one_line_on_its_own_line_and_exit_1(self):
+        err, status = stderr_and_exit(cli.fail, "prog", "app failed (exit 3)")
+        self.assertEqual((err, status), ("prog: app failed (exit 3)\n", cli.EXIT_FAILED))
+
     def test_file_error_names_the_file_exit_2(self):
         def main(argv):
             open("/nonexistent/results.csv")
