@@ -56,18 +56,15 @@
 #define STM_INIT_THREAD(t, id) TxInitThread(t, id)
 #define STM_FREE_THREAD(t) TxFreeThread(t)
 
-/* sigsetjmp runs here, in the caller's frame; TxStartAt takes its own copy
- * of the buffer at once, so the buffer's scope ending at the `while (0)` does
- * not matter. The signal mask is not saved (no system call per transaction).
- * Each use is its own site, labelled with the enclosing function, so reports
- * name it `function (file:line)`. */
+/* sigsetjmp runs here, in the caller's frame, straight into the runtime's
+ * restart buffer (TxPrepareAt returns it), so an abort lands back here and
+ * TxBegin starts the next attempt; nothing is copied per transaction. The
+ * signal mask is not saved (no system call per transaction). */
 #define STM_BEGIN(isReadOnly)                                                  \
     do {                                                                       \
-        static TxSite stm_site_ = { __FILE__, __LINE__, __func__, 0 };         \
-        STM_JMPBUF_T STM_JMPBUF;                                               \
-        int STM_RO_FLAG = (isReadOnly);                                        \
-        sigsetjmp(STM_JMPBUF, 0);                                              \
-        TxStartAt(STM_SELF, &STM_JMPBUF, &STM_RO_FLAG, &stm_site_);            \
+        static TxSite stm_site_ = { __FILE__, __LINE__, "tl2", 0 };            \
+        sigsetjmp(*TxPrepareAt(STM_SELF, (isReadOnly), &stm_site_), 0);        \
+        TxBegin(STM_SELF);                                                     \
     } while (0) /* enforce comma */
 
 #define STM_BEGIN_RD() STM_BEGIN(1)

@@ -133,6 +133,23 @@ void TxStartAt(Thread *Self, sigjmp_buf *envPtr, int *ROFlag, TxSite *site)
     tmt_tx_start(tx);
 }
 
+sigjmp_buf *TxPrepareAt(Thread *Self, int readOnly, TxSite *site)
+{
+    sigjmp_buf *env = tmt_tx_prepare(Self->tx, (tmt_site *)(void *)site, readOnly ? TMT_TX_READ_ONLY : 0u);
+    Self->in_tx = 1;
+    return env;
+}
+
+void TxBegin(Thread *Self)
+{
+    tmt_tx *tx = Self->tx;
+    /* Outermost (the first attempt or a restart): undo the locals an
+     * aborted attempt stored; the first attempt has none. */
+    if (tmt_tx_depth(tx) == 0)
+        tl2_undo_locals(Self);
+    tmt_tx_start(tx);
+}
+
 void TxStart(Thread *Self, sigjmp_buf *envPtr, int *ROFlag)
 {
     TxStartAt(Self, envPtr, ROFlag, (TxSite *)(void *)&tl2_default_site);

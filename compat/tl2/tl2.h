@@ -48,6 +48,12 @@ void TxFreeThread(Thread *Self);
  * transaction if it writes). */
 void TxStart(Thread *Self, sigjmp_buf *envPtr, int *ROFlag);
 void TxStartAt(Thread *Self, sigjmp_buf *envPtr, int *ROFlag, TxSite *site);
+/* What stm.h's STM_BEGIN uses instead of TxStart: TxPrepareAt returns the
+ * buffer an abort restarts through, for the caller to fill with sigsetjmp in
+ * its own frame; TxBegin then starts the attempt (the first one and every
+ * restart). Saves TxStart's copy of the caller's buffer. */
+sigjmp_buf *TxPrepareAt(Thread *Self, int readOnly, TxSite *site);
+void TxBegin(Thread *Self);
 /* Returns (1) only when the transaction committed; otherwise it restarts. */
 int TxCommit(Thread *Self);
 /* Aborts the attempt and restarts the transaction; never returns. */

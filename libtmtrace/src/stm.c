@@ -77,13 +77,21 @@ static inline uint32_t stm_byte_mask(uintptr_t a, unsigned size)
     return (((1u << size) - 1u) << (a & 7u)) & 0xffu;
 }
 
+/* The bit mask of a byte mask (byte i all ones when bit i is set), without a
+ * loop: the multiplication puts bits 0-6 at bits 0, 8, ..., 48 (the shifted
+ * copies are 7 bits apart, so nothing carries), bit 7 is moved to bit 56
+ * directly; then every marked byte is filled. */
 static inline uint64_t stm_bits(uint32_t bytes)
 {
-    uint64_t m = 0;
-    for (unsigned i = 0; i < 8; i++)
-        if (bytes & (1u << i))
-            m |= (uint64_t)0xff << (8 * i);
-    return m;
+    uint64_t low = ((uint64_t)(bytes & 0x7fu) * 0x0002040810204081ull) & 0x0101010101010101ull;
+    return (low | ((uint64_t)(bytes & 0x80u) << 49)) * 0xffu;
+}
+
+/* The bit mask of `size` bytes at a (naturally aligned). */
+static inline uint64_t stm_size_bits(uintptr_t a, unsigned size)
+{
+    uint64_t b = size == 8 ? ~(uint64_t)0 : ((uint64_t)1 << (8 * size)) - 1;
+    return b << (8 * (a & 7u));
 }
 
 static inline uint64_t stm_extract(uint64_t word, uintptr_t a, unsigned size)
@@ -223,8 +231,21 @@ __attribute__((noreturn, noinline, cold)) static void stm_read_conflict(struct t
     tx_abort(tx, TMT_ABORT_READ_VERSION, a, (v1 != v2 ? v2 : v1) >> 1);
 }
 
+/* Cold: the read set is full. Grows it, appends `a` and hands `val` back, so
+ * that the caller's fast path ends in a tail call and keeps nothing live
+ * across a call (no callee-saved registers to spill on every read). */
+__attribute__((noinline, cold)) static uint64_t stm_rset_push_grow(struct tx_stm *s, uintptr_t a,
+                                                                   uint64_t val)
+{
+    stm_rgrow(s);
+    s->rset[s->rn++] = a;
+    return val;
+}
+
 /* TL2 read: the stripe unlocked and unchanged around the data load, and not
- * newer than the start version, means the value belongs to the snapshot rv. */
+ * newer than the start version, means the value belongs to the snapshot rv.
+ * An unlocked stripe word is version << 1, so "unlocked and not newer than
+ * rv" is "even and <= 2 rv". */
 static inline uint64_t stm_load_checked(struct tmt_tx *tx, uintptr_t a, unsigned size)
 {
     struct tx_stm *s = &tx->stm;
@@ -232,32 +253,39 @@ static inline uint64_t stm_load_checked(struct tmt_tx *tx, uintptr_t a, unsigned
     uintptr_t v1 = __atomic_load_n(stripe, __ATOMIC_ACQUIRE);
     uint64_t val = tx_mem_load(a, size);
     uintptr_t v2 = __atomic_load_n(stripe, __ATOMIC_ACQUIRE);
-    if (TX_UNLIKELY(v1 != v2 || (v1 & 1) || (v1 >> 1) > s->rv))
+    if (TX_UNLIKELY(v1 != v2 || (v1 & 1) || v1 > (uintptr_t)s->rv << 1))
         stm_read_conflict(tx, a, v1, v2);
     if (!s->ro) {
-        if (TX_UNLIKELY(s->rn == s->rcap))
-            stm_rgrow(s);
-        s->rset[s->rn++] = a;
+        uint32_t n = s->rn;
+        if (TX_UNLIKELY(n == s->rcap))
+            return stm_rset_push_grow(s, a, val);
+        s->rset[n] = a;
+        s->rn = n + 1;
     }
     return val;
 }
 
-static inline uint64_t stm_read(struct tmt_tx *tx, uintptr_t a, unsigned size)
+/* A read of a word this attempt wrote (or a bloom filter false positive):
+ * off the fast path, which then needs no registers for the redo log. */
+__attribute__((noinline)) static uint64_t stm_read_own(struct tmt_tx *tx, uintptr_t a, unsigned size)
 {
     struct tx_stm *s = &tx->stm;
-    uintptr_t w = a & ~(uintptr_t)7;
-    if (TX_UNLIKELY(s->bloom & stm_bloom_bit(w))) {
-        struct tx_wentry *e = stm_wfind(s, w);
-        if (e != NULL) {
-            uint32_t need = stm_byte_mask(a, size);
-            if ((e->mask & need) == need)
-                return stm_extract(e->value, a, size);
-            /* Partly written by this transaction: memory for the rest. */
-            uint64_t mem = stm_load_checked(tx, a, size) << (8 * (a & 7u));
-            uint64_t own = stm_bits(e->mask & need);
-            return stm_extract((mem & ~own) | (e->value & own), a, size);
-        }
-    }
+    struct tx_wentry *e = stm_wfind(s, a & ~(uintptr_t)7);
+    if (e == NULL)
+        return stm_load_checked(tx, a, size);
+    uint32_t need = stm_byte_mask(a, size);
+    if ((e->mask & need) == need)
+        return stm_extract(e->value, a, size);
+    /* Partly written by this transaction: memory for the rest. */
+    uint64_t mem = stm_load_checked(tx, a, size) << (8 * (a & 7u));
+    uint64_t own = stm_bits(e->mask & need);
+    return stm_extract((mem & ~own) | (e->value & own), a, size);
+}
+
+static inline uint64_t stm_read(struct tmt_tx *tx, uintptr_t a, unsigned size)
+{
+    if (TX_UNLIKELY(tx->stm.bloom & stm_bloom_bit(a & ~(uintptr_t)7)))
+        return stm_read_own(tx, a, size);
     return stm_load_checked(tx, a, size);
 }
 
@@ -272,7 +300,7 @@ static inline void stm_write(struct tmt_tx *tx, uintptr_t a, uint64_t v, unsigne
     struct tx_stm *s = &tx->stm;
     uintptr_t w = a & ~(uintptr_t)7;
     uint32_t bytes = stm_byte_mask(a, size);
-    uint64_t bits = size == 8 ? ~(uint64_t)0 : stm_bits(bytes);
+    uint64_t bits = stm_size_bits(a, size);
     uint64_t shifted = v << (8 * (a & 7u));
     uint64_t bb = stm_bloom_bit(w);
     if (s->bloom & bb) {

@@ -211,16 +211,20 @@ static inline void tb_emit_access(struct tb_thread *t, unsigned kind, unsigned s
     tb_publish(t, r);
 }
 
+/* Whether reads and writes are recorded (level all): the accessors test it
+ * first and keep the recording off their untraced path. */
+static inline int tb_records_accesses(const struct tb_thread *t) { return t->level == CONFIG_EVENTS_ALL; }
+
 static inline void tb_ev_read(struct tb_thread *t, const volatile void *addr, uint64_t value, unsigned size)
 {
-    if (t->level != CONFIG_EVENTS_ALL)
+    if (!tb_records_accesses(t))
         return;
     tb_emit_access(t, TF_EV_READ, size, (uint64_t)(uintptr_t)addr, value);
 }
 
 static inline void tb_ev_write(struct tb_thread *t, const volatile void *addr, uint64_t value, unsigned size)
 {
-    if (t->level != CONFIG_EVENTS_ALL)
+    if (!tb_records_accesses(t))
         return;
     tb_emit_access(t, TF_EV_WRITE, size, (uint64_t)(uintptr_t)addr, value);
 }
