@@ -29,11 +29,13 @@ static unsigned level = 2;   /* TMTRACE_EVENTS of the generated traces */
  * version 2 ones check that version 1 traces (no identity in the abort
  * records) are still attributed by time. */
 static unsigned fmt = 1;
+static uint8_t access_stamp; /* header stamp_access of the generated traces (enum tf_stamp) */
 
 static int check(const char *name, struct tg_thread *th, size_t n, uint64_t dropped, const char *extra)
 {
     struct tf_header h = tg_header(HZ, level, 0);
     h.version = fmt;
+    h.stamp_access = access_stamp;
     const char *path = tu_path(name);
     assert_int_equal(tg_write(path, &h, th, n, NULL, 0, dropped, 1000), 0);
     char cmd[1024];
@@ -87,6 +89,29 @@ static void temporal_inconsistency_is_a_backward_or_equal_step_in_program_order(
     assert_int_equal(check("temporal.bin", th, 1, 0, NULL), 1);
     assert_true(J("temporal_inconsistencies") == 2);
     assert_true(J("grammar_violations") == 0);
+}
+
+/* TMTRACE_STAMP=boundary: a read or write repeats the stamp before it, so
+ * an equal stamp there is by design; anything else equal, or any step back,
+ * still counts. */
+static void with_repeated_access_stamps_only_reads_and_writes_may_equal_the_stamp_before(void **st)
+{
+    (void)st;
+    struct tg_thread th[1] = { 0 };
+    tg_ev(&th[0], 10, TF_EV_START, 0, 1, 1, 0);
+    tg_ev(&th[0], 10, TF_EV_READ, 8, 1, A1, 0);       /* repeated: fine */
+    tg_ev(&th[0], 10, TF_EV_WRITE, 8, 1, A1, 0);      /* repeated: fine */
+    tg_ev(&th[0], 10, TF_EV_COMMIT, 0, 1, 1, 0);      /* equal commit: 1 */
+    tg_ev(&th[0], 20, TF_EV_START, 0, 1, 2, 0);
+    tg_ev(&th[0], 15, TF_EV_READ, 8, 1, A1, 0);       /* backwards: 2 */
+    tg_ev(&th[0], 30, TF_EV_COMMIT, 0, 1, 1, 0);
+    access_stamp = TF_STAMP_REPEATED;
+    fmt = 2;
+    int rc = check("repeated.bin", th, 1, 0, NULL);
+    fmt = 1;
+    access_stamp = TF_STAMP_UNKNOWN;
+    assert_int_equal(rc, 1);
+    assert_true(J("temporal_inconsistencies") == 2);
 }
 
 static void grammar_counts_each_break_and_resynchronises_at_start(void **st)
@@ -661,6 +686,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(consistent_trace_counts_and_exit_0),
         cmocka_unit_test(temporal_inconsistency_is_a_backward_or_equal_step_in_program_order),
+        cmocka_unit_test(with_repeated_access_stamps_only_reads_and_writes_may_equal_the_stamp_before),
         cmocka_unit_test(grammar_counts_each_break_and_resynchronises_at_start),
         cmocka_unit_test(out_of_place_events_are_those_whose_timestamp_rank_differs),
         cmocka_unit_test(late_start_is_an_operation_stamped_before_its_start),

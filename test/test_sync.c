@@ -272,6 +272,44 @@ static void merge_keeps_each_threads_order_and_sorts_by_corrected_time(void **st
     assert_int_equal(models, NCPU);
 }
 
+/* Unordered stamps can be a tick apart (0.5 ns here): a thread's stamps on
+ * one CPU, increasing in ticks, stay increasing in ns; a step back after a
+ * move to another CPU is the model's business and is kept. */
+static void stamps_a_fraction_of_a_ns_apart_on_one_cpu_keep_their_order(void **st)
+{
+    (void)st;
+    struct tg_thread th[1] = { 0 };
+    uint64_t t0 = 1000;
+    tg_add(&th[0], t0, t0, 0, TF_EV_START, 0, 1, 1, 0);
+    for (uint64_t k = 1; k <= 6; k++)
+        tg_add(&th[0], t0 + k, t0 + k, 0, TF_EV_READ, 8, 1, 0x1000 + 8 * k, 0);
+    tg_add(&th[0], t0 + 7, t0 + 7, 0, TF_EV_COMMIT, 0, 1, 0, 0);
+    tg_add(&th[0], t0 - 100, t0 - 100, 1, TF_EV_START, 0, 1, 2, 0);   /* other CPU, 50 ns back */
+    tg_add(&th[0], t0 - 99, t0 - 99, 1, TF_EV_COMMIT, 0, 1, 0, 0);
+    struct tf_header h = tg_header(HZ, 2, 0);
+    assert_int_equal(tg_write(tu_path("tick.bin"), &h, th, 1, NULL, 0, 0, 1000), 0);
+    tg_free(&th[0]);
+    char a[1024];
+    snprintf(a, sizeof a, "--model none -o '%s' '%s' >/dev/null 2>&1", tu_path("tick.out.bin"), tu_path("tick.bin"));
+    assert_int_equal(run("tools/tmsync", a), 0);
+    struct tf_reader *r = tf_open(tu_path("tick.out.bin"), 0);
+    assert_non_null(r);
+    struct tf_chunk c;
+    uint64_t ts[10];
+    size_t n = 0;
+    int rc;
+    while ((rc = tf_next(r, &c)) == 1)
+        for (size_t i = 0; c.kind == TF_CHUNK_EVENTS && i < c.count && n < 10; i++)
+            ts[c.events[i].seq] = c.events[i].ts, n++;
+    assert_int_equal(rc, 0);
+    tf_close(r);
+    assert_int_equal(n, 10);
+    for (size_t i = 1; i < 8; i++)
+        assert_true(ts[i] > ts[i - 1]);
+    assert_true(ts[7] - ts[0] <= 7); /* 3.5 ns of ticks; at most 1 ns added per event */
+    assert_true(ts[8] < ts[7]);      /* the other CPU's step back is kept */
+}
+
 static void too_few_samples_fall_back_and_are_reported(void **st)
 {
     (void)st;
@@ -396,6 +434,7 @@ int main(void)
         cmocka_unit_test(json_output_escapes_the_paths),
         cmocka_unit_test(drift_change_needs_the_piecewise_model),
         cmocka_unit_test(merge_keeps_each_threads_order_and_sorts_by_corrected_time),
+        cmocka_unit_test(stamps_a_fraction_of_a_ns_apart_on_one_cpu_keep_their_order),
         cmocka_unit_test(too_few_samples_fall_back_and_are_reported),
         cmocka_unit_test(bad_inputs_are_refused_with_one_line),
         cmocka_unit_test(a_trace_larger_than_the_memory_limit_streams_within_it),

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <math.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -257,6 +258,13 @@ static void every_record_kind_round_trips_through_the_file(void **state)
     assert_int_equal(rb.hdr.stripes_log2, config.stripes_log2); /* tmcheck hashes stripes with it */
     assert_true(rb.hdr.tsc_hz > 100000000u);
     assert_int_equal(rb.hdr.flags & TF_HDR_INJECTED, 0);
+    /* Only commits wait for earlier instructions; the rest take the cheap
+     * stamp where the CPU has rdpid. */
+    assert_int_equal(rb.hdr.version, TF_VERSION);
+    assert_int_equal(rb.hdr.stamp_access, clock_has_rdpid() ? TF_STAMP_UNORDERED : TF_STAMP_ORDERED);
+    assert_int_equal(rb.hdr.stamp_boundary, clock_has_rdpid() ? TF_STAMP_UNORDERED : TF_STAMP_ORDERED);
+    assert_int_equal(rb.hdr.stamp_commit, TF_STAMP_ORDERED);
+    assert_true(rb.hdr.stamp_flags & TF_STAMP_CPU_INCREASING);
     free_trace(&rb);
 }
 
@@ -280,7 +288,48 @@ static void boundary_stamps_make_reads_and_writes_repeat_the_previous_stamp(void
         }
     }
     assert_int_equal(repeated, 3);
+    assert_int_equal(rb.hdr.stamp_access, TF_STAMP_REPEATED); /* tmcheck's temporal rule reads it */
     free_trace(&rb);
+}
+
+/* On one CPU: a stamp at or below the thread's previous one (by at most
+ * TB_RAISE_MAX ticks) becomes previous + 1 and is counted; a larger step
+ * back is recorded as read. The previous stamp is moved ahead by hand to
+ * stand for an rdtsc that executed early (in-run samples are off: their
+ * clock_gettime would carry the next stamp past the moved one). */
+static int body_raise(void *arg)
+{
+    (void)arg;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(sched_getcpu(), &one);
+    if (sched_setaffinity(0, sizeof one, &one) != 0)
+        return 9;
+    struct tb_thread t;
+    if (tb_attach(&t) != 0)
+        return 10;
+    tb_ev_start(&t, 1, 1, 0, 0);
+    t.last_raw += 1000;
+    uint64_t ahead = t.last_raw;
+    tb_ev_read(&t, &cells[0], 1, 8);
+    int rc = 0;
+    if (t.cur[-1].tsc != ahead + 1 || tb_total_raised() != 1)
+        rc = 11;
+    t.last_raw += 1000000000u;
+    tb_ev_write(&t, &cells[0], 2, 8);
+    if (rc == 0 && (t.cur[-1].tsc >= t.cur[-2].tsc + 1000000000u || tb_total_raised() != 1))
+        rc = 12;
+    tb_ev_commit(&t, 0, 1, 1);
+    tb_detach(&t);
+    if (rc == 0 && tracer_stamps_raised() != 1)
+        rc = 13; /* still counted once the thread left */
+    return rc;
+}
+
+static void a_stamp_that_would_go_back_on_its_cpu_is_raised_and_counted(void **state)
+{
+    (void)state;
+    assert_child_ok(trace_child("raise.bin", "TMTRACE_RESAMPLE_MS=0", NULL, NULL, body_raise, NULL));
 }
 
 static void level_tx_records_no_reads_or_writes(void **state)
@@ -739,6 +788,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(every_record_kind_round_trips_through_the_file),
         cmocka_unit_test(boundary_stamps_make_reads_and_writes_repeat_the_previous_stamp),
+        cmocka_unit_test(a_stamp_that_would_go_back_on_its_cpu_is_raised_and_counted),
         cmocka_unit_test(level_tx_records_no_reads_or_writes),
         cmocka_unit_test(level_off_writes_no_trace_file),
         cmocka_unit_test(stream_mode_writes_every_event_through_small_chunks),

@@ -449,6 +449,7 @@ static void json_runtime(struct jw *w, const struct bench_counts *d)
     jw_ku64(w, "trace_bytes", d->stats.trace_bytes);
     jw_ku64(w, "buffer_bytes", d->stats.buffer_bytes);
     jw_ku64(w, "buffer_inline_maps", d->stats.buffer_inline_maps);
+    jw_ku64(w, "stamps_raised", d->stats.stamps_raised);
 #else
     (void)w;
     (void)d;

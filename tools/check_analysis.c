@@ -54,6 +54,7 @@ void ca_opts_for_trace(const struct merge_index *ix, unsigned stripes_log2, stru
         .ns_per_unit = synced || !ix->hdr.tsc_hz ? 1.0 : 1e9 / (double)ix->hdr.tsc_hz,
         .have_accesses = ix->hdr.events_level >= 2,
         .format_version = ix->hdr.version,
+        .repeated_access = ix->hdr.stamp_access == TF_STAMP_REPEATED,
     };
 }
 

@@ -61,6 +61,7 @@ struct ca_opts {
     uint64_t uncertainty;    /* u, in trace time units (0 for raw traces) */
     double ns_per_unit;      /* 1 for synced traces, 1e9/tsc_hz for raw */
     int have_accesses;       /* the trace records reads and writes (level all) */
+    int repeated_access;     /* reads/writes repeat the previous stamp (header stamp_access REPEATED) */
     double lock_hold_ns;     /* how long a committer may hold its locks (0 = the default) */
     double event_cost_ns;    /* the tracer's cost per event, for its estimated share (0 = default) */
 };

@@ -91,7 +91,10 @@ void ca_order_flush(struct ca_state *s, struct th *t)
 /* Every event, in program order: the temporal check and the view. */
 void ca_order_event(struct ca_state *s, struct th *t, const struct tf_event *ev)
 {
-    if (t->seen && ev->ts <= t->last_ts) {
+    /* A repeated stamp (TMTRACE_STAMP=boundary) equals the one before it by
+     * design; going backwards is still an inconsistency. */
+    int repeats = s->o.repeated_access && (ev->kind == TF_EV_READ || ev->kind == TF_EV_WRITE);
+    if (t->seen && (ev->ts < t->last_ts || (ev->ts == t->last_ts && !repeats))) {
         t->pub.temporal++;
         s->t.temporal++;
     }

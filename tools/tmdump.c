@@ -239,6 +239,13 @@ static void dump_print_header(const char *path, const struct tf_header *h)
     printf("cpus: %u\n", h->ncpus);
     printf("pid: %u\n", h->pid);
     printf("events level: %s\n", h->events_level == 0 ? "off" : h->events_level == 1 ? "tx" : "all");
+    static const char *const stamp[] = { "not recorded", "ordered (rdtscp)", "unordered (rdpid; rdtsc; rdpid)",
+                                         "repeated (previous stamp)" };
+    if (h->version >= 2)
+        printf("stamps: reads/writes %s, start/abort %s, commit %s%s\n",
+               stamp[h->stamp_access < 4 ? h->stamp_access : 0], stamp[h->stamp_boundary < 4 ? h->stamp_boundary : 0],
+               stamp[h->stamp_commit < 4 ? h->stamp_commit : 0],
+               h->stamp_flags & TF_STAMP_CPU_INCREASING ? "; increasing per thread and CPU" : "");
     printf("wall start: %" PRId64 " ns\n", h->wall_start_ns);
     printf("command line: %s\n", h->cmdline);
 }

@@ -43,6 +43,13 @@ static void usage(FILE *f)
             "  -V, --version       version\n");
 }
 
+/* A thread's previous event: its raw stamp, CPU and stamp in ns. */
+struct sync_last {
+    uint64_t raw, ns;
+    uint32_t cpu;
+    int seen;
+};
+
 struct sync_ctx {
     struct sm_result *bycpu[SYNC_MAX_CPU];
     uint32_t hint[SYNC_MAX_CPU];
@@ -55,6 +62,8 @@ struct sync_ctx {
     struct tf_sample *samples;    /* sorted by CPU, with what each CPU's fit made of them */
     uint8_t *verdict;             /* enum sm_verdict per sample */
     size_t nsamples;
+    struct sync_last *last;       /* per thread id: its previous event */
+    size_t nlast;
 };
 
 /* The model for a CPU no sample came from: the pooled fit. */
@@ -75,6 +84,31 @@ static struct sm_result *model_for(struct sync_ctx *x, unsigned cpu)
     return x->bycpu[cpu];
 }
 
+/* Stamps a thread took on one CPU in increasing order (events may be a
+ * fraction of a ns apart) keep that order in ns: a stamp that rounding made
+ * equal to the previous one, or put before it, becomes previous + 1 ns.
+ * Stamps on different CPUs are left as the models make them, so a wrong
+ * model still shows. */
+static int keep_order(struct sync_ctx *x, struct tf_event *ev, uint64_t raw)
+{
+    if (ev->thread >= x->nlast) {
+        size_t n = x->nlast ? x->nlast : 64;
+        while (n <= ev->thread)
+            n *= 2;
+        struct sync_last *p = realloc(x->last, n * sizeof *p);
+        if (!p)
+            return -1;
+        memset(p + x->nlast, 0, (n - x->nlast) * sizeof *p);
+        x->last = p;
+        x->nlast = n;
+    }
+    struct sync_last *l = &x->last[ev->thread];
+    if (l->seen && l->cpu == ev->cpu && raw > l->raw && ev->ts <= l->ns)
+        ev->ts = l->ns + 1;
+    *l = (struct sync_last){ raw, ev->ts, ev->cpu, 1 };
+    return 0;
+}
+
 static int map_events(void *ctx, struct tf_event *ev, size_t n)
 {
     struct sync_ctx *x = ctx;
@@ -83,7 +117,10 @@ static int map_events(void *ctx, struct tf_event *ev, size_t n)
         struct sm_result *m = x->bycpu[cpu];
         if (!m && !(m = model_for(x, cpu)))
             return error_set("out of memory");
-        ev[i].ts = sm_to_ns(sm_eval(&m->m, ev[i].ts, &x->hint[cpu]));
+        uint64_t raw = ev[i].ts;
+        ev[i].ts = sm_to_ns(sm_eval(&m->m, raw, &x->hint[cpu]));
+        if (keep_order(x, &ev[i], raw) < 0)
+            return error_set("out of memory");
         if (x->have_truth && ev[i].truth)
             ev[i].truth = sm_to_ns(sm_eval(&x->truth.m, ev[i].truth, &x->truth_hint));
     }
@@ -454,6 +491,7 @@ int main(int argc, char **argv)
             free(x->bycpu[k]);
         free(x->samples);
         free(x->verdict);
+        free(x->last);
         free(x);
     }
     mi_free(&ix);

@@ -208,6 +208,7 @@ typedef struct tmt_stats {
     uint64_t buffer_bytes;                     /* trace buffers held, mapped and resident (most of the run) */
     uint64_t buffer_inline_maps;               /* buffers a traced thread mapped itself (pre-faulted reserve ran dry) */
     uint64_t serial;                           /* attempts run in serial (irrevocable) mode */
+    uint64_t stamps_raised;                    /* unordered stamps raised above their thread's previous one on that CPU */
 } tmt_stats;
 
 typedef struct tmt_site_stats {

@@ -652,6 +652,7 @@ TMT_API int tmt_stats_get(tmt_stats *out)
     out->trace_bytes = tracer_trace_bytes();
     out->buffer_bytes = tracer_buffer_bytes();
     out->buffer_inline_maps = tracer_buffer_inline_maps();
+    out->stamps_raised = tracer_stamps_raised();
     return 0;
 }
 

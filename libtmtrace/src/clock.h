@@ -1,13 +1,16 @@
 /*
  * clock.h - reading the TSC, the one clock the event path uses.
  *
- * Owns: the rdtscp wrapper and the conversion of TSC_AUX into a CPU number.
+ * Owns: the two stamps the event path takes (the ordered rdtscp and the
+ * unordered rdtsc bracketed by rdpid), the CPU feature test that chooses
+ * between them, and the conversion of TSC_AUX into a CPU number.
  * Everything here is static inline and cheap; nothing here allocates, locks or
  * makes a system call.
  */
 #ifndef TMT_CLOCK_H
 #define TMT_CLOCK_H
 
+#include <cpuid.h>
 #include <stdint.h>
 #include <x86intrin.h>
 
@@ -19,6 +22,51 @@ static inline uint64_t clock_rdtscp(uint32_t *aux)
     uint64_t t = __rdtscp(&a);
     *aux = a;
     return t;
+}
+
+/*
+ * The unordered stamp: rdpid; rdtsc; rdpid, repeated until both rdpid name
+ * the same CPU. rdtsc does not wait for earlier instructions (rdtscp waits
+ * for every earlier load, which in the STM's read barrier stops the loads
+ * of consecutive reads from overlapping), so the stamp may be taken a few
+ * dozen cycles early, which is far below the clock model's error.
+ *
+ * Why the CPU belongs to the TSC value: a thread only changes CPU at an
+ * interrupt, and interrupts are precise: every instruction before the
+ * interrupted one retired on the old CPU, none after it ran there (however
+ * early it was executed out of order, it is squashed and re-executed after
+ * the switch). So if no switch falls between the two rdpid, all three
+ * instructions ran on the CPU they name. If exactly one switch falls
+ * between them they name different CPUs and the loop retries. The
+ * residual case: two switches between them, from A to B and back to A,
+ * with the rdtsc on B; the stamp is then B's TSC labelled A. That takes two
+ * context switches inside a window of a few ns; with the TSCs of A and B in
+ * sync (as on this hardware) the error is nil, and with skewed TSCs it is
+ * one record off by the A-B offset (the clock model is not affected: its
+ * samples are brackets of rdtscp), which tmcheck may count as one temporal
+ * inconsistency.
+ *
+ * The asm is one statement so the compiler keeps the program order.
+ */
+static inline uint64_t clock_rdtsc_on_cpu(uint32_t *aux)
+{
+    uint64_t a, b;
+    uint32_t lo, hi;
+    do {
+        __asm__ volatile("rdpid %0\n\trdtsc\n\trdpid %3" : "=&r"(a), "=&a"(lo), "=&d"(hi), "=&r"(b));
+    } while (a != b);
+    *aux = (uint32_t)a;
+    return ((uint64_t)hi << 32) | lo;
+}
+
+/* True when the CPU has rdpid (CPUID.(EAX=7,ECX=0):ECX bit 22); without it
+ * every stamp is an rdtscp. */
+static inline int clock_has_rdpid(void)
+{
+    unsigned a, b, c, d;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d))
+        return 0;
+    return (c >> 22) & 1u;
 }
 
 static inline unsigned clock_aux_cpu(uint32_t aux) { return aux & 0xfffu; }

@@ -85,15 +85,19 @@ static const struct config_var vars[] = {
       "contention management: after this many conflict aborts of one transaction its next attempt runs in serial "
       "(irrevocable) mode, alone, and commits; bounds the attempts of any transaction", NULL },
     { "TMTRACE_STAMP", VAR_CHOICE, OFF(stamp), 0, 0, { "each", "boundary" }, "each",
-      "each = every record gets its own rdtscp; boundary = only start/commit/abort/fallback read the clock and "
-      "reads/writes repeat the previous record's stamp (cheaper: a TSC read waits for earlier loads)", NULL },
+      "each = every record reads the clock (commits an ordered rdtscp, the rest an unordered rdtsc bracketed by "
+      "rdpid); boundary = only start/commit/abort/fallback read it and reads/writes repeat the previous record's "
+      "stamp", NULL },
     { "TMTRACE_PREFAULT", VAR_SIZE, OFF(prefault_bytes), 0, 1LL << 40, { 0 }, "0",
       "bytes of trace buffers mapped with their pages populated at tmt_init, so no event takes a page fault; "
       "0 = 4 buffers per CPU (stream mode) or 64M (memory mode); the writer thread keeps 4 free buffers per "
       "traced thread ahead of demand; never more than TMTRACE_MEMORY", NULL },
     { "TMTRACE_WRITER_CPU", VAR_INT, OFF(writer_cpu), -1, CPU_SETSIZE - 1, { 0 }, "-1",
       "CPU the writer thread is pinned to (it must be in the affinity mask); -1 = a CPU of the mask that no "
-      "traced thread used lately, the whole mask when every one is busy; the writer runs at nice +10", NULL },
+      "traced thread used lately, the whole mask when every one is busy", NULL },
+    { "TMTRACE_WRITER_NICE", VAR_INT, OFF(writer_nice), 0, 19, { 0 }, "5",
+      "nice value of the writer thread: how much it yields to the program's threads on a busy CPU (higher = "
+      "yields more; a writer that falls behind holds more memory and its buffers must be mapped anew)", NULL },
 };
 
 #define NVARS (sizeof vars / sizeof vars[0])

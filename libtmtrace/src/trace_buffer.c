@@ -37,6 +37,7 @@ static int tb_open;                     /* atomic: hand-over accepted */
 static uint64_t pool_inline;            /* atomic: chunks mapped on a recording thread (pool ran dry) */
 
 static uint64_t tb_hz;
+static int tb_fast;     /* unordered stamps where order is not needed (the CPU has rdpid) */
 static int tb_cpus[CPU_SETSIZE];
 static int tb_ncpus;
 
@@ -213,6 +214,8 @@ struct tb_reg {
 };
 
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Raised stamps of detached threads; live threads' are summed on demand. */
+static uint64_t raised_exited; /* guarded by reg_lock */
 static struct tb_reg *reg;      /* index = thread id - 1 */
 static size_t nreg, capreg;
 
@@ -241,6 +244,7 @@ static void reg_remove(struct tb_thread *t)
     if (t->thread_id >= 1 && t->thread_id <= nreg) {
         reg[t->thread_id - 1].live = NULL;
         reg[t->thread_id - 1].dropped = t->dropped;
+        raised_exited += t->raised;
     }
     pthread_mutex_unlock(&reg_lock);
 }
@@ -313,11 +317,6 @@ static int hand_over(struct tb_thread *t)
         size_t n = (size_t)(t->cur - t->base);
         if (n == 0 && c->nsamples == 0)
             return 1; /* nothing to send: keep it */
-        if (n > 0) {
-            t->last_tsc = t->cur[-1].tsc;
-            t->last_aux = t->cur[-1].aux;
-            t->last_truth = t->truth ? t->truth[n - 1] : 0;
-        }
         __atomic_store_n(&c->n, n, __ATOMIC_RELAXED); /* marks it handed over */
         __atomic_signal_fence(__ATOMIC_SEQ_CST);
         t->seq += n;
@@ -362,6 +361,19 @@ void tb_flush(struct tb_thread *t)
 }
 
 /* ---- clock faults, in-run samples, migrations --------------------------- */
+
+void tb_raised(struct tb_thread *t) { __atomic_store_n(&t->raised, t->raised + 1, __ATOMIC_RELAXED); }
+
+uint64_t tb_total_raised(void)
+{
+    pthread_mutex_lock(&reg_lock);
+    uint64_t n = raised_exited;
+    for (size_t i = 0; i < nreg; i++)
+        if (reg[i].live)
+            n += __atomic_load_n(&reg[i].live->raised, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&reg_lock);
+    return n;
+}
 
 uint64_t tb_skew(struct tb_thread *t, uint64_t tsc, uint32_t aux)
 {
@@ -431,6 +443,7 @@ int tb_setup(uint64_t tsc_hz, const int *cpus, int ncpus)
     pool_free = NULL;
     pool_nfree = 0;
     tb_hz = tsc_hz;
+    tb_fast = clock_has_rdpid();
     tb_ncpus = ncpus < CPU_SETSIZE ? ncpus : CPU_SETSIZE;
     memcpy(tb_cpus, cpus, (size_t)tb_ncpus * sizeof cpus[0]);
     /* The arena recording starts in, populated before the first event. */
@@ -563,6 +576,7 @@ int tb_attach(struct tb_thread *t)
         return -1;
     t->injecting = (uint8_t)pool_truth;
     t->stamp_each = config.stamp == CONFIG_STAMP_EACH;
+    t->fast_stamp = (uint8_t)tb_fast;
     uint32_t aux;
     uint64_t now = clock_rdtscp(&aux);
     t->tick_period = (uint64_t)config.resample_ms * (tb_hz / 1000);

@@ -27,16 +27,6 @@
 #else
 #define TB_UNLIKELY(x) (x)
 #define TB_LIKELY(x) (x)
-/* The attempt runs in serial mode from here (all others excluded) until its
- * COMMIT or ABORT; `why` is enum tf_serial_reason, `conflicts` the conflict
- * aborts of the transaction before it. */
-static inline void tb_ev_serial(struct tb_thread *t, unsigned why, uint64_t conflicts)
-{
-    if (t->level == CONFIG_EVENTS_OFF)
-        return;
-    tb_emit(t, TF_EV_SERIAL, why, conflicts, 0);
-}
-
 #endif
 
 struct tb_chunk; /* trace_buffer.c: a chunk of records handed to the writer */
@@ -48,8 +38,14 @@ struct tb_thread {
     uint8_t level;             /* enum config_events; OFF also when not attached */
     uint8_t injecting;         /* clock faults injected: apply skew, keep truth */
     uint16_t site;             /* site of the transaction in progress */
-    uint8_t stamp_each;        /* 1: reads/writes take their own rdtscp (TMTRACE_STAMP=each) */
-    uint8_t pad_[3];
+    uint8_t stamp_each;        /* 1: reads/writes take their own stamp (TMTRACE_STAMP=each) */
+    uint8_t fast_stamp;        /* 1: unordered stamps (rdpid; rdtsc; rdpid) where order is not needed */
+    uint8_t pad_[2];
+    /* The last stamp taken: what boundary-stamped reads/writes repeat and
+     * what the next stamp on the same CPU must exceed. */
+    uint64_t last_raw;         /* TSC as read (the truth when injecting) */
+    uint64_t last_tsc;         /* TSC as recorded (injected when injecting) */
+    uint32_t last_aux;
     uint64_t tick_tsc;         /* next in-run sample / migration is due at this TSC */
     uint64_t *truth;           /* truth column of the current chunk (injecting only) */
     struct tf_record *base;    /* first record of the current chunk */
@@ -67,9 +63,7 @@ struct tb_thread {
     uint64_t migrate_period;   /* TSC ticks between forced migrations; 0 = never */
     uint64_t next_migrate_tsc;
     uint64_t next_sample_tsc;
-    /* Stamp of the last record of the previous chunk (TMTRACE_STAMP=boundary). */
-    uint64_t last_tsc, last_truth;
-    uint32_t last_aux;
+    uint64_t raised;           /* stamps raised to keep one CPU's stamps increasing */
 };
 
 /* Slow paths (trace_buffer.c). */
@@ -122,6 +116,8 @@ size_t tb_threads_new(struct tf_thread_info *out, size_t max);
 size_t tb_threads_all(struct tf_thread_info *out, size_t max);
 uint64_t tb_total_recorded(void);
 uint64_t tb_total_dropped(void);
+/* Stamps raised above the previous one of their thread on the same CPU. */
+uint64_t tb_total_raised(void);
 
 /* The next free record, not yet counted: the caller fills it, then
  * tb_publish() makes it part of the chunk. */
@@ -140,19 +136,48 @@ static inline void tb_publish(struct tb_thread *t, struct tf_record *r)
     __atomic_store_n(&t->cur, r + 1, __ATOMIC_RELEASE);
 }
 
+/* Records below this many TSC ticks of the thread's previous stamp on the
+ * same CPU are raised above it (see tb_stamp); a larger step back is left
+ * for the tools to see. */
+#define TB_RAISE_MAX 4096u
+
+/* Counts a raised stamp (cold). */
+void tb_raised(struct tb_thread *t);
+
+/* Reads the clock for one record: the ordered rdtscp when `ordered` (or the
+ * CPU has no rdpid), else the unordered rdtsc with its CPU. An unordered
+ * read may execute before an earlier stamp of the same thread, so on the
+ * same CPU a stamp that does not exceed the previous one by a step of at
+ * most TB_RAISE_MAX ticks is raised to previous + 1: the thread's stamps on
+ * one CPU stay strictly increasing, which is what the recorded program order
+ * means. Stamps on different CPUs are never compared, so a skew between
+ * CPUs (real or injected) reaches the trace untouched. */
+static inline uint64_t tb_stamp(struct tb_thread *t, int ordered, uint32_t *aux)
+{
+    uint64_t tsc = (ordered || !t->fast_stamp) ? clock_rdtscp(aux) : clock_rdtsc_on_cpu(aux);
+    if (TB_UNLIKELY(*aux == t->last_aux && tsc - t->last_raw - 1 >= UINT64_MAX - TB_RAISE_MAX)) {
+        tsc = t->last_raw + 1;
+        tb_raised(t);
+    }
+    t->last_raw = tsc;
+    t->last_aux = *aux;
+    return tsc;
+}
+
 /* Stamps and fills one record; returns the (injected) TSC, or 0 if dropped. */
-static inline uint64_t tb_emit(struct tb_thread *t, unsigned kind, unsigned reason, uint64_t addr,
+static inline uint64_t tb_emit(struct tb_thread *t, int ordered, unsigned kind, unsigned reason, uint64_t addr,
                                uint64_t value)
 {
     struct tf_record *r = tb_slot(t);
     if (TB_UNLIKELY(r == NULL))
         return 0;
     uint32_t aux;
-    uint64_t tsc = clock_rdtscp(&aux);
+    uint64_t tsc = tb_stamp(t, ordered, &aux);
     if (TB_UNLIKELY(t->injecting)) {
         t->truth[r - t->base] = tsc;
         tsc = tb_skew(t, tsc, aux);
     }
+    t->last_tsc = tsc;
     r->tsc = tsc;
     r->aux = aux;
     r->kind = (uint8_t)kind;
@@ -173,36 +198,28 @@ static inline void tb_ev_start(struct tb_thread *t, uint32_t site, uint64_t inst
         return;
     t->site = (uint16_t)site;
     t->instance = instance;
-    uint64_t tsc = tb_emit(t, TF_EV_START, 0, instance, flags | ((uint64_t)attempt << 16));
+    uint64_t tsc = tb_emit(t, 0, TF_EV_START, 0, instance, flags | ((uint64_t)attempt << 16));
     if (TB_UNLIKELY(tsc >= t->tick_tsc))
         tb_tick(t, tsc);
 }
 
-/* A read or write record. With TMTRACE_STAMP=boundary it repeats the stamp
- * of the thread's previous record instead of reading the clock: on this
- * hardware any TSC read waits for the loads before it, which stops the
- * STM's own loads from overlapping and costs far more than the read itself. */
+/* A read or write record: an unordered stamp of its own, or with
+ * TMTRACE_STAMP=boundary the stamp and CPU of the thread's previous stamped
+ * record (no clock read at all). */
 static inline void tb_emit_access(struct tb_thread *t, unsigned kind, unsigned size, uint64_t addr,
                                   uint64_t value)
 {
     if (TB_LIKELY(t->stamp_each)) {
-        tb_emit(t, kind, size, addr, value);
+        tb_emit(t, 0, kind, size, addr, value);
         return;
     }
     struct tf_record *r = tb_slot(t);
     if (TB_UNLIKELY(r == NULL))
         return;
-    if (TB_LIKELY(r != t->base)) {
-        r->tsc = r[-1].tsc;
-        r->aux = r[-1].aux;
-        if (TB_UNLIKELY(t->injecting))
-            t->truth[r - t->base] = t->truth[r - t->base - 1];
-    } else {
-        r->tsc = t->last_tsc;
-        r->aux = t->last_aux;
-        if (TB_UNLIKELY(t->injecting))
-            t->truth[0] = t->last_truth;
-    }
+    r->tsc = t->last_tsc;
+    r->aux = t->last_aux;
+    if (TB_UNLIKELY(t->injecting))
+        t->truth[r - t->base] = t->last_raw;
     r->kind = (uint8_t)kind;
     r->reason = (uint8_t)size;
     r->site = t->site;
@@ -236,7 +253,7 @@ static inline void tb_ev_commit(struct tb_thread *t, uint64_t write_version, uin
 {
     if (t->level == CONFIG_EVENTS_OFF)
         return;
-    tb_emit(t, TF_EV_COMMIT, 0, write_version, read_set | ((uint64_t)write_set << 32));
+    tb_emit(t, 1, TF_EV_COMMIT, 0, write_version, read_set | ((uint64_t)write_set << 32));
 }
 
 /* An attempt aborted: `reason` is enum tmt_abort_reason, `where` the
@@ -247,7 +264,7 @@ static inline void tb_ev_abort(struct tb_thread *t, unsigned reason, uint64_t wh
 {
     if (t->level == CONFIG_EVENTS_OFF)
         return;
-    tb_emit(t, TF_EV_ABORT, reason, where, found);
+    tb_emit(t, 0, TF_EV_ABORT, reason, where, found);
 }
 
 /* The hardware path gave up on this transaction; `why` is enum tf_fallback_reason. */
@@ -255,7 +272,7 @@ static inline void tb_ev_fallback(struct tb_thread *t, unsigned why, uint32_t ht
 {
     if (t->level == CONFIG_EVENTS_OFF)
         return;
-    tb_emit(t, TF_EV_FALLBACK, why, 0, htm_status);
+    tb_emit(t, 0, TF_EV_FALLBACK, why, 0, htm_status);
 }
 
 /* The attempt runs in serial mode from here (all others excluded) until its
@@ -265,7 +282,8 @@ static inline void tb_ev_serial(struct tb_thread *t, unsigned why, uint64_t conf
 {
     if (t->level == CONFIG_EVENTS_OFF)
         return;
-    tb_emit(t, TF_EV_SERIAL, why, conflicts, 0);
+    /* Ordered: the stamp must follow the wait for every other transaction. */
+    tb_emit(t, 1, TF_EV_SERIAL, why, conflicts, 0);
 }
 
 #endif

@@ -29,6 +29,7 @@
 
 #define TF_HEADER_SIZE 576u
 #define TF_HEADER_CRC_AT 572u
+#define TF_STAMPS_AT 568u    /* version 2: stamp_access, stamp_boundary, stamp_commit, stamp_flags */
 #define TF_CMDLINE_AT 56u
 #define TF_CHUNK_HEADER_SIZE 40u
 #define TF_CHUNK_HCRC_AT 36u
@@ -112,6 +113,10 @@ static void tf_header_encode(uint8_t *b, const struct tf_header *h)
     codec_put_u64(b + 48, (uint64_t)h->wall_start_ns);
     size_t n = strnlen(h->cmdline, sizeof h->cmdline - 1);
     memcpy(b + TF_CMDLINE_AT, h->cmdline, n);
+    b[TF_STAMPS_AT] = h->stamp_access;
+    b[TF_STAMPS_AT + 1] = h->stamp_boundary;
+    b[TF_STAMPS_AT + 2] = h->stamp_commit;
+    b[TF_STAMPS_AT + 3] = h->stamp_flags;
     codec_put_u32(b + TF_HEADER_CRC_AT, codec_crc32(b, TF_HEADER_CRC_AT));
 }
 
@@ -500,6 +505,12 @@ struct tf_reader *tf_open(const char *path, unsigned flags)
     r->hdr.wall_start_ns = (int64_t)codec_get_u64(b + 48);
     memcpy(r->hdr.cmdline, b + TF_CMDLINE_AT, sizeof r->hdr.cmdline - 1);
     r->hdr.cmdline[sizeof r->hdr.cmdline - 1] = '\0';
+    if (version >= 2) {
+        r->hdr.stamp_access = b[TF_STAMPS_AT];
+        r->hdr.stamp_boundary = b[TF_STAMPS_AT + 1];
+        r->hdr.stamp_commit = b[TF_STAMPS_AT + 2];
+        r->hdr.stamp_flags = b[TF_STAMPS_AT + 3];
+    }
     r->pos = TF_HEADER_SIZE;
     return r;
 fail:

@@ -225,6 +225,23 @@ enum tf_header_flags {
     TF_HDR_INJECTED = 1u << 1, /* clock faults were injected; truth present */
 };
 
+/* How the records of one class were stamped (header, version 2). */
+enum tf_stamp {
+    TF_STAMP_UNKNOWN = 0,    /* not recorded (version 1: rdtscp, or repeated with TMTRACE_STAMP=boundary) */
+    TF_STAMP_ORDERED = 1,    /* rdtscp: taken after every earlier instruction */
+    TF_STAMP_UNORDERED = 2,  /* rdpid; rdtsc; rdpid naming one CPU: may be taken a few dozen cycles early */
+    TF_STAMP_REPEATED = 3    /* no clock read: the stamp and CPU of the thread's previous stamped record */
+};
+
+/* Header stamp_flags. */
+enum tf_stamp_flags {
+    /* A thread's stamps on one CPU strictly increase in program order (an
+     * unordered stamp that would not was raised at record time; stamps on
+     * different CPUs are never adjusted). Repeated stamps equal the one
+     * they repeat. */
+    TF_STAMP_CPU_INCREASING = 1u << 0
+};
+
 struct tf_header {
     uint32_t version;          /* as read; a writer writes it (0 = TF_VERSION) */
     uint32_t flags;            /* enum tf_header_flags */
@@ -236,6 +253,9 @@ struct tf_header {
     uint32_t stripes_log2;     /* the run's TMTRACE_STRIPES; 0 = not recorded */
     int64_t wall_start_ns;     /* CLOCK_REALTIME at init */
     char cmdline[512];
+    /* Version 2: enum tf_stamp of reads/writes, of start/abort/fallback and
+     * of commits; enum tf_stamp_flags. All 0 in version-1 traces. */
+    uint8_t stamp_access, stamp_boundary, stamp_commit, stamp_flags;
 };
 
 /* ---- chunks ----------------------------------------------------------- */

@@ -94,14 +94,12 @@ static void tw_grow(uint32_t thread)
 
 /* ---- where the writer runs ------------------------------------------------ */
 
-/* The writer runs at a lower priority than the program, on a CPU of the
+/* The writer runs at a lower priority than the program (TMTRACE_WRITER_NICE), on a CPU of the
  * affinity mask that no recording thread used lately where there is one
  * (TMTRACE_WRITER_CPU=-1), else anywhere in the mask; or pinned to the CPU
  * TMTRACE_WRITER_CPU names. "Used lately" = the CPU of the last record of
  * each chunk written since the last placement: the writer learns it from
  * the chunks themselves, so the recording threads pay nothing for it. */
-#define TW_NICE 10
-
 static cpu_set_t tw_mask;   /* the process's affinity mask at init */
 static cpu_set_t tw_seen;   /* CPUs of recording threads since the last placement */
 static int tw_pinned = -2;  /* CPU the writer is pinned to, -1 = the whole mask, -2 = not placed */
@@ -310,7 +308,7 @@ void tw_seal(void) { tw_take_and_write(1, 0); }
 static void *tw_main(void *arg)
 {
     (void)arg;
-    (void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), TW_NICE);
+    (void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), (int)config.writer_nice);
     tw_place(1);
     for (;;) {
         if (tw_mode == CONFIG_MODE_STREAM) {

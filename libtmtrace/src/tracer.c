@@ -258,6 +258,13 @@ int tracer_init(void)
     hdr.pid = (uint32_t)getpid();
     hdr.events_level = (uint32_t)config.events;
     hdr.stripes_log2 = (uint32_t)config.stripes_log2;
+    /* Must match tb_stamp / tb_emit_access: commits ordered, the rest
+     * unordered where the CPU has rdpid; boundary reads/writes repeat. */
+    uint8_t cheap = clock_has_rdpid() ? TF_STAMP_UNORDERED : TF_STAMP_ORDERED;
+    hdr.stamp_access = config.stamp == CONFIG_STAMP_BOUNDARY ? TF_STAMP_REPEATED : cheap;
+    hdr.stamp_boundary = cheap;
+    hdr.stamp_commit = TF_STAMP_ORDERED;
+    hdr.stamp_flags = TF_STAMP_CPU_INCREASING;
     tr_cmdline(hdr.cmdline, sizeof hdr.cmdline);
 
     /* Tracing must never stop the program: a trace that cannot be created
@@ -348,3 +355,4 @@ uint64_t tracer_writer_cpu_ns(void) { return tw_cpu_ns(); }
 uint64_t tracer_trace_bytes(void) { return tw_bytes(); }
 uint64_t tracer_buffer_bytes(void) { return tb_pool_bytes(); }
 uint64_t tracer_buffer_inline_maps(void) { return tb_inline_growths(); }
+uint64_t tracer_stamps_raised(void) { return tb_total_raised(); }

@@ -30,5 +30,7 @@ uint64_t tracer_trace_bytes(void);
  * itself because the pre-faulted reserve ran dry. */
 uint64_t tracer_buffer_bytes(void);
 uint64_t tracer_buffer_inline_maps(void);
+/* Stamps raised to keep a thread's stamps on one CPU increasing. */
+uint64_t tracer_stamps_raised(void);
 
 #endif
