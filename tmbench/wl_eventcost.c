@@ -2,7 +2,8 @@
  * wl_eventcost.c - `tmbench eventcost`: what one recorded event costs.
  *
  * Times the tracer's event hooks (start, read, write, commit) called
- * back-to-back on a thread attached to the tracer, against a bare rdtscp
+ * back-to-back on a thread attached to the tracer, against bare clock reads
+ * (rdtscp, rdtsc, and the tracer's unordered stamp rdpid; rdtsc; rdpid)
  * timed the same way in the same run. Reports the median over many short
  * runs per kind (short runs keep most of them free of a chunk hand-over and
  * of interrupts; the median says what the common case costs). Owns nothing
@@ -21,17 +22,20 @@
 #include "json_writer.h"
 
 #define EC_KINDS 4
+#define EC_CLOCKS 3  /* bare clock reads: rdtscp, rdtsc, rdpid; rdtsc; rdpid */
 
 struct ec_state {
     long runs;             /* --runs */
     long batch;            /* --batch: events per timed run */
     int measured;          /* atomic: the first worker measures, others idle */
     double kind_ns[EC_KINDS];
-    double all_ns, rdtscp_ns;
+    double all_ns;
+    double clock_ns[EC_CLOCKS];
     uint64_t events;
 };
 
 static const char *const ec_names[EC_KINDS] = { "start", "read", "write", "commit" };
+static const char *const ec_clocks[EC_CLOCKS] = { "rdtscp", "rdtsc", "rdpid_rdtsc" };
 
 static int ec_setup(const struct bench_opts *o, void **state)
 {
@@ -69,7 +73,8 @@ static double ec_median(double *v, size_t n)
 
 static volatile long ec_cell;
 
-/* One timed run of `n` events of `kind` (or bare rdtscp for kind = -1), in ns per event. */
+/* One timed run of `n` events of `kind` (0..3), or of `n` bare clock reads
+ * (kind -1 rdtscp, -2 rdtsc, -3 the bracketed stamp), in ns per event. */
 static double ec_run(struct tb_thread *t, int kind, long n, uint64_t *instance)
 {
     uint64_t sink = 0;
@@ -91,10 +96,20 @@ static double ec_run(struct tb_thread *t, int kind, long n, uint64_t *instance)
         for (long i = 0; i < n; i++)
             tb_ev_commit(t, (uint64_t)i, 2, 1);
         break;
-    default:
+    case -1:
         for (long i = 0; i < n; i++) {
             uint32_t aux;
             sink += clock_rdtscp(&aux) + aux;
+        }
+        break;
+    case -2:
+        for (long i = 0; i < n; i++)
+            sink += __rdtsc();
+        break;
+    default:
+        for (long i = 0; i < n; i++) {
+            uint32_t aux;
+            sink += clock_rdtsc_on_cpu(&aux) + aux;
         }
         break;
     }
@@ -112,35 +127,32 @@ static void ec_worker(void *state, struct bench_thread *bt)
     if (tb_attach(&t) != 0)
         return;
     size_t runs = (size_t)s->runs;
-    double *kind_v = calloc(runs, sizeof *kind_v);
     double *all_v = calloc(runs * EC_KINDS, sizeof *all_v);
-    double *bare_v = calloc(runs, sizeof *bare_v);
-    if (kind_v && all_v && bare_v) {
+    double *v[EC_KINDS + EC_CLOCKS];
+    int ok = all_v != NULL;
+    for (int k = 0; k < EC_KINDS + EC_CLOCKS; k++)
+        ok &= (v[k] = calloc(runs, sizeof(double))) != NULL;
+    if (ok) {
         uint64_t instance = 0;
-        double *per_kind[EC_KINDS];
-        for (int k = 0; k < EC_KINDS; k++)
-            per_kind[k] = calloc(runs, sizeof(double));
         /* Interleaved, so that drift in the machine's state hits all alike. */
         for (size_t r = 0; r < runs; r++) {
-            bare_v[r] = ec_run(&t, -1, s->batch, &instance);
+            for (int c = 0; c < EC_CLOCKS; c++)
+                v[EC_KINDS + c][r] = ec_run(&t, -1 - c, s->batch, &instance);
             for (int k = 0; k < EC_KINDS; k++) {
-                double v = ec_run(&t, k, s->batch, &instance);
-                if (per_kind[k])
-                    per_kind[k][r] = v;
-                all_v[r * EC_KINDS + (size_t)k] = v;
+                v[k][r] = ec_run(&t, k, s->batch, &instance);
+                all_v[r * EC_KINDS + (size_t)k] = v[k][r];
             }
             s->events += (uint64_t)s->batch * EC_KINDS;
         }
-        for (int k = 0; k < EC_KINDS; k++) {
-            s->kind_ns[k] = per_kind[k] ? ec_median(per_kind[k], runs) : 0;
-            free(per_kind[k]);
-        }
+        for (int k = 0; k < EC_KINDS; k++)
+            s->kind_ns[k] = ec_median(v[k], runs);
+        for (int c = 0; c < EC_CLOCKS; c++)
+            s->clock_ns[c] = ec_median(v[EC_KINDS + c], runs);
         s->all_ns = ec_median(all_v, runs * EC_KINDS);
-        s->rdtscp_ns = ec_median(bare_v, runs);
     }
-    free(kind_v);
     free(all_v);
-    free(bare_v);
+    for (int k = 0; k < EC_KINDS + EC_CLOCKS; k++)
+        free(v[k]);
     tb_detach(&t);
     bt->ops = s->events;
 }
@@ -148,7 +160,7 @@ static void ec_worker(void *state, struct bench_thread *bt)
 static int ec_check(void *state, char *msg, size_t cap)
 {
     struct ec_state *s = state;
-    if (s->rdtscp_ns <= 0) {
+    if (s->clock_ns[0] <= 0) {
         snprintf(msg, cap, "no measurement was taken");
         return 1;
     }
@@ -163,8 +175,13 @@ static void ec_json(void *state, struct jw *w)
     jw_ki64(w, "runs", s->runs);
     jw_ki64(w, "batch", s->batch);
     jw_knum(w, "ns_per_event", s->all_ns, 2);
-    jw_knum(w, "rdtscp_ns", s->rdtscp_ns, 2);
-    jw_knum(w, "ratio_to_rdtscp", s->rdtscp_ns > 0 ? s->all_ns / s->rdtscp_ns : 0.0, 3);
+    for (int c = 0; c < EC_CLOCKS; c++) {
+        char key[32];
+        snprintf(key, sizeof key, "%s_ns", ec_clocks[c]);
+        jw_knum(w, key, s->clock_ns[c], 2);
+    }
+    jw_knum(w, "ratio_to_rdtscp", s->clock_ns[0] > 0 ? s->all_ns / s->clock_ns[0] : 0.0, 3);
+    jw_knum(w, "ratio_to_rdtsc", s->clock_ns[1] > 0 ? s->all_ns / s->clock_ns[1] : 0.0, 3);
     for (int k = 0; k < 4; k++) {
         char key[32];
         snprintf(key, sizeof key, "%s_ns", ec_names[k]);
