@@ -152,7 +152,7 @@ static void search(const struct ca_state *s, const struct pending *p, uint64_t s
     }
 }
 
-static int conflict_add(struct ca_state *s, uint32_t v, uint32_t c, unsigned cls, double wasted)
+int ca_conflict_add(struct ca_state *s, uint32_t v, uint32_t c, unsigned cls, double wasted)
 {
     if (2 * (s->cmn + 1) > s->cmcap) {
         size_t nc = s->cmcap ? 2 * s->cmcap : 64;
@@ -418,7 +418,7 @@ static int resolve(struct ca_state *s, struct pending *p)
     if (p->a.found)
         s->t.by_identity += p->a.by_identity, s->t.by_time += !p->a.by_identity;
     if (ca_site_class(s, p->a.site, p->a.cls, wasted) < 0 ||
-        conflict_add(s, p->a.site, p->a.found ? p->a.culprit_site : 0, p->a.cls, wasted) < 0 ||
+        ca_conflict_add(s, p->a.site, p->a.found ? p->a.culprit_site : 0, p->a.cls, wasted) < 0 ||
         (p->a.found && hot_add(s, &p->a, wasted) < 0))
         return -1;
     if (s->cb)

@@ -279,6 +279,12 @@ static void json_conflicts_threads(struct jw *w, const struct cr_input *in)
         jw_ku64(w, "true", c[i].true_count);
         jw_ku64(w, "false", c[i].false_count);
         jw_knum(w, "wasted_ns", c[i].wasted_ns, 0);
+        jw_key(w, "classes");
+        jw_object(w);
+        for (unsigned k = 0; k < CA_CLASSES; k++)
+            if (c[i].cls[k])
+                jw_ku64(w, ca_class_name(k), c[i].cls[k]);
+        jw_object_end(w);
         jw_object_end(w);
     }
     jw_array_end(w);
@@ -393,14 +399,20 @@ int cr_csv(const char *dir, const struct cr_input *in)
     }
     const struct ca_conflict *c = ca_conflicts(in->st, &nc);
     f = o[1].f;
-    fprintf(f, "victim_site,victim_name,culprit_site,culprit_name,count,true_conflicts,false_conflicts,wasted_ns\n");
+    fprintf(f, "victim_site,victim_name,culprit_site,culprit_name,count,true_conflicts,false_conflicts,wasted_ns");
+    for (unsigned k = 0; k < CA_CLASSES; k++)
+        fprintf(f, ",%s", ca_class_name(k));
+    fputc('\n', f);
     for (size_t i = 0; i < nc; i++) {
         fprintf(f, "%u,", c[i].victim_site);
         csv_str(f, site_name(in->ix, c[i].victim_site, nb, sizeof nb));
         fprintf(f, ",%u,", c[i].culprit_site);
         csv_str(f, site_name(in->ix, c[i].culprit_site, nb, sizeof nb));
-        fprintf(f, ",%llu,%llu,%llu,%.0f\n", (unsigned long long)c[i].count, (unsigned long long)c[i].true_count,
+        fprintf(f, ",%llu,%llu,%llu,%.0f", (unsigned long long)c[i].count, (unsigned long long)c[i].true_count,
                 (unsigned long long)c[i].false_count, c[i].wasted_ns);
+        for (unsigned k = 0; k < CA_CLASSES; k++)
+            fprintf(f, ",%llu", (unsigned long long)c[i].cls[k]);
+        fputc('\n', f);
     }
     const struct ca_thread *th = ca_threads(in->st, &nt);
     f = o[2].f;

@@ -96,11 +96,13 @@ int ca_site_abort(struct ca_state *s, const struct th *t, const struct tf_event 
         static const unsigned cls[CA_HTM_CLASSES] = { CA_CL_HTM_CONFLICT, CA_CL_HTM_CAPACITY,
                                                       CA_CL_HTM_EXPLICIT, CA_CL_HTM_EXPLICIT,
                                                       CA_CL_HTM_RETRY_ONLY, CA_CL_HTM_OTHER };
-        return ca_site_class(s, t->site, cls[c], wasted);
+        return ca_site_class(s, t->site, cls[c], wasted) < 0 ? -1
+                                                               : ca_conflict_add(s, t->site, 0, cls[c], wasted);
     }
-    if (ev->reason == TMT_ABORT_USER_RETRY || ev->reason == TMT_ABORT_USER_CANCEL)
-        return ca_site_class(s, t->site, ev->reason == TMT_ABORT_USER_RETRY ? CA_CL_USER_RETRY : CA_CL_USER_CANCEL,
-                             wasted);
+    if (ev->reason == TMT_ABORT_USER_RETRY || ev->reason == TMT_ABORT_USER_CANCEL) {
+        unsigned c = ev->reason == TMT_ABORT_USER_RETRY ? CA_CL_USER_RETRY : CA_CL_USER_CANCEL;
+        return ca_site_class(s, t->site, c, wasted) < 0 ? -1 : ca_conflict_add(s, t->site, 0, c, wasted);
+    }
     return 0;
 }
 

@@ -165,6 +165,8 @@ int ca_culprit_commit(struct ca_state *s, struct th *t, const struct tf_event *e
 int ca_culprit_abort(struct ca_state *s, struct th *t, const struct tf_event *ev);
 int ca_culprit_step(struct ca_state *s);
 int ca_culprit_finish(struct ca_state *s);
+/* One abort into the conflict matrix (culprit site 0: none), by class. */
+int ca_conflict_add(struct ca_state *s, uint32_t victim, uint32_t culprit, unsigned cls, double wasted_ns);
 void ca_culprit_free(struct ca_state *s);
 
 /* The class of a hardware abort's status word (check_sites.c). */
