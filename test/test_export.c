@@ -305,6 +305,65 @@ static void traced_workload_has_one_slice_per_attempt_tmcheck_counts(void **stat
     assert_int_equal(c.inst - c.x_abort >= 0, 1);
 }
 
+/* Thread 2 finds A locked by thread 1's attempt 1 at 1200; thread 1
+ * commits only 1 ms later (it was descheduled while holding the lock). */
+static const struct tf_event *held_events(size_t *n)
+{
+    static struct tf_event e[8];
+    size_t k = 0;
+    e[k++] = ev(1000, 1, TF_EV_START, 1, 1, 1, 0, 0);
+    e[k++] = ev(1050, 2, TF_EV_START, 2, 1, 1, 0, 0);
+    e[k++] = ev(1100, 1, TF_EV_WRITE, 1, 1, ADDR_A, 6, 8);
+    e[k++] = ev(1150, 2, TF_EV_READ, 2, 1, ADDR_A, 5, 8);
+    e[k++] = ev(1200, 2, TF_EV_ABORT, 2, 1, ADDR_A, tf_abort_held(1, 1), TMT_ABORT_READ_LOCKED);
+    e[k++] = ev(1001100, 1, TF_EV_COMMIT, 1, 1, 7, 1ull << 32, 0);
+    for (size_t i = 0; i < k; i++)
+        e[i].seq = i;
+    *n = k;
+    return e;
+}
+
+static void an_arrow_from_a_lock_holder_never_ends_before_it_starts(void **st)
+{
+    (void)st;
+    size_t n;
+    const struct tf_event *e = held_events(&n);
+    const char *trace = tu_path("held.bin"), *json = tu_path("held.json");
+    write_trace(trace, TF_HDR_SYNCED, e, n);
+    char err[512];
+    assert_int_equal(export(trace, json, "", err, sizeof err), 0);
+    char cmd[1200], out[256];
+    snprintf(cmd, sizeof cmd, "python3 -c \"import json; e=json.load(open('%s'))['traceEvents']; "
+             "s=[v for v in e if v['ph']=='s']; f=[v for v in e if v['ph']=='f']; "
+             "print(len(s), len(f), s[0]['tid'], float(s[0]['ts']) <= float(f[0]['ts']), f[0]['args']['class'])\"",
+             json);
+    assert_int_equal(tu_run(cmd, out, sizeof out), 0);
+    assert_string_equal(out, "1 1 1 True holder-preempted\n");
+}
+
+static void a_time_window_keeps_only_what_overlaps_it(void **st)
+{
+    (void)st;
+    size_t n;
+    const struct tf_event *e = held_events(&n);
+    const char *trace = tu_path("window.bin"), *json = tu_path("window.json");
+    write_trace(trace, TF_HDR_SYNCED, e, n);
+    char err[512];
+    struct counts c;
+    /* from 3 us after the first event: only thread 1's long attempt overlaps */
+    assert_int_equal(export(trace, json, "--from 0.000003", err, sizeof err), 0);
+    assert_int_equal(parse_json(json, &c), 0);
+    assert_int_equal(c.x, 1);
+    assert_int_equal(c.flow_s, 0);
+    /* around the first (and only) abort, 10 ns each side: both attempts and the arrow */
+    assert_int_equal(export(trace, json, "--abort 1 --window 0.00001", err, sizeof err), 0);
+    assert_int_equal(parse_json(json, &c), 0);
+    assert_int_equal(c.x, 2);
+    assert_int_equal(c.flow_s, 1);
+    assert_int_not_equal(export(trace, json, "--abort 2", err, sizeof err), 0);
+    assert_non_null(strstr(err, "--abort 2: the trace has 1 aborts"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -315,6 +374,8 @@ int main(void)
         cmocka_unit_test(raw_trace_refused_unless_raw_flag),
         cmocka_unit_test(bad_input_gives_one_line_and_exit_2),
         cmocka_unit_test(traced_workload_has_one_slice_per_attempt_tmcheck_counts),
+        cmocka_unit_test(an_arrow_from_a_lock_holder_never_ends_before_it_starts),
+        cmocka_unit_test(a_time_window_keeps_only_what_overlaps_it),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -23,6 +23,7 @@
 #include "error.h"
 #include "json_writer.h"
 #include "trace_index.h"
+#include "symbols.h"
 #include "sync_model.h"
 #include "tool_common.h"
 #include "tmtrace.h"
@@ -36,9 +37,10 @@ static const char usage_text[] =
     "  one complete slice per transaction attempt on its thread's track\n"
     "  (name = site label; args: outcome, abort reason, core, instance, set sizes),\n"
     "  an instant event per abort and per hardware fallback, and a flow arrow from\n"
-    "  each abort's culprit commit (the latest commit by another thread, before the\n"
-    "  abort, that wrote the conflicting address or stripe, as tmcheck attributes\n"
-    "  it) to the aborted attempt.\n"
+    "  each abort's culprit to the aborted attempt, as tmcheck attributes it: the\n"
+    "  commit that wrote the version the abort found, or the attempt that held\n"
+    "  the lock it found (from the moment of the abort; an arrow never ends before\n"
+    "  it starts). A version 1 trace's stripe index is shown as \"stripe N\".\n"
     "options:\n"
     "  -c, --chrome      Chrome trace-event JSON (the default)\n"
     "      --samples-csv the clock samples as CSV, one row per (TSC, reference) pair:\n"
@@ -51,6 +53,10 @@ static const char usage_text[] =
     "      --no-flows    leave out the culprit arrows\n"
     "      --salvage     skip damaged chunks instead of failing\n"
     "      --stripes LOG2 the traced run's TMTRACE_STRIPES (default: as recorded), for culprits\n"
+    "      --from S      show only from S seconds after the trace's first event\n"
+    "      --to S        ... up to S seconds after it (slices overlapping the window are kept)\n"
+    "      --abort N     show only a window around the N-th abort (from 1, in time order)\n"
+    "      --window MS   its half-width in milliseconds (default 1)\n"
     "      --version     print the version\n"
     "  -h, --help        this text\n"
     "exit status: 0 written, 2 bad usage or bad input\n";
@@ -75,10 +81,10 @@ static struct jw *out_event(struct out *o)
 /* ---- metadata ---------------------------------------------------------- */
 
 struct site_name {
-    char label[160];
+    char label[400];   /* a label (< 128) and a file name (< 256) never cut */
 };
 
-/* Site labels by id ("label (file:line)"), built once from the index. */
+/* Site names by id ("label (file:line)", as every tool names them). */
 static struct site_name *site_names(const struct merge_index *ix, size_t *n)
 {
     size_t max = 0;
@@ -88,17 +94,8 @@ static struct site_name *site_names(const struct merge_index *ix, size_t *n)
     struct site_name *t = calloc(max ? max : 1, sizeof *t);
     if (!t)
         return NULL;
-    for (size_t i = 0; i < ix->nsites; i++) {
-        const struct tf_site *s = &ix->sites[i];
-        const char *label = s->label[0] ? s->label : "tx";
-        const char *file = strrchr(s->file, '/');
-        file = file ? file + 1 : s->file;
-        if (file[0])
-            snprintf(t[s->id].label, sizeof t[s->id].label, "%.*s (%.*s:%d)", 100, label, 40, file,
-                     s->line);
-        else
-            snprintf(t[s->id].label, sizeof t[s->id].label, "%.*s", 100, label);
-    }
+    for (size_t i = 0; i < ix->nsites; i++)
+        sym_site_name(&ix->sites[i], t[ix->sites[i].id].label, sizeof t[ix->sites[i].id].label);
     *n = max;
     return t;
 }
@@ -127,7 +124,36 @@ struct exporter {
     struct attempt *th;  /* indexed by thread id */
     size_t nth;
     uint64_t next_flow_id;
+    unsigned version;    /* of the trace's format: version 1 commit-validate aborts name a stripe */
+    /* the time window shown (ns on the trace's time line) */
+    int windowed, relative;       /* relative: --from/--to, from the first event */
+    double from_s, to_s;
+    uint64_t lo, hi;
+    int have_first;
 };
+
+/* Is `ns` inside the window shown (always, without one)? The window of
+ * --from/--to is placed when the first event arrives. */
+static int shown(const struct exporter *x, uint64_t ns)
+{
+    return !x->windowed || (ns >= x->lo && ns <= x->hi);
+}
+
+static int slice_shown(const struct exporter *x, uint64_t start, uint64_t end)
+{
+    return !x->windowed || (end >= x->lo && start <= x->hi);
+}
+
+/* "0x..." for an address, "stripe N" for a stripe index (what a version 1
+ * commit-validate abort recorded), so that a stripe never reads as an address. */
+static const char *location(const struct exporter *x, unsigned reason, uint64_t addr, char *buf, size_t cap)
+{
+    if (x->version < 2 && reason == TMT_ABORT_COMMIT_VALIDATE)
+        snprintf(buf, cap, "stripe %" PRIu64, addr);
+    else
+        snprintf(buf, cap, "0x%" PRIx64, addr);
+    return buf;
+}
 
 static const char *site_label(const struct exporter *x, uint32_t id, char *buf, size_t cap)
 {
@@ -203,10 +229,11 @@ static void emit_thread_names(struct exporter *x)
 }
 
 /* The args of a slice: what the attempt was and how it ended. */
-static void slice_args(struct jw *w, const struct attempt *a, const struct tf_event *end, uint64_t rs, uint64_t ws)
+static void slice_args(const struct exporter *x, struct jw *w, const struct attempt *a, const struct tf_event *end,
+                       uint64_t rs, uint64_t ws)
 {
     int commit = end->kind == TF_EV_COMMIT;
-    char hex[32];
+    char hex[48];
     jw_key(w, "args");
     jw_object(w);
     jw_kstr(w, "outcome", commit ? "commit" : "abort");
@@ -220,10 +247,8 @@ static void slice_args(struct jw *w, const struct attempt *a, const struct tf_ev
     jw_ku64(w, "write_set", ws);
     if (!commit) {
         jw_kstr(w, "abort_reason", ca_reason_name(end->reason));
-        if (end->addr) {
-            snprintf(hex, sizeof hex, "0x%" PRIx64, end->addr);
-            jw_kstr(w, "conflict", hex);
-        }
+        if (end->addr)
+            jw_kstr(w, "conflict", location(x, end->reason, end->addr, hex, sizeof hex));
         if (end->reason == TMT_ABORT_HTM) {
             snprintf(hex, sizeof hex, "0x%08" PRIx64, end->value & 0xffffffffu);
             jw_kstr(w, "htm_status", hex);
@@ -238,6 +263,8 @@ static void emit_slice(struct exporter *x, uint32_t thread, const struct attempt
 {
     char buf[32], cat[16];
     uint64_t end_ns = ev_ns(x, end->ts);
+    if (!slice_shown(x, a->start_ns, end_ns))
+        return;
     uint64_t dur = end_ns > a->start_ns ? end_ns - a->start_ns : 0;
     int commit = end->kind == TF_EV_COMMIT;
     uint64_t rs = a->reads, ws = a->writes;
@@ -255,7 +282,7 @@ static void emit_slice(struct exporter *x, uint32_t thread, const struct attempt
     put_us(w, "ts", a->start_ns);
     put_us(w, "dur", dur);
     jw_kstr(w, "cname", commit ? "good" : "terrible");
-    slice_args(w, a, end, rs, ws);
+    slice_args(x, w, a, end, rs, ws);
     jw_object_end(w);
     x->o->slices++;
 }
@@ -263,6 +290,8 @@ static void emit_slice(struct exporter *x, uint32_t thread, const struct attempt
 static void emit_instant(struct exporter *x, uint32_t thread, uint64_t ns, const char *name,
                          const char *cat, const char *key, const char *val)
 {
+    if (!shown(x, ns))
+        return;
     struct jw *w = out_event(x->o);
     jw_kstr(w, "ph", "i");
     jw_kstr(w, "s", "t");
@@ -295,26 +324,33 @@ static struct jw *flow_end(struct exporter *x, const char *ph, uint64_t id, uint
     return w;
 }
 
-/* An arrow from the culprit's commit to the aborted attempt, for each abort
- * that the analysis attributed. Both ends sit 1 ns inside their slices so
- * that viewers bind them to the right slice. */
+/* An arrow from the culprit to the aborted attempt, for each abort that the
+ * analysis attributed: from the culprit's commit, or, for a lock holder,
+ * from its attempt at the victim's abort (it held the lock then; its commit
+ * may come later, or never). The arrow never ends before it starts: its
+ * start is at most its end. Both ends sit 1 ns inside their slices so that
+ * viewers bind them to the right slice. */
 static void on_attribution(void *ctx, const struct ca_attribution *at)
 {
     struct exporter *x = ctx;
-    if (!at->found)
+    uint64_t a_ns = ev_ns(x, at->abort), start_ns = ev_ns(x, at->start);
+    if (!at->found || !shown(x, a_ns))
         return;
+    int holder = at->cls >= CA_CL_HOLDER_RUNNING && at->cls <= CA_CL_HOLDER_ABORTED;
+    uint64_t f_ns = a_ns > start_ns ? a_ns - 1 : a_ns;
+    uint64_t s_ns = holder || !at->culprit_commit ? f_ns : ev_ns(x, at->culprit_commit) - 1;
+    if (s_ns > f_ns)
+        s_ns = f_ns;
     uint64_t id = ++x->next_flow_id;
-    uint64_t c_ns = ev_ns(x, at->culprit_commit), a_ns = ev_ns(x, at->abort);
-    uint64_t start_ns = ev_ns(x, at->start);
-    struct jw *w = flow_end(x, "s", id, at->culprit_thread, c_ns ? c_ns - 1 : 0);
+    struct jw *w = flow_end(x, "s", id, at->culprit_thread, s_ns);
     jw_object_end(w);
-    w = flow_end(x, "f", id, at->thread, a_ns > start_ns ? a_ns - 1 : a_ns);
-    char b1[32], b2[32], hex[32];
-    snprintf(hex, sizeof hex, "0x%" PRIx64, at->addr);
+    w = flow_end(x, "f", id, at->thread, f_ns);
+    char b1[32], b2[32], loc[48];
     jw_key(w, "args");
     jw_object(w);
-    jw_kstr(w, "conflict", at->true_conflict ? "true" : "false (same stripe)");
-    jw_kstr(w, "address", hex);
+    jw_kstr(w, "class", ca_class_name(at->cls));
+    jw_kstr(w, "conflict", at->true_conflict ? "true" : at->cls == CA_CL_FALSE ? "false (same stripe)" : "lock held");
+    jw_kstr(w, "address", location(x, at->reason, at->addr, loc, sizeof loc));
     jw_ku64(w, "culprit_thread", at->culprit_thread);
     jw_ku64(w, "culprit_instance", at->culprit_instance);
     jw_kstr(w, "culprit_site", site_label(x, at->culprit_site, b1, sizeof b1));
@@ -331,6 +367,13 @@ static int on_event(struct exporter *x, const struct tf_event *ev)
         return -1;
     struct attempt *a = &x->th[t];
     uint64_t ns = ev_ns(x, ev->ts);
+    if (!x->have_first) {
+        x->have_first = 1;
+        if (x->relative) {
+            x->lo = ns + (uint64_t)(x->from_s * 1e9);
+            x->hi = x->to_s > 0 ? ns + (uint64_t)(x->to_s * 1e9) : UINT64_MAX;
+        }
+    }
     switch (ev->kind) {
     case TF_EV_START:
         /* A START while an attempt is open means its end was dropped: no slice. */
@@ -367,18 +410,30 @@ static int on_event(struct exporter *x, const struct tf_event *ev)
     return 0;
 }
 
+/* The trace's events in merged order: a reader and a merge over it (NULL,
+ * with the message set, on failure). */
+static struct merge *open_events(const struct exporter *x, const char *path, unsigned oflags,
+                                 struct tf_reader **r)
+{
+    *r = tf_open(path, oflags);
+    if (!*r)
+        return NULL;
+    struct merge *m = merge_create(*r, x->ix, NULL, NULL);
+    if (!m) {
+        tf_close(*r);
+        *r = NULL;
+    }
+    return m;
+}
+
 /* The events in merged order (already so in a synced trace), each shown and
  * fed to the analysis, whose attributions come back as arrows. */
 static int export_events(struct exporter *x, const char *path, unsigned oflags, struct ca_state *st)
 {
-    struct tf_reader *r = tf_open(path, oflags);
-    if (!r)
+    struct tf_reader *r;
+    struct merge *m = open_events(x, path, oflags, &r);
+    if (!m)
         return -1;
-    struct merge *m = merge_create(r, x->ix, NULL, NULL);
-    if (!m) {
-        tf_close(r);
-        return -1;
-    }
     const struct tf_event *ev;
     int rc;
     while ((rc = merge_next(m, &ev)) == 1)
@@ -437,12 +492,16 @@ struct export_args {
     int raw, flows, samples;
     uint64_t stripes;      /* 0: as recorded in the trace */
     unsigned oflags;
+    double from_s, to_s;   /* --from/--to (to 0: to the end) */
+    uint64_t abort_n;      /* --abort N (0: none) */
+    double window_ms;
 };
 
 /* 0: go on; otherwise the tool's exit code (--help, --version, bad usage) + 1. */
 static int parse_args(int argc, char **argv, struct export_args *a)
 {
-    enum { OPT_RAW = 256, OPT_NO_FLOWS, OPT_SALVAGE, OPT_VERSION, OPT_STRIPES, OPT_SAMPLES };
+    enum { OPT_RAW = 256, OPT_NO_FLOWS, OPT_SALVAGE, OPT_VERSION, OPT_STRIPES, OPT_SAMPLES, OPT_FROM, OPT_TO,
+           OPT_ABORT, OPT_WINDOW };
     static const struct option opts[] = {
         { "chrome", no_argument, NULL, 'c' },
         { "samples-csv", no_argument, NULL, OPT_SAMPLES },
@@ -451,11 +510,15 @@ static int parse_args(int argc, char **argv, struct export_args *a)
         { "no-flows", no_argument, NULL, OPT_NO_FLOWS },
         { "salvage", no_argument, NULL, OPT_SALVAGE },
         { "stripes", required_argument, NULL, OPT_STRIPES },
+        { "from", required_argument, NULL, OPT_FROM },
+        { "to", required_argument, NULL, OPT_TO },
+        { "abort", required_argument, NULL, OPT_ABORT },
+        { "window", required_argument, NULL, OPT_WINDOW },
         { "version", no_argument, NULL, OPT_VERSION },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
-    *a = (struct export_args){ .outpath = "-", .flows = 1 };
+    *a = (struct export_args){ .outpath = "-", .flows = 1, .window_ms = 1.0 };
     int ch;
     opterr = 0;
     while ((ch = getopt_long(argc, argv, ":co:h", opts, NULL)) != -1) {
@@ -470,13 +533,62 @@ static int parse_args(int argc, char **argv, struct export_args *a)
             if (tool_parse_u64("--stripes", optarg, 1, 40, &a->stripes) < 0)
                 return TOOL_USAGE + 1;
             break;
+        case OPT_FROM:
+            if (tool_parse_double("--from", optarg, 0, 1e9, &a->from_s) < 0)
+                return TOOL_USAGE + 1;
+            break;
+        case OPT_TO:
+            if (tool_parse_double("--to", optarg, 1e-9, 1e9, &a->to_s) < 0)
+                return TOOL_USAGE + 1;
+            break;
+        case OPT_ABORT:
+            if (tool_parse_u64("--abort", optarg, 1, UINT64_MAX, &a->abort_n) < 0)
+                return TOOL_USAGE + 1;
+            break;
+        case OPT_WINDOW:
+            if (tool_parse_double("--window", optarg, 1e-6, 1e9, &a->window_ms) < 0)
+                return TOOL_USAGE + 1;
+            break;
         case OPT_VERSION: tool_print_version(stdout); return TOOL_OK + 1;
         case 'h': fputs(usage_text, stdout); return TOOL_OK + 1;
         default: return tool_bad_option(argv) + 1;
         }
     }
     a->path = tool_trace_operand(argc, argv);
+    if (a->path && a->to_s > 0 && a->to_s <= a->from_s)
+        return tool_error("--to %g is not after --from %g", a->to_s, a->from_s) + 1;
+    if (a->path && a->abort_n && (a->from_s > 0 || a->to_s > 0))
+        return tool_error("--abort cannot be combined with --from/--to") + 1;
     return a->path ? 0 : TOOL_USAGE + 1;
+}
+
+/* The window around the N-th abort (a pass over the events of its own).
+ * 0, or -1 with the message set. */
+static int abort_window(struct exporter *x, const struct export_args *a)
+{
+    struct tf_reader *r;
+    struct merge *m = open_events(x, a->path, a->oflags, &r);
+    if (!m)
+        return -1;
+    const struct tf_event *ev;
+    uint64_t seen = 0, ts = 0;
+    int rc;
+    while ((rc = merge_next(m, &ev)) == 1)
+        if (ev->kind == TF_EV_ABORT && ++seen == a->abort_n) {
+            ts = ev->ts;   /* the event is the merge's: gone once it is freed */
+            break;
+        }
+    merge_free(m);
+    tf_close(r);
+    if (rc < 0)
+        return -1;
+    if (rc == 0)
+        return error_set("%s: --abort %" PRIu64 ": the trace has %" PRIu64 " aborts", a->path, a->abort_n, seen);
+    uint64_t ns = ev_ns(x, ts), w = (uint64_t)(a->window_ms * 1e6);
+    x->windowed = 1;
+    x->lo = ns > w ? ns - w : 0;
+    x->hi = ns + w;
+    return 0;
 }
 
 static int write_samples(const struct export_args *a, const struct merge_index *ix)
@@ -518,8 +630,15 @@ static int write_document(struct exporter *x, const struct export_args *a, struc
 static int write_chrome(const struct export_args *a, const struct merge_index *ix)
 {
     int synced = (ix->hdr.flags & TF_HDR_SYNCED) != 0;
-    struct exporter x = { .ix = ix, .raw = !synced, .flows = a->flows };
+    struct exporter x = { .ix = ix, .raw = !synced, .flows = a->flows, .version = ix->hdr.version };
     x.ns_per_tick = ix->hdr.tsc_hz ? 1e9 / (double)ix->hdr.tsc_hz : 1.0;
+    if (a->from_s > 0 || a->to_s > 0) {
+        x.windowed = x.relative = 1;
+        x.from_s = a->from_s;
+        x.to_s = a->to_s;
+    }
+    if (a->abort_n && abort_window(&x, a) < 0)
+        return tool_error_lib();
     x.sites = site_names(ix, &x.nsites);
     struct ca_opts co;
     ca_opts_for_trace(ix, (unsigned)a->stripes, &co);
