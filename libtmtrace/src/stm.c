@@ -12,9 +12,12 @@
  */
 #include "stm.h"
 
+#include <linux/membarrier.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "config.h"
 #include "error.h"
@@ -35,11 +38,27 @@ static struct {
 static uintptr_t *stm_stripes;
 static unsigned stm_log2;
 
+/* 1 once membarrier(2) is registered for the process: a begin then announces
+ * its start version with a plain store, and the rare threads that must see
+ * every announcement (reclamation, the serial drain) pay for the fence with
+ * stm_fence_others(). 0: every begin fences itself. */
+static int stm_asym_fence;
+
 #define STM_LOCK_SPINS 256      /* commit: spins on a busy stripe before aborting */
 #define STM_BACKOFF_MAX_LOG2 16 /* backoff: at most 2^16 pauses per abort */
 
+static long stm_membarrier(int cmd) { return syscall(__NR_membarrier, cmd, 0, 0); }
+
+void stm_fence_others(void)
+{
+    if (stm_asym_fence)
+        (void)stm_membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED); /* cannot fail once registered */
+}
+
 int stm_init(void)
 {
+    if (!stm_asym_fence && stm_membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0)
+        stm_asym_fence = 1;
     unsigned log2 = (unsigned)config.stripes_log2;
     if (stm_stripes != NULL && log2 == stm_log2)
         return 0;
@@ -198,12 +217,20 @@ void stm_begin(struct tmt_tx *tx, int read_only)
         s->wgen = 1;
     }
     s->rv = __atomic_load_n(&stm_clock.now, __ATOMIC_ACQUIRE);
-    /* Sequentially consistent (a full fence): either a reclaiming thread
-     * sees this attempt running, or this attempt's reads see the commit that
-     * unlinked what the reclaimer frees (and abort on it). See txmem.c. */
-    __atomic_store_n(&s->active_rv, s->rv, __ATOMIC_SEQ_CST);
+    /* The announcement must be ordered before the loads that follow (a full
+     * fence): either a reclaiming thread sees this attempt running, or this
+     * attempt's reads see the commit that unlinked what the reclaimer frees
+     * (and abort on it), see txmem.c; the same holds for the serial drain.
+     * With membarrier those threads fence every CPU (stm_fence_others) before
+     * they look, so a store the compiler keeps in place is enough here. */
+    if (TX_LIKELY(stm_asym_fence)) {
+        __atomic_store_n(&s->active_rv, s->rv, __ATOMIC_RELEASE);
+        __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    } else {
+        __atomic_store_n(&s->active_rv, s->rv, __ATOMIC_SEQ_CST);
+    }
     /* Dekker with the serial drain: announce (above), then look at the lock;
-     * the drain takes the lock, then waits for announced attempts. */
+     * the drain takes the lock, fences, then waits for announced attempts. */
     if (TX_UNLIKELY(stm_serial_owner(__ATOMIC_SEQ_CST) != 0))
         stm_serial_wait(s);
 }
@@ -489,11 +516,9 @@ void stm_rollback(struct tmt_tx *tx)
     __atomic_store_n(&s->active_rv, UINT64_MAX, __ATOMIC_RELEASE);
 }
 
-void stm_backoff(struct tmt_tx *tx)
+void stm_backoff_wait(struct tmt_tx *tx)
 {
     uint32_t n = tx->stm.consecutive_aborts;
-    if (n < 2)
-        return;
     unsigned log2 = n + 3 < STM_BACKOFF_MAX_LOG2 ? n + 3 : STM_BACKOFF_MAX_LOG2;
     uint64_t spins = tx_rand(tx) & (((uint64_t)1 << log2) - 1);
     for (uint64_t i = 0; i < spins; i++)
@@ -510,8 +535,10 @@ void stm_serial_lock(uint32_t me)
 {
     for (;;) {
         uint32_t expect = 0;
-        if (__atomic_compare_exchange_n(&stm_serial.owner, &expect, me, 0, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+        if (__atomic_compare_exchange_n(&stm_serial.owner, &expect, me, 0, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
+            stm_fence_others(); /* the drain that follows sees every announced begin */
             return;
+        }
         stm_serial_spin();
     }
 }

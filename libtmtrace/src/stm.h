@@ -17,6 +17,11 @@
 
 /* Allocates the stripe table (2^config.stripes_log2 words). 0 or -1. */
 int stm_init(void);
+/* Orders every other thread's earlier stores (a begin's announced start
+ * version) before this thread's later loads: a full fence on every CPU
+ * running the process (membarrier), or nothing when begins fence themselves.
+ * For the threads that scan the announcements (reclamation, serial drain). */
+void stm_fence_others(void);
 /* log2 of the stripe count in force, and the stripe an address maps to. */
 unsigned stm_stripes_log2(void);
 uint64_t stm_stripe_index(uintptr_t addr);
@@ -49,7 +54,12 @@ void stm_commit_finish(struct tmt_tx *tx, uint64_t wv);
 /* Undoes whatever a failed attempt holds (commit locks) and empties the sets. */
 void stm_rollback(struct tmt_tx *tx);
 /* Randomized exponential backoff after repeated aborts (bounded). */
-void stm_backoff(struct tmt_tx *tx);
+void stm_backoff_wait(struct tmt_tx *tx);
+static inline void stm_backoff(struct tmt_tx *tx)
+{
+    if (TX_UNLIKELY(tx->stm.consecutive_aborts >= 2)) /* the first retry runs at once */
+        stm_backoff_wait(tx);
+}
 /* Serial (irrevocable) mode, see tx.h. The serial lock admits one serial
  * attempt at a time (`me`: the holder's trace thread id, never 0); software
  * attempts that begin while it is held wait in stm_begin until it is free.

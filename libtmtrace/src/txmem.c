@@ -49,11 +49,13 @@ void txmem_free(struct tmt_tx *tx, void *ptr)
 /* Frees every limbo entry no running attempt can reach; keeps the rest. */
 static void txmem_reclaim(struct tx_mem *m)
 {
-    /* Pairs with the sequentially consistent store in stm_begin(): the
-     * commit's stores are visible before the running attempts are looked at.
-     * A locked read-modify-write is the full fence (the thread sanitizer does
-     * not model stand-alone fences). */
+    /* Pairs with the announcement in stm_begin(): the commit's stores are
+     * visible before the running attempts are looked at (a locked
+     * read-modify-write is the full fence; the thread sanitizer does not
+     * model stand-alone fences), and stm_fence_others() makes the others'
+     * announcements visible before the look. */
     __atomic_fetch_add(&txmem_order, 0, __ATOMIC_SEQ_CST);
+    stm_fence_others();
     uint64_t oldest = tx_oldest_active_rv();
     uint32_t kept = 0;
     for (uint32_t i = 0; i < m->nlimbo; i++) {
