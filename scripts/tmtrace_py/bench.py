@@ -46,6 +46,13 @@ def need_program(build, name):
         raise cli.ScriptError(str(e), cli.EXIT_USAGE)
 
 
+def abort_rate_pct(rec):
+    """aborts / (commits + aborts) in % of a tmbench line; None when the backend
+    does not count aborts or nothing ran."""
+    commits, aborts = rec["commits"], rec["aborts"]
+    return 100.0 * aborts / (commits + aborts) if aborts is not None and commits + aborts > 0 else None
+
+
 def run_tmbench(cmd, env, cwd, doc=schema.TMBENCH):
     """Runs one tmbench command with ENV added to the environment, in CWD, and
     returns its last JSON line as a dict checked against DOC. ScriptError

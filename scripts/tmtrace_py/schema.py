@@ -1,9 +1,10 @@
 """schema - the documents the scripts read, by exactly the keys their writers use.
 
 Owns: one description per document a script reads - the JSON of `tmcheck
---json` and `tmsync --json` (docs/analysis.md), tmbench's result line
-(docs/tmbench.md), the CSV of `tmcheck --csv`, `tmexport --samples-csv` and
-of validate/run (docs/validation.md) - and checking a document against its
+--json`, `tmsync --json` and tmbench's result line (their keys are
+documented in docs/json.md; a description lists the ones scripts read), the
+CSV of `tmcheck --csv`, `tmexport --samples-csv` and of validate/run
+(docs/validation.md) - and checking a document against its
 description: a missing key or column, or a value of another type, is a
 SchemaError naming the document and the key.
 Never: guesses another name for a key, fills a missing key with a default,
@@ -108,7 +109,7 @@ def read_csv(doc, f):
     return list(rows)
 
 
-# ---- tmcheck --json (docs/analysis.md) ------------------------------------
+# ---- tmcheck --json (docs/json.md) ----------------------------------------
 TMCHECK = Doc("tmcheck --json", {
     "file": str, "synced": bool, "events": int, "transactions": int, "attempts": int,
     "commits": int, "aborts": int, "dropped_events": int, "skipped_chunks": int,
@@ -121,7 +122,7 @@ TMCHECK = Doc("tmcheck --json", {
     "clock_error_ns": Optional({"events": int, "p50": float, "p99": float, "max": float}),
     "consistent": bool})
 
-# ---- tmsync --json (docs/analysis.md) -------------------------------------
+# ---- tmsync --json (docs/json.md) -----------------------------------------
 TMSYNC = Doc("tmsync --json", {
     "input": str, "output": str, "model": str, "events": int, "skipped_chunks": int,
     "cpus": [{"cpu": int, "model": str, "source": str, "used": int, "rejected": int,
@@ -130,7 +131,7 @@ TMSYNC = Doc("tmsync --json", {
               # the TSCs of the samples rejected as wide brackets and as outliers
               "rejected_width_tsc": [int], "rejected_outlier_tsc": [int]}]})
 
-# ---- tmbench's result line (docs/tmbench.md) ------------------------------
+# ---- tmbench's result line (docs/json.md) ---------------------------------
 TMBENCH = Doc("tmbench's JSON line", {
     "workload": str, "backend": str, "threads": int, "seconds": float, "ops": int,
     "ops_per_s": float, "commits": int,

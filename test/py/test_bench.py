@@ -60,6 +60,15 @@ class RunTmbench(unittest.TestCase):
         self.assertIsNone(bench.tmbench_program(os.path.join(self.dir, "nobuild"), "tmbench-itm"))
 
 
+class AbortRate(unittest.TestCase):
+    def test_abort_rate_is_a_percentage_of_attempts(self):
+        self.assertEqual(bench.abort_rate_pct(dict(LINE, commits=75, aborts=25)), 25.0)
+
+    def test_no_rate_without_abort_counts_or_attempts(self):
+        self.assertIsNone(bench.abort_rate_pct(dict(LINE, aborts=None)))
+        self.assertIsNone(bench.abort_rate_pct(dict(LINE, commits=0, aborts=0)))
+
+
 class CommonArgs(unittest.TestCase):
     def parse(self, argv):
         p = cli.OneLineParser(prog="x")
