@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "test_util.h"
+#include "tmtrace.h"
 #include "trace_file.h"
 
 static char out[1 << 16];
@@ -64,7 +65,7 @@ static const char *build_trace(void)
     assert_int_equal(tf_write_samples(w, smp, 3), 0);
     struct tf_record t2a[3] = { { 1000, 1, TF_EV_START, 0, 2, 7, TF_START_HTM_EMU },
                                 { 1040, 1, TF_EV_READ, 8, 2, 0x5000, 3 },
-                                { 1090, 1, TF_EV_ABORT, 2, 2, 0x5000, 0 } };
+                                { 1090, 1, TF_EV_ABORT, TMT_ABORT_HTM, 2, 0x5000, 0x6 } };
     struct tf_record t1[4] = { { 1010, 0, TF_EV_START, 0, 1, 3, 0 },
                                { 1020, 0, TF_EV_WRITE, 8, 1, 0x6008, 9 },
                                { 1030, 0, TF_EV_COMMIT, 0, 1, 4, 1ull << 32 },
@@ -85,16 +86,17 @@ static void test_events_print_one_per_line_in_thread_order(void **s)
     (void)s;
     const char *path = build_trace();
     assert_int_equal(dump(path, 0), 0);
+    /* units, the site's name, and what each kind of record carries */
     const char *want =
-        "1010 start T1 1 3 core=0\n"
-        "1020 write T1 1 3 0x6008 core=0\n"
-        "1030 commit T1 1 3 core=0\n"
-        "1035 fallback T1 1 3 capacity core=0\n"
-        "1000 start T2 2 7 core=1\n"
-        "1040 read T2 2 7 0x5000 core=1\n"
-        "1090 abort T2 2 7 read-version core=1\n"
-        "1200 start T2 2 8 core=0\n"
-        "1300 commit T2 2 8 core=0\n";
+        "1010 ticks start T1 site=1 insert tx=3 core=0\n"
+        "1020 ticks write T1 site=1 insert tx=3 addr=0x6008 size=8 value=0x9 core=0\n"
+        "1030 ticks commit T1 site=1 insert tx=3 read_set=0 write_set=1 version=4 core=0\n"
+        "1035 ticks fallback T1 site=1 insert tx=3 why=capacity status=0x00000000 core=0\n"
+        "1000 ticks start T2 site=2 lookup tx=7 core=1\n"
+        "1040 ticks read T2 site=2 lookup tx=7 addr=0x5000 size=8 value=0x3 core=1\n"
+        "1090 ticks abort T2 site=2 lookup tx=7 reason=htm addr=0x5000 status=0x00000006 core=1\n"
+        "1200 ticks start T2 site=2 lookup tx=8 core=0\n"
+        "1300 ticks commit T2 site=2 lookup tx=8 read_set=1 write_set=0 version=0 core=0\n";
     assert_string_equal(out, want);
 }
 
@@ -113,10 +115,17 @@ static void test_filters_select_thread_site_and_limit(void **s)
     assert_null(strstr(out, "T2"));
     snprintf(args, sizeof args, "--thread 2 --limit 2 %s", path);
     assert_int_equal(dump(args, 0), 0);
-    assert_string_equal(out, "1000 start T2 2 7 core=1\n1040 read T2 2 7 0x5000 core=1\n");
+    assert_string_equal(out, "1000 ticks start T2 site=2 lookup tx=7 core=1\n"
+                             "1040 ticks read T2 site=2 lookup tx=7 addr=0x5000 size=8 value=0x3 core=1\n");
+    /* a thread or site the trace does not have: one line, exit 2 */
     snprintf(args, sizeof args, "-t 9 %s", path);
-    assert_int_equal(dump(args, 0), 0);
-    assert_string_equal(out, "");
+    assert_int_equal(dump(args, 1), 2);
+    assert_int_equal(count_lines(out), 1);
+    assert_out_has("--thread 9: the trace has no such thread");
+    snprintf(args, sizeof args, "--site 3 %s", path);
+    assert_int_equal(dump(args, 1), 2);
+    assert_int_equal(count_lines(out), 1);
+    assert_out_has("--site 3: the trace has no such site");
 }
 
 static void test_summary_lists_header_sites_threads_and_phases(void **s)
@@ -170,9 +179,12 @@ static void test_damage_is_one_line_with_offset_and_salvage_goes_on(void **s)
              (unsigned long long)off);
     assert_out_has(want);
     snprintf(args, sizeof args, "--salvage %s", bad);
-    assert_int_equal(dump(args, 0), 0);
+    assert_int_equal(dump(args, 0), 3);    /* printed what was readable, skipped damage */
     assert_int_equal(count_lines(out), 5); /* thread 2's events only */
     assert_null(strstr(out, " T1 "));
+    snprintf(args, sizeof args, "--salvage %s", bad);
+    assert_int_equal(dump(args, 1), 3);
+    assert_out_has("tmdump: warning: skipped damage");
 }
 
 static void test_synced_trace_prints_merged_order_and_models(void **s)
@@ -202,7 +214,8 @@ static void test_synced_trace_prints_merged_order_and_models(void **s)
     assert_int_equal(tf_finish(w, 0), 0);
 
     assert_int_equal(dump(path, 0), 0);
-    assert_string_equal(out, "500 start T2 1 4 core=1\n510 start T1 3 9 core=0\n520 read T2 1 4 0x40 core=1\n");
+    assert_string_equal(out, "500 ns start T2 site=1 - tx=4 core=1\n510 ns start T1 site=3 - tx=9 core=0\n"
+                             "520 ns read T2 site=1 - tx=4 addr=0x40 size=0 value=0x0 core=1\n");
     char args[600];
     snprintf(args, sizeof args, "--summary %s", path);
     assert_int_equal(dump(args, 0), 0);

@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,24 +21,35 @@
 #include "error.h"
 #include "trace_index.h"
 #include "tool_common.h"
+#include "tool_doc.h"
 #include "trace_file.h"
 
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "usage: tmcheck TRACE [--json] [--csv DIR] [--salvage] [--stripes LOG2]\n"
-            "Checks a raw or synchronised trace: temporal inconsistencies, grammar violations\n"
-            "(S (R|W)* A)* (S (R|W)* C), out-of-place events, late starts, premature commits/aborts,\n"
-            "conflict-free aborts; attributes every software abort to the committed transaction\n"
-            "that caused it; per-site table, conflict matrix, clock error vs ground truth.\n"
-            "  -j, --json          one JSON object instead of the text report\n"
-            "  -c, --csv DIR       also write DIR/sites.csv, conflicts.csv, threads.csv, aborts.csv\n"
-            "  -s, --salvage       skip damaged chunks and report how many\n"
-            "  -S, --stripes LOG2  the traced run's TMTRACE_STRIPES (default: as recorded in the trace)\n"
-            "  -h, --help          this text\n"
-            "  -V, --version       version\n"
-            "exit status: 0 consistent, 1 temporal or grammar violations, 2 bad input or usage\n");
-}
+static const struct tool_option check_options[] = {
+    { "-j, --json", "one JSON object instead of the text report (keys: docs/json.md)" },
+    { "-c, --csv DIR", "also write DIR/sites.csv, conflicts.csv, threads.csv, aborts.csv" },
+    { "-s, --salvage", "skip damaged chunks, say so on stderr and report how many" },
+    { "-S, --stripes LOG2", "the traced run's TMTRACE_STRIPES (default: as recorded in the trace)" },
+    { "-h, --help", "this text" },
+    { "    --man", "this text as a man page (troff)" },
+    { "-V, --version", "the version" },
+    { NULL, NULL },
+};
+
+static const struct tool_doc check_doc = {
+    .name = "tmcheck",
+    .purpose = "check a trace for the inconsistencies unsynchronised clocks cause and explain its aborts",
+    .synopsis = "tmcheck TRACE [--json] [--csv DIR] [--salvage] [--stripes LOG2]",
+    .description =
+        "Checks a raw or synchronised trace: temporal inconsistencies, grammar violations\n"
+        "(S (R|W)* A)* (S (R|W)* C), out-of-place events, late starts, premature commits/aborts,\n"
+        "conflict-free aborts; attributes every software abort to the committed transaction\n"
+        "that caused it; per-site table, conflict matrix, clock error vs ground truth.",
+    .options = check_options,
+    .exit_status = "0  consistent\n"
+                   "1  temporal or grammar violations\n"
+                   "2  bad input or usage (one line on stderr)\n"
+                   "3  consistent, but --salvage skipped damaged chunks",
+};
 
 struct check_args {
     const char *path;
@@ -54,7 +66,7 @@ static int parse_args(int argc, char **argv, struct check_args *a)
         { "json", no_argument, 0, 'j' },    { "csv", required_argument, 0, 'c' },
         { "salvage", no_argument, 0, 's' }, { "stripes", required_argument, 0, 'S' },
         { "help", no_argument, 0, 'h' },    { "version", no_argument, 0, 'V' },
-        { 0, 0, 0, 0 }
+        { "man", no_argument, 0, 'M' },     { 0, 0, 0, 0 }
     };
     *a = (struct check_args){ 0 };
     opterr = 0;
@@ -68,7 +80,8 @@ static int parse_args(int argc, char **argv, struct check_args *a)
             if (tool_parse_u64("--stripes", optarg, 1, 40, &a->stripes) < 0)
                 return TOOL_USAGE + 1;
             break;
-        case 'h': usage(stdout); return TOOL_OK + 1;
+        case 'h': tool_doc_help(stdout, &check_doc); return TOOL_OK + 1;
+        case 'M': tool_doc_man(stdout, &check_doc); return TOOL_OK + 1;
         case 'V': tool_print_version(stdout); return TOOL_OK + 1;
         default: return tool_bad_option(argv) + 1;
         }
@@ -116,7 +129,14 @@ static int report(const struct check_args *a, const struct cr_input *in, struct 
         cr_text(stdout, in);
     fflush(stdout);
     const struct ca_totals *t = ca_totals(in->st);
-    return t->temporal || t->grammar ? TOOL_FAIL : TOOL_OK;
+    if (t->temporal || t->grammar)
+        return TOOL_FAIL;
+    if (in->skipped_chunks) {
+        tool_error("warning: %s: --salvage skipped %" PRIu64 " damaged chunks; their events are missing", a->path,
+                   in->skipped_chunks);
+        return TOOL_SALVAGED;
+    }
+    return TOOL_OK;
 }
 
 static int check(const struct check_args *a, const struct merge_index *ix, uint64_t skipped)

@@ -13,8 +13,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check_analysis.h"
 #include "codec.h"
 #include "tool_common.h"
+#include "tool_doc.h"
+#include "tmtrace.h"
 #include "trace_file.h"
 
 struct dump_opts {
@@ -26,34 +29,46 @@ struct dump_opts {
     uint64_t limit;     /* UINT64_MAX = no limit */
 };
 
-static void dump_usage(FILE *f)
-{
-    fprintf(f,
-            "usage: tmdump [options] TRACE\n"
-            "Prints the events of a trace, one per line:\n"
-            "  <timestamp> <event> T<thread> <site> <instance> [address|reason] core=<cpu>\n"
-            "in each thread's order (threads in ascending id; a synchronised trace in\n"
-            "its merged order).\n"
-            "  -t, --thread N    only events of thread N\n"
-            "  -s, --site N      only events of site N\n"
-            "  -n, --limit N     print at most N events\n"
-            "  -S, --summary     header, sites, per-thread counts, sampling phases,\n"
-            "                    injected skews and clock models instead of events\n"
-            "      --salvage     skip damaged chunks (reported on stderr) and go on\n"
-            "      --bench-codec measure the event codecs on a synthetic stream\n"
-            "  -V, --version     print the version\n"
-            "  -h, --help        this text\n"
-            "Exit status: 0 success, 2 bad usage or unreadable/damaged trace.\n");
-}
+static const struct tool_option dump_options[] = {
+    { "-t, --thread N", "only events of thread N (an error if the trace has no thread N)" },
+    { "-s, --site N", "only events of site N (an error if the trace has no site N)" },
+    { "-n, --limit N", "print at most N events" },
+    { "-S, --summary", "header, sites, per-thread counts, sampling phases,\n"
+                       "injected skews, load map and clock models instead of events" },
+    { "    --salvage", "skip damaged chunks, say so on stderr and go on" },
+    { "    --bench-codec", "measure the event codecs on a synthetic stream" },
+    { "-h, --help", "this text" },
+    { "    --man", "this text as a man page (troff)" },
+    { "-V, --version", "the version" },
+    { NULL, NULL },
+};
+
+static const struct tool_doc dump_doc = {
+    .name = "tmdump",
+    .purpose = "print the events or a summary of a trace",
+    .synopsis = "tmdump [options] TRACE",
+    .description =
+        "Prints the events of a trace, one per line:\n"
+        "  TIME UNIT EVENT T<thread> site=<id> NAME tx=<instance> DETAILS core=<cpu>\n"
+        "in each thread's order (threads in ascending id; a synchronised trace in\n"
+        "its merged order). UNIT is ticks (TSC) in a raw trace, ns of the reference\n"
+        "clock in a synchronised one; NAME is the site's label (or file:line, or -).\n"
+        "DETAILS by event:\n"
+        "  read, write  addr=ADDRESS size=BYTES value=VALUE\n"
+        "  commit       read_set=N write_set=N version=V\n"
+        "  abort        reason=REASON addr=ADDRESS, then status=HTM_STATUS for a\n"
+        "               hardware abort or found=WORD (what the attempt found on the\n"
+        "               stripe: a lock word or a version) for a software one\n"
+        "  fallback     why=REASON status=HTM_STATUS\n"
+        "  serial       why=REASON conflicts=N",
+    .options = dump_options,
+    .exit_status = "0  success\n"
+                   "2  bad usage, a thread or site the trace does not have, or an unreadable\n"
+                   "   or damaged trace (one line on stderr)\n"
+                   "3  success, but --salvage skipped damaged chunks",
+};
 
 /* ---- event lines ------------------------------------------------------- */
-
-static const char *dump_abort_name(unsigned r)
-{
-    static const char *const names[] = { "none", "read-locked", "read-version", "commit-locked",
-                                         "commit-validate", "user-retry", "user-cancel", "htm" };
-    return r < sizeof names / sizeof names[0] ? names[r] : "?";
-}
 
 static const char *dump_fallback_name(unsigned r)
 {
@@ -61,30 +76,80 @@ static const char *dump_fallback_name(unsigned r)
     return r < sizeof names / sizeof names[0] ? names[r] : "?";
 }
 
-static void dump_event(FILE *out, const struct tf_event *e)
+static const char *dump_serial_name(unsigned r)
 {
-    fprintf(out, "%" PRIu64 " %s T%" PRIu32 " %" PRIu32 " %" PRIu64, e->ts, tf_event_kind_name(e->kind),
-            e->thread, e->site, e->instance);
+    return r == TF_SERIAL_CONTENTION ? "contention" : r == TF_SERIAL_REQUESTED ? "requested" : "?";
+}
+
+/* What pass 1 learnt besides the chunk offsets: names and ids. */
+struct dump_meta {
+    const char *unit;          /* "ticks" or "ns" */
+    struct tf_site *sites;
+    size_t nsites;
+    uint32_t *threads;         /* ids seen (META_THREADS, END, EVENTS chunks) */
+    size_t nthreads, capthreads;
+};
+
+static const char *dump_site_name(const struct dump_meta *m, uint32_t id, char *buf, size_t cap)
+{
+    for (size_t i = 0; i < m->nsites; i++) {
+        const struct tf_site *s = &m->sites[i];
+        if (s->id != id)
+            continue;
+        if (s->label[0])
+            snprintf(buf, cap, "%.*s", (int)sizeof s->label, s->label);
+        else if (s->file[0])
+            snprintf(buf, cap, "%.*s:%d", (int)sizeof s->file, s->file, s->line);
+        else
+            break;
+        return buf;
+    }
+    return "-";
+}
+
+static void dump_details(FILE *out, const struct tf_event *e)
+{
     switch (e->kind) {
     case TF_EV_READ:
     case TF_EV_WRITE:
-        fprintf(out, " 0x%" PRIx64, e->addr);
+        fprintf(out, " addr=0x%" PRIx64 " size=%u value=0x%" PRIx64, e->addr, e->reason, e->value);
+        break;
+    case TF_EV_COMMIT:
+        fprintf(out, " read_set=%" PRIu64 " write_set=%" PRIu64 " version=%" PRIu64, e->value & 0xffffffffu,
+                e->value >> 32, e->addr);
         break;
     case TF_EV_ABORT:
-        fprintf(out, " %s", dump_abort_name(e->reason));
+        fprintf(out, " reason=%s addr=0x%" PRIx64, ca_reason_name(e->reason), e->addr);
+        if (e->reason == TMT_ABORT_HTM)
+            fprintf(out, " status=0x%08" PRIx64, e->value & 0xffffffffu);
+        else
+            fprintf(out, " found=0x%" PRIx64, e->value);
         break;
     case TF_EV_FALLBACK:
-        fprintf(out, " %s", dump_fallback_name(e->reason));
+        fprintf(out, " why=%s status=0x%08" PRIx64, dump_fallback_name(e->reason), e->value & 0xffffffffu);
+        break;
+    case TF_EV_SERIAL:
+        fprintf(out, " why=%s conflicts=%" PRIu64, dump_serial_name(e->reason), e->addr);
         break;
     default:
         break;
     }
+}
+
+static void dump_event(FILE *out, const struct dump_meta *m, const struct tf_event *e)
+{
+    char nb[300];
+    fprintf(out, "%" PRIu64 " %s %s T%" PRIu32 " site=%" PRIu32 " %s tx=%" PRIu64, e->ts, m->unit,
+            tf_event_kind_name(e->kind), e->thread, e->site, dump_site_name(m, e->site, nb, sizeof nb),
+            e->instance);
+    dump_details(out, e);
     fprintf(out, " core=%u\n", e->cpu);
 }
 
 /* Prints the chunk's events that pass the filters; returns 1 once the limit
  * is reached. */
-static int dump_chunk_events(const struct dump_opts *o, const struct tf_chunk *c, uint64_t *printed)
+static int dump_chunk_events(const struct dump_opts *o, const struct dump_meta *m, const struct tf_chunk *c,
+                             uint64_t *printed)
 {
     for (size_t i = 0; i < c->count; i++) {
         const struct tf_event *e = &c->events[i];
@@ -94,7 +159,7 @@ static int dump_chunk_events(const struct dump_opts *o, const struct tf_chunk *c
             continue;
         if (*printed >= o->limit)
             return 1;
-        dump_event(stdout, e);
+        dump_event(stdout, m, e);
         (*printed)++;
     }
     return *printed >= o->limit;
@@ -124,73 +189,139 @@ static int dump_index_cmp(const void *a, const void *b)
     return x->order < y->order ? -1 : x->order > y->order;
 }
 
-static int dump_events(const struct dump_opts *o)
+static int dump_add_thread(struct dump_meta *m, uint32_t id)
 {
-    unsigned fl = TF_SKIP_EVENTS | (o->salvage ? TF_SALVAGE : 0);
-    struct tf_reader *idx = tf_open(o->path, fl);
+    for (size_t i = 0; i < m->nthreads; i++)
+        if (m->threads[i] == id)
+            return 0;
+    if (m->nthreads == m->capthreads) {
+        size_t nc = m->capthreads ? 2 * m->capthreads : 64;
+        uint32_t *p = realloc(m->threads, nc * sizeof *p);
+        if (!p)
+            return -1;
+        m->threads = p;
+        m->capthreads = nc;
+    }
+    m->threads[m->nthreads++] = id;
+    return 0;
+}
+
+/* Pass 1 keeps a chunk: its names, its thread ids, or its offset. */
+static int dump_index_chunk(const struct dump_opts *o, const struct tf_chunk *c, int synced, struct dump_meta *m,
+                            struct dump_index **ix, size_t *n, size_t *cap)
+{
+    if (c->kind == TF_CHUNK_META_SITES && !m->sites) {
+        m->sites = malloc((c->count ? c->count : 1) * sizeof *m->sites);
+        if (!m->sites)
+            return -1;
+        memcpy(m->sites, c->sites, c->count * sizeof *m->sites);
+        m->nsites = c->count;
+    }
+    if (c->kind == TF_CHUNK_META_THREADS || c->kind == TF_CHUNK_END)
+        for (size_t i = 0; i < c->count; i++)
+            if (dump_add_thread(m, c->threads[i].id) < 0)
+                return -1;
+    if (c->kind != TF_CHUNK_EVENTS)
+        return 0;
+    if (!synced && dump_add_thread(m, c->thread) < 0)
+        return -1;
+    if (o->have_thread && c->thread != 0 && c->thread != o->thread)
+        return 0;
+    if (*n == *cap) {
+        *cap = *cap ? 2 * *cap : 256;
+        struct dump_index *p = realloc(*ix, *cap * sizeof **ix);
+        if (!p)
+            return -1;
+        *ix = p;
+    }
+    (*ix)[*n] = (struct dump_index){ synced ? 0 : c->thread, c->offset, *n };
+    (*n)++;
+    return 0;
+}
+
+/* --thread and --site name a thread and a site the trace has (when it
+ * lists its threads and sites at all). */
+static int dump_check_filters(const struct dump_opts *o, const struct dump_meta *m)
+{
+    int found = !o->have_thread || m->nthreads == 0;
+    for (size_t i = 0; !found && i < m->nthreads; i++)
+        found = m->threads[i] == o->thread;
+    if (!found)
+        return tool_error("%s: --thread %" PRIu64 ": the trace has no such thread", o->path, o->thread);
+    found = !o->have_site || m->nsites == 0;
+    for (size_t i = 0; !found && i < m->nsites; i++)
+        found = m->sites[i].id == o->site;
+    if (!found)
+        return tool_error("%s: --site %" PRIu64 ": the trace has no such site", o->path, o->site);
+    return TOOL_OK;
+}
+
+/* Pass 1: the chunks of each thread, sorted: merged chunks (thread 0) in
+ * file order; a raw trace's threads in ascending id, each in chunk order. */
+static int dump_pass1(const struct dump_opts *o, struct dump_meta *m, struct dump_index **ix, size_t *n,
+                      uint64_t *skipped)
+{
+    struct tf_reader *idx = tf_open(o->path, TF_SKIP_EVENTS | (o->salvage ? TF_SALVAGE : 0));
     if (!idx)
         return tool_error_lib();
-    /* Pass 1: where each thread's chunks are. */
-    struct dump_index *ix = NULL;
-    size_t n = 0, cap = 0;
-    struct tf_chunk c;
-    int rc;
-    uint64_t reported = 0;
     int synced = (tf_reader_header(idx)->flags & TF_HDR_SYNCED) != 0;
+    m->unit = synced ? "ns" : "ticks";
+    struct tf_chunk c;
+    size_t cap = 0;
+    uint64_t reported = 0;
+    int rc;
     while ((rc = tf_next(idx, &c)) == 1) {
         dump_report_salvage(idx, &reported);
-        if (c.kind != TF_CHUNK_EVENTS)
-            continue;
-        if (o->have_thread && c.thread != 0 && c.thread != o->thread)
-            continue;
-        if (n == cap) {
-            cap = cap ? 2 * cap : 256;
-            struct dump_index *p = realloc(ix, cap * sizeof *ix);
-            if (!p) {
-                free(ix);
-                tf_close(idx);
-                return tool_error("%s: out of memory for the chunk index", o->path);
-            }
-            ix = p;
+        if (dump_index_chunk(o, &c, synced, m, ix, n, &cap) < 0) {
+            tf_close(idx);
+            return tool_error("%s: out of memory for the chunk index", o->path);
         }
-        ix[n] = (struct dump_index){ synced ? 0 : c.thread, c.offset, n };
-        n++;
     }
     dump_report_salvage(idx, &reported);
+    *skipped = tf_reader_skipped(idx);
     tf_close(idx);
-    if (rc < 0) {
-        free(ix);
+    if (rc < 0)
         return tool_error_lib();
-    }
-    /* Merged chunks (thread 0) come first in file order; a raw trace's
-     * threads follow in ascending id, each in its chunk order. */
-    if (n > 1)
-        qsort(ix, n, sizeof *ix, dump_index_cmp);
+    if (*n > 1)
+        qsort(*ix, *n, sizeof **ix, dump_index_cmp);
+    return dump_check_filters(o, m);
+}
 
+static int dump_events(const struct dump_opts *o)
+{
+    struct dump_meta m = { 0 };
+    struct dump_index *ix = NULL;
+    size_t n = 0;
+    uint64_t skipped = 0;
+    int status = dump_pass1(o, &m, &ix, &n, &skipped);
+    struct tf_reader *r = NULL;
+    if (status == TOOL_OK && !(r = tf_open(o->path, o->salvage ? TF_SALVAGE : 0)))
+        status = tool_error_lib();
     /* Pass 2: decode and print, one chunk at a time. */
-    struct tf_reader *r = tf_open(o->path, o->salvage ? TF_SALVAGE : 0);
-    if (!r) {
-        free(ix);
-        return tool_error_lib();
-    }
     uint64_t printed = 0;
-    int status = TOOL_OK;
-    for (size_t i = 0; i < n && printed < o->limit; i++) {
+    struct tf_chunk c;
+    for (size_t i = 0; status == TOOL_OK && i < n && printed < o->limit; i++) {
         if (tf_read_at(r, ix[i].offset, &c) != 1) {
             if (!o->salvage) {
                 status = tool_error_lib();
                 break;
             }
             tool_error("warning: skipped damage (%s)", error_get());
+            skipped++;
             continue;
         }
-        if (dump_chunk_events(o, &c, &printed))
+        if (dump_chunk_events(o, &m, &c, &printed))
             break;
     }
     if (fflush(stdout) != 0 && status == TOOL_OK)
         status = tool_error("-: write error on standard output");
+    if (status == TOOL_OK && skipped)
+        status = TOOL_SALVAGED;
     free(ix);
-    tf_close(r);
+    free(m.sites);
+    free(m.threads);
+    if (r)
+        tf_close(r);
     return status;
 }
 
@@ -387,6 +518,8 @@ static int dump_summary(const struct dump_opts *o)
         if (o->salvage)
             printf("damaged: %" PRIu64 " regions skipped, %" PRIu64 " bytes\n", tf_reader_skipped(r),
                    tf_reader_skipped_bytes(r));
+        if (tf_reader_skipped(r))
+            status = TOOL_SALVAGED;
     }
     free(u.th);
     free(u.cpu);
@@ -415,7 +548,7 @@ int main(int argc, char **argv)
 {
     tool_init("tmdump");
     struct dump_opts o = { .limit = UINT64_MAX };
-    enum { OPT_SALVAGE = 256, OPT_BENCH };
+    enum { OPT_SALVAGE = 256, OPT_BENCH, OPT_MAN };
     static const struct option longs[] = {
         { "thread", required_argument, NULL, 't' },
         { "site", required_argument, NULL, 's' },
@@ -423,6 +556,7 @@ int main(int argc, char **argv)
         { "summary", no_argument, NULL, 'S' },
         { "salvage", no_argument, NULL, OPT_SALVAGE },
         { "bench-codec", no_argument, NULL, OPT_BENCH },
+        { "man", no_argument, NULL, OPT_MAN },
         { "version", no_argument, NULL, 'V' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
@@ -456,8 +590,11 @@ int main(int argc, char **argv)
         case 'V':
             tool_print_version(stdout);
             return TOOL_OK;
+        case OPT_MAN:
+            tool_doc_man(stdout, &dump_doc);
+            return TOOL_OK;
         case 'h':
-            dump_usage(stdout);
+            tool_doc_help(stdout, &dump_doc);
             return TOOL_OK;
         default:
             return tool_bad_option(argv);

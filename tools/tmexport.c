@@ -26,40 +26,52 @@
 #include "symbols.h"
 #include "sync_model.h"
 #include "tool_common.h"
+#include "tool_doc.h"
 #include "tmtrace.h"
 #include "trace_file.h"
 
-static const char usage_text[] =
-    "usage: tmexport --chrome [options] TRACE\n"
-    "       tmexport --samples-csv [-o FILE] TRACE\n"
-    "Writes TRACE (normally a tmsync output, trace.sync.bin) as Chrome trace-event\n"
-    "JSON, which ui.perfetto.dev and chrome://tracing open.\n"
-    "  one complete slice per transaction attempt on its thread's track\n"
-    "  (name = site label; args: outcome, abort reason, core, instance, set sizes),\n"
-    "  an instant event per abort and per hardware fallback, and a flow arrow from\n"
-    "  each abort's culprit to the aborted attempt, as tmcheck attributes it: the\n"
-    "  commit that wrote the version the abort found, or the attempt that held\n"
-    "  the lock it found (from the moment of the abort; an arrow never ends before\n"
-    "  it starts). A version 1 trace's stripe index is shown as \"stripe N\".\n"
-    "options:\n"
-    "  -c, --chrome      Chrome trace-event JSON (the default)\n"
-    "      --samples-csv the clock samples as CSV, one row per (TSC, reference) pair:\n"
-    "                    cpu,phase,thread,tsc,ref_ns,truth_tsc,width_ticks,nominal_ns,\n"
-    "                    model_ns,residual_ns (model columns empty without a model;\n"
-    "                    nominal_ns = tsc at the header's frequency). Raw traces too.\n"
-    "  -o, --output FILE write to FILE (atomically) instead of standard output\n"
-    "      --raw         accept an unsynchronised trace (timestamps are TSC ticks\n"
-    "                    converted with the header's frequency; order may be wrong)\n"
-    "      --no-flows    leave out the culprit arrows\n"
-    "      --salvage     skip damaged chunks instead of failing\n"
-    "      --stripes LOG2 the traced run's TMTRACE_STRIPES (default: as recorded), for culprits\n"
-    "      --from S      show only from S seconds after the trace's first event\n"
-    "      --to S        ... up to S seconds after it (slices overlapping the window are kept)\n"
-    "      --abort N     show only a window around the N-th abort (from 1, in time order)\n"
-    "      --window MS   its half-width in milliseconds (default 1)\n"
-    "      --version     print the version\n"
-    "  -h, --help        this text\n"
-    "exit status: 0 written, 2 bad usage or bad input\n";
+static const struct tool_option export_options[] = {
+    { "-c, --chrome", "Chrome trace-event JSON (the default; keys: docs/json.md)" },
+    { "    --samples-csv", "the clock samples as CSV, one row per (TSC, reference) pair:\n"
+                           "cpu,phase,thread,tsc,ref_ns,truth_tsc,width_ticks,nominal_ns,\n"
+                           "model_ns,residual_ns (model columns empty without a model;\n"
+                           "nominal_ns = tsc at the header's frequency). Raw traces too." },
+    { "-o, --output FILE", "write to FILE (atomically) instead of standard output" },
+    { "    --raw", "accept an unsynchronised trace (timestamps are TSC ticks\n"
+                   "converted with the header's frequency; order may be wrong)" },
+    { "    --no-flows", "leave out the culprit arrows" },
+    { "    --salvage", "skip damaged chunks, say so on stderr and go on" },
+    { "    --stripes LOG2", "the traced run's TMTRACE_STRIPES (default: as recorded), for culprits" },
+    { "    --from S", "show only from S seconds after the trace's first event" },
+    { "    --to S", "... up to S seconds after it (slices overlapping the window are kept)" },
+    { "    --abort N", "show only a window around the N-th abort (from 1, in time order)" },
+    { "    --window MS", "its half-width in milliseconds (default 1)" },
+    { "-h, --help", "this text" },
+    { "    --man", "this text as a man page (troff)" },
+    { "-V, --version", "the version" },
+    { NULL, NULL },
+};
+
+static const struct tool_doc export_doc = {
+    .name = "tmexport",
+    .purpose = "convert a trace to a Chrome trace-event timeline or its clock samples to CSV",
+    .synopsis = "tmexport [--chrome] [options] TRACE\n"
+                "tmexport --samples-csv [-o FILE] TRACE",
+    .description =
+        "Writes TRACE (normally a tmsync output, trace.sync.bin) as Chrome trace-event\n"
+        "JSON, which ui.perfetto.dev and chrome://tracing open:\n"
+        "  one complete slice per transaction attempt on its thread's track\n"
+        "  (name = site label; args: outcome, abort reason, core, instance, set sizes),\n"
+        "  an instant event per abort and per hardware fallback, and a flow arrow from\n"
+        "  each abort's culprit to the aborted attempt, as tmcheck attributes it: the\n"
+        "  commit that wrote the version the abort found, or the attempt that held\n"
+        "  the lock it found (from the moment of the abort; an arrow never ends before\n"
+        "  it starts). A version 1 trace's stripe index is shown as \"stripe N\".",
+    .options = export_options,
+    .exit_status = "0  written\n"
+                   "2  bad input or usage (one line on stderr)\n"
+                   "3  written, but --salvage skipped damaged chunks",
+};
 
 /* ---- output ------------------------------------------------------------ */
 
@@ -124,6 +136,7 @@ struct exporter {
     struct attempt *th;  /* indexed by thread id */
     size_t nth;
     uint64_t next_flow_id;
+    uint64_t skipped;    /* damaged chunks skipped (--salvage) */
     unsigned version;    /* of the trace's format: version 1 commit-validate aborts name a stripe */
     /* the time window shown (ns on the trace's time line) */
     int windowed, relative;       /* relative: --from/--to, from the first event */
@@ -443,9 +456,8 @@ static int export_events(struct exporter *x, const char *path, unsigned oflags, 
         }
     if (rc == 0 && st && ca_finish(st) < 0)
         rc = -1;
-    if (rc == 0 && tf_reader_skipped(r))
-        fprintf(stderr, "%s: %s: skipped %" PRIu64 " damaged chunks (%" PRIu64 " bytes)\n",
-                tool_name(), path, tf_reader_skipped(r), tf_reader_skipped_bytes(r));
+    if (rc == 0 && tf_reader_skipped(r) > x->skipped)
+        x->skipped = tf_reader_skipped(r);
     merge_free(m);
     tf_close(r);
     return rc < 0 ? -1 : 0;
@@ -500,7 +512,7 @@ struct export_args {
 /* 0: go on; otherwise the tool's exit code (--help, --version, bad usage) + 1. */
 static int parse_args(int argc, char **argv, struct export_args *a)
 {
-    enum { OPT_RAW = 256, OPT_NO_FLOWS, OPT_SALVAGE, OPT_VERSION, OPT_STRIPES, OPT_SAMPLES, OPT_FROM, OPT_TO,
+    enum { OPT_RAW = 256, OPT_NO_FLOWS, OPT_SALVAGE, OPT_MAN, OPT_STRIPES, OPT_SAMPLES, OPT_FROM, OPT_TO,
            OPT_ABORT, OPT_WINDOW };
     static const struct option opts[] = {
         { "chrome", no_argument, NULL, 'c' },
@@ -514,14 +526,15 @@ static int parse_args(int argc, char **argv, struct export_args *a)
         { "to", required_argument, NULL, OPT_TO },
         { "abort", required_argument, NULL, OPT_ABORT },
         { "window", required_argument, NULL, OPT_WINDOW },
-        { "version", no_argument, NULL, OPT_VERSION },
+        { "version", no_argument, NULL, 'V' },
+        { "man", no_argument, NULL, OPT_MAN },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
     *a = (struct export_args){ .outpath = "-", .flows = 1, .window_ms = 1.0 };
     int ch;
     opterr = 0;
-    while ((ch = getopt_long(argc, argv, ":co:h", opts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, ":co:hV", opts, NULL)) != -1) {
         switch (ch) {
         case 'c': a->samples = 0; break;
         case OPT_SAMPLES: a->samples = 1; break;
@@ -549,8 +562,9 @@ static int parse_args(int argc, char **argv, struct export_args *a)
             if (tool_parse_double("--window", optarg, 1e-6, 1e9, &a->window_ms) < 0)
                 return TOOL_USAGE + 1;
             break;
-        case OPT_VERSION: tool_print_version(stdout); return TOOL_OK + 1;
-        case 'h': fputs(usage_text, stdout); return TOOL_OK + 1;
+        case 'V': tool_print_version(stdout); return TOOL_OK + 1;
+        case 'h': tool_doc_help(stdout, &export_doc); return TOOL_OK + 1;
+        case OPT_MAN: tool_doc_man(stdout, &export_doc); return TOOL_OK + 1;
         default: return tool_bad_option(argv) + 1;
         }
     }
@@ -591,6 +605,14 @@ static int abort_window(struct exporter *x, const struct export_args *a)
     return 0;
 }
 
+/* After a complete output that --salvage made from a damaged trace. */
+static int salvaged(const char *path, uint64_t skipped)
+{
+    tool_error("warning: %s: --salvage skipped %" PRIu64 " damaged chunks; their events are missing", path,
+               skipped);
+    return TOOL_SALVAGED;
+}
+
 static int write_samples(const struct export_args *a, const struct merge_index *ix)
 {
     struct tool_out so;
@@ -627,10 +649,12 @@ static int write_document(struct exporter *x, const struct export_args *a, struc
     return 0;
 }
 
-static int write_chrome(const struct export_args *a, const struct merge_index *ix)
+/* `skipped`: damaged chunks the index pass skipped (--salvage). */
+static int write_chrome(const struct export_args *a, const struct merge_index *ix, uint64_t skipped)
 {
     int synced = (ix->hdr.flags & TF_HDR_SYNCED) != 0;
-    struct exporter x = { .ix = ix, .raw = !synced, .flows = a->flows, .version = ix->hdr.version };
+    struct exporter x = { .ix = ix, .raw = !synced, .flows = a->flows, .version = ix->hdr.version,
+                          .skipped = skipped };
     x.ns_per_tick = ix->hdr.tsc_hz ? 1e9 / (double)ix->hdr.tsc_hz : 1.0;
     if (a->from_s > 0 || a->to_s > 0) {
         x.windowed = x.relative = 1;
@@ -662,6 +686,8 @@ static int write_chrome(const struct export_args *a, const struct merge_index *i
         status = TOOL_USAGE;
     } else if (tool_out_commit(&to) < 0) {
         status = TOOL_USAGE;
+    } else if (x.skipped) {
+        status = salvaged(a->path, x.skipped);
     }
 done:
     free(x.th);
@@ -685,14 +711,18 @@ int main(int argc, char **argv)
         tf_close(r);
         return tool_error_lib();
     }
+    uint64_t skipped = tf_reader_skipped(r);
     tf_close(r);
     int status;
-    if (a.samples)
+    if (a.samples) {
         status = write_samples(&a, &ix);
+        if (status == TOOL_OK && skipped)
+            status = salvaged(a.path, skipped);
+    }
     else if (!(ix.hdr.flags & TF_HDR_SYNCED) && !a.raw)
         status = tool_error("%s: trace is not synchronised (run tmsync first, or pass --raw)", a.path);
     else
-        status = write_chrome(&a, &ix);
+        status = write_chrome(&a, &ix, skipped);
     mi_free(&ix);
     return status;
 }

@@ -19,29 +19,40 @@
 #include "trace_index.h"
 #include "sync_model.h"
 #include "tool_common.h"
+#include "tool_doc.h"
 #include "trace_file.h"
 
 #define SYNC_OUT_BATCH 65536     /* events per merged output chunk */
 #define SYNC_MAX_CPU 4096        /* TSC_AUX carries 12 bits of CPU */
 
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "usage: tmsync TRACE [-o FILE] [--model linear|piecewise|auto|none] [--json] [--salvage]\n"
-            "Fits every CPU's TSC to the reference clock from the trace's samples, rewrites each\n"
-            "event's stamp in reference ns with the model of the CPU that took it, and merges all\n"
-            "threads into one order (ties: thread, then program order). Writes TRACE.sync.bin\n"
-            "(TRACE without .bin) or FILE, atomically.\n"
-            "  -o, --output FILE   output trace (never the input)\n"
-            "  -m, --model KIND    linear: pre+post samples, one line per CPU\n"
-            "                      piecewise: in-run samples too, continuous segments\n"
-            "                      auto (default): piecewise when the in-run samples show drift changed\n"
-            "                      none: no correction (nominal TSC rate), merge only\n"
-            "  -j, --json          print the per-CPU table as JSON\n"
-            "  -s, --salvage       skip damaged chunks and report how many\n"
-            "  -h, --help          this text\n"
-            "  -V, --version       version\n");
-}
+static const struct tool_option sync_options[] = {
+    { "-o, --output FILE", "output trace (never the input)" },
+    { "-m, --model KIND", "linear: pre+post samples, one line per CPU\n"
+                          "piecewise: in-run samples too, continuous segments\n"
+                          "auto (default): piecewise when the in-run samples show drift changed\n"
+                          "none: no correction (nominal TSC rate), merge only" },
+    { "-j, --json", "print the per-CPU table as JSON (keys: docs/json.md)" },
+    { "-s, --salvage", "skip damaged chunks, say so on stderr and report how many" },
+    { "-h, --help", "this text" },
+    { "    --man", "this text as a man page (troff)" },
+    { "-V, --version", "the version" },
+    { NULL, NULL },
+};
+
+static const struct tool_doc sync_doc = {
+    .name = "tmsync",
+    .purpose = "put every event of a trace on one clock and merge the threads",
+    .synopsis = "tmsync TRACE [-o FILE] [--model linear|piecewise|auto|none] [--json] [--salvage]",
+    .description =
+        "Fits every CPU's TSC to the reference clock from the trace's samples, rewrites each\n"
+        "event's stamp in reference ns with the model of the CPU that took it, and merges all\n"
+        "threads into one order (ties: thread, then program order). Writes TRACE.sync.bin\n"
+        "(TRACE without .bin) or FILE, atomically.",
+    .options = sync_options,
+    .exit_status = "0  written\n"
+                   "2  bad input or usage (one line on stderr)\n"
+                   "3  written, but --salvage skipped damaged chunks",
+};
 
 /* A thread's previous event: its raw stamp, CPU and stamp in ns. */
 struct sync_last {
@@ -415,7 +426,7 @@ static int parse_args(int argc, char **argv, struct sync_args *a)
         { "output", required_argument, 0, 'o' }, { "model", required_argument, 0, 'm' },
         { "json", no_argument, 0, 'j' },         { "salvage", no_argument, 0, 's' },
         { "help", no_argument, 0, 'h' },         { "version", no_argument, 0, 'V' },
-        { 0, 0, 0, 0 }
+        { "man", no_argument, 0, 'M' },          { 0, 0, 0, 0 }
     };
     *a = (struct sync_args){ .kind = SM_AUTO };
     opterr = 0;
@@ -432,7 +443,8 @@ static int parse_args(int argc, char **argv, struct sync_args *a)
             break;
         case 'j': a->json = 1; break;
         case 's': a->flags |= TF_SALVAGE; break;
-        case 'h': usage(stdout); return TOOL_OK + 1;
+        case 'h': tool_doc_help(stdout, &sync_doc); return TOOL_OK + 1;
+        case 'M': tool_doc_man(stdout, &sync_doc); return TOOL_OK + 1;
         case 'V': tool_print_version(stdout); return TOOL_OK + 1;
         default: return tool_bad_option(argv) + 1;
         }
@@ -458,6 +470,11 @@ static int sync_trace(const struct sync_args *a, struct sync_ctx *x, struct merg
         print_json(x, stdout, a->in, a->out, a->kind, written, skipped);
     else
         print_table(x, stdout, a->in, a->out, a->kind, written, skipped);
+    if (skipped) {
+        tool_error("warning: %s: --salvage skipped %llu damaged chunks; their events are missing", a->in,
+                   (unsigned long long)skipped);
+        return TOOL_SALVAGED;
+    }
     return TOOL_OK;
 }
 

@@ -16,7 +16,10 @@
 
 #include "error.h"
 
-enum tool_exit { TOOL_OK = 0, TOOL_FAIL = 1, TOOL_USAGE = 2 };
+/* Exit codes of every tool: 0 success; 1 the tool's negative verdict
+ * (tmcheck: violations found); 2 bad usage or input, after one line on
+ * stderr; 3 success, but --salvage skipped damaged chunks (said on stderr). */
+enum tool_exit { TOOL_OK = 0, TOOL_FAIL = 1, TOOL_USAGE = 2, TOOL_SALVAGED = 3 };
 
 /* Remembers the tool's name ("tmdump") for every message below. */
 void tool_init(const char *name);
