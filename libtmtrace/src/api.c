@@ -465,6 +465,14 @@ __attribute__((noinline)) static uint64_t api_read_traced(tmt_tx *tx, const vola
     return v;
 }
 
+/* A serial read, recorded at level all (out of line like api_read_traced). */
+__attribute__((noinline)) static uint64_t api_read_serial(tmt_tx *tx, const volatile void *addr, unsigned size)
+{
+    uint64_t v = stm_serial_read(tx, (uintptr_t)addr, size);
+    tb_ev_read(&tx->trace, addr, v, size);
+    return v;
+}
+
 static inline uint64_t api_read(tmt_tx *tx, const volatile void *addr, unsigned size)
 {
     uintptr_t a = (uintptr_t)addr;
@@ -475,11 +483,8 @@ static inline uint64_t api_read(tmt_tx *tx, const volatile void *addr, unsigned 
     }
     if (tx->mode == TX_MODE_NONE)
         return tx_mem_load(a, size);
-    if (tx->mode == TX_MODE_SERIAL) {
-        uint64_t v = stm_serial_read(tx, a, size);
-        tb_ev_read(&tx->trace, addr, v, size);
-        return v;
-    }
+    if (tx->mode == TX_MODE_SERIAL)
+        return api_read_serial(tx, addr, size);
     return htm_read(tx, a, size);
 }
 
@@ -508,6 +513,13 @@ __attribute__((noinline)) static void api_write_traced(tmt_tx *tx, volatile void
     tb_ev_write(&tx->trace, addr, v, size);
 }
 
+/* A serial write, recorded at level all (out of line like api_write_traced). */
+__attribute__((noinline)) static void api_write_serial(tmt_tx *tx, volatile void *addr, uint64_t v, unsigned size)
+{
+    stm_serial_write(tx, (uintptr_t)addr, v, size);
+    tb_ev_write(&tx->trace, addr, v, size);
+}
+
 static inline void api_write(tmt_tx *tx, volatile void *addr, uint64_t v, unsigned size)
 {
     uintptr_t a = (uintptr_t)addr;
@@ -523,8 +535,7 @@ static inline void api_write(tmt_tx *tx, volatile void *addr, uint64_t v, unsign
     if (tx->mode == TX_MODE_NONE) {
         tx_mem_store(a, v, size);
     } else if (tx->mode == TX_MODE_SERIAL) {
-        stm_serial_write(tx, a, v, size);
-        tb_ev_write(&tx->trace, addr, v, size);
+        api_write_serial(tx, addr, v, size);
     } else {
         htm_write(tx, a, v, size);
     }
