@@ -4,7 +4,7 @@
 set -euo pipefail
 
 TMT_PACKAGES=(meson ninja-build gcc g++ clang pkg-config zlib1g-dev liblz4-dev libcmocka-dev
-              libcsv-dev gnuplot-nox python3 libclang-rt-14-dev libdw-dev libelf-dev)
+              libcsv-dev gnuplot-nox python3 libclang-rt-14-dev libdw-dev libelf-dev man-db)
 
 tmt_install_deps() {
     local missing=()

@@ -1,0 +1,175 @@
+/*
+ * test_install.c - `meson install` into a fresh staging folder (DESTDIR)
+ * gives a user everything: the four tools, tmplot with its gnuplot scripts,
+ * the TL2 compatibility headers, libtl2.a and libtmtrace-tl2.pc, the docs and
+ * a man page per tool; and the installed files work: the tools on a traced
+ * run, tmplot drawing from the installed scripts, `man TOOL`, a TL2 program
+ * built through pkg-config.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "test_util.h"
+
+static char out[1 << 16];
+static char prefix[1024];   /* DESTDIR + the configured prefix */
+static char libdir[1024];   /* DESTDIR + the configured libdir */
+
+static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int sh(const char *fmt, ...)
+{
+    char cmd[8192];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    assert_true(n > 0 && (size_t)n < sizeof cmd);
+    return tu_run(cmd, out, sizeof out);
+}
+
+/* The folder of the one installed file whose path matches `pattern`. */
+static void installed_dir(const char *destdir, const char *pattern, char *dir, size_t cap)
+{
+    assert_int_equal(sh("find '%s' -path '%s' | head -n 1", destdir, pattern), 0);
+    char *nl = strchr(out, '\n');
+    if (!nl)
+        fail_msg("nothing installed matches %s", pattern);
+    *nl = '\0';
+    char *slash = strrchr(out, '/');
+    assert_non_null(slash);
+    *slash = '\0';
+    size_t n = strlen(out);
+    assert_true(n < cap);
+    memcpy(dir, out, n + 1);
+}
+
+static int install(void **st)
+{
+    (void)st;
+    const char *destdir = tu_path("stage");
+    if (sh("meson install -C '%s' --no-rebuild --quiet --destdir '%s' 2>&1", tu_build(""), destdir) != 0) {
+        fprintf(stderr, "meson install failed: %s\n", out);
+        return -1;
+    }
+    char bindir[1024];
+    installed_dir(destdir, "*/bin/tmcheck", bindir, sizeof bindir);
+    snprintf(prefix, sizeof prefix, "%.*s", (int)(strrchr(bindir, '/') - bindir), bindir);
+    installed_dir(destdir, "*/libtl2.a", libdir, sizeof libdir);
+    return 0;
+}
+
+static void assert_installed(const char *dir, const char *rel)
+{
+    char path[2048];
+    snprintf(path, sizeof path, "%s/%s", dir, rel);
+    if (access(path, F_OK) != 0)
+        fail_msg("meson install did not install %s", path);
+}
+
+static void every_tool_tmplot_tl2_file_doc_and_man_page_is_installed(void **st)
+{
+    (void)st;
+    static const char *const files[] = {
+        "bin/tmdump", "bin/tmsync", "bin/tmcheck", "bin/tmexport", "bin/tmplot",
+        "share/libtmtrace/plots/common.gp", "share/libtmtrace/plots/fit.gp",
+        "share/libtmtrace/python/tmtrace_py/__init__.py",
+        "include/tmtrace.h", "include/tl2/tl2.h", "include/tl2/stm.h",
+        "share/man/man1/tmdump.1", "share/man/man1/tmsync.1", "share/man/man1/tmcheck.1",
+        "share/man/man1/tmexport.1",
+        "share/doc/libtmtrace/README.md", "share/doc/libtmtrace/json.md", "share/doc/libtmtrace/environment.md",
+    };
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
+        assert_installed(prefix, files[i]);
+    assert_installed(libdir, "libtl2.a");
+    assert_installed(libdir, "pkgconfig/libtmtrace-tl2.pc");
+    assert_installed(libdir, "pkgconfig/libtmtrace.pc");
+    for (const char *t = "tmdump\0tmsync\0tmcheck\0tmexport\0tmplot\0"; *t; t += strlen(t) + 1) {
+        char path[2048];
+        snprintf(path, sizeof path, "%s/bin/%s", prefix, t);
+        assert_int_equal(access(path, X_OK), 0);
+    }
+}
+
+static void installed_tools_run_on_a_traced_run(void **st)
+{
+    (void)st;
+    const char *raw = tu_path("run.bin"), *synced = tu_path("run.sync.bin");
+    assert_int_equal(sh("TMTRACE_FILE='%s' TMTRACE_SAMPLE_MS=5 '%s' bank --threads 2 --ops 2000 >/dev/null 2>&1", raw,
+                        tu_build("tmbench/tmbench")),
+                     0);
+    assert_int_equal(sh("'%s/bin/tmsync' -o '%s' '%s' 2>&1", prefix, synced, raw), 0);
+    assert_non_null(strstr(out, "events, model auto"));
+    assert_int_equal(sh("'%s/bin/tmcheck' --json '%s' 2>&1", prefix, synced), 0);
+    assert_non_null(strstr(out, "\"consistent\":true"));
+    assert_int_equal(sh("'%s/bin/tmdump' --limit 1 '%s' 2>&1", prefix, synced), 0);
+    assert_non_null(strstr(out, " ns start T"));
+    assert_int_equal(sh("'%s/bin/tmexport' -o '%s' '%s' 2>&1", prefix, tu_path("run.json"), synced), 0);
+    assert_int_equal(access(tu_path("run.json"), F_OK), 0);
+    for (const char *t = "tmdump\0tmsync\0tmcheck\0tmexport\0"; *t; t += strlen(t) + 1) {
+        assert_int_equal(sh("'%s/bin/%s' -V 2>&1", prefix, t), 0);
+        assert_non_null(strstr(out, "libtmtrace"));
+    }
+}
+
+/* `man TOOL` with the installed pages on MANPATH shows the --help text. */
+static void man_finds_every_tools_page(void **st)
+{
+    (void)st;
+    for (const char *t = "tmdump\0tmsync\0tmcheck\0tmexport\0"; *t; t += strlen(t) + 1) {
+        assert_int_equal(sh("MANPATH='%s/share/man' MANWIDTH=200 man %s 2>&1 | col -b", prefix, t), 0);
+        if (!strstr(out, "NAME") || !strstr(out, "EXIT STATUS") || !strstr(out, "--version"))
+            fail_msg("man %s: %s", t, out);
+    }
+}
+
+/* The installed tmplot draws with the installed gnuplot scripts and finds
+ * the installed tools on PATH. */
+static void installed_tmplot_draws_with_its_scripts(void **st)
+{
+    (void)st;
+    const char *raw = tu_path("plot.bin"), *figs = tu_path("figs");
+    assert_int_equal(sh("TMTRACE_FILE='%s' TMTRACE_SAMPLE_MS=5 '%s' hash --ops 500 >/dev/null 2>&1", raw,
+                        tu_build("tmbench/tmbench")),
+                     0);
+    int rc = sh("cd / && PATH='%s/bin':\"$PATH\" tmplot fit --out '%s' '%s' 2>&1", prefix, figs, raw);
+    if (rc != 0 || !strstr(out, "_fit_cpu"))
+        fail_msg("installed tmplot fit exited %d: %s", rc, out);
+}
+
+/* A TL2 program builds unchanged from the installed files, through
+ * libtmtrace-tl2.pc (pkg-config's sysroot maps the staging folder). */
+static void tl2_program_builds_with_the_installed_pkg_config_file(void **st)
+{
+    (void)st;
+    char flag[64] = "";
+    if (strcmp(TMT_SANITIZE, "none") != 0 && TMT_SANITIZE[0] != '\0')
+        snprintf(flag, sizeof flag, " -fsanitize=%s", TMT_SANITIZE);
+    const char *exe = tu_path("tl2_client");
+    int rc = sh("export PKG_CONFIG_SYSROOT_DIR='%s' PKG_CONFIG_PATH='%s/pkgconfig'; "
+                "cc $(pkg-config --cflags libtmtrace-tl2) '%s/test/compat/tl2_client.c' -o '%s' "
+                "$(pkg-config --libs libtmtrace-tl2)%s 2>&1",
+                tu_path("stage"), libdir, TMT_SOURCE_ROOT, exe, flag);
+    if (rc != 0)
+        fail_msg("the TL2 client did not build from the installed files: %s", out);
+    assert_int_equal(sh("TMTRACE_EVENTS=off '%s' 2>&1", exe), 0);
+    assert_non_null(strstr(out, "bad_audits=0"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(every_tool_tmplot_tl2_file_doc_and_man_page_is_installed),
+        cmocka_unit_test(installed_tools_run_on_a_traced_run),
+        cmocka_unit_test(man_finds_every_tools_page),
+        cmocka_unit_test(installed_tmplot_draws_with_its_scripts),
+        cmocka_unit_test(tl2_program_builds_with_the_installed_pkg_config_file),
+    };
+    return cmocka_run_group_tests(tests, install, NULL);
+}
