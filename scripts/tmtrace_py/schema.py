@@ -4,7 +4,7 @@ Owns: one description per document a script reads - the JSON of `tmcheck
 --json`, `tmsync --json` and tmbench's result line (their keys are
 documented in docs/json.md; a description lists the ones scripts read), the
 CSV of `tmcheck --csv`, `tmexport --samples-csv` and of validate/run
-(docs/validation.md) - and checking a document against its
+(docs/validation.md) and of tmbench/overhead (docs/tmbench.md) - and checking a document against its
 description: a missing key or column, or a value of another type, is a
 SchemaError naming the document and the key.
 Never: guesses another name for a key, fills a missing key with a default,
@@ -144,6 +144,10 @@ TMBENCH_STRESS = TMBENCH.extended("tmbench stress's JSON line", {
     "tx_counted": int, "opacity_violations": int, "bad_audits": int, "invariant_checks": int})
 
 # ---- CSV ------------------------------------------------------------------
+# tmbench/overhead --csv: one row per run (kind calibration, run) and per median
+OVERHEAD_CSV = CsvDoc("tmbench/overhead --csv", [
+    "kind", "workload", "threads", "level", "rep", "ops", "seconds", "ns_per_op", "commits", "aborts",
+    "abort_rate_pct"])
 TMCHECK_CONFLICTS_CSV = CsvDoc("tmcheck --csv conflicts.csv",
                                ["victim_site", "victim_name", "culprit_site", "culprit_name", "count"])
 SAMPLES_CSV = CsvDoc("tmexport --samples-csv",

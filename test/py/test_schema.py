@@ -2,6 +2,7 @@
 use, checked here against the descriptions and against the real tools."""
 import json
 import os
+import sys
 import unittest
 
 import support
@@ -134,6 +135,15 @@ class RealTools(unittest.TestCase):
             self.assertEqual(len(c["rejected_width_tsc"]), c["rejected_width"])
             self.assertEqual(len(c["rejected_outlier_tsc"]), c["rejected_outlier"])
             self.assertLessEqual(set(c["rejected_width_tsc"] + c["rejected_outlier_tsc"]), tscs)
+
+    def test_overhead_csv_has_the_columns_validate_reads(self):
+        csv_path = os.path.join(self.dir, "overhead.csv")
+        programs.run([sys.executable, os.path.join(support.SOURCE_ROOT, "tmbench", "overhead"),
+                      "--build", support.build_root(), "--reps", "1", "--duration", "0.02",
+                      "--workloads", "bank", "--threads", "1", "--csv", csv_path], clean_env=True)
+        with open(csv_path) as f:
+            rows = schema.read_csv(schema.OVERHEAD_CSV, f)
+        self.assertEqual(sorted(r["level"] for r in rows if r["kind"] == "run"), ["all", "off", "tx"])
 
     def test_tmcheck_csv_conflicts_has_its_columns(self):
         csv_dir = os.path.join(self.dir, "csv")
