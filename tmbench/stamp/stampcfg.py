@@ -15,7 +15,8 @@ APPS = ("bayes", "genome", "intruder", "kmeans", "labyrinth", "ssca2", "vacation
 # small: the arguments STAMP's READMEs give for simulated runs. large: those
 # they give for runs without a simulator (kmeans' and yada's large inputs are
 # not in the 0.9.10 tree: the largest shipped ones stand in). medium: between
-# the two, sized so that one run takes about a second on one thread.
+# the two, sized so that the parallel phase takes 0.1-0.3 s on one idle core
+# and the setup (input generation or parsing) stays short.
 SIZES = {
     "small": {
         "bayes": "-v32 -r1024 -n2 -p20 -s0 -i2 -e2",
@@ -28,14 +29,14 @@ SIZES = {
         "yada": "-a20 -i 633.2",
     },
     "medium": {
-        "bayes": "-v32 -r1024 -n10 -p40 -i2 -e8 -s1",
-        "genome": "-g16384 -s32 -n2097152",
-        "intruder": "-a10 -l32 -n65536 -s1",
-        "kmeans": "-m15 -n15 -t0.00001 -i random-n16384-d24-c16.txt",
-        "labyrinth": "-i random-x256-y256-z5-n256.txt",
-        "ssca2": "-s17 -i1.0 -u1.0 -l3 -p3",
-        "vacation": "-n4 -q60 -u90 -r65536 -t262144",
-        "yada": "-a20 -i ttimeu100000.2",
+        "bayes": "-v32 -r1024 -n4 -p40 -i2 -e8 -s1",
+        "genome": "-g4096 -s32 -n262144",
+        "intruder": "-a10 -l8 -n32768 -s1",
+        "kmeans": "-m40 -n40 -t0.00001 -i random-n2048-d16-c16.txt",
+        "labyrinth": "-i random-x128-y128-z5-n128.txt",
+        "ssca2": "-s15 -i1.0 -u1.0 -l3 -p3",
+        "vacation": "-n4 -q60 -u90 -r16384 -t65536",
+        "yada": "-a20 -i ttimeu10000.2",
     },
     "large": {
         "bayes": "-v32 -r4096 -n10 -p40 -i2 -e8 -s1",
