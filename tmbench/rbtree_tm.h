@@ -43,7 +43,10 @@ TM_SAFE int rbt_insert(struct rbt *t, long key, void *val, int tx);
  * may hold another key's old copy: only its memory matters to the caller. */
 TM_SAFE struct rbt_node *rbt_remove(struct rbt *t, long key, void **val, int tx);
 /* Outside transactions, after the unlinking transaction committed: keeps p
- * (if not NULL) until rbt_grave_free. Threads may call it concurrently. */
+ * (if not NULL) until rbt_grave_free. Threads may call it concurrently.
+ * (The other way to retire a removed node, wl_rbtree's: inside the removing
+ * transaction, rewrite each of its fields and TM_FREE it, so that any attempt
+ * still reading it sees newer versions and aborts.) */
 int rbt_grave_put(struct rbt_grave *g, void *p);
 /* Frees everything put into g; only when no thread runs. */
 void rbt_grave_free(struct rbt_grave *g);
