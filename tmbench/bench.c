@@ -184,19 +184,11 @@ void bench_usage(FILE *out, const struct workload *wl)
     fprintf(out, "Prints one JSON line; exit 0 = check ok, 1 = check failed, 2 = bad options.\n");
 }
 
-/* Splits argv into the common options (handed to getopt_long) and the
- * workload's "--name value" pairs (kept for bench_opt_*). Returns 0, 1 for
- * --help, or -1 after a one-line error. */
-static int parse_args(int argc, char **argv, struct bench_opts *o, const struct workload *wl)
+/* Phase 1: splits argv into the common options (into `common`, for
+ * getopt_long) and the workload's "--name value" pairs (kept for
+ * bench_opt_*). The count of `common`, or -1 after a one-line error. */
+static int split_args(int argc, char **argv, char **common)
 {
-    char **common = calloc((size_t)argc + 1, sizeof *common);
-    wl_args = calloc((size_t)argc * 2 + 1, sizeof *wl_args);
-    wl_used = calloc((size_t)argc * 2 + 1, 1);
-    if (!common || !wl_args || !wl_used) {
-        free(common);
-        bench_err("out of memory");
-        return -1;
-    }
     int nc = 0;
     common[nc++] = argv[0];
     wl_nargs = 0;
@@ -217,7 +209,6 @@ static int parse_args(int argc, char **argv, struct bench_opts *o, const struct 
             if (!name || !val) {
                 bench_err("option %s needs a value", a);
                 free(name);
-                free(common);
                 return -1;
             }
             wl_args[wl_nargs++] = name;
@@ -228,62 +219,77 @@ static int parse_args(int argc, char **argv, struct bench_opts *o, const struct 
                 common[nc++] = argv[++i];
         } else {
             bench_err("unexpected argument '%s' (options are --name value)", a);
-            free(common);
             return -1;
         }
     }
+    return nc;
+}
 
-    int rc = 0;
+/* One common option's value into `o`. 0, or -1 after a one-line error. */
+static int common_option(int c, const char *arg, struct bench_opts *o)
+{
+    long lv;
+    double dv;
+    switch (c) {
+    case OPT_THREADS:
+        if (parse_long(arg, &lv) != 0 || lv < 1 || lv > 1024) {
+            bench_err("--threads: '%s' is not an integer in [1, 1024]", arg);
+            return -1;
+        }
+        o->threads = (int)lv;
+        return 0;
+    case OPT_DURATION:
+        if (parse_double(arg, &dv) != 0 || !(dv > 0) || dv > 86400) {
+            bench_err("--duration: '%s' is not a number of seconds in (0, 86400]", arg);
+            return -1;
+        }
+        o->duration = dv;
+        return 0;
+    default: { /* OPT_OPS, OPT_SEED */
+        char *end;
+        errno = 0;
+        unsigned long long v = strtoull(arg, &end, 10);
+        if (errno || end == arg || *end || arg[0] == '-') {
+            bench_err("--%s: '%s' is not a non-negative integer", c == OPT_OPS ? "ops" : "seed", arg);
+            return -1;
+        }
+        if (c == OPT_OPS)
+            o->ops = v;
+        else
+            o->seed = v;
+        return 0;
+    }
+    }
+}
+
+/* Splits argv (split_args), then parses the common options. Returns 0, 1
+ * for --help, or -1 after a one-line error. */
+static int parse_args(int argc, char **argv, struct bench_opts *o, const struct workload *wl)
+{
+    char **common = calloc((size_t)argc + 1, sizeof *common);
+    wl_args = calloc((size_t)argc * 2 + 1, sizeof *wl_args);
+    wl_used = calloc((size_t)argc * 2 + 1, 1);
+    if (!common || !wl_args || !wl_used) {
+        free(common);
+        bench_err("out of memory");
+        return -1;
+    }
+    int nc = split_args(argc, argv, common);
+    int rc = nc < 0 ? -1 : 0;
     opterr = 0;
     optind = 1;
     int c;
     while (rc == 0 && (c = getopt_long(nc, common, ":t:d:n:s:h", common_options, NULL)) != -1) {
-        long lv;
-        double dv;
-        switch (c) {
-        case OPT_THREADS:
-            if (parse_long(optarg, &lv) != 0 || lv < 1 || lv > 1024) {
-                bench_err("--threads: '%s' is not an integer in [1, 1024]", optarg);
-                rc = -1;
-            } else {
-                o->threads = (int)lv;
-            }
-            break;
-        case OPT_DURATION:
-            if (parse_double(optarg, &dv) != 0 || !(dv > 0) || dv > 86400) {
-                bench_err("--duration: '%s' is not a number of seconds in (0, 86400]", optarg);
-                rc = -1;
-            } else {
-                o->duration = dv;
-            }
-            break;
-        case OPT_OPS:
-        case OPT_SEED: {
-            char *end;
-            errno = 0;
-            unsigned long long v = strtoull(optarg, &end, 10);
-            if (errno || end == optarg || *end || optarg[0] == '-') {
-                bench_err("--%s: '%s' is not a non-negative integer", c == OPT_OPS ? "ops" : "seed",
-                          optarg);
-                rc = -1;
-            } else if (c == OPT_OPS) {
-                o->ops = v;
-            } else {
-                o->seed = v;
-            }
-            break;
-        }
-        case OPT_HELP:
+        if (c == OPT_HELP) {
             rc = 1;
-            break;
-        case ':':
+        } else if (c == ':') {
             bench_err("option %s needs a value", common[optind - 1]);
             rc = -1;
-            break;
-        default:
+        } else if (c == OPT_THREADS || c == OPT_DURATION || c == OPT_OPS || c == OPT_SEED) {
+            rc = common_option(c, optarg, o);
+        } else {
             bench_err("unknown option '%s'", common[optind - 1]);
             rc = -1;
-            break;
         }
     }
     free(common);
