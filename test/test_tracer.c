@@ -488,7 +488,7 @@ static void a_writer_cpu_outside_the_affinity_mask_fails_init(void **state)
     (void)state;
     char file[300];
     snprintf(file, sizeof file, "TMTRACE_FILE=%s", tu_path("wcpu.bin"));
-    const char *bad[] = { file, "TMTRACE_SAMPLE_MS=1", "TMTRACE_WRITER_CPU=4095", NULL };
+    const char *bad[] = { file, "TMTRACE_SAMPLE_MS=1", "TMTRACE_WRITER_CPU=1023", NULL };
     int status = run_child(bad, body_arena);
     assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 90);
     const char *good[] = { file, "TMTRACE_SAMPLE_MS=1", "TMTRACE_HTM=off", "TMTRACE_WRITER_CPU=0", NULL };

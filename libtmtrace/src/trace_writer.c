@@ -292,6 +292,11 @@ static void tw_take_and_write(int seal, int writer)
     while (rev != NULL) {
         struct tb_chunk *next = rev->next;
         tw_write_now(rev);
+        /* A backlog takes a while to write: keep the recording threads'
+         * reserve of populated chunks topped up meanwhile, so that they do
+         * not map chunks themselves while they wait for these. */
+        if (writer && tb_pool_low())
+            tb_refill();
         /* Per chunk, not only per drain: a backlog of many chunks takes one
          * drain, and the CPU time would lag the records for all of it. */
         if (writer)
