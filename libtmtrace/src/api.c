@@ -227,6 +227,7 @@ TMT_API sigjmp_buf *tmt_tx_prepare(tmt_tx *tx, tmt_site *site, unsigned flags)
     if (TX_UNLIKELY(id >= tx->nsite_stats))
         api_thread_sites(tx, id);
     tx->site_id = id;
+    tx->restart = NULL;
     tx->flags = flags;
     tx->ro_demoted = 0;
     tx->attempt = 0;
@@ -426,6 +427,8 @@ void tx_abort(struct tmt_tx *tx, unsigned reason, uint64_t where, uint64_t found
         tx->serial_next = TF_SERIAL_CONTENTION;
     if (reason == TMT_ABORT_USER_CANCEL)
         tx->cancelled = 1;
+    if (tx->restart)
+        tx->restart(tx);
     siglongjmp(tx->env, 1);
 }
 

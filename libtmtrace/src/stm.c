@@ -593,6 +593,20 @@ void stm_serial_rollback(struct tmt_tx *tx)
     __atomic_store_n(&s->active_rv, UINT64_MAX, __ATOMIC_RELEASE);
 }
 
+uint32_t stm_serial_mark(const struct tmt_tx *tx) { return tx->stm.nundo; }
+
+void stm_serial_rollback_to(struct tmt_tx *tx, uint32_t mark,
+                            void (*undone)(struct tmt_tx *tx, uintptr_t addr, uint64_t value, unsigned size))
+{
+    struct tx_stm *s = &tx->stm;
+    while (s->nundo > mark) {
+        const struct tx_undo *u = &s->undo[--s->nundo];
+        tx_mem_store(u->addr, u->old, u->size);
+        if (undone)
+            undone(tx, u->addr, u->old, u->size);
+    }
+}
+
 void stm_free(struct tmt_tx *tx)
 {
     struct tx_stm *s = &tx->stm;

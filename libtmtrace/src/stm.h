@@ -74,6 +74,13 @@ uint64_t stm_serial_read(struct tmt_tx *tx, uintptr_t addr, unsigned size);
 void stm_serial_write(struct tmt_tx *tx, uintptr_t addr, uint64_t value, unsigned size);
 uint64_t stm_serial_commit(struct tmt_tx *tx);
 void stm_serial_rollback(struct tmt_tx *tx);
+/* Closed nesting inside a serial attempt (the libitm ABI's cancel of an
+ * inner transaction): the undo log's length now, and undoing only the
+ * writes made since that mark, newest first; `undone` (may be NULL) hears
+ * each restored location with the value put back, for the caller's trace. */
+uint32_t stm_serial_mark(const struct tmt_tx *tx);
+void stm_serial_rollback_to(struct tmt_tx *tx, uint32_t mark,
+                            void (*undone)(struct tmt_tx *tx, uintptr_t addr, uint64_t value, unsigned size));
 /* Frees the sets of a descriptor that is being discarded. */
 void stm_free(struct tmt_tx *tx);
 

@@ -143,6 +143,12 @@ struct tmt_tx {
     uint64_t instance;          /* attempts started by this thread */
     uint64_t rng;               /* xorshift state: backoff and emulation */
     sigjmp_buf env;             /* restart point of the outermost block */
+    /* Restart without sigsetjmp: when set, tx_abort calls it (it must not
+     * return) where it would siglongjmp to `env`; the attempt is already
+     * rolled back, recorded and tx->cancelled set. tmt_tx_prepare clears it
+     * for every outermost block; a front end that keeps its own checkpoint
+     * (the libitm ABI's _ITM_beginTransaction) sets it after the prepare. */
+    void (*restart)(struct tmt_tx *tx);
     sigjmp_buf scratch;         /* what nested begins fill and never use */
     struct tx_stm stm;
     struct tx_htm htm;

@@ -1,0 +1,272 @@
+/*
+ * itm_alloc.c - allocation and C++ support of the libitm ABI: _ITM_malloc,
+ * _ITM_calloc, _ITM_free, the transactional clones of operator new/delete
+ * (_ZGTt*), the exception hooks (_ITM_cxa_*) and the clone tables that map
+ * a function to its transactional clone.
+ *
+ * Owns: the registered clone tables (sorted copies, under a mutex; they are
+ * registered from constructors, possibly before the runtime starts) and the
+ * bookkeeping of an exception that leaves a transaction. Allocation goes
+ * through tmt_malloc/tmt_free, so an aborted attempt's allocations are
+ * released and frees wait for the commit; operator new and delete are
+ * assumed to be the default ones (malloc and free underneath), as the
+ * library's own. The C++ runtime's entry points are weak references: a C
+ * program never calls the hooks that need them.
+ * Never: throws or unwinds itself.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "itm.h"
+
+/* ---- malloc, calloc, free ------------------------------------------------------ */
+
+static inline void *itm_alloc(size_t n)
+{
+    struct tmt_tx *tx = itm_tx;
+    return tx != NULL ? tmt_malloc(tx, n) : malloc(n);
+}
+
+static inline void itm_release(void *p)
+{
+    struct tmt_tx *tx = itm_tx;
+    if (tx != NULL)
+        tmt_free(tx, p);
+    else
+        free(p);
+}
+
+ITM_ABI void *_ITM_malloc(size_t n) { return itm_alloc(n); }
+
+ITM_ABI void *_ITM_calloc(size_t n, size_t size)
+{
+    if (size != 0 && n > SIZE_MAX / size)
+        return NULL;
+    void *p = itm_alloc(n * size);
+    if (p != NULL)
+        memset(p, 0, n * size); /* fresh memory: no other transaction can see it yet */
+    return p;
+}
+
+ITM_ABI void _ITM_free(void *p) { itm_release(p); }
+
+/* ---- operator new and delete ------------------------------------------------- */
+
+/* operator new(size_t): on failure the real one throws std::bad_alloc. */
+extern void *_Znwm(size_t) __attribute__((weak));
+extern void *_Znam(size_t) __attribute__((weak));
+
+static void *itm_new(size_t n, void *(*real)(size_t), int nothrow)
+{
+    void *p = itm_alloc(n ? n : 1);
+    if (p == NULL && !nothrow) {
+        if (real == NULL)
+            abort(); /* no C++ runtime to throw std::bad_alloc */
+        return real(n); /* throws; memory freed since is still usable */
+    }
+    return p;
+}
+
+ITM_ABI void *_ZGTtnwm(size_t n) { return itm_new(n, _Znwm, 0); }
+ITM_ABI void *_ZGTtnam(size_t n) { return itm_new(n, _Znam, 0); }
+ITM_ABI void *_ZGTtnwmRKSt9nothrow_t(size_t n, const void *nt)
+{
+    (void)nt;
+    return itm_new(n, _Znwm, 1);
+}
+ITM_ABI void *_ZGTtnamRKSt9nothrow_t(size_t n, const void *nt)
+{
+    (void)nt;
+    return itm_new(n, _Znam, 1);
+}
+ITM_ABI void _ZGTtdlPv(void *p) { itm_release(p); }
+ITM_ABI void _ZGTtdaPv(void *p) { itm_release(p); }
+ITM_ABI void _ZGTtdlPvm(void *p, size_t n)
+{
+    (void)n;
+    itm_release(p);
+}
+ITM_ABI void _ZGTtdlPvRKSt9nothrow_t(void *p, const void *nt)
+{
+    (void)nt;
+    itm_release(p);
+}
+ITM_ABI void _ZGTtdaPvRKSt9nothrow_t(void *p, const void *nt)
+{
+    (void)nt;
+    itm_release(p);
+}
+ITM_ABI void _ZGTtdlPvmRKSt9nothrow_t(void *p, size_t n, const void *nt)
+{
+    (void)n;
+    (void)nt;
+    itm_release(p);
+}
+
+/* ---- exceptions ------------------------------------------------------------------ */
+
+extern void *__cxa_allocate_exception(size_t) __attribute__((weak));
+extern void __cxa_free_exception(void *) __attribute__((weak));
+extern void __cxa_throw(void *, void *, void (*)(void *)) __attribute__((weak, noreturn));
+extern void *__cxa_begin_catch(void *) __attribute__((weak));
+extern void __cxa_end_catch(void) __attribute__((weak));
+/* The C++ ABI's per-thread exception globals (caught stack, uncaught count). */
+struct itm_cxa_eh_globals {
+    void *caught;
+    unsigned int uncaught;
+};
+extern struct itm_cxa_eh_globals *__cxa_get_globals(void) __attribute__((weak));
+
+__attribute__((noreturn, cold)) static void itm_no_cxx(const char *what)
+{
+    fprintf(stderr, "libtmtrace-itm: %s: no C++ runtime in the process\n", what);
+    abort();
+}
+
+ITM_ABI void *_ITM_cxa_allocate_exception(size_t size)
+{
+    if (__cxa_allocate_exception == NULL)
+        itm_no_cxx("_ITM_cxa_allocate_exception");
+    return __cxa_allocate_exception(size);
+}
+
+ITM_ABI void _ITM_cxa_free_exception(void *exc)
+{
+    if (__cxa_free_exception == NULL)
+        itm_no_cxx("_ITM_cxa_free_exception");
+    __cxa_free_exception(exc);
+}
+
+ITM_ABI __attribute__((noreturn)) void _ITM_cxa_throw(void *obj, void *tinfo, void (*dest)(void *))
+{
+    if (__cxa_throw == NULL)
+        itm_no_cxx("_ITM_cxa_throw");
+    __cxa_throw(obj, tinfo, dest);
+}
+
+ITM_ABI void *_ITM_cxa_begin_catch(void *exc)
+{
+    if (__cxa_begin_catch == NULL)
+        itm_no_cxx("_ITM_cxa_begin_catch");
+    return __cxa_begin_catch(exc);
+}
+
+ITM_ABI void _ITM_cxa_end_catch(void)
+{
+    if (__cxa_end_catch == NULL)
+        itm_no_cxx("_ITM_cxa_end_catch");
+    __cxa_end_catch();
+}
+
+void itm_eh_note(struct itm_thread *t, void *exc_ptr)
+{
+    t->eh_in_flight = exc_ptr;
+    t->eh_uncaught = __cxa_get_globals ? __cxa_get_globals()->uncaught : 0;
+}
+
+/* The commit an exception was leaving through failed: the transaction runs
+ * again from its start and will throw anew, so the exception in flight is
+ * dropped as if it had never been thrown. */
+void itm_eh_abandon(struct itm_thread *t)
+{
+    if (__cxa_get_globals != NULL && t->eh_uncaught > 0)
+        __cxa_get_globals()->uncaught = t->eh_uncaught - 1;
+    if (__cxa_free_exception != NULL && t->eh_in_flight != NULL)
+        __cxa_free_exception(t->eh_in_flight);
+    t->eh_in_flight = NULL;
+}
+
+/* ---- clone tables ------------------------------------------------------------------ */
+
+struct itm_clone {
+    void *orig, *clone;
+};
+
+struct itm_clone_table {
+    const void *key;          /* the table as registered */
+    struct itm_clone *entries; /* sorted by orig */
+    size_t n;
+    struct itm_clone_table *next;
+};
+
+static pthread_mutex_t itm_clone_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct itm_clone_table *itm_clones;
+
+static int itm_clone_cmp(const void *a, const void *b)
+{
+    uintptr_t x = (uintptr_t)((const struct itm_clone *)a)->orig;
+    uintptr_t y = (uintptr_t)((const struct itm_clone *)b)->orig;
+    return (x > y) - (x < y);
+}
+
+ITM_ABI void _ITM_registerTMCloneTable(void *table, size_t n)
+{
+    struct itm_clone_table *t = malloc(sizeof *t);
+    struct itm_clone *e = malloc((n ? n : 1) * sizeof *e);
+    if (t == NULL || e == NULL) {
+        fprintf(stderr, "libtmtrace-itm: _ITM_registerTMCloneTable: out of memory\n");
+        abort();
+    }
+    memcpy(e, table, n * sizeof *e);
+    qsort(e, n, sizeof *e, itm_clone_cmp);
+    t->key = table;
+    t->entries = e;
+    t->n = n;
+    pthread_mutex_lock(&itm_clone_lock);
+    t->next = itm_clones;
+    itm_clones = t;
+    pthread_mutex_unlock(&itm_clone_lock);
+}
+
+ITM_ABI void _ITM_deregisterTMCloneTable(void *table)
+{
+    pthread_mutex_lock(&itm_clone_lock);
+    for (struct itm_clone_table **p = &itm_clones; *p; p = &(*p)->next) {
+        if ((*p)->key == table) {
+            struct itm_clone_table *t = *p;
+            *p = t->next;
+            free(t->entries);
+            free(t);
+            break;
+        }
+    }
+    pthread_mutex_unlock(&itm_clone_lock);
+}
+
+/* The transactional clone of `fn`, or NULL. */
+static void *itm_clone_of(void *fn)
+{
+    struct itm_clone key = { fn, NULL };
+    void *found = NULL;
+    pthread_mutex_lock(&itm_clone_lock);
+    for (struct itm_clone_table *t = itm_clones; t && !found; t = t->next) {
+        const struct itm_clone *c = bsearch(&key, t->entries, t->n, sizeof key, itm_clone_cmp);
+        if (c != NULL)
+            found = c->clone;
+    }
+    pthread_mutex_unlock(&itm_clone_lock);
+    return found;
+}
+
+ITM_ABI void *_ITM_getTMCloneOrIrrevocable(void *fn)
+{
+    void *c = itm_clone_of(fn);
+    if (c != NULL)
+        return c;
+    struct tmt_tx *tx = itm_tx;
+    if (tx != NULL && tx->depth > 0)
+        itm_go_serial(tx); /* an unknown function: run it alone */
+    return fn;
+}
+
+ITM_ABI void *_ITM_getTMCloneSafe(void *fn)
+{
+    void *c = itm_clone_of(fn);
+    if (c == NULL) {
+        fprintf(stderr, "libtmtrace-itm: _ITM_getTMCloneSafe: %p has no transactional clone\n", fn);
+        abort();
+    }
+    return c;
+}

@@ -1,0 +1,368 @@
+/*
+ * itm_tx.c - the transaction life cycle of the libitm ABI: begin (after the
+ * checkpoint of itm_entry.S), commit, abort and restart, flat and closed
+ * nesting, irrevocability, the _ITM_L* undo log, user actions, and the
+ * ABI's small queries.
+ *
+ * Owns: struct itm_thread (one per thread, made on its first transaction,
+ * its runtime descriptor released when the thread ends), the restart hook
+ * the runtime calls instead of siglongjmp (tmt_tx.restart), and the meaning
+ * of the ABI's property bits and return codes. Nesting is flat; a nested
+ * transaction that can cancel itself records a checkpoint, and its cancel
+ * undoes only its own writes, which needs the in-place undo log of a serial
+ * attempt: a non-serial attempt that cancels a nested transaction restarts
+ * serially first. Never: accesses shared memory other than through the
+ * runtime, records trace events other than the runtime's hooks.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "itm.h"
+#include "itm_site.h"
+#include "stm.h"
+#include "trace_buffer.h"
+#include "trace_file.h"
+
+__thread struct tmt_tx *itm_tx __attribute__((tls_model("initial-exec")));
+__thread struct itm_thread *itm_me __attribute__((tls_model("initial-exec")));
+
+static pthread_key_t itm_key;
+static pthread_once_t itm_key_once = PTHREAD_ONCE_INIT;
+
+/* The ABI has no error return: a runtime that cannot start stops the program. */
+__attribute__((noreturn, cold)) static void itm_fatal(const char *what, const char *why)
+{
+    fprintf(stderr, "libtmtrace-itm: %s: %s\n", what, why);
+    abort();
+}
+
+/* ---- threads ---------------------------------------------------------------- */
+
+static void itm_thread_gone(void *p)
+{
+    struct itm_thread *t = p;
+    tmt_thread_exit();
+    free(t->frames);
+    free(t->log);
+    free(t->pool);
+    free(t->undo);
+    free(t->commit);
+    free(t);
+    itm_me = NULL;
+    itm_tx = NULL;
+}
+
+static void itm_key_make(void)
+{
+    if (pthread_key_create(&itm_key, itm_thread_gone) != 0)
+        itm_fatal("pthread_key_create", "no thread-specific key left");
+}
+
+__attribute__((noinline)) static struct itm_thread *itm_thread_new(void)
+{
+    struct tmt_tx *tx = tmt_thread_enter();
+    if (tx == NULL)
+        itm_fatal("starting the runtime", tmt_error());
+    struct itm_thread *t = calloc(1, sizeof *t);
+    if (t == NULL)
+        itm_fatal("starting a thread", "out of memory");
+    t->tx = tx;
+    pthread_once(&itm_key_once, itm_key_make);
+    (void)pthread_setspecific(itm_key, t);
+    itm_me = t;
+    itm_tx = tx;
+    return t;
+}
+
+struct itm_thread *itm_thread(void)
+{
+    struct itm_thread *t = itm_me;
+    return TX_LIKELY(t != NULL) ? t : itm_thread_new();
+}
+
+/* Early, so that the pre-run clock sampling precedes the program's threads.
+ * A failure shows at the first transaction, with the runtime's message. */
+__attribute__((constructor)) static void itm_ctor(void) { (void)tmt_init(); }
+
+/* ---- undo log and user actions ---------------------------------------------- */
+
+static void itm_log_restore(struct itm_thread *t, uint32_t mark)
+{
+    while (t->nlog > mark) {
+        const struct itm_log *l = &t->log[--t->nlog];
+        memcpy(l->addr, t->pool + l->off, l->len);
+        t->npool = l->off;
+    }
+}
+
+static void itm_undo_run(struct itm_thread *t, uint32_t mark)
+{
+    while (t->nundo > mark) {
+        const struct itm_action *a = &t->undo[--t->nundo];
+        a->fn(a->arg);
+    }
+}
+
+static void itm_reset(struct itm_thread *t)
+{
+    t->nframes = 0;
+    t->nlog = 0;
+    t->npool = 0;
+    t->nundo = 0;
+    t->ncommit = 0;
+    t->eh_in_flight = NULL;
+}
+
+static void itm_action_add(struct itm_action **a, uint32_t *n, uint32_t *cap, void (*fn)(void *), void *arg)
+{
+    if (*n == *cap)
+        *a = tx_grow(*a, cap, sizeof **a, 8);
+    (*a)[*n].fn = fn;
+    (*a)[*n].arg = arg;
+    (*n)++;
+}
+
+static void itm_log_save(const void *addr, size_t len)
+{
+    struct itm_thread *t = itm_thread();
+    if (t->tx->depth == 0)
+        return;
+    if (t->nlog == t->logcap)
+        t->log = tx_grow(t->log, &t->logcap, sizeof *t->log, 16);
+    size_t off = (t->npool + 7) & ~(size_t)7;
+    if (off + len > t->poolcap) {
+        size_t cap = t->poolcap ? t->poolcap : 256;
+        while (cap < off + len)
+            cap *= 2;
+        unsigned char *p = realloc(t->pool, cap);
+        if (p == NULL)
+            abort(); /* as tx_grow: no consistent way on */
+        t->pool = p;
+        t->poolcap = cap;
+    }
+    memcpy(t->pool + off, addr, len);
+    t->log[t->nlog].addr = (void *)addr;
+    t->log[t->nlog].len = len;
+    t->log[t->nlog].off = off;
+    t->nlog++;
+    t->npool = off + len;
+}
+
+/* ---- begin, restart, commit ------------------------------------------------- */
+
+static inline uint32_t itm_run_code(const struct itm_thread *t, const struct tmt_tx *tx)
+{
+    /* A real hardware attempt needs no barriers: run the plain clone. */
+    if (tx->mode == TX_MODE_HTM && (t->prop & ITM_PR_UNINSTRUMENTED))
+        return ITM_A_RUN_UNINSTRUMENTED;
+    return ITM_A_RUN_INSTRUMENTED;
+}
+
+/* The runtime's restart hook: the attempt is rolled back and recorded; put
+ * back what the ABI logged, then start the next attempt (or skip the block
+ * when cancelled) at the outermost checkpoint. */
+__attribute__((noreturn)) static void itm_restart(struct tmt_tx *tx)
+{
+    struct itm_thread *t = itm_me;
+    itm_log_restore(t, 0);
+    itm_undo_run(t, 0);
+    if (t->eh_in_flight)
+        itm_eh_abandon(t);
+    itm_reset(t);
+    uint32_t code = ITM_A_RESTORE_LIVE;
+    if (tmt_tx_start(tx))
+        code |= itm_run_code(t, tx);
+    else
+        code |= ITM_A_ABORT;
+    itm_longjmp(&t->jb, code);
+}
+
+static uint32_t itm_begin_nested(struct itm_thread *t, struct tmt_tx *tx, uint32_t prop, const struct itm_jb *jb)
+{
+    (void)tmt_tx_prepare(tx, itm_site_of(jb->rip), (prop & ITM_PR_DOES_GO_IRREVOCABLE) ? TMT_TX_IRREVOCABLE : 0u);
+    (void)tmt_tx_start(tx); /* one level deeper; may restart the whole transaction serially */
+    if (!(prop & ITM_PR_HAS_NO_ABORT)) {
+        if (t->nframes == t->framecap)
+            t->frames = tx_grow(t->frames, &t->framecap, sizeof *t->frames, 4);
+        struct itm_frame *f = &t->frames[t->nframes++];
+        f->jb = *jb;
+        f->depth = tx->depth;
+        f->serial_mark = tx_is_serial(tx) ? stm_serial_mark(tx) : 0;
+        f->log_mark = t->nlog;
+        f->undo_mark = t->nundo;
+    }
+    return ITM_A_RUN_INSTRUMENTED;
+}
+
+uint32_t itm_begin(uint32_t prop, const struct itm_jb *jb)
+{
+    struct itm_thread *t = itm_thread();
+    struct tmt_tx *tx = t->tx;
+    if (tx->depth > 0)
+        return itm_begin_nested(t, tx, prop, jb);
+    t->jb = *jb;
+    t->prop = prop;
+    itm_reset(t);
+    t->txid = ((uint64_t)tx->thread_id << 40) + ++t->txseq + ITM_NO_TRANSACTION_ID;
+    unsigned flags = ((prop & ITM_PR_READ_ONLY) ? TMT_TX_READ_ONLY : 0u) |
+                     ((prop & ITM_PR_DOES_GO_IRREVOCABLE) ? TMT_TX_IRREVOCABLE : 0u);
+    (void)tmt_tx_prepare(tx, itm_site_of(jb->rip), flags);
+    tx->restart = itm_restart;
+    if (!tmt_tx_start(tx))
+        return ITM_A_ABORT;
+    return itm_run_code(t, tx);
+}
+
+ITM_ABI void _ITM_commitTransaction(void)
+{
+    struct itm_thread *t = itm_me;
+    struct tmt_tx *tx = itm_tx;
+    if (t == NULL || tx->depth == 0)
+        itm_fatal("_ITM_commitTransaction", "called outside a transaction");
+    if (tx->depth > 1) {
+        if (t->nframes && t->frames[t->nframes - 1].depth == tx->depth)
+            t->nframes--;
+        tmt_tx_commit(tx);
+        return;
+    }
+    tmt_tx_commit(tx); /* a failed commit restarts at the checkpoint */
+    for (uint32_t i = 0; i < t->ncommit; i++)
+        t->commit[i].fn(t->commit[i].arg);
+    itm_reset(t);
+}
+
+ITM_ABI void _ITM_commitTransactionEH(void *exc_ptr)
+{
+    struct itm_thread *t = itm_me;
+    if (t != NULL && t->tx->depth == 1)
+        itm_eh_note(t, exc_ptr);
+    _ITM_commitTransaction();
+}
+
+/* ---- abort ----------------------------------------------------------------- */
+
+/* The nested cancel put this location back: the trace sees it as a write. */
+static void itm_undone(struct tmt_tx *tx, uintptr_t addr, uint64_t value, unsigned size)
+{
+    tb_ev_write(&tx->trace, (const volatile void *)addr, value, size);
+}
+
+/* Cancels the innermost transaction alone (closed nesting). */
+__attribute__((noreturn)) static void itm_cancel_nested(struct itm_thread *t, struct tmt_tx *tx)
+{
+    if (t->nframes == 0 || t->frames[t->nframes - 1].depth != tx->depth)
+        tmt_tx_cancel(tx); /* it promised not to abort: cancel everything */
+    if (!tx_is_serial(tx))
+        itm_go_serial(tx); /* restarts the transaction; its next attempt gets here serially */
+    const struct itm_frame *f = &t->frames[--t->nframes];
+    stm_serial_rollback_to(tx, f->serial_mark, itm_undone);
+    itm_log_restore(t, f->log_mark);
+    itm_undo_run(t, f->undo_mark);
+    while (tx->depth >= f->depth)
+        tmt_tx_commit(tx); /* leaves the cancelled levels: inner commits only count down */
+    itm_longjmp(&f->jb, ITM_A_ABORT | ITM_A_RESTORE_LIVE);
+}
+
+ITM_ABI __attribute__((noreturn)) void _ITM_abortTransaction(int reason)
+{
+    struct itm_thread *t = itm_me;
+    struct tmt_tx *tx = itm_tx;
+    if (t == NULL || tx->depth == 0)
+        itm_fatal("_ITM_abortTransaction", "called outside a transaction");
+    if (reason & ITM_USER_RETRY)
+        tmt_tx_retry(tx);
+    if (!(reason & ITM_OUTER_ABORT) && tx->depth > 1)
+        itm_cancel_nested(t, tx);
+    tmt_tx_cancel(tx);
+}
+
+/* ---- modes and queries ---------------------------------------------------- */
+
+void itm_go_serial(struct tmt_tx *tx) { tx_serial_now(tx, TF_SERIAL_REQUESTED); }
+
+ITM_ABI void _ITM_changeTransactionMode(int mode)
+{
+    (void)mode; /* modeSerialIrrevocable is the only one */
+    struct tmt_tx *tx = itm_tx;
+    if (tx != NULL && tx->depth > 0)
+        itm_go_serial(tx);
+}
+
+ITM_ABI int _ITM_inTransaction(void)
+{
+    const struct tmt_tx *tx = itm_tx;
+    if (tx == NULL || tx->depth == 0)
+        return ITM_OUTSIDE;
+    return tx_is_serial(tx) ? ITM_IN_IRREVOCABLE : ITM_IN_RETRYABLE;
+}
+
+ITM_ABI uint64_t _ITM_getTransactionId(void)
+{
+    const struct tmt_tx *tx = itm_tx;
+    return (tx != NULL && tx->depth > 0) ? itm_me->txid : ITM_NO_TRANSACTION_ID;
+}
+
+ITM_ABI void _ITM_addUserCommitAction(void (*fn)(void *), uint64_t tid, void *arg)
+{
+    (void)tid;
+    struct itm_thread *t = itm_thread();
+    if (t->tx->depth == 0) {
+        fn(arg); /* outside a transaction it has committed already */
+        return;
+    }
+    itm_action_add(&t->commit, &t->ncommit, &t->commitcap, fn, arg);
+}
+
+ITM_ABI void _ITM_addUserUndoAction(void (*fn)(void *), void *arg)
+{
+    struct itm_thread *t = itm_thread();
+    if (t->tx->depth > 0)
+        itm_action_add(&t->undo, &t->nundo, &t->undocap, fn, arg);
+}
+
+ITM_ABI void _ITM_dropReferences(void *addr, size_t len)
+{
+    /* A hint that the block no longer needs these; the STM keeps nothing
+     * that could be dropped safely. */
+    (void)addr;
+    (void)len;
+}
+
+ITM_ABI int _ITM_versionCompatible(int version) { return version == ITM_VERSION_NO; }
+
+ITM_ABI const char *_ITM_libraryVersion(void) { return ITM_VERSION; }
+
+struct itm_src_location {
+    uint32_t reserved_1, flags, reserved_2, reserved_3;
+    const char *psource;
+};
+
+ITM_ABI __attribute__((noreturn)) void _ITM_error(const struct itm_src_location *loc, int code)
+{
+    char why[160];
+    snprintf(why, sizeof why, "error %d%s%s", code, loc && loc->psource ? " at " : "",
+             loc && loc->psource ? loc->psource : "");
+    itm_fatal("_ITM_error", why);
+}
+
+/* ---- _ITM_L*: values to put back if the attempt aborts ---------------------- */
+
+#define ITM_LOG_FN(T, type)                                                                         \
+    ITM_ABI void _ITM_L##T(const type *addr) { itm_log_save(addr, sizeof(type)); }
+ITM_LOG_FN(U1, uint8_t)
+ITM_LOG_FN(U2, uint16_t)
+ITM_LOG_FN(U4, uint32_t)
+ITM_LOG_FN(U8, uint64_t)
+ITM_LOG_FN(F, float)
+ITM_LOG_FN(D, double)
+ITM_LOG_FN(E, long double)
+ITM_LOG_FN(CF, float _Complex)
+ITM_LOG_FN(CD, double _Complex)
+ITM_LOG_FN(CE, long double _Complex)
+ITM_LOG_FN(M64, itm_m64)
+ITM_LOG_FN(M128, itm_m128)
+ITM_LOG_FN(M256, itm_m256)
+
+ITM_ABI void _ITM_LB(const void *addr, size_t len) { itm_log_save(addr, len); }
