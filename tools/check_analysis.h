@@ -189,7 +189,6 @@ void ca_on_attribution(struct ca_state *s, void (*fn)(void *, const struct ca_at
 /* The runtime's stripe of an address: the one function the STM locks with. */
 static inline uint64_t ca_stripe(uint64_t addr, unsigned log2) { return tf_stripe_index(addr, log2); }
 
-const char *ca_reason_name(unsigned reason);
 const char *ca_htm_class_name(unsigned c);
 const char *ca_class_name(unsigned c);     /* "true-conflict", "holder-preempted", ... */
 

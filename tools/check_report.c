@@ -131,7 +131,7 @@ static void text_sites(FILE *f, const struct cr_input *in)
                 (unsigned long long)s[i].ws_max);
         for (unsigned r = 1; r < TMT_ABORT_REASONS; r++)
             if (s[i].aborts_by_reason[r])
-                fprintf(f, "      %-16s %llu\n", ca_reason_name(r), (unsigned long long)s[i].aborts_by_reason[r]);
+                fprintf(f, "      %-16s %llu\n", tf_abort_reason_name(r), (unsigned long long)s[i].aborts_by_reason[r]);
         for (unsigned c = 0; c < CA_CLASSES; c++)
             if (s[i].cls[c])
                 fprintf(f, "      = %-14s %llu\n", ca_class_name(c), (unsigned long long)s[i].cls[c]);
@@ -250,7 +250,7 @@ static void json_site(struct jw *w, const struct cr_input *in, const struct ca_s
     jw_key(w, "aborts_by_reason");
     jw_object(w);
     for (unsigned r = 1; r < TMT_ABORT_REASONS; r++)
-        jw_ku64(w, ca_reason_name(r), s->aborts_by_reason[r]);
+        jw_ku64(w, tf_abort_reason_name(r), s->aborts_by_reason[r]);
     jw_object_end(w);
     jw_knum(w, "wasted_ns", s->wasted_ns, 0);
     jw_knum(w, "retries_per_commit_mean", mean(s->retries_sum, s->retried_commits), 4);
@@ -354,7 +354,7 @@ void cr_abort_row(void *file, const struct ca_attribution *a)
 {
     FILE *f = file;
     fprintf(f, "%u,%u,%llu,%llu,%llu,%s,", a->thread, a->site, (unsigned long long)a->instance,
-            (unsigned long long)a->start, (unsigned long long)a->abort, ca_reason_name(a->reason));
+            (unsigned long long)a->start, (unsigned long long)a->abort, tf_abort_reason_name(a->reason));
     if (a->found)
         fprintf(f, "%s,%u,%u,%llu,%llu,0x%llx,%s,%d\n",
                 a->cls == CA_CL_TRUE ? "true" : a->cls == CA_CL_FALSE ? "false" : "held", a->culprit_thread,
@@ -381,7 +381,7 @@ int cr_csv(const char *dir, const struct cr_input *in)
     FILE *f = o[0].f;
     fprintf(f, "site,name,attempts,commits,aborts,abort_rate");
     for (unsigned r = 1; r < TMT_ABORT_REASONS; r++)
-        fprintf(f, ",aborts_%s", ca_reason_name(r));
+        fprintf(f, ",aborts_%s", tf_abort_reason_name(r));
     fprintf(f, ",wasted_ns,retries_mean,retries_max,read_set_mean,read_set_max,write_set_mean,write_set_max,"
             "conflict_free_aborts,true_conflicts,false_conflicts\n");
     for (size_t i = 0; i < ns; i++) {

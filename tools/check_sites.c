@@ -62,7 +62,7 @@ int ca_site_commit(struct ca_state *s, const struct th *t, const struct tf_event
     if (!st)
         return -1;
     st->commits++;
-    uint64_t rs = ev->value & 0xffffffffu, ws = ev->value >> 32;
+    uint64_t rs = tf_commit_read_set(ev->value), ws = tf_commit_write_set(ev->value);
     st->rs_sum += rs;
     st->ws_sum += ws;
     st->sets_n++;
@@ -147,13 +147,6 @@ const struct ca_site *ca_sites(const struct ca_state *s, size_t *n)
 {
     *n = s->nsites_out;
     return s->sites_out;
-}
-
-const char *ca_reason_name(unsigned reason)
-{
-    static const char *const names[] = { "none", "read-locked", "read-version", "commit-locked",
-                                         "commit-validate", "user-retry", "user-cancel", "htm" };
-    return reason < TMT_ABORT_REASONS ? names[reason] : "?";
 }
 
 const char *ca_class_name(unsigned c)

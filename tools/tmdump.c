@@ -13,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check_analysis.h"
 #include "codec.h"
 #include "tool_common.h"
 #include "tool_doc.h"
@@ -70,17 +69,6 @@ static const struct tool_doc dump_doc = {
 
 /* ---- event lines ------------------------------------------------------- */
 
-static const char *dump_fallback_name(unsigned r)
-{
-    static const char *const names[] = { "?", "no-retry", "capacity", "attempts", "flags" };
-    return r < sizeof names / sizeof names[0] ? names[r] : "?";
-}
-
-static const char *dump_serial_name(unsigned r)
-{
-    return r == TF_SERIAL_CONTENTION ? "contention" : r == TF_SERIAL_REQUESTED ? "requested" : "?";
-}
-
 /* What pass 1 learnt besides the chunk offsets: names and ids. */
 struct dump_meta {
     const char *unit;          /* "ticks" or "ns" */
@@ -115,21 +103,21 @@ static void dump_details(FILE *out, const struct tf_event *e)
         fprintf(out, " addr=0x%" PRIx64 " size=%u value=0x%" PRIx64, e->addr, e->reason, e->value);
         break;
     case TF_EV_COMMIT:
-        fprintf(out, " read_set=%" PRIu64 " write_set=%" PRIu64 " version=%" PRIu64, e->value & 0xffffffffu,
-                e->value >> 32, e->addr);
+        fprintf(out, " read_set=%" PRIu32 " write_set=%" PRIu32 " version=%" PRIu64, tf_commit_read_set(e->value),
+                tf_commit_write_set(e->value), e->addr);
         break;
     case TF_EV_ABORT:
-        fprintf(out, " reason=%s addr=0x%" PRIx64, ca_reason_name(e->reason), e->addr);
+        fprintf(out, " reason=%s addr=0x%" PRIx64, tf_abort_reason_name(e->reason), e->addr);
         if (e->reason == TMT_ABORT_HTM)
             fprintf(out, " status=0x%08" PRIx64, e->value & 0xffffffffu);
         else
             fprintf(out, " found=0x%" PRIx64, e->value);
         break;
     case TF_EV_FALLBACK:
-        fprintf(out, " why=%s status=0x%08" PRIx64, dump_fallback_name(e->reason), e->value & 0xffffffffu);
+        fprintf(out, " why=%s status=0x%08" PRIx64, tf_fallback_reason_name(e->reason), e->value & 0xffffffffu);
         break;
     case TF_EV_SERIAL:
-        fprintf(out, " why=%s conflicts=%" PRIu64, dump_serial_name(e->reason), e->addr);
+        fprintf(out, " why=%s conflicts=%" PRIu64, tf_serial_reason_name(e->reason), e->addr);
         break;
     default:
         break;

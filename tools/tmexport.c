@@ -188,17 +188,6 @@ static void put_us(struct jw *w, const char *key, uint64_t ns)
     jw_fmt(w, "%" PRIu64 ".%03u", ns / 1000, (unsigned)(ns % 1000));
 }
 
-static const char *fallback_name(unsigned r)
-{
-    switch (r) {
-    case TF_FB_NO_RETRY: return "no-retry";
-    case TF_FB_CAPACITY: return "capacity";
-    case TF_FB_ATTEMPTS: return "attempts";
-    case TF_FB_FLAGS: return "flags";
-    default: return "unknown";
-    }
-}
-
 static int is_hw(uint32_t flags)
 {
     return (flags & (TF_START_HTM | TF_START_HTM_EMU)) != 0;
@@ -254,12 +243,12 @@ static void slice_args(const struct exporter *x, struct jw *w, const struct atte
     jw_ku64(w, "core", a->cpu);
     jw_ku64(w, "end_core", end->cpu);
     jw_ku64(w, "instance", a->instance);
-    jw_ku64(w, "attempt", a->flags >> 16);
+    jw_ku64(w, "attempt", tf_start_attempt(a->flags));
     jw_ku64(w, "site", a->site);
     jw_ku64(w, "read_set", rs);
     jw_ku64(w, "write_set", ws);
     if (!commit) {
-        jw_kstr(w, "abort_reason", ca_reason_name(end->reason));
+        jw_kstr(w, "abort_reason", tf_abort_reason_name(end->reason));
         if (end->addr)
             jw_kstr(w, "conflict", location(x, end->reason, end->addr, hex, sizeof hex));
         if (end->reason == TMT_ABORT_HTM) {
@@ -282,8 +271,8 @@ static void emit_slice(struct exporter *x, uint32_t thread, const struct attempt
     int commit = end->kind == TF_EV_COMMIT;
     uint64_t rs = a->reads, ws = a->writes;
     if (commit && !is_hw(a->flags)) { /* the commit record carries the set sizes */
-        rs = end->value & 0xffffffffu;
-        ws = end->value >> 32;
+        rs = tf_commit_read_set(end->value);
+        ws = tf_commit_write_set(end->value);
     }
     struct jw *w = out_event(x->o);
     jw_kstr(w, "ph", "X");
@@ -411,11 +400,11 @@ static int on_event(struct exporter *x, const struct tf_event *ev)
         emit_slice(x, t, a, ev);
         if (ev->kind == TF_EV_ABORT)
             emit_instant(x, t, ns, "abort", is_hw(a->flags) ? "htm" : "stm", "reason",
-                         ca_reason_name(ev->reason));
+                         tf_abort_reason_name(ev->reason));
         a->open = 0;
         break;
     case TF_EV_FALLBACK:
-        emit_instant(x, t, ns, "fallback", "htm", "why", fallback_name(ev->reason));
+        emit_instant(x, t, ns, "fallback", "htm", "why", tf_fallback_reason_name(ev->reason));
         break;
     default:
         break;

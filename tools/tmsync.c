@@ -23,7 +23,7 @@
 #include "trace_file.h"
 
 #define SYNC_OUT_BATCH 65536     /* events per merged output chunk */
-#define SYNC_MAX_CPU 4096        /* TSC_AUX carries 12 bits of CPU */
+#define SYNC_MAX_CPU TF_AUX_CPUS /* the CPU numbers TSC_AUX can carry */
 
 static const struct tool_option sync_options[] = {
     { "-o, --output FILE", "output trace (never the input)" },

@@ -22,6 +22,7 @@
 #include "site.h"
 #include "stm.h"
 #include "tmtrace.h"
+#include "trace_format.h"
 #include "tracer.h"
 #include "tx.h"
 #include "txmem.h"
@@ -699,9 +700,5 @@ TMT_API size_t tmt_stats_sites(tmt_site_stats *out, size_t max)
 
 TMT_API const char *tmt_abort_reason_name(unsigned reason)
 {
-    static const char *const names[TMT_ABORT_REASONS] = {
-        "none", "read-locked", "read-version", "commit-locked",
-        "commit-validate", "user-retry", "user-cancel", "htm",
-    };
-    return reason < TMT_ABORT_REASONS ? names[reason] : "unknown";
+    return tf_abort_reason_name(reason);
 }

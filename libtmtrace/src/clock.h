@@ -2,8 +2,9 @@
  * clock.h - reading the TSC, the one clock the event path uses.
  *
  * Owns: the two stamps the event path takes (the ordered rdtscp and the
- * unordered rdtsc bracketed by rdpid), the CPU feature test that chooses
- * between them, and the conversion of TSC_AUX into a CPU number.
+ * unordered rdtsc bracketed by rdpid) and the CPU feature test that chooses
+ * between them. TSC_AUX -> CPU is a rule of the format (tf_aux_cpu in
+ * trace_format.h).
  * Everything here is static inline and cheap; nothing here allocates, locks or
  * makes a system call.
  */
@@ -68,7 +69,5 @@ static inline int clock_has_rdpid(void)
         return 0;
     return (c >> 22) & 1u;
 }
-
-static inline unsigned clock_aux_cpu(uint32_t aux) { return aux & 0xfffu; }
 
 #endif

@@ -51,13 +51,13 @@ int cs_bracket(int ref_clock, struct tf_sample *out)
     uint64_t t1 = clock_rdtscp(&a1);
     uint64_t ns = cs_ns(id);
     uint64_t t2 = clock_rdtscp(&a2);
-    if (clock_aux_cpu(a1) != clock_aux_cpu(a2) || t2 < t1)
+    if (tf_aux_cpu(a1) != tf_aux_cpu(a2) || t2 < t1)
         return 0;
     memset(out, 0, sizeof *out);
     out->tsc = out->truth_tsc = t1 + (t2 - t1) / 2;
     out->ref_ns = ns;
     out->width = (uint32_t)((t2 - t1) > UINT32_MAX ? UINT32_MAX : (t2 - t1));
-    out->cpu = (uint16_t)clock_aux_cpu(a1);
+    out->cpu = (uint16_t)tf_aux_cpu(a1);
     return 1;
 }
 

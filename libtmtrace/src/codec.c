@@ -18,6 +18,7 @@
 #endif
 
 #include "error.h"
+#include "trace_file.h"
 
 /* Tag byte: kind in bits 0-2, then which fields follow. */
 enum {

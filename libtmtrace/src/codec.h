@@ -15,7 +15,9 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "trace_file.h"
+#include "trace_format.h"
+
+struct tf_event; /* trace_file.h: the decoded event */
 
 /* Flags of an EVENTS chunk (chunk header `flags`). */
 enum codec_event_flags {

@@ -378,7 +378,7 @@ uint64_t tb_total_raised(void)
 uint64_t tb_skew(struct tb_thread *t, uint64_t tsc, uint32_t aux)
 {
     (void)t;
-    return skew_apply(tsc, clock_aux_cpu(aux));
+    return skew_apply(tsc, tf_aux_cpu(aux));
 }
 
 static void take_sample(struct tb_thread *t)
@@ -401,7 +401,7 @@ static void migrate(struct tb_thread *t)
         return;
     uint32_t aux;
     clock_rdtscp(&aux);
-    unsigned now = clock_aux_cpu(aux);
+    unsigned now = tf_aux_cpu(aux);
     int next = tb_cpus[0];
     for (int i = 0; i < tb_ncpus; i++)
         if ((unsigned)tb_cpus[i] == now) {

@@ -198,7 +198,7 @@ static inline void tb_ev_start(struct tb_thread *t, uint32_t site, uint64_t inst
         return;
     t->site = (uint16_t)site;
     t->instance = instance;
-    uint64_t tsc = tb_emit(t, 0, TF_EV_START, 0, instance, flags | ((uint64_t)attempt << 16));
+    uint64_t tsc = tb_emit(t, 0, TF_EV_START, 0, instance, tf_start_value(flags, attempt));
     if (TB_UNLIKELY(tsc >= t->tick_tsc))
         tb_tick(t, tsc);
 }
@@ -253,7 +253,7 @@ static inline void tb_ev_commit(struct tb_thread *t, uint64_t write_version, uin
 {
     if (t->level == CONFIG_EVENTS_OFF)
         return;
-    tb_emit(t, 1, TF_EV_COMMIT, 0, write_version, read_set | ((uint64_t)write_set << 32));
+    tb_emit(t, 1, TF_EV_COMMIT, 0, write_version, tf_commit_value(read_set, write_set));
 }
 
 /* An attempt aborted: `reason` is enum tmt_abort_reason, `where` the

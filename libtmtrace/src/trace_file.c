@@ -58,28 +58,6 @@ struct tf_chunk_hdr {
     uint32_t crc;
 };
 
-/* ---- names ---------------------------------------------------------------- */
-
-const char *tf_event_kind_name(unsigned kind)
-{
-    static const char *const names[TF_EV_KINDS] = { "?", "start", "read", "write",
-                                                    "commit", "abort", "fallback", "serial" };
-    return kind < TF_EV_KINDS ? names[kind] : "?";
-}
-
-const char *tf_chunk_kind_name(unsigned kind)
-{
-    static const char *const names[TF_CHUNK_KINDS] = { "?", "sites", "threads", "skew",
-                                                       "samples", "events", "model", "end", "loadmap" };
-    return kind < TF_CHUNK_KINDS ? names[kind] : "?";
-}
-
-const char *tf_codec_name(unsigned codec)
-{
-    static const char *const names[] = { "none", "zlib", "lz4" };
-    return codec < 3 ? names[codec] : "?";
-}
-
 /* ---- small helpers ---------------------------------------------------------- */
 
 static int tf_grow(void **buf, size_t *cap, size_t need)

@@ -1,0 +1,50 @@
+/*
+ * trace_format.c - the printed names of the trace format's vocabulary.
+ *
+ * Owns: the one name table of each enum in trace_format.h (event kinds,
+ * abort, fallback and serial reasons, chunk kinds, codecs).
+ * Never: allocates, prints, or names anything the header does not define.
+ */
+#include "trace_format.h"
+
+const char *tf_event_kind_name(unsigned kind)
+{
+    static const char *const names[TF_EV_KINDS] = { "?", "start", "read", "write",
+                                                    "commit", "abort", "fallback", "serial" };
+    return kind < TF_EV_KINDS ? names[kind] : "?";
+}
+
+const char *tf_abort_reason_name(unsigned reason)
+{
+    static const char *const names[TMT_ABORT_REASONS] = {
+        "none", "read-locked", "read-version", "commit-locked",
+        "commit-validate", "user-retry", "user-cancel", "htm",
+    };
+    return reason < TMT_ABORT_REASONS ? names[reason] : "unknown";
+}
+
+const char *tf_fallback_reason_name(unsigned reason)
+{
+    static const char *const names[TF_FB_REASONS] = { "unknown", "no-retry", "capacity", "attempts",
+                                                      "flags" };
+    return reason < TF_FB_REASONS ? names[reason] : "unknown";
+}
+
+const char *tf_serial_reason_name(unsigned reason)
+{
+    static const char *const names[TF_SERIAL_REASONS] = { "unknown", "contention", "requested" };
+    return reason < TF_SERIAL_REASONS ? names[reason] : "unknown";
+}
+
+const char *tf_chunk_kind_name(unsigned kind)
+{
+    static const char *const names[TF_CHUNK_KINDS] = { "?", "sites", "threads", "skew",
+                                                       "samples", "events", "model", "end", "loadmap" };
+    return kind < TF_CHUNK_KINDS ? names[kind] : "?";
+}
+
+const char *tf_codec_name(unsigned codec)
+{
+    static const char *const names[TF_CODECS] = { "none", "zlib", "lz4" };
+    return codec < TF_CODECS ? names[codec] : "?";
+}

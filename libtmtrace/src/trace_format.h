@@ -1,0 +1,216 @@
+/*
+ * trace_format.h - the vocabulary of the trace format: every name, enum and
+ * record rule that the runtime's event path, the file reader/writer and the
+ * tools share. docs/format.md describes the same things for people.
+ *
+ * Owns: the format's magic and version, the event kinds, START flags, abort,
+ * fallback and serial reasons with their printed names, the in-memory event
+ * record (struct tf_record) and the rules for packing its fields (START and
+ * COMMIT values, the STM abort value, TSC_AUX -> CPU, address -> stripe),
+ * the header's flags and stamp kinds, the chunk kinds and codecs.
+ * Never: declares the reader or writer (trace_file.h), touches memory other
+ * than its arguments, allocates, or includes more than the public header:
+ * the runtime's hot path includes it.
+ */
+#ifndef TMT_TRACE_FORMAT_H
+#define TMT_TRACE_FORMAT_H
+
+#include <stdint.h>
+
+#include "tmtrace.h" /* enum tmt_abort_reason: the ABORT record's reason */
+
+#define TF_MAGIC "TMTRACE\0"           /* 8 bytes at offset 0 */
+#define TF_VERSION 2                   /* bump on any incompatible change; readers keep reading 1 */
+#define TF_CHUNK_MAGIC 0x4b4e4843u     /* "CHNK" little-endian */
+
+/* ---- event kinds and their reasons -------------------------------------- */
+
+enum tf_event_kind {
+    TF_EV_START = 1,    /* transaction attempt starts */
+    TF_EV_READ = 2,
+    TF_EV_WRITE = 3,
+    TF_EV_COMMIT = 4,
+    TF_EV_ABORT = 5,
+    TF_EV_FALLBACK = 6, /* hardware path gives up; the STM takes over */
+    TF_EV_SERIAL = 7,   /* the attempt runs alone from here (serial, irrevocable) to its end (v2) */
+    TF_EV_KINDS = 8
+};
+
+/* Flags of a START record (tf_record.value, see tf_start_value) and of decoded events. */
+enum tf_start_flags {
+    TF_START_HTM = 1u << 0,      /* real hardware attempt */
+    TF_START_HTM_EMU = 1u << 1,  /* emulated hardware attempt */
+    TF_START_READ_ONLY = 1u << 2,
+    TF_START_RETRY = 1u << 3,    /* a retry of an aborted attempt of the same transaction */
+    TF_START_SERIAL = 1u << 4    /* serial (irrevocable) attempt; a SERIAL record follows (v2) */
+};
+
+/* The reason of an ABORT record is the public enum tmt_abort_reason
+ * (tmtrace.h): TMT_ABORT_NONE .. TMT_ABORT_HTM, TMT_ABORT_REASONS of them. */
+
+/* Why an attempt runs in serial mode (SERIAL record, `reason`). */
+enum tf_serial_reason {
+    TF_SERIAL_CONTENTION = 1, /* TMTRACE_SERIAL_AFTER conflict aborts of this transaction */
+    TF_SERIAL_REQUESTED = 2,  /* the program asked for it (TMT_TX_IRREVOCABLE, libitm's serial mode) */
+    TF_SERIAL_REASONS = 3
+};
+
+/* Why the hardware path gave up (FALLBACK record, `reason`). */
+enum tf_fallback_reason {
+    TF_FB_NO_RETRY = 1,   /* status without the RETRY bit */
+    TF_FB_CAPACITY = 2,   /* status with CAPACITY */
+    TF_FB_ATTEMPTS = 3,   /* TMTRACE_HTM_RETRIES attempts used up */
+    TF_FB_FLAGS = 4,      /* the transaction asked for the STM (e.g. nested, TMT_TX_NO_HTM) */
+    TF_FB_REASONS = 5
+};
+
+/* Printed names ("start", "read-locked", "capacity", ...). Out of range:
+ * "?" for kinds, chunk kinds and codecs, "unknown" for reasons. */
+const char *tf_event_kind_name(unsigned kind);
+const char *tf_abort_reason_name(unsigned reason);
+const char *tf_fallback_reason_name(unsigned reason);
+const char *tf_serial_reason_name(unsigned reason);
+const char *tf_chunk_kind_name(unsigned kind);
+const char *tf_codec_name(unsigned codec);
+
+/* ---- the event record (the event path writes these, 32 bytes each) ---- */
+
+/*
+ * One event as the event path stores it: fixed size, no pointers. Field use
+ * by kind (all little-endian on disk once decoded):
+ *
+ *   kind      addr                         value
+ *   START     instance id                  tf_start_value(flags, attempt)
+ *   READ      address read                 value read (zero-extended), size in `reason`
+ *   WRITE     address written              value written, size in `reason`
+ *   COMMIT    write version (TL2 clock; 0 for read-only and hardware commits)
+ *                                          tf_commit_value(read-set size, write-set size)
+ *   ABORT     conflicting address (0 = unknown; version 1: the stripe index
+ *             for COMMIT_VALIDATE)         HTM status word (TMT_ABORT_HTM); for
+ *                                          STM aborts what the attempt found on
+ *                                          the stripe: tf_abort_held() when it
+ *                                          was locked, else the version found
+ *                                          (version 1: the holder's thread id
+ *                                          for READ_LOCKED/COMMIT_LOCKED, else 0)
+ *   FALLBACK  0                            HTM status word of the last attempt
+ *   SERIAL    conflict aborts of the transaction before this attempt
+ *                                          0
+ *
+ * `reason`: READ/WRITE access size in bytes; ABORT enum tmt_abort_reason;
+ * FALLBACK enum tf_fallback_reason; SERIAL enum tf_serial_reason. `site` is
+ * the site id of the enclosing transaction (START carries it; the others
+ * repeat it). `aux` is the raw TSC_AUX of the instruction that stamped `tsc`
+ * ((node << 12) | cpu on Linux; tf_aux_cpu). The thread is the chunk's; the
+ * instance of non-START events is the one of the START before them in the
+ * thread's program order.
+ */
+struct tf_record {
+    uint64_t tsc;
+    uint32_t aux;
+    uint8_t kind;
+    uint8_t reason;
+    uint16_t site;
+    uint64_t addr;
+    uint64_t value;
+};
+
+_Static_assert(sizeof(struct tf_record) == 32, "tf_record is 32 bytes");
+
+/* START value: the flags in the low 16 bits, the attempt number above. */
+static inline uint64_t tf_start_value(uint32_t flags, uint32_t attempt)
+{
+    return flags | (uint64_t)attempt << 16;
+}
+static inline uint32_t tf_start_flags(uint64_t value) { return (uint32_t)(value & 0xffffu); }
+static inline uint32_t tf_start_attempt(uint64_t value) { return (uint32_t)(value >> 16); }
+
+/* COMMIT value: read-set size in the low 32 bits, write-set size above. */
+static inline uint64_t tf_commit_value(uint32_t read_set, uint32_t write_set)
+{
+    return read_set | (uint64_t)write_set << 32;
+}
+static inline uint32_t tf_commit_read_set(uint64_t value) { return (uint32_t)value; }
+static inline uint32_t tf_commit_write_set(uint64_t value) { return (uint32_t)(value >> 32); }
+
+/* TSC_AUX -> CPU: Linux keeps (node << 12) | cpu there, so a CPU number has
+ * 12 bits and there are at most TF_AUX_CPUS of them. */
+#define TF_AUX_CPUS 4096u
+static inline unsigned tf_aux_cpu(uint32_t aux) { return aux & (TF_AUX_CPUS - 1); }
+
+/*
+ * The `value` of an STM abort record (format version 2): what the aborting
+ * attempt found on the conflicting stripe. Locked: TF_ABORT_HELD | the
+ * holder's attempt (low 31 bits of its instance id) << 32 | the holder's
+ * thread id (0 = unknown). Unlocked: the stripe's version, i.e. the write
+ * version of the commit that last wrote it (always < 2^63).
+ */
+#define TF_ABORT_HELD (UINT64_C(1) << 63)
+#define TF_ABORT_INSTANCE_MASK UINT64_C(0x7fffffff)
+
+static inline uint64_t tf_abort_held(uint32_t thread, uint64_t instance)
+{
+    return TF_ABORT_HELD | (instance & TF_ABORT_INSTANCE_MASK) << 32 | thread;
+}
+static inline int tf_abort_is_held(uint64_t value) { return (value & TF_ABORT_HELD) != 0; }
+static inline uint32_t tf_abort_holder_thread(uint64_t value) { return (uint32_t)value; }
+static inline uint64_t tf_abort_holder_instance(uint64_t value)
+{
+    return (value >> 32) & TF_ABORT_INSTANCE_MASK;
+}
+
+/*
+ * The lock stripe an address maps to, in a table of 2^log2 stripes. The STM
+ * locks with it and the tools attribute conflicts with it, so it lives here,
+ * once. Words (addr >> 3) fold their high bits in, so that arrays placed a
+ * multiple of the table size apart do not share every stripe.
+ */
+static inline uint64_t tf_stripe_index(uint64_t addr, unsigned log2)
+{
+    uint64_t w = addr >> 3;
+    return (w ^ (w >> log2)) & ((UINT64_C(1) << log2) - 1);
+}
+
+/* ---- header ----------------------------------------------------------- */
+
+enum tf_header_flags {
+    TF_HDR_SYNCED = 1u << 0,   /* timestamps are reference ns, events merged */
+    TF_HDR_INJECTED = 1u << 1, /* clock faults were injected; truth present */
+};
+
+/* How the records of one class were stamped (header, version 2). */
+enum tf_stamp {
+    TF_STAMP_UNKNOWN = 0,    /* not recorded (version 1: rdtscp, or repeated with TMTRACE_STAMP=boundary) */
+    TF_STAMP_ORDERED = 1,    /* rdtscp: taken after every earlier instruction */
+    TF_STAMP_UNORDERED = 2,  /* rdpid; rdtsc; rdpid naming one CPU: may be taken a few dozen cycles early */
+    TF_STAMP_REPEATED = 3    /* no clock read: the stamp and CPU of the thread's previous stamped record */
+};
+
+/* Header stamp_flags. */
+enum tf_stamp_flags {
+    /* A thread's stamps on one CPU strictly increase in program order (an
+     * unordered stamp that would not was raised at record time; stamps on
+     * different CPUs are never adjusted). Repeated stamps equal the one
+     * they repeat. */
+    TF_STAMP_CPU_INCREASING = 1u << 0
+};
+
+/* ---- chunks ----------------------------------------------------------- */
+
+enum tf_chunk_kind {
+    TF_CHUNK_META_SITES = 1,   /* struct tf_site[] */
+    TF_CHUNK_META_THREADS = 2, /* struct tf_thread_info[] (thread starts) */
+    TF_CHUNK_META_SKEW = 3,    /* struct tf_skew[] */
+    TF_CHUNK_SAMPLES = 4,      /* struct tf_sample[] */
+    TF_CHUNK_EVENTS = 5,       /* one thread's contiguous run of records */
+    TF_CHUNK_MODEL = 6,        /* struct tf_cpu_model[] (synced traces) */
+    TF_CHUNK_END = 7,          /* struct tf_thread_info[] with final counts, + writer errors */
+    TF_CHUNK_LOADMAP = 8,      /* struct tf_object[] (format version 2) */
+    TF_CHUNK_KINDS = 9
+};
+
+enum tf_codec { TF_CODEC_NONE = 0, TF_CODEC_ZLIB = 1, TF_CODEC_LZ4 = 2, TF_CODECS = 3 };
+
+/* Which phase of the run a clock sample was taken in (SAMPLES chunk). */
+enum tf_sample_phase { TF_PHASE_PRE = 0, TF_PHASE_POST = 1, TF_PHASE_INRUN = 2 };
+
+#endif
