@@ -43,6 +43,57 @@ static __thread struct tmt_tx *api_self __attribute__((tls_model("initial-exec")
 
 static void api_atexit(void) { (void)tmt_shutdown(); }
 
+static void api_drain_others(struct tmt_tx *self);
+
+/* ---- fork ------------------------------------------------------------------ */
+
+/* fork() is a serial point: the forking thread takes the serial lock, keeps
+ * hardware attempts out and waits until every other transaction has ended,
+ * so the child inherits no stripe lock, no half-written commit and no
+ * hardware-path state of a thread it does not have; then the registry lock.
+ * (Registered after the tracer's handlers, so this runs first in prepare:
+ * a transaction being drained may still need the trace pool's lock.) */
+static int api_fork_serial; /* the prepare handler took the serial lock */
+
+static void api_fork_prepare(void)
+{
+    struct tmt_tx *self = api_self;
+    uint32_t me = self ? self->thread_id : UINT32_MAX;
+    api_fork_serial = stm_serial_holder() != me; /* a serial attempt may fork */
+    if (api_fork_serial)
+        stm_serial_lock(me);
+    htm_fork_prepare();
+    api_drain_others(self);
+    pthread_mutex_lock(&api_lock);
+}
+
+static void api_fork_parent(void)
+{
+    pthread_mutex_unlock(&api_lock);
+    htm_fork_parent();
+    if (api_fork_serial)
+        stm_serial_unlock();
+}
+
+/* The child has one thread: every other descriptor's thread is gone. */
+static void api_fork_child(void)
+{
+    struct tmt_tx *self = api_self;
+    for (struct tmt_tx *t = api_all; t; t = t->next) {
+        if (t == self)
+            continue;
+        t->live = 0; /* reusable by the child's own threads */
+        __atomic_store_n(&t->stm.active_rv, UINT64_MAX, __ATOMIC_RELAXED);
+    }
+    htm_fork_child(self != NULL && self->stm.counted);
+    site_fork_child();
+    pthread_mutex_unlock(&api_lock);
+    if (api_fork_serial)
+        stm_serial_unlock();
+    if (self != NULL)
+        tracer_fork_thread(&self->trace);
+}
+
 TMT_API int tmt_init(void)
 {
     if (__atomic_load_n(&api_ready, __ATOMIC_ACQUIRE))
@@ -59,8 +110,10 @@ TMT_API int tmt_init(void)
             if (tracer_init() != 0) {
                 rc = -1;
             } else {
-                if (!api_atexit_done && atexit(api_atexit) == 0)
+                if (!api_atexit_done && atexit(api_atexit) == 0) {
                     api_atexit_done = 1;
+                    (void)pthread_atfork(api_fork_prepare, api_fork_parent, api_fork_child);
+                }
                 api_shut = 0;
                 __atomic_store_n(&api_ready, 1, __ATOMIC_RELEASE);
             }

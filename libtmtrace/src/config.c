@@ -48,7 +48,8 @@ static const struct config_var vars[] = {
     { "TMTRACE_MODE", VAR_CHOICE, OFF(mode), 0, 0, { "stream", "memory" }, "stream",
       "stream = chunks are written while the program runs (bounded memory); memory = kept in memory and written at exit", NULL },
     { "TMTRACE_FILE", VAR_STRING, OFF(file), 0, 0, { 0 }, "trace.bin",
-      "path of the trace file", NULL },
+      "path of the trace file; %p stands for the process id, so that a forked child writes a trace of its own "
+      "(without %p a child records nothing and says so once on stderr)", NULL },
     { "TMTRACE_BUFFER", VAR_SIZE, OFF(buffer_bytes), 4096, 1LL << 30, { 0 }, "1M",
       "per-thread buffer (one chunk) in bytes; units k, M, G", NULL },
     { "TMTRACE_MEMORY", VAR_SIZE, OFF(memory_bytes), 1LL << 16, 1LL << 40, { 0 }, "2G",

@@ -296,6 +296,21 @@ void htm_sw_enter(struct tmt_tx *tx)
     }
 }
 
+void htm_fork_prepare(void)
+{
+    __atomic_add_fetch(&htm_sw.n, 1, __ATOMIC_SEQ_CST);
+    while (__atomic_load_n(&htm_emu.held, __ATOMIC_SEQ_CST))
+        tx_pause();
+}
+
+void htm_fork_parent(void) { __atomic_sub_fetch(&htm_sw.n, 1, __ATOMIC_RELEASE); }
+
+void htm_fork_child(int self_counted)
+{
+    __atomic_store_n(&htm_sw.n, (uint64_t)self_counted, __ATOMIC_RELEASE);
+    __atomic_store_n(&htm_emu.held, 0, __ATOMIC_RELEASE);
+}
+
 void htm_sw_leave(struct tmt_tx *tx)
 {
     if (!tx->stm.counted)

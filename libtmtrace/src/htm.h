@@ -53,4 +53,13 @@ void htm_rollback(struct tmt_tx *tx, uint32_t status);
 void htm_sw_enter(struct tmt_tx *tx);
 void htm_sw_leave(struct tmt_tx *tx);
 
+/* fork(): prepare keeps hardware attempts out like a software transaction
+ * and waits out a running emulated one; parent undoes that; child resets
+ * the counter to `self_counted` (the forking thread's own software
+ * transaction, 0 or 1) and frees the emulation lock: the threads that held
+ * them do not exist in the child. */
+void htm_fork_prepare(void);
+void htm_fork_parent(void);
+void htm_fork_child(int self_counted);
+
 #endif

@@ -31,6 +31,8 @@ uint32_t site_register(tmt_site *site)
     return id;
 }
 
+void site_fork_child(void) { pthread_mutex_init(&site_lock, NULL); }
+
 uint32_t site_count(void) { return __atomic_load_n(&nsites, __ATOMIC_ACQUIRE); }
 
 const tmt_site *site_get(uint32_t id)

@@ -32,4 +32,7 @@ const tmt_site *site_get(uint32_t id);
  * fills ids (first, first+1, ...) up to max; returns how many. */
 size_t site_take_new(uint32_t *first_id, size_t max);
 
+/* fork() child: the lock may have been held by a thread that does not exist there. */
+void site_fork_child(void);
+
 #endif

@@ -545,6 +545,8 @@ void stm_serial_lock(uint32_t me)
 
 void stm_serial_unlock(void) { __atomic_store_n(&stm_serial.owner, 0, __ATOMIC_RELEASE); }
 
+uint32_t stm_serial_holder(void) { return stm_serial_owner(__ATOMIC_ACQUIRE); }
+
 void stm_serial_begin(struct tmt_tx *tx)
 {
     struct tx_stm *s = &tx->stm;

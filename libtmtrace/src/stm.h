@@ -67,6 +67,8 @@ static inline void stm_backoff(struct tmt_tx *tx)
  * (api.c: it knows every descriptor). */
 void stm_serial_lock(uint32_t me);
 void stm_serial_unlock(void);
+/* The holder's id, 0 when free. */
+uint32_t stm_serial_holder(void);
 /* The serial attempt itself: in-place accesses with an undo log; commit
  * takes a write version and stamps it on the stripes written (0 if none). */
 void stm_serial_begin(struct tmt_tx *tx);

@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -42,6 +43,7 @@ static int tb_cpus[CPU_SETSIZE];
 static int tb_ncpus;
 
 static uint64_t total_recorded, total_dropped; /* atomic */
+static int tb_untraced_child; /* a forked child without a trace of its own (tb_fork_child) */
 
 /* Chunks a thread let go of after hand-over closed. They are never freed
  * while the trace may still be written: on a fatal signal the writer thread
@@ -339,8 +341,21 @@ static int hand_over(struct tb_thread *t)
     return t->chunk != NULL;
 }
 
+
+__attribute__((noinline, cold)) static struct tf_record *tb_untraced(struct tb_thread *t)
+{
+    static int said;
+    if (!__atomic_exchange_n(&said, 1, __ATOMIC_ACQ_REL))
+        fprintf(stderr, "libtmtrace: process %ld is a fork of a traced process and records nothing "
+                        "(TMTRACE_FILE=%s has no %%p for a trace of its own)\n", (long)getpid(), config.file);
+    t->level = CONFIG_EVENTS_OFF;
+    return NULL;
+}
+
 struct tf_record *tb_chunk_full(struct tb_thread *t)
 {
+    if (TB_UNLIKELY(tb_untraced_child))
+        return tb_untraced(t);
     if (t->chunk != NULL || __atomic_load_n(&pool_nfree, __ATOMIC_RELAXED) != 0 ||
         __atomic_load_n(&pool_bytes, __ATOMIC_RELAXED) + (int64_t)chunk_bytes() <= pool_limit) {
         if (hand_over(t))
@@ -442,6 +457,7 @@ int tb_setup(uint64_t tsc_hz, const int *cpus, int ncpus)
     __atomic_store_n(&pool_inline, 0, __ATOMIC_RELAXED);
     pool_free = NULL;
     pool_nfree = 0;
+    tb_untraced_child = 0;
     tb_hz = tsc_hz;
     tb_fast = clock_has_rdpid();
     tb_ncpus = ncpus < CPU_SETSIZE ? ncpus : CPU_SETSIZE;
@@ -502,6 +518,36 @@ void tb_fork_release(void)
 {
     pthread_mutex_unlock(&pool_lock);
     pthread_mutex_unlock(&reg_lock);
+}
+
+void tb_fork_child(void)
+{
+    tb_fork_release();
+    int was_open = __atomic_load_n(&tb_open, __ATOMIC_ACQUIRE);
+    tb_close();
+    free(reg);
+    reg = NULL;
+    nreg = capreg = 0;
+    pool_free = NULL;
+    pool_nfree = 0;
+    __atomic_store_n(&pool_bytes, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&retired, NULL, __ATOMIC_RELAXED);
+    __atomic_store_n(&total_recorded, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&total_dropped, 0, __ATOMIC_RELAXED);
+    tb_untraced_child = was_open;
+}
+
+void tb_fork_thread(struct tb_thread *t, int traced)
+{
+    if (traced) {
+        tb_untraced_child = 0;
+        (void)tb_attach(t); /* a new id in the child's trace; on failure it records nothing */
+        return;
+    }
+    uint8_t level = t->level;
+    memset(t, 0, sizeof *t);
+    t->tick_tsc = UINT64_MAX;
+    t->level = tb_untraced_child ? level : CONFIG_EVENTS_OFF;
 }
 
 void tb_snapshot_all(void (*emit)(struct tb_chunk *c))
@@ -569,6 +615,10 @@ int tb_attach(struct tb_thread *t)
     memset(t, 0, sizeof *t);
     t->level = CONFIG_EVENTS_OFF;
     t->tick_tsc = UINT64_MAX;
+    if (TB_UNLIKELY(tb_untraced_child) && config.events != CONFIG_EVENTS_OFF) {
+        t->level = (uint8_t)config.events; /* no buffer: the first event says why */
+        return 0;
+    }
     if (!__atomic_load_n(&tb_open, __ATOMIC_ACQUIRE) || config.events == CONFIG_EVENTS_OFF)
         return 0;
     t->os_tid = (uint32_t)syscall(SYS_gettid);

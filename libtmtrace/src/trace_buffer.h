@@ -101,6 +101,14 @@ void tb_snapshot_all(void (*emit)(struct tb_chunk *c));
  * it (tracer.c registers them with pthread_atfork). */
 void tb_fork_prepare(void);
 void tb_fork_release(void);
+/* fork() child: the locks are released, hand-over is closed and the
+ * parent's threads and counts are forgotten (the pool's memory is the
+ * parent's copy and stays unused). tb_fork_thread then re-attaches the
+ * forking thread to the child's own trace (`traced`) or leaves it without a
+ * buffer: its first event (or any thread's) then says once on stderr that
+ * the child records nothing, and recording stops. */
+void tb_fork_child(void);
+void tb_fork_thread(struct tb_thread *t, int traced);
 /* Returns a written chunk to the pool (stream mode). */
 void tb_chunk_release(struct tb_chunk *c);
 /* The pool keeps free chunks mapped and populated ahead of demand; the

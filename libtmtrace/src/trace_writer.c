@@ -44,6 +44,19 @@ static int tw_sig_done;             /* atomic */
  * pool's and the thread table's locks) and by a thread that forks: the
  * child then never inherits a writer stopped half-way through malloc. */
 static pthread_mutex_t tw_busy = PTHREAD_MUTEX_INITIALIZER;
+static int tw_forking; /* atomic: threads waiting in fork() for tw_busy */
+
+/* The writer holds tw_busy for one chunk at a time and steps aside while a
+ * fork waits, so fork() waits for one write, never a whole backlog (an
+ * unfair mutex would hand it straight back to the writer). */
+static void tw_busy_lock(void)
+{
+    while (__atomic_load_n(&tw_forking, __ATOMIC_ACQUIRE) != 0) {
+        struct timespec ts = { 0, 50000 };
+        nanosleep(&ts, NULL);
+    }
+    pthread_mutex_lock(&tw_busy);
+}
 
 /* Touched by the writer thread only while it runs, by the tracer after. */
 static uint64_t *tw_written, *tw_lost_by;
@@ -291,12 +304,16 @@ static void tw_take_and_write(int seal, int writer)
     }
     while (rev != NULL) {
         struct tb_chunk *next = rev->next;
+        if (writer)
+            tw_busy_lock();
         tw_write_now(rev);
         /* A backlog takes a while to write: keep the recording threads'
          * reserve of populated chunks topped up meanwhile, so that they do
          * not map chunks themselves while they wait for these. */
         if (writer && tb_pool_low())
             tb_refill();
+        if (writer)
+            pthread_mutex_unlock(&tw_busy);
         /* Per chunk, not only per drain: a backlog of many chunks takes one
          * drain, and the CPU time would lag the records for all of it. */
         if (writer)
@@ -339,16 +356,17 @@ static void *tw_main(void *arg)
             return NULL;
         }
         int stop = __atomic_load_n(&tw_stop_req, __ATOMIC_ACQUIRE);
-        pthread_mutex_lock(&tw_busy);
         if (tw_mode == CONFIG_MODE_STREAM || stop) {
             tw_drain();
             tw_place(0);
         }
         /* Written chunks went back to the pool first; map only what the
          * reserve still lacks, here rather than on a recording thread. */
-        if (!stop)
+        if (!stop) {
+            tw_busy_lock();
             tb_refill();
-        pthread_mutex_unlock(&tw_busy);
+            pthread_mutex_unlock(&tw_busy);
+        }
         tw_note_cpu(); /* on stop, this is the last one: the writer returns below */
         if (stop)
             return NULL;
@@ -429,8 +447,25 @@ int tw_signal_flush(int stall_ms)
     return __atomic_load_n(&tw_sig_done, __ATOMIC_ACQUIRE);
 }
 
-void tw_fork_prepare(void) { pthread_mutex_lock(&tw_busy); }
-void tw_fork_release(void) { pthread_mutex_unlock(&tw_busy); }
+void tw_fork_prepare(void)
+{
+    __atomic_add_fetch(&tw_forking, 1, __ATOMIC_ACQ_REL);
+    pthread_mutex_lock(&tw_busy);
+}
+
+void tw_fork_parent(void)
+{
+    pthread_mutex_unlock(&tw_busy);
+    __atomic_sub_fetch(&tw_forking, 1, __ATOMIC_ACQ_REL);
+}
+
+void tw_fork_child(void)
+{
+    pthread_mutex_unlock(&tw_busy);
+    __atomic_store_n(&tw_forking, 0, __ATOMIC_RELEASE);
+    tw_running = 0; /* the writer thread stayed in the parent */
+    __atomic_store_n(&tw_queue, NULL, __ATOMIC_RELEASE);
+}
 
 uint64_t tw_thread_written(uint32_t thread) { return thread < tw_nthreads ? tw_written[thread] : 0; }
 uint64_t tw_thread_lost(uint32_t thread) { return thread < tw_nthreads ? tw_lost_by[thread] : 0; }

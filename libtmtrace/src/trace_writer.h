@@ -61,10 +61,13 @@ int tw_signal_flush(int stall_ms);
 void tw_write_now(struct tb_chunk *c);
 /* Writes META_SITES for sites registered since the last call. */
 void tw_write_new_sites(void);
-/* fork(): prepare waits until the writer is between two writes and keeps it
- * there; release (in the parent and in the child) lets it go on. */
+/* fork(): prepare waits until the writer is between two chunk writes (at
+ * most one chunk write or one refill of the buffer reserve) and keeps it
+ * there; parent lets it go on; child (which has no writer thread) forgets
+ * the writer and its queue. */
 void tw_fork_prepare(void);
-void tw_fork_release(void);
+void tw_fork_parent(void);
+void tw_fork_child(void);
 /* Per-thread figures for the END chunk. */
 uint64_t tw_thread_written(uint32_t thread);
 uint64_t tw_thread_lost(uint32_t thread);

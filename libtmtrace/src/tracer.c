@@ -41,6 +41,24 @@ static int tr_atexit_done;
 static struct sigaction tr_old_term, tr_old_int;
 static int tr_handlers;
 static pid_t tr_pid;                 /* the process that owns the trace file */
+static char tr_path[4096];           /* TMTRACE_FILE with %p replaced by the process id */
+
+/* TMTRACE_FILE with every %p replaced by the pid (%% is a %): a forked
+ * child then writes a trace of its own. */
+static void tr_expand_path(void)
+{
+    size_t o = 0;
+    for (const char *p = config.file; *p && o + 24 < sizeof tr_path; p++) {
+        if (p[0] == '%' && (p[1] == 'p' || p[1] == '%')) {
+            o += (size_t)(p[1] == 'p' ? snprintf(tr_path + o, sizeof tr_path - o, "%ld", (long)getpid())
+                                      : snprintf(tr_path + o, sizeof tr_path - o, "%%"));
+            p++;
+        } else {
+            tr_path[o++] = *p;
+        }
+    }
+    tr_path[o] = '\0';
+}
 
 static void tr_cmdline(char *out, size_t cap)
 {
@@ -108,7 +126,7 @@ static void tr_report_errors(void)
 {
     if (tw_errors() == 0)
         return;
-    fprintf(stderr, "libtmtrace: %s: trace incomplete after %llu chunks: %s; %llu events lost\n", config.file,
+    fprintf(stderr, "libtmtrace: %s: trace incomplete after %llu chunks: %s; %llu events lost\n", tr_path,
             (unsigned long long)tw_chunks_written(), tw_first_error(), (unsigned long long)tw_lost());
 }
 
@@ -208,11 +226,37 @@ static void tr_fork_prepare(void)
     tb_fork_prepare();
 }
 
-static void tr_fork_release(void)
+static void tr_fork_parent(void)
 {
     tb_fork_release();
-    tw_fork_release();
+    tw_fork_parent();
 }
+
+/* The child has no writer thread and the file is the parent's. With %p in
+ * TMTRACE_FILE it starts a tracer of its own (a new file, its own sampling
+ * phase, its own writer); without, it records nothing (tb_fork_child says
+ * so at its first event). */
+static int tr_child_traced;
+
+static void tr_fork_child(void)
+{
+    tb_fork_child();
+    tw_fork_child();
+    tr_child_traced = 0;
+    if (__atomic_load_n(&tr_state, __ATOMIC_ACQUIRE) != TR_ACTIVE)
+        return;
+    __atomic_store_n(&tr_state, TR_IDLE, __ATOMIC_RELEASE);
+    tf_abandon(tr_file); /* closes the parent's descriptor, writes nothing */
+    tr_file = NULL;
+    if (strstr(config.file, "%p") == NULL)
+        return;
+    if (tracer_init() == 0)
+        tr_child_traced = 1;
+    else
+        fprintf(stderr, "libtmtrace: process %ld (forked): no trace: %s\n", (long)getpid(), error_get());
+}
+
+void tracer_fork_thread(struct tb_thread *t) { tb_fork_thread(t, tr_child_traced); }
 
 int tracer_init(void)
 {
@@ -271,7 +315,8 @@ int tracer_init(void)
      * or written (no permission, full disk) turns into a writer that counts
      * every event as lost and says so on stderr at exit. */
     char open_error[512] = "";
-    tr_file = tf_create(config.file, &hdr, 0);
+    tr_expand_path();
+    tr_file = tf_create(tr_path, &hdr, 0);
     if (tr_file == NULL)
         snprintf(open_error, sizeof open_error, "%s", error_get());
     else if ((nskew > 0 && tf_write_skews(tr_file, skews, (size_t)nskew) != 0) ||
@@ -298,7 +343,7 @@ int tracer_init(void)
         /* A thread that forks waits until the writer is between two writes
          * and no thread holds the pool or the thread table: a writer caught
          * inside malloc would leave the child's allocator locked for ever. */
-        (void)pthread_atfork(tr_fork_prepare, tr_fork_release, tr_fork_release);
+        (void)pthread_atfork(tr_fork_prepare, tr_fork_parent, tr_fork_child);
     }
     return 0;
 }
@@ -340,7 +385,7 @@ int tracer_shutdown(void)
     tr_file = NULL;
     tr_report_errors();
     if (tw_errors() != 0 && rc == 0)
-        rc = error_set("libtmtrace: %s: write failed: %s; %llu events lost", config.file, tw_first_error(),
+        rc = error_set("libtmtrace: %s: write failed: %s; %llu events lost", tr_path, tw_first_error(),
                        (unsigned long long)tw_lost());
     tb_teardown();
     return rc;

@@ -16,6 +16,10 @@
 int tracer_init(void);
 /* Idempotent. Post-run sampling, final flush, END chunk, close. 0 or -1. */
 int tracer_shutdown(void);
+struct tb_thread;
+/* fork() child, after the tracer's own child handler: the forking thread's
+ * buffer joins the child's trace (TMTRACE_FILE with %p) or stops recording. */
+void tracer_fork_thread(struct tb_thread *t);
 /* Counters for tmt_stats. */
 uint64_t tracer_events_recorded(void);
 uint64_t tracer_events_dropped(void);
