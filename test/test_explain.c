@@ -1,8 +1,13 @@
 /*
- * test_explain.c - tmcheck explains the aborts of a real traced run: two
- * threads increment one static word, so every abort is on that word, is
- * attributed by identity to the other thread's transaction, and the report
- * names the word by its symbol (the trace's load map, libdw).
+ * test_explain.c - tmcheck explains the aborts of a real traced run:
+ *   - two threads increment one global word: the aborts are on that word,
+ *     named by its symbol, true conflicts or lock holders, attributed by
+ *     identity, none conflict-free;
+ *   - two threads increment two different words of one lock stripe (a
+ *     false-sharing pair): false conflicts only, never true ones;
+ *   - two threads increment a field of a block from tmt_malloc: the address
+ *     is named by the block's allocation site.
+ * Sites are named `label (file:line)`.
  */
 #include <pthread.h>
 #include <stdarg.h>
@@ -10,70 +15,159 @@
 #include <setjmp.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <cmocka.h>
 
 #include "test_util.h"
 #include "tmtrace.h"
+#include "trace_file.h"
 #include "trace_gen.h"
 
-long explain_hot_word; /* the hot word: global, so that its symbol is in the table */
+#define STRIPES_LOG2 10            /* small, so that a global array has a false-sharing pair */
+
+long explain_hot_word;             /* global, so that its symbol is in the table */
+long explain_pair[4096];
+static long *explain_pair_a, *explain_pair_b;
+static long *volatile explain_node;
+
+enum { HOT, PAIR, NODE };
 
 static void *bump(void *arg)
 {
-    (void)arg;
+    int which = (int)((intptr_t)arg >> 1), second = (int)((intptr_t)arg & 1);
     tmt_tx *tx = tmt_thread_enter();
-    for (int i = 0; i < 50000; i++) {
-        TMT_ATOMIC(tx, "bump") {
-            long v = tmt_read_long(tx, &explain_hot_word);
-            tmt_write_long(tx, &explain_hot_word, v + 1);
-        } TMT_END;
+    for (int i = 0; i < 20000; i++) {
+        if (which == HOT) {
+            TMT_ATOMIC(tx, "hot") {
+                tmt_write_long(tx, &explain_hot_word, tmt_read_long(tx, &explain_hot_word) + 1);
+            } TMT_END;
+        } else if (which == PAIR) {
+            long *w = second ? explain_pair_b : explain_pair_a;
+            TMT_ATOMIC(tx, "pair") {
+                tmt_write_long(tx, w, tmt_read_long(tx, w) + 1);
+            } TMT_END;
+        } else {
+            TMT_ATOMIC(tx, "node") {
+                tmt_write_long(tx, &explain_node[3], tmt_read_long(tx, &explain_node[3]) + 1);
+            } TMT_END;
+        }
     }
     tmt_thread_exit();
     return NULL;
 }
 
-static char out[1 << 17];
+/* Aborts of the site labelled `label` so far. */
+static uint64_t site_aborts(const char *label)
+{
+    tmt_site_stats s[16];
+    size_t n = tmt_stats_sites(s, 16);
+    uint64_t a = 0;
+    for (size_t i = 0; i < n && i < 16; i++)
+        if (strcmp(s[i].label, label) == 0)
+            a += s[i].aborts;
+    return a;
+}
 
-static void aborts_on_a_hot_global_are_named_by_symbol_and_attributed_by_identity(void **st)
+/* Two threads on `which` until they have collided a few times (on a loaded
+ * machine they may run one after the other for a while). */
+static void run_until_aborts(int which, const char *label)
+{
+    for (int round = 0; round < 300 && site_aborts(label) < 5; round++) {
+        pthread_t t[2];
+        for (int i = 0; i < 2; i++)
+            assert_int_equal(pthread_create(&t[i], NULL, bump, (void *)(intptr_t)(which << 1 | i)), 0);
+        for (int i = 0; i < 2; i++)
+            pthread_join(t[i], NULL);
+    }
+    assert_true(site_aborts(label) >= 5);
+}
+
+/* Two words of explain_pair on one stripe. */
+static void find_pair(void)
+{
+    for (size_t j = 1; j < 4096; j++)
+        if (tf_stripe_index((uintptr_t)&explain_pair[j], STRIPES_LOG2) ==
+            tf_stripe_index((uintptr_t)&explain_pair[0], STRIPES_LOG2)) {
+            explain_pair_a = &explain_pair[0];
+            explain_pair_b = &explain_pair[j];
+            return;
+        }
+    fail_msg("no two words of a 32 KiB array share one of 1024 stripes");
+}
+
+static char out[1 << 18];
+
+/* The `classes` object of the top_sites entry named `name`. */
+static const char *site_classes(const char *name)
+{
+    const char *p = strstr(out, "\"top_sites\":[");
+    assert_non_null(p);
+    p = strstr(p, name);
+    assert_non_null(p);
+    p = strstr(p, "\"classes\":{");
+    assert_non_null(p);
+    return p;
+}
+
+static double class_count(const char *classes, const char *cls)
+{
+    const char *k = strstr(classes, cls);
+    assert_non_null(k);
+    return tg_json_num(out, k, "count");
+}
+
+static void aborts_are_named_by_symbol_and_allocation_site_and_classified_by_identity(void **st)
 {
     (void)st;
     const char *trace = tu_path("explain.bin"), *synced = tu_path("explain.sync.bin");
+    char stripes[8];
+    snprintf(stripes, sizeof stripes, "%d", STRIPES_LOG2);
     setenv("TMTRACE_FILE", trace, 1);
     setenv("TMTRACE_EVENTS", "all", 1);
-    assert_int_equal(tmt_init(), 0);
-    tmt_stats s = { 0 };
-    /* Until the threads have collided a few times (on a loaded machine
-     * they may run one after the other for a while). */
-    for (int round = 0; round < 200 && s.aborts < 5; round++) {
-        pthread_t t[2];
-        for (int i = 0; i < 2; i++)
-            assert_int_equal(pthread_create(&t[i], NULL, bump, NULL), 0);
-        for (int i = 0; i < 2; i++)
-            pthread_join(t[i], NULL);
-        assert_int_equal(tmt_stats_get(&s), 0);
-    }
-    assert_true(s.aborts >= 5);
+    setenv("TMTRACE_STRIPES", stripes, 1);
+    find_pair();
+    tmt_tx *tx = tmt_thread_enter();
+    assert_non_null(tx);
+    TMT_ATOMIC(tx, "make-node") {
+        explain_node = tmt_malloc(tx, 8 * sizeof(long));
+    } TMT_END;
+    memset(explain_node, 0, 8 * sizeof(long));
+    run_until_aborts(HOT, "hot");
+    run_until_aborts(PAIR, "pair");
+    run_until_aborts(NODE, "node");
+    tmt_thread_exit();
     assert_int_equal(tmt_shutdown(), 0);
+
     char cmd[2048];
     snprintf(cmd, sizeof cmd, "%s '%s' -o '%s' >/dev/null 2>&1 && %s --json '%s'", tu_build("tools/tmsync"),
              trace, synced, tu_build("tools/tmcheck"), synced);
     assert_int_equal(tu_run(cmd, out, sizeof out), 0);
     assert_true(tg_json_num(out, NULL, "conflict_free_aborts") == 0);
-    const char *top = strstr(out, "\"top_addresses\":[{");
-    assert_non_null(top);
-    assert_true(strncmp(strstr(top, "\"name\":"), "\"name\":\"explain_hot_word\"", 25) == 0);
-    const char *a = strstr(out, "\"attribution\":");
-    assert_non_null(a);
-    assert_true(tg_json_num(out, a, "by_identity") > 0);
-    assert_non_null(strstr(out, "bump (test_explain.c:"));
+    assert_true(tg_json_num(out, strstr(out, "\"attribution\":"), "by_identity") > 0);
+    /* the hot word: by its symbol; conflicts on it are true ones */
+    const char *hot = site_classes("\"name\":\"hot (test_explain.c:");
+    assert_true(class_count(hot, "\"false-conflict\"") == 0);
+    assert_true(class_count(hot, "\"conflict-free\"") == 0);
+    /* the pair: different words, one stripe: never a true conflict, and
+     * every culprit whose writes are known wrote only the other word */
+    const char *pair = site_classes("\"name\":\"pair (test_explain.c:");
+    assert_true(class_count(pair, "\"true-conflict\"") == 0);
+    assert_true(class_count(pair, "\"conflict-free\"") == 0);
+    const char *pa = strstr(out, "\"name\":\"explain_pair");
+    assert_non_null(pa);
+    assert_true(tg_json_num(out, pa, "true") == 0);
+    assert_true(tg_json_num(out, pa, "false") > 0);
+    const char *ha = strstr(out, "\"name\":\"explain_hot_word\"");
+    assert_true(tg_json_num(out, ha, "false") == 0);
+    assert_true(tg_json_num(out, ha, "true") > 0);
+    /* the node's field: named by where its block was allocated */
+    assert_non_null(strstr(out, "\"name\":\"block+0x18 from "));
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(aborts_on_a_hot_global_are_named_by_symbol_and_attributed_by_identity),
+        cmocka_unit_test(aborts_are_named_by_symbol_and_allocation_site_and_classified_by_identity),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

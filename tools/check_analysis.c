@@ -219,6 +219,9 @@ int ca_event(struct ca_state *s, const struct tf_event *ev)
     case TF_EV_FALLBACK:
         s->t.fallbacks++;
         break;
+    case TF_EV_ALLOC:
+        rc = ca_alloc_event(s, ev);
+        break;
     case TF_EV_SERIAL:
         if (t->in_tx) {
             s->t.serial++;
@@ -283,6 +286,7 @@ void ca_free(struct ca_state *s)
         free(s->th[i].acc);
     }
     ca_time_free(s);
+    ca_alloc_free(s);
     ca_culprit_free(s);
     ca_site_free(s);
     free(s->th);

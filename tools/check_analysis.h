@@ -120,10 +120,13 @@ struct ca_conflict {
 /* An address STM aborts failed on (the victim's), with what they cost. */
 struct ca_hot {
     uint64_t addr;
-    uint64_t count, true_count, false_count, holder_count;
+    uint64_t count;
+    uint64_t true_count, false_count;     /* the culprit wrote this word / only others of its stripe */
+    uint64_t holder_count;                /* of them, lock-holder classes */
     double wasted_ns;
     uint32_t victim_site, culprit_site;   /* of the costliest abort on it */
     double top_wasted;
+    uint64_t alloc_pc, alloc_off;         /* the tmt_malloc block holding it (pc 0: none known) */
 };
 
 struct ca_totals {
@@ -140,6 +143,7 @@ struct ca_totals {
     uint64_t by_identity;              /* STM aborts matched by what they found (v2) */
     uint64_t by_time;                  /* STM aborts matched by the time window */
     uint64_t holder_unknown;           /* locked aborts whose holder the trace does not name */
+    uint64_t allocs, alloc_resets;     /* ALLOC records; times the block table started over */
     double wasted_ns;
     /* clock error against the ground truth, ns */
     uint64_t truth_events;
@@ -156,6 +160,8 @@ struct ca_attribution {
     int true_conflict;
     unsigned cls;                 /* enum ca_class */
     int by_identity;              /* matched by what the abort found, not by time */
+    int same_word;                /* the culprit wrote the victim's word: 1, only other words of
+                                   * its stripe: 0 (false sharing), unknown: -1 */
     uint32_t culprit_thread, culprit_site;
     uint64_t culprit_instance, culprit_commit;
     uint64_t addr;                /* the conflicting address (the victim's) */

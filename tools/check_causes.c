@@ -144,6 +144,18 @@ static struct cx_line *hot_lines(const struct ca_state *st, size_t *n)
     return l;
 }
 
+/* A hot address by name: its symbol (static data), else the tmt_malloc
+ * block holding it (`block+0xoff from function (file:line)`), else what
+ * symbols.h says (an object's offset, or "heap or stack"). */
+static void hot_name(struct sym_table *sym, const struct ca_hot *h, char *out, size_t cap)
+{
+    if (sym_data(sym, h->addr, out, cap) || !h->alloc_pc)
+        return;
+    char site[600];
+    sym_code(sym, h->alloc_pc, site, sizeof site);
+    snprintf(out, cap, "block+0x%llx from %s", (unsigned long long)h->alloc_off, site);
+}
+
 static double share(double a, double b) { return b > 0 ? 100.0 * a / b : 0.0; }
 
 static void text_top_sites(FILE *f, const struct cr_input *in, const struct ca_site *s, size_t ns)
@@ -175,8 +187,9 @@ static void text_top_addresses(FILE *f, const struct cr_input *in)
     char name[700], nb[600], cb[600];
     fprintf(f, "\ntop conflicting addresses\n");
     for (size_t i = 0; i < nh && i < CX_TOP_ADDRS; i++) {
-        sym_data(in->sym, h[i].addr, name, sizeof name);
-        fprintf(f, "  %s (0x%llx): %llu aborts (%llu true, %llu false, %llu lock held), %.3f ms wasted; "
+        hot_name(in->sym, &h[i], name, sizeof name);
+        fprintf(f, "  %s (0x%llx): %llu aborts (culprit wrote this word %llu, only others of its stripe %llu; "
+                "%llu found it locked), %.3f ms wasted; "
                 "costliest: %s <- %s\n", name, (unsigned long long)h[i].addr, (unsigned long long)h[i].count,
                 (unsigned long long)h[i].true_count, (unsigned long long)h[i].false_count,
                 (unsigned long long)h[i].holder_count, h[i].wasted_ns / 1e6,
@@ -232,7 +245,7 @@ static void text_triage(FILE *f, const struct cr_input *in, const struct ca_site
         if (c < CA_CLASSES)
             fprintf(f, "; %s", ca_class_name(c));
         if (h) {
-            sym_data(in->sym, h->addr, an, sizeof an);
+            hot_name(in->sym, h, an, sizeof an);
             fprintf(f, " on %s", an);
         }
         if (cu)
@@ -400,7 +413,7 @@ static void json_top_addresses(struct jw *w, const struct cr_input *in)
     jw_key(w, "top_addresses");
     jw_array(w);
     for (size_t i = 0; i < nh && i < 100; i++) {
-        sym_data(in->sym, h[i].addr, nb, sizeof nb);
+        hot_name(in->sym, &h[i], nb, sizeof nb);
         snprintf(hex, sizeof hex, "0x%llx", (unsigned long long)h[i].addr);
         jw_object(w);
         jw_kstr(w, "address", hex);

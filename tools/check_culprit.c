@@ -220,10 +220,15 @@ static int hot_add(struct ca_state *s, const struct ca_attribution *a, double wa
     if (!x->count) {
         x->addr = a->addr;
         s->hotn++;
+        const struct ca_block *b = ca_alloc_find(s, a->addr);
+        if (b) {
+            x->alloc_pc = b->pc;
+            x->alloc_off = a->addr - b->addr;
+        }
     }
     x->count++;
-    x->true_count += a->cls == CA_CL_TRUE;
-    x->false_count += a->cls == CA_CL_FALSE;
+    x->true_count += a->same_word == 1;
+    x->false_count += a->same_word == 0;
     x->holder_count += a->cls >= CA_CL_HOLDER_RUNNING && a->cls <= CA_CL_HOLDER_ABORTED;
     x->wasted_ns += wasted;
     if (wasted >= x->top_wasted) {
@@ -299,6 +304,7 @@ static void resolve_by_time(struct ca_state *s, struct pending *p)
         return;
     p->a.found = 1;
     p->a.cls = (b.prio & 1) ? CA_CL_TRUE : CA_CL_FALSE;
+    p->a.same_word = p->a.cls == CA_CL_TRUE;
     p->a.culprit_thread = b.e->thread;
     p->a.culprit_site = b.e->site;
     p->a.culprit_instance = b.e->instance;
@@ -306,10 +312,10 @@ static void resolve_by_time(struct ca_state *s, struct pending *p)
     p->a.addr = match_addr ? match_addr : p->rec;
 }
 
-/* True or false conflict with the identified commit: did it write the word
- * the victim failed on? Without its writes in the store (events level tx,
- * or dropped), the stripe is all that is known, and it counts as true. */
-static unsigned word_class(const struct ca_state *s, const struct pending *p)
+/* Did the identified culprit (committed) write the word the victim failed
+ * on? 1 yes, 0 only other words of that stripe, -1 unknown (its writes are
+ * not in the store: events level tx, dropped, or it never committed). */
+static int word_match(const struct ca_state *s, const struct pending *p)
 {
     uint64_t stripe = ca_stripe(p->rec, s->o.stripes_log2);
     int seen = 0;
@@ -319,10 +325,17 @@ static unsigned word_class(const struct ca_state *s, const struct pending *p)
         if (e->stripe != stripe || e->thread != p->a.culprit_thread || e->instance != p->a.culprit_instance)
             continue;
         if (e->word == p->rec >> 3)
-            return CA_CL_TRUE;
+            return 1;
         seen = 1;
     }
-    return seen ? CA_CL_FALSE : CA_CL_TRUE;
+    return seen ? 0 : -1;
+}
+
+/* True or false conflict with the identified commit. Without its writes in
+ * the store, the stripe is all that is known, and it counts as true. */
+static unsigned word_class(const struct ca_state *s, const struct pending *p)
+{
+    return word_match(s, p) == 0 ? CA_CL_FALSE : CA_CL_TRUE;
 }
 
 /* The holder's attempt among its thread's recently ended ones (NULL if
@@ -375,6 +388,7 @@ static void resolve_by_identity(struct ca_state *s, struct pending *p)
             p->a.cls = CA_CL_HOLDER_ABORTED;
         else
             p->a.cls = CA_CL_HOLDER_RUNNING;
+        p->a.same_word = word_match(s, p);
         return;
     }
     const struct ventry *v = p->version ? version_find(s, p->version) : NULL;
@@ -388,6 +402,7 @@ static void resolve_by_identity(struct ca_state *s, struct pending *p)
     p->a.culprit_commit = v->commit;
     p->a.addr = p->rec;
     p->a.cls = word_class(s, p);
+    p->a.same_word = p->a.cls == CA_CL_TRUE;
 }
 
 static int resolve(struct ca_state *s, struct pending *p)
@@ -466,6 +481,7 @@ static int queue_abort(struct ca_state *s, struct th *t, const struct tf_event *
     p->a.start = t->start_ts;
     p->a.abort = ev->ts;
     p->a.reason = ev->reason;
+    p->a.same_word = -1;
     p->rec = ev->addr;
     if (s->o.format_version >= 2) {
         p->held = tf_abort_is_held(ev->value);

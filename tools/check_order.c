@@ -54,7 +54,8 @@ static void emit(struct ca_state *s, struct th *t, const struct ro_ent *e)
     }
     t->last_emit_ts = e->ts;
     t->have_emit = 1;
-    if (kind != TF_EV_FALLBACK)
+    /* FALLBACK and ALLOC records may come between attempts: not part of the grammar. */
+    if (kind != TF_EV_FALLBACK && kind != TF_EV_ALLOC)
         grammar_step(s, t, kind);
 }
 

@@ -82,6 +82,11 @@ struct ca_dur_hist {
     uint32_t committed[CA_DUR_N], aborted[CA_DUR_N];
 };
 
+/* A block tmt_malloc returned (check_alloc.c). */
+struct ca_block {
+    uint64_t addr, size, pc;   /* size TF_ALLOC_SIZE_MAX: that size or more */
+};
+
 /* A commit with its write version, for aborts that found that version. */
 struct ventry {
     uint64_t version, commit, start, instance;
@@ -144,6 +149,9 @@ struct ca_state {
     struct ca_hot *hot_sorted;
     void (*cb)(void *, const struct ca_attribution *);
     void *cbctx;
+    /* check_alloc.c: blocks by start address, open addressing */
+    struct ca_block *allocs;
+    size_t alloc_cap, alloc_n;
     /* check_time.c: duration histograms by site id */
     struct ca_dur_hist **site_hist;
     size_t nsite_hist;
@@ -173,6 +181,11 @@ void ca_culprit_free(struct ca_state *s);
 unsigned ca_htm_class_of(uint64_t status);
 /* Counts an abort's class in its site and the totals (check_sites.c). */
 int ca_site_class(struct ca_state *s, uint32_t site, unsigned cls, double wasted_ns);
+
+/* check_alloc.c */
+int ca_alloc_event(struct ca_state *s, const struct tf_event *ev);
+const struct ca_block *ca_alloc_find(const struct ca_state *s, uint64_t addr);
+void ca_alloc_free(struct ca_state *s);
 
 /* check_time.c (0, or -1 with the message set: out of memory) */
 int ca_time_event(struct ca_state *s, struct th *t, const struct tf_event *ev);

@@ -679,7 +679,13 @@ TMT_API void *tmt_malloc(tmt_tx *tx, size_t size)
 {
     if (tx == NULL)
         return malloc(size);
-    return txmem_malloc(tx, size);
+    void *p = txmem_malloc(tx, size);
+    /* The allocation site, for tools that name heap addresses (a wrapper
+     * that tail-calls this, like the TL2 layer's TxAlloc, passes its own
+     * caller's). No trace record inside a real hardware transaction. */
+    if (p != NULL && tx->mode != TX_MODE_HTM)
+        tb_ev_alloc(&tx->trace, p, size, __builtin_return_address(0));
+    return p;
 }
 
 TMT_API void tmt_free(tmt_tx *tx, void *ptr)

@@ -20,7 +20,8 @@
 #include "error.h"
 #include "trace_file.h"
 
-/* Tag byte: kind in bits 0-2, then which fields follow. */
+/* Tag byte: kind in bits 0-2 (0: the kind, 8 and up, follows as one byte
+ * after the tag), then which fields follow. */
 enum {
     CODEC_TAG_KIND = 7u,
     CODEC_TAG_SITE = 1u << 3,   /* site differs from the previous event's */
@@ -46,7 +47,7 @@ struct codec_pred {
     uint64_t addr;      /* last READ/WRITE address */
     uint64_t version;   /* last COMMIT write version */
     uint64_t thread;
-    uint8_t reason[8];  /* last reason per kind */
+    uint8_t reason[TF_EV_KINDS];  /* last reason per kind */
     struct codec_thread_pred *tp;   /* current thread's slot */
     struct codec_thread_pred slot0;
     struct codec_thread_pred *slots; /* merged chunks only */
@@ -107,7 +108,12 @@ static inline __attribute__((always_inline)) uint8_t *codec_encode_one(uint8_t *
                                         unsigned flags)
 {
     uint8_t *tag = p++;
-    unsigned t = it->kind & CODEC_TAG_KIND;
+    unsigned ki = it->kind < TF_EV_KINDS ? it->kind : 0;
+    unsigned t = ki & CODEC_TAG_KIND;
+    if (ki > CODEC_TAG_KIND) {
+        t = 0;   /* escaped: the kind follows the tag */
+        *p++ = (uint8_t)ki;
+    }
     if (flags & CODEC_EV_MERGED) {
         p = codec_put_varint(p, it->thread);
         st->tp = (it->thread < CODEC_THREAD_SLOTS) ? &st->slots[it->thread] : &st->slots[0];
@@ -124,7 +130,6 @@ static inline __attribute__((always_inline)) uint8_t *codec_encode_one(uint8_t *
         p = codec_put_varint(p, codec_zz((uint64_t)it->aux - st->aux));
         st->aux = it->aux;
     }
-    unsigned ki = it->kind & CODEC_TAG_KIND;
     if (it->reason != st->reason[ki]) {
         t |= CODEC_TAG_REASON;
         *p++ = it->reason;
@@ -296,6 +301,11 @@ int codec_decode_events(const uint8_t *in, size_t len, unsigned flags, uint32_t 
             goto corrupt;
         unsigned t = *p++;
         unsigned kind = t & CODEC_TAG_KIND;
+        if (kind == 0) {   /* escaped kind */
+            if (p >= end || *p <= CODEC_TAG_KIND || *p >= TF_EV_KINDS)
+                goto corrupt;
+            kind = *p++;
+        }
         e->kind = (uint8_t)kind;
         e->thread = thread;
         if (flags & CODEC_EV_MERGED) {

@@ -275,6 +275,16 @@ static inline void tb_ev_abort(struct tb_thread *t, unsigned reason, uint64_t wh
     tb_emit(t, 0, TF_EV_ABORT, reason, where, found);
 }
 
+/* tmt_malloc returned `block` of `size` bytes to the code at `caller` (a
+ * return address), so that tools can name heap addresses by where they
+ * were allocated. Never inside a real hardware transaction. */
+static inline void tb_ev_alloc(struct tb_thread *t, const void *block, uint64_t size, const void *caller)
+{
+    if (t->level == CONFIG_EVENTS_OFF)
+        return;
+    tb_emit(t, 0, TF_EV_ALLOC, 0, (uint64_t)(uintptr_t)block, tf_alloc_value(size, (uint64_t)(uintptr_t)caller));
+}
+
 /* The hardware path gave up on this transaction; `why` is enum tf_fallback_reason. */
 static inline void tb_ev_fallback(struct tb_thread *t, unsigned why, uint32_t htm_status)
 {

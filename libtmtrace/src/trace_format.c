@@ -10,7 +10,7 @@
 const char *tf_event_kind_name(unsigned kind)
 {
     static const char *const names[TF_EV_KINDS] = { "?", "start", "read", "write",
-                                                    "commit", "abort", "fallback", "serial" };
+                                                    "commit", "abort", "fallback", "serial", "alloc" };
     return kind < TF_EV_KINDS ? names[kind] : "?";
 }
 

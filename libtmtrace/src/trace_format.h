@@ -33,8 +33,20 @@ enum tf_event_kind {
     TF_EV_ABORT = 5,
     TF_EV_FALLBACK = 6, /* hardware path gives up; the STM takes over */
     TF_EV_SERIAL = 7,   /* the attempt runs alone from here (serial, irrevocable) to its end (v2) */
-    TF_EV_KINDS = 8
+    TF_EV_ALLOC = 8,    /* tmt_malloc returned a block: address, size and call site (v2) */
+    TF_EV_KINDS = 9
 };
+
+/* The `value` of an ALLOC record: the call site (a return address, < 2^48
+ * in user space) and the size in bytes in the top 16 bits, TF_ALLOC_SIZE_MAX
+ * meaning that size or more. */
+#define TF_ALLOC_SIZE_MAX 0xffffu
+static inline uint64_t tf_alloc_value(uint64_t size, uint64_t pc)
+{
+    return (size < TF_ALLOC_SIZE_MAX ? size : TF_ALLOC_SIZE_MAX) << 48 | (pc & ((UINT64_C(1) << 48) - 1));
+}
+static inline uint64_t tf_alloc_size(uint64_t value) { return value >> 48; }
+static inline uint64_t tf_alloc_pc(uint64_t value) { return value & ((UINT64_C(1) << 48) - 1); }
 
 /* Flags of a START record (tf_record.value, see tf_start_value) and of decoded events. */
 enum tf_start_flags {
@@ -93,6 +105,7 @@ const char *tf_codec_name(unsigned codec);
  *                                          (version 1: the holder's thread id
  *                                          for READ_LOCKED/COMMIT_LOCKED, else 0)
  *   FALLBACK  0                            HTM status word of the last attempt
+ *   ALLOC     block address                tf_alloc_value(size, call site)
  *   SERIAL    conflict aborts of the transaction before this attempt
  *                                          0
  *
