@@ -112,8 +112,8 @@ static void installed_tools_run_on_a_traced_run(void **st)
     assert_non_null(strstr(out, " ns start T"));
     assert_int_equal(sh("'%s/bin/tmexport' -o '%s' '%s' 2>&1", prefix, tu_path("run.json"), synced), 0);
     assert_int_equal(access(tu_path("run.json"), F_OK), 0);
-    for (const char *t = "tmdump\0tmsync\0tmcheck\0tmexport\0"; *t; t += strlen(t) + 1) {
-        assert_int_equal(sh("'%s/bin/%s' -V 2>&1", prefix, t), 0);
+    for (const char *t = "tmdump\0tmsync\0tmcheck\0tmexport\0tmplot\0"; *t; t += strlen(t) + 1) {
+        assert_int_equal(sh("cd / && '%s/bin/%s' -V 2>&1", prefix, t), 0);
         assert_non_null(strstr(out, "libtmtrace"));
     }
 }

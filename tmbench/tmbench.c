@@ -37,7 +37,7 @@ static void usage(FILE *out)
             "usage: tmbench <workload> [options]   run a workload, print one JSON line\n"
             "       tmbench <workload> --help      the workload's options\n"
             "       tmbench list-workloads         the workloads in this build\n"
-            "       tmbench --help\n"
+            "       tmbench --help | -V, --version\n"
             "backend of this build: %s\n"
             "workloads:",
             bench_backend);
@@ -57,6 +57,10 @@ int main(int argc, char **argv)
     const char *cmd = argv[1];
     if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
         usage(stdout);
+        return 0;
+    }
+    if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "-V") == 0) {
+        printf("tmbench (libtmtrace %s, backend %s)\n", TMT_PROJECT_VERSION, bench_backend);
         return 0;
     }
     if (strcmp(cmd, "list-workloads") == 0) {
