@@ -196,12 +196,14 @@ static void test_synced_trace_prints_merged_order_and_models(void **s)
     h.flags = TF_HDR_SYNCED;
     struct tf_writer *w = tf_create(path, &h, TF_WRITE_ATOMIC);
     assert_non_null(w);
-    struct tf_event ev[3] = {
+    struct tf_event ev[4] = {
         { .ts = 500, .instance = 4, .seq = 0, .thread = 2, .site = 1, .cpu = 1, .kind = TF_EV_START, .addr = 4 },
         { .ts = 510, .instance = 9, .seq = 0, .thread = 1, .site = 3, .cpu = 0, .kind = TF_EV_START, .addr = 9 },
         { .ts = 520, .instance = 4, .seq = 1, .thread = 2, .site = 1, .cpu = 1, .kind = TF_EV_READ, .addr = 0x40 },
+        { .ts = 530, .instance = 4, .seq = 2, .thread = 2, .site = 1, .cpu = 1, .kind = TF_EV_ALLOC, .addr = 0x9000,
+          .value = (UINT64_C(48) << 48) | 0x401234 },
     };
-    assert_int_equal(tf_write_events(w, 0, ev, 3, TF_CODEC_ZLIB, 1), 0);
+    assert_int_equal(tf_write_events(w, 0, ev, 4, TF_CODEC_ZLIB, 1), 0);
     static struct tf_cpu_model m;
     m.cpu = 1;
     m.nseg = 1;
@@ -215,7 +217,8 @@ static void test_synced_trace_prints_merged_order_and_models(void **s)
 
     assert_int_equal(dump(path, 0), 0);
     assert_string_equal(out, "500 ns start T2 site=1 - tx=4 core=1\n510 ns start T1 site=3 - tx=9 core=0\n"
-                             "520 ns read T2 site=1 - tx=4 addr=0x40 size=0 value=0x0 core=1\n");
+                             "520 ns read T2 site=1 - tx=4 addr=0x40 size=0 value=0x0 core=1\n"
+                             "530 ns alloc T2 site=1 - tx=4 addr=0x9000 size=48 pc=0x401234 core=1\n");
     char args[600];
     snprintf(args, sizeof args, "--summary %s", path);
     assert_int_equal(dump(args, 0), 0);

@@ -59,7 +59,8 @@ static const struct tool_doc dump_doc = {
         "               hardware abort or found=WORD (what the attempt found on the\n"
         "               stripe: a lock word or a version) for a software one\n"
         "  fallback     why=REASON status=HTM_STATUS\n"
-        "  serial       why=REASON conflicts=N",
+        "  serial       why=REASON conflicts=N\n"
+        "  alloc        addr=ADDRESS size=BYTES pc=CALL_SITE (size 65535+: that or more)",
     .options = dump_options,
     .exit_status = "0  success\n"
                    "2  bad usage, a thread or site the trace does not have, or an unreadable\n"
@@ -118,6 +119,10 @@ static void dump_details(FILE *out, const struct tf_event *e)
         break;
     case TF_EV_SERIAL:
         fprintf(out, " why=%s conflicts=%" PRIu64, tf_serial_reason_name(e->reason), e->addr);
+        break;
+    case TF_EV_ALLOC:
+        fprintf(out, " addr=0x%" PRIx64 " size=%" PRIu64 "%s pc=0x%" PRIx64, e->addr, tf_alloc_size(e->value),
+                tf_alloc_size(e->value) == TF_ALLOC_SIZE_MAX ? "+" : "", tf_alloc_pc(e->value));
         break;
     default:
         break;
