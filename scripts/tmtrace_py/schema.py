@@ -143,6 +143,13 @@ TMBENCH = Doc("tmbench's JSON line", {
 TMBENCH_STRESS = TMBENCH.extended("tmbench stress's JSON line", {
     "tx_counted": int, "opacity_violations": int, "bad_audits": int, "invariant_checks": int})
 
+# ---- tmexport --chrome: the events tmplot reads (docs/json.md) -------------
+CHROME_ATTEMPT = Doc("tmexport --chrome attempt (ph X)", {
+    "name": str, "tid": int, "ts": float, "dur": float,
+    "args": {"outcome": str, "path": str, "abort_reason": Optional(str)}})   # abort_reason: aborts only
+CHROME_ARROW = Doc("tmexport --chrome arrow end (ph f)", {
+    "args": {"victim_site": str, "culprit_site": str}})
+
 # ---- CSV ------------------------------------------------------------------
 # tmbench/overhead --csv: one row per run (kind calibration, run) and per median
 OVERHEAD_CSV = CsvDoc("tmbench/overhead --csv", [

@@ -145,6 +145,25 @@ class RealTools(unittest.TestCase):
             rows = schema.read_csv(schema.OVERHEAD_CSV, f)
         self.assertEqual(sorted(r["level"] for r in rows if r["kind"] == "run"), ["all", "off", "tx"])
 
+    def test_tmexport_chrome_attempts_and_arrows_have_the_keys_tmplot_reads(self):
+        synced = os.path.join(self.dir, "chrome.sync.bin")
+        self.run_tool("tmsync", "-o", synced, self.trace)
+        seen = {"X": 0, "abort": 0}
+        for line in self.run_tool("tmexport", "--chrome", synced).splitlines():
+            line = line.strip().rstrip(",")
+            if not line.startswith('{"ph"'):
+                continue
+            ev = json.loads(line)
+            if ev["ph"] == "X":
+                a = schema.read(schema.CHROME_ATTEMPT, ev)["args"]
+                seen["X"] += 1
+                if a["outcome"] != "commit":
+                    self.assertIn("abort_reason", a)
+                    seen["abort"] += 1
+            elif ev["ph"] == "f":
+                schema.read(schema.CHROME_ARROW, ev)
+        self.assertGreater(seen["X"], 0)
+
     def test_tmcheck_csv_conflicts_has_its_columns(self):
         csv_dir = os.path.join(self.dir, "csv")
         self.run_tool("tmcheck", "--csv", csv_dir, self.trace, ok=(0, 1))
