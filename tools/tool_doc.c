@@ -142,5 +142,5 @@ void tool_doc_man(FILE *f, const struct tool_doc *d)
             fprintf(f, "%s\\fB%s\\fR(1)", first ? "" : ", ", all[i]);
             first = 0;
         }
-    fputs("; docs/ in the libtmtrace documentation folder\n", f);
+    fputs("; the documents in share/doc/libtmtrace under the installation prefix (json.md: the JSON keys)\n", f);
 }
