@@ -560,6 +560,34 @@ static void test_a_word_and_its_sub_words_share_one_stripe(void **s)
     assert_true(stm_stripe_index(a) != stm_stripe_index(a + 8));
 }
 
+/* Past the redo log's linear-search size every entry is found again: each
+ * word is written, rewritten whole, then half of it rewritten narrowly. */
+static void test_rewrites_in_a_long_redo_log_merge_into_their_entries(void **s)
+{
+    (void)s;
+    tmt_tx *tx = tmt_thread_enter();
+    enum { N = 100 };
+    static union { long whole; int32_t half[2]; } w[N];
+    long seen = 0;
+    TMT_ATOMIC(tx, "rewrite") {
+        for (int i = 0; i < N; i++)
+            tmt_write_long(tx, &w[i].whole, -1);
+        for (int i = 0; i < N; i++)
+            tmt_write_long(tx, &w[i].whole, (long)i << 32);
+        for (int i = 0; i < N; i++)
+            tmt_write_i32(tx, &w[i].half[0], i + 7);
+        seen = 0;
+        for (int i = 0; i < N; i++)
+            seen += tmt_read_long(tx, &w[i].whole) == (((long)i << 32) | (i + 7));
+    } TMT_END;
+    assert_int_equal(seen, N);
+    for (int i = 0; i < N; i++) {
+        assert_int_equal(w[i].half[0], i + 7);
+        assert_int_equal(w[i].half[1], i);
+    }
+    tmt_thread_exit();
+}
+
 static void test_large_write_sets_grow_and_commit(void **s)
 {
     (void)s;
@@ -781,6 +809,7 @@ int main(void)
         cmocka_unit_test(test_read_of_a_locked_stripe_aborts_with_read_locked),
         cmocka_unit_test(test_commit_that_cannot_lock_a_stripe_aborts_with_commit_locked),
         cmocka_unit_test(test_a_word_and_its_sub_words_share_one_stripe),
+        cmocka_unit_test(test_rewrites_in_a_long_redo_log_merge_into_their_entries),
         cmocka_unit_test(test_large_write_sets_grow_and_commit),
         cmocka_unit_test(test_a_long_transaction_commits_within_serial_after_plus_one_attempts),
         cmocka_unit_test(test_an_irrevocable_block_runs_alone_and_commits_in_place),

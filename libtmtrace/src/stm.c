@@ -44,6 +44,7 @@ static unsigned stm_log2;
  * stm_fence_others(). 0: every begin fences itself. */
 static int stm_asym_fence;
 
+#define STM_WLINEAR 16          /* redo logs up to this size are searched linearly */
 #define STM_LOCK_SPINS 256      /* commit: spins on a busy stripe before aborting */
 #define STM_BACKOFF_MAX_LOG2 16 /* backoff: at most 2^16 pauses per abort */
 
@@ -128,18 +129,6 @@ static inline uint32_t stm_slot_hash(uintptr_t w, uint32_t bits)
     return (uint32_t)(((uint64_t)(w >> 3) * 0x9E3779B97F4A7C15ull) >> (64 - bits));
 }
 
-static inline struct tx_wentry *stm_wfind(struct tx_stm *s, uintptr_t w)
-{
-    uint32_t mask = (1u << s->wslot_bits) - 1;
-    for (uint32_t i = stm_slot_hash(w, s->wslot_bits);; i = (i + 1) & mask) {
-        struct tx_wslot *sl = &s->wslots[i];
-        if (sl->gen != s->wgen)
-            return NULL;
-        if (sl->addr == w)
-            return &s->wset[sl->idx];
-    }
-}
-
 static void stm_windex(struct tx_stm *s, uint32_t idx)
 {
     uintptr_t w = s->wset[idx].addr;
@@ -150,6 +139,29 @@ static void stm_windex(struct tx_stm *s, uint32_t idx)
     s->wslots[i].addr = w;
     s->wslots[i].idx = idx;
     s->wslots[i].gen = s->wgen;
+}
+
+/* The redo-log entry of word w, or NULL. Short logs (most transactions') are
+ * searched linearly and never indexed, so appending costs no hashing; a log
+ * that outgrows STM_WLINEAR is indexed on its first lookup past that size. */
+static struct tx_wentry *stm_wfind(struct tx_stm *s, uintptr_t w)
+{
+    if (s->wn <= STM_WLINEAR) {
+        for (uint32_t i = 0; i < s->wn; i++)
+            if (s->wset[i].addr == w)
+                return &s->wset[i];
+        return NULL;
+    }
+    while (s->windexed < s->wn)
+        stm_windex(s, s->windexed++);
+    uint32_t mask = (1u << s->wslot_bits) - 1;
+    for (uint32_t i = stm_slot_hash(w, s->wslot_bits);; i = (i + 1) & mask) {
+        struct tx_wslot *sl = &s->wslots[i];
+        if (sl->gen != s->wgen)
+            return NULL;
+        if (sl->addr == w)
+            return &s->wset[sl->idx];
+    }
 }
 
 /* Cold: the redo log is full. Grows it and keeps the index at most half full. */
@@ -167,7 +179,7 @@ __attribute__((noinline)) static void stm_wgrow(struct tx_stm *s)
             abort();
         s->wslot_bits = want;
         s->wgen = 1;
-        for (uint32_t i = 0; i < s->wn; i++)
+        for (uint32_t i = 0; i < s->windexed; i++)
             stm_windex(s, i);
     }
 }
@@ -212,6 +224,7 @@ void stm_begin(struct tmt_tx *tx, int read_only)
     s->bloom = 0;
     if (TX_UNLIKELY(s->wslots == NULL))
         stm_wgrow(s);
+    s->windexed = 0;
     if (TX_UNLIKELY(++s->wgen == 0)) {
         memset(s->wslots, 0, ((size_t)1 << s->wslot_bits) * sizeof *s->wslots);
         s->wgen = 1;
@@ -322,31 +335,62 @@ uint64_t stm_read_u8(struct tmt_tx *tx, uintptr_t addr) { return stm_read(tx, ad
 
 /* ---- writes ----------------------------------------------------------------- */
 
+/* Cold: the redo log is full; grows it, then appends. */
+__attribute__((noinline, cold)) static void stm_wappend_grow(struct tx_stm *s, uintptr_t w, uint64_t val,
+                                                             uint32_t bytes, uint64_t bb)
+{
+    stm_wgrow(s); /* the index always has >= 2 * wcap slots */
+    struct tx_wentry *e = &s->wset[s->wn++];
+    e->addr = w;
+    e->value = val;
+    e->mask = bytes;
+    s->bloom |= bb;
+}
+
+static inline void stm_wappend(struct tx_stm *s, uintptr_t w, uint64_t val, uint32_t bytes, uint64_t bb)
+{
+    uint32_t idx = s->wn;
+    if (TX_UNLIKELY(idx == s->wcap)) {
+        stm_wappend_grow(s, w, val, bytes, bb);
+        return;
+    }
+    struct tx_wentry *e = &s->wset[idx];
+    e->addr = w;
+    e->value = val;
+    e->mask = bytes;
+    s->wn = idx + 1;
+    s->bloom |= bb;
+}
+
+/* A write to a word the bloom filter says this attempt may have written:
+ * merges into its entry, or appends (a false positive). Out of line. */
+__attribute__((noinline)) static void stm_write_again(struct tx_stm *s, uintptr_t w, uint64_t val,
+                                                      uint64_t bits, uint32_t bytes, uint64_t bb)
+{
+    struct tx_wentry *e = stm_wfind(s, w);
+    if (e == NULL) {
+        stm_wappend(s, w, val, bytes, bb);
+        return;
+    }
+    e->value = (e->value & ~bits) | val;
+    e->mask |= bytes;
+}
+
 static inline void stm_write(struct tmt_tx *tx, uintptr_t a, uint64_t v, unsigned size)
 {
     struct tx_stm *s = &tx->stm;
+    if (size == 8)
+        a &= ~(uintptr_t)7; /* aligned by contract: lets the masks fold to constants */
     uintptr_t w = a & ~(uintptr_t)7;
     uint32_t bytes = stm_byte_mask(a, size);
     uint64_t bits = stm_size_bits(a, size);
-    uint64_t shifted = v << (8 * (a & 7u));
+    uint64_t val = (v << (8 * (a & 7u))) & bits;
     uint64_t bb = stm_bloom_bit(w);
-    if (s->bloom & bb) {
-        struct tx_wentry *e = stm_wfind(s, w);
-        if (e != NULL) {
-            e->value = (e->value & ~bits) | (shifted & bits);
-            e->mask |= bytes;
-            return;
-        }
+    if (TX_UNLIKELY(s->bloom & bb)) {
+        stm_write_again(s, w, val, bits, bytes, bb);
+        return;
     }
-    if (TX_UNLIKELY(s->wn == s->wcap)) /* the index always has >= 2 * wcap slots */
-        stm_wgrow(s);
-    uint32_t idx = s->wn++;
-    struct tx_wentry *e = &s->wset[idx];
-    e->addr = w;
-    e->value = shifted & bits;
-    e->mask = bytes;
-    stm_windex(s, idx);
-    s->bloom |= bb;
+    stm_wappend(s, w, val, bytes, bb);
 }
 
 void stm_write_u64(struct tmt_tx *tx, uintptr_t addr, uint64_t value) { stm_write(tx, addr, value, 8); }

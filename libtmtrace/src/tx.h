@@ -77,6 +77,7 @@ struct tx_stm {
     uint32_t wn, wcap;
     struct tx_wslot *wslots;
     uint32_t wslot_bits, wgen;
+    uint32_t windexed;           /* redo-log entries [0, windexed) are in the index */
     struct tx_lockrec *locks;    /* never freed while the descriptor lives: other
                                   * threads read `owner` through the stripe word */
     struct tx_lockrec **retired; /* earlier, smaller lock arrays */
