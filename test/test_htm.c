@@ -24,6 +24,7 @@
 #include "test_util.h"
 #include "trace_file.h"
 #include "tx.h"
+#include "tx_registry.h"
 
 static int setup(void **state)
 {
@@ -114,7 +115,7 @@ static void test_auto_without_rtm_behaves_exactly_like_off(void **s)
         assert_int_equal(d.htm_commits + d.htm_aborts + d.fallbacks, 0);
         assert_int_equal(d.commits, 100);
         /* Software transactions do not even announce themselves. */
-        assert_int_equal(tx->stm.counted, 0);
+        assert_int_equal(tx->htm.sw_counted, 0);
     }
     tmt_thread_exit();
 }

@@ -117,14 +117,23 @@ static uint32_t htm_emu_begin(struct tmt_tx *tx)
 static void htm_emu_unlock(void) { __atomic_store_n(&htm_emu.held, 0, __ATOMIC_RELEASE); }
 
 /* Every access of an emulated attempt is a point where it may abort. */
+/* An emulated attempt aborts: its writes are undone here, then the common
+ * restart path records it (tx.h). */
+__attribute__((noreturn, noinline)) static void htm_emu_abort(struct tmt_tx *tx, unsigned reason, uintptr_t addr,
+                                                             uint32_t status)
+{
+    htm_rollback(tx, status);
+    tx_restart(tx, reason, addr, status);
+}
+
 static inline void htm_emu_access(struct tmt_tx *tx, uintptr_t addr)
 {
     struct tx_htm *h = &tx->htm;
     h->accesses++;
     if (TX_UNLIKELY(h->accesses > (uint64_t)config.htm_emu_capacity))
-        tx_abort(tx, TMT_ABORT_HTM, addr, TMT_HTM_CAPACITY);
+        htm_emu_abort(tx, TMT_ABORT_HTM, addr, TMT_HTM_CAPACITY);
     if (TX_UNLIKELY(h->accesses == h->abort_at))
-        tx_abort(tx, TMT_ABORT_HTM, addr, h->abort_status);
+        htm_emu_abort(tx, TMT_ABORT_HTM, addr, h->abort_status);
 }
 
 void htm_rollback(struct tmt_tx *tx, uint32_t status)
@@ -166,7 +175,7 @@ void htm_commit(struct tmt_tx *tx)
     /* An injected conflict that the attempt's accesses did not reach strikes
      * at its end, so the configured share of attempts really aborts. */
     if (tx->htm.abort_at)
-        tx_abort(tx, TMT_ABORT_HTM, 0, tx->htm.abort_status);
+        htm_emu_abort(tx, TMT_ABORT_HTM, 0, tx->htm.abort_status);
     tx->htm.nundo = 0;
     htm_emu_unlock();
 }
@@ -184,7 +193,7 @@ void htm_abort_code(struct tmt_tx *tx, unsigned code)
 {
     if (tx->mode == TX_MODE_HTM)
         htm_rtm_abort(code);
-    tx_abort(tx, htm_code_reason(code), 0, TMT_HTM_EXPLICIT | (code << 24));
+    htm_emu_abort(tx, htm_code_reason(code), 0, TMT_HTM_EXPLICIT | (code << 24));
 }
 
 /* ---- the policy ----------------------------------------------------------- */
@@ -209,7 +218,7 @@ static enum htm_next htm_policy(struct tmt_tx *tx, uint32_t status, unsigned *wh
         return HTM_NEXT_CANCEL;
     if (explicit_ && (code == HTM_CODE_NEED_STM || code == HTM_CODE_NEED_SERIAL)) {
         if (code == HTM_CODE_NEED_SERIAL)
-            tx->serial_next = TF_SERIAL_REQUESTED; /* tmt_tx_start runs it serially */
+            tx_serial_next(tx, TF_SERIAL_REQUESTED); /* tx_start runs it serially */
         *why = TF_FB_FLAGS;
         return HTM_NEXT_FALLBACK;
     }
@@ -232,7 +241,7 @@ static enum htm_next htm_policy(struct tmt_tx *tx, uint32_t status, unsigned *wh
     return HTM_NEXT_RETRY;
 }
 
-int htm_start(struct tmt_tx *tx, int path)
+enum htm_outcome htm_start(struct tmt_tx *tx, int path)
 {
     struct tx_htm *h = &tx->htm;
     for (;;) {
@@ -241,39 +250,31 @@ int htm_start(struct tmt_tx *tx, int path)
             unsigned why = 0;
             switch (htm_policy(tx, h->last_status, &why)) {
             case HTM_NEXT_CANCEL:
-                tx->cancelled = 1;
-                return 0;
+                return HTM_CANCELLED;
             case HTM_NEXT_FALLBACK:
                 h->fell_back = 1;
                 tx_count(&tx->stats.fallbacks);
                 tb_ev_fallback(&tx->trace, why, h->last_status);
-                return 0;
+                return HTM_FELL_BACK;
             case HTM_NEXT_RETRY:
                 break;
             }
         }
         h->attempts++;
-        tx->instance++;
-        unsigned flags = (path == TX_MODE_HTM ? TF_START_HTM : TF_START_HTM_EMU) |
-                         (tx->attempt ? TF_START_RETRY : 0) |
-                         ((tx->flags & TMT_TX_READ_ONLY) ? TF_START_READ_ONLY : 0);
-        tb_ev_start(&tx->trace, tx->site_id, tx->instance, flags, tx->attempt);
+        tx_attempt_starts(tx, (path == TX_MODE_HTM ? TF_START_HTM : TF_START_HTM_EMU) |
+                                  ((tx->flags & TMT_TX_READ_ONLY) ? TF_START_READ_ONLY : 0));
         uint32_t status;
         if (path == TX_MODE_HTM) {
             status = htm_rtm_begin();
-            if (status == HTM_STARTED) {
-                tx->mode = TX_MODE_HTM;
-                return 1;
-            }
+            if (status == HTM_STARTED)
+                return HTM_RUNNING; /* the caller sets the mode, inside the attempt */
             /* A real abort lands here, with memory as it was at _xbegin. */
             tx_count(&tx->stats.htm_aborts);
             tx_abort_record(tx, htm_code_reason(tmt_htm_abort_code(status)), 0, status);
         } else {
             status = htm_emu_begin(tx);
-            if (status == HTM_STARTED) {
-                tx->mode = TX_MODE_HTM_EMU;
-                return 1;
-            }
+            if (status == HTM_STARTED)
+                return HTM_RUNNING;
             tx_count(&tx->stats.htm_aborts);
             tx_abort_record(tx, TMT_ABORT_HTM, 0, status);
         }
@@ -285,8 +286,8 @@ int htm_start(struct tmt_tx *tx, int path)
 void htm_sw_enter(struct tmt_tx *tx)
 {
     int path = htm_path();
-    tx->stm.counted = path != TX_MODE_NONE;
-    if (!tx->stm.counted)
+    tx->htm.sw_counted = path != TX_MODE_NONE;
+    if (!tx->htm.sw_counted)
         return;
     __atomic_add_fetch(&htm_sw.n, 1, __ATOMIC_SEQ_CST);
     /* Dekker with htm_emu_begin(): announce, then wait out a running attempt. */
@@ -313,8 +314,8 @@ void htm_fork_child(int self_counted)
 
 void htm_sw_leave(struct tmt_tx *tx)
 {
-    if (!tx->stm.counted)
+    if (!tx->htm.sw_counted)
         return;
-    tx->stm.counted = 0;
+    tx->htm.sw_counted = 0;
     __atomic_sub_fetch(&htm_sw.n, 1, __ATOMIC_RELEASE);
 }

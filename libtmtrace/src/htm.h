@@ -4,7 +4,9 @@
  *
  * Owns: CPUID detection, the retry/fallback policy, the counter of active
  * software transactions that hardware attempts subscribe to, the emulation
- * lock and tx->htm. Never calls a tb_ev_* hook between the start of a
+ * lock and tx->htm. An emulated attempt that aborts is undone here and ends
+ * in tx_restart (tx.h); the attempt state outside tx->htm moves only through
+ * tx_attempt_starts and tx_serial_next. Never calls a tb_ev_* hook between the start of a
  * hardware attempt and its end (the record would join the hardware footprint
  * and vanish on abort); START is stamped before, COMMIT/ABORT/FALLBACK after.
  */
@@ -31,10 +33,20 @@ int htm_rtm_usable(void);
  * TX_MODE_NONE (off, or auto without usable RTM: exactly like off). */
 int htm_path(void);
 
+/* A new transaction: no hardware attempt made yet. */
+static inline void htm_prepare(struct tmt_tx *tx)
+{
+    tx->htm.attempts = 0;
+    tx->htm.pending = 0;
+    tx->htm.fell_back = 0;
+}
+
 /* Runs hardware attempts for the transaction in `tx` under the policy.
- * Returns 1 when an attempt is running (tx->mode is HTM or HTM_EMU), 0 when
- * the transaction falls back to the STM or was cancelled (tx->cancelled). */
-int htm_start(struct tmt_tx *tx, int path);
+ * RUNNING: an attempt runs on `path` (the caller sets tx->mode to it);
+ * FELL_BACK: the transaction goes to the STM (or to serial mode when
+ * tx->serial_next was set); CANCELLED: the program cancelled it. */
+enum htm_outcome { HTM_FELL_BACK = 0, HTM_RUNNING = 1, HTM_CANCELLED = 2 };
+enum htm_outcome htm_start(struct tmt_tx *tx, int path);
 /* Ends the running hardware attempt (may abort it: emulation). */
 void htm_commit(struct tmt_tx *tx);
 /* Accesses inside a hardware attempt (plain on real RTM; counted, undo-logged
@@ -42,7 +54,7 @@ void htm_commit(struct tmt_tx *tx);
 uint64_t htm_read(struct tmt_tx *tx, uintptr_t addr, unsigned size);
 void htm_write(struct tmt_tx *tx, uintptr_t addr, uint64_t value, unsigned size);
 /* Aborts the running hardware attempt explicitly with `code` (never returns:
- * real RTM resumes in htm_start, emulation goes through tx_abort). */
+ * real RTM resumes in htm_start, emulation goes through tx_restart). */
 __attribute__((noreturn)) void htm_abort_code(struct tmt_tx *tx, unsigned code);
 /* Emulation: undoes the attempt's writes and releases the emulation lock;
  * keeps the status for the policy at the restart. */

@@ -262,13 +262,23 @@ static uint64_t stm_lock_holder(uintptr_t v)
                          __atomic_load_n(&r->owner_instance, __ATOMIC_RELAXED));
 }
 
+/* A conflict ends the attempt: the STM undoes its own part, then the
+ * common restart path records the abort and restarts (tx.h); it never
+ * calls back into the STM. */
+__attribute__((noreturn, noinline, cold)) static void stm_abort(struct tmt_tx *tx, unsigned reason, uintptr_t where,
+                                                               uint64_t found)
+{
+    stm_rollback(tx);
+    tx_restart(tx, reason, where, found);
+}
+
 __attribute__((noreturn, noinline, cold)) static void stm_read_conflict(struct tmt_tx *tx, uintptr_t a,
                                                                        uintptr_t v1, uintptr_t v2)
 {
     if ((v1 | v2) & 1)
-        tx_abort(tx, TMT_ABORT_READ_LOCKED, a, stm_lock_holder((v1 & 1) ? v1 : v2));
+        stm_abort(tx, TMT_ABORT_READ_LOCKED, a, stm_lock_holder((v1 & 1) ? v1 : v2));
     /* The version found: the later of the two loads (the one that failed). */
-    tx_abort(tx, TMT_ABORT_READ_VERSION, a, (v1 != v2 ? v2 : v1) >> 1);
+    stm_abort(tx, TMT_ABORT_READ_VERSION, a, (v1 != v2 ? v2 : v1) >> 1);
 }
 
 /* Cold: the read set is full. Grows it, appends `a` and hands `val` back, so
@@ -527,7 +537,7 @@ uint64_t stm_commit(struct tmt_tx *tx)
     for (uint32_t i = 0; i < s->wn; i++) {
         uint64_t holder = stm_lock_one(s, s->wset[i].addr, tx->trace.thread_id, tx->instance);
         if (holder != 0)
-            tx_abort(tx, TMT_ABORT_COMMIT_LOCKED, s->wset[i].addr, holder);
+            stm_abort(tx, TMT_ABORT_COMMIT_LOCKED, s->wset[i].addr, holder);
     }
     uint64_t wv = __atomic_add_fetch(&stm_clock.now, 1, __ATOMIC_ACQ_REL);
     /* wv == rv + 1: no other update committed since the start, the reads
@@ -535,7 +545,7 @@ uint64_t stm_commit(struct tmt_tx *tx)
     uintptr_t bad = 0;
     uint64_t found = 0;
     if (wv != s->rv + 1 && stm_validate(s, &bad, &found) != 0)
-        tx_abort(tx, TMT_ABORT_COMMIT_VALIDATE, bad, found);
+        stm_abort(tx, TMT_ABORT_COMMIT_VALIDATE, bad, found);
     return wv;
 }
 

@@ -3,8 +3,9 @@
  *
  * Owns: the global version clock, the table of versioned write-lock stripes,
  * and the software half of a descriptor (tx->stm): read set, redo log, commit.
- * Conflicts end in tx_abort() (the single abort path in api.c), never in a
- * return code. Never records trace events (api.c does, around these calls)
+ * A conflict is undone here and ends in tx_restart() (the single restart
+ * path, tx.h), never in a return code. Never records trace events (tx.c and
+ * the accessors do, around these calls)
  * and never allocates in steady state: the sets grow geometrically and are
  * kept across transactions.
  */
@@ -46,13 +47,15 @@ void stm_write_u8(struct tmt_tx *tx, uintptr_t addr, uint64_t value);
  * write set, takes the write version and validates; it returns the write
  * version (0 when the attempt wrote nothing: then it is already done) with
  * the locks still held, so that the caller records the commit before any
- * other thread can see its writes. On a conflict it aborts through
- * tx_abort() and does not return. stm_commit_finish writes back and
+ * other thread can see its writes. On a conflict it rolls back and restarts
+ * through tx_restart() and does not return. stm_commit_finish writes back and
  * releases the locks with the new version. */
 uint64_t stm_commit(struct tmt_tx *tx);
 void stm_commit_finish(struct tmt_tx *tx, uint64_t wv);
 /* Undoes whatever a failed attempt holds (commit locks) and empties the sets. */
 void stm_rollback(struct tmt_tx *tx);
+/* A new transaction: no software abort yet (backoff starts over). */
+static inline void stm_prepare(struct tmt_tx *tx) { tx->stm.consecutive_aborts = 0; }
 /* Randomized exponential backoff after repeated aborts (bounded). */
 void stm_backoff_wait(struct tmt_tx *tx);
 static inline void stm_backoff(struct tmt_tx *tx)
@@ -64,7 +67,7 @@ static inline void stm_backoff(struct tmt_tx *tx)
  * attempt at a time (`me`: the holder's trace thread id, never 0); software
  * attempts that begin while it is held wait in stm_begin until it is free.
  * Excluding the other paths and draining running attempts is the caller's
- * (api.c: it knows every descriptor). */
+ * (tx.c, with tx_registry.c, which knows every descriptor). */
 void stm_serial_lock(uint32_t me);
 void stm_serial_unlock(void);
 /* The holder's id, 0 when free. */

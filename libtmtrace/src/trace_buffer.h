@@ -19,7 +19,9 @@
 
 #include "clock.h"
 #include "config.h"
-#include "trace_file.h"
+#include "trace_format.h"
+
+struct tf_thread_info; /* trace_file.h: a thread of the trace (tracer side only) */
 
 #if defined(__GNUC__)
 #define TB_UNLIKELY(x) __builtin_expect(!!(x), 0)

@@ -1,13 +1,43 @@
 /*
- * tx.h - the per-thread transaction descriptor (struct tmt_tx).
+ * tx.h - the per-thread transaction descriptor (struct tmt_tx) and the
+ * contract of its life cycle and of the single abort/restart path (tx.c).
  *
- * Owns: the layout of the descriptor that every runtime module works on: the
- * restart points, nesting and mode, the STM's read/write sets, the hardware
- * path's state, the allocation logs and the per-thread statistics. Each
- * module touches only its own part (stm.c: `stm`, htm.c: `htm`, txmem.c:
- * `mem`, api.c: the rest). Nothing here may take a lock or allocate; the
- * descriptor is owned by one thread, other threads only read the statistics
- * (with relaxed atomic loads) and `stm.active_rv`.
+ * Owns: the layout of the descriptor that every runtime module works on.
+ * Who writes what (only the descriptor's own thread writes it; other threads
+ * read just the statistics, with relaxed atomic loads, and `stm.active_rv`
+ * and a lock record's owner):
+ *   stm       stm.c (the TL2 sets, the start version, serial mode's undo log)
+ *   htm       htm.c (attempts, policy state, emulation, its membership of
+ *             the software-transaction counter)
+ *   mem       txmem.c (allocation logs, limbo)
+ *   trace     trace_buffer.h's hooks and trace_buffer.c
+ *   stats, site_stats   the counters: each counts its own events with
+ *             tx_count (tx.c: commits, aborts, serial attempts; htm.c:
+ *             hardware aborts and fallbacks); tx_registry.c folds and sums
+ *             them and grows site_stats under its lock
+ *   thread_id, next, live   tx_registry.c
+ *   the rest (mode, depth, flags, attempt, instance, cancelled, conflicts,
+ *             serial_next, restart, env)   tx.c; tx_attempt_starts and
+ *             tx_serial_next are how htm.c moves them
+ * Never: takes a lock on an attempt's path. Logs (read/write sets, undo and
+ * allocation logs) grow with tx_grow, the only allocation on a
+ * transaction's path, and are kept across transactions, so in steady state
+ * nothing allocates.
+ *
+ * The abort/restart path. An attempt ends early in one of two ways:
+ *  - its own path found the conflict (stm.c: a read or the commit; htm.c: an
+ *    emulated hardware abort): that module undoes its own part, then calls
+ *    tx_restart, which never calls back into it;
+ *  - the program or the runtime asks (tmt_tx_retry/cancel, a read-only block
+ *    that writes, serial mode): tx_abort undoes the running attempt through
+ *    its module, then calls tx_restart.
+ * tx_restart counts and records the ABORT, leaves the software-transaction
+ * counter, undoes the attempt's allocations, applies contention management
+ * (TMTRACE_SERIAL_AFTER conflict aborts make the next attempt serial) and
+ * resumes at the transaction's restart point: tmt_tx.restart when set, else
+ * siglongjmp to `env`. Neither returns. A real RTM abort resumes at _xbegin
+ * inside htm_start, which records it with tx_abort_record and runs the
+ * policy; nothing is rolled back by software there.
  */
 #ifndef TMT_TX_H
 #define TMT_TX_H
@@ -69,7 +99,6 @@ struct tx_undo {
 struct tx_stm {
     uint64_t rv;                 /* start version (snapshot the reads are valid at) */
     int ro;                      /* no read set kept */
-    int counted;                 /* registered with the hardware path's software-tx counter */
     uint64_t bloom;              /* one bit per (word >> 3) & 63 in the redo log */
     uintptr_t *rset;             /* addresses read (their stripes are re-checked at commit) */
     uint32_t rn, rcap;
@@ -97,6 +126,7 @@ struct tx_htm {
     uint32_t last_status;   /* status word of the last hardware abort */
     int pending;            /* an emulated abort left last_status to the policy */
     int fell_back;          /* the current transaction runs on the STM for good */
+    int sw_counted;         /* this thread's software attempt is in the software-tx counter */
     /* Emulation of the current attempt. */
     uint32_t accesses;
     uint32_t abort_at;      /* inject an abort at this access (0 = none) */
@@ -144,7 +174,7 @@ struct tmt_tx {
     uint64_t instance;          /* attempts started by this thread */
     uint64_t rng;               /* xorshift state: backoff and emulation */
     sigjmp_buf env;             /* restart point of the outermost block */
-    /* Restart without sigsetjmp: when set, tx_abort calls it (it must not
+    /* Restart without sigsetjmp: when set, tx_restart calls it (it must not
      * return) where it would siglongjmp to `env`; the attempt is already
      * rolled back, recorded and tx->cancelled set. tmt_tx_prepare clears it
      * for every outermost block; a front end that keeps its own checkpoint
@@ -158,20 +188,45 @@ struct tmt_tx {
     struct tx_counts *site_stats; /* indexed by site id; grown off the hot path */
     uint32_t nsite_stats;
     uint32_t thread_id;
-    struct tmt_tx *next;        /* api.c's registry of descriptors */
+    struct tmt_tx *next;        /* tx_registry.c's list of descriptors */
     int live;
 };
 
-/* The single abort path (api.c): rolls the attempt back, records the abort and
- * restarts the transaction at its TMT_ATOMIC. `where` is the conflicting
- * address; `found` the hardware status word (hardware aborts) or what a
- * software attempt found on the stripe (the abort record's value:
- * tf_abort_held() or the version, see trace_file.h). */
+/* ---- life cycle (tx.c) ---- */
+
+/* The calling thread's descriptor, made (or reused) and attached to the
+ * tracer; NULL with error_set(). tx_thread_exit detaches and releases it. */
+struct tmt_tx *tx_thread_enter(void);
+void tx_thread_exit(struct tmt_tx *tx);
+
+/* tmt_tx_prepare, tmt_tx_start and tmt_tx_commit (tmtrace.h): prepare
+ * returns the restart point to fill (the outer one's scratch when nested);
+ * start returns 1 when an attempt runs, 0 when the block is to be skipped
+ * (cancelled); commit ends the attempt or restarts it on a conflict. */
+sigjmp_buf *tx_prepare(struct tmt_tx *tx, tmt_site *site, unsigned flags);
+int tx_start(struct tmt_tx *tx);
+void tx_commit(struct tmt_tx *tx);
+
+/* ---- the abort/restart path (tx.c; see the top of this file) ---- */
+
+/* The running attempt's part is already undone by its own module. `where`
+ * is the conflicting address; `found` the hardware status word (hardware
+ * aborts) or what a software attempt found on the stripe (the abort
+ * record's value: tf_abort_held() or the version, see trace_format.h). */
+__attribute__((noreturn)) void tx_restart(struct tmt_tx *tx, unsigned reason, uint64_t where,
+                                          uint64_t found);
+/* Undoes the running attempt through its module, then tx_restart. */
 __attribute__((noreturn)) void tx_abort(struct tmt_tx *tx, unsigned reason, uint64_t where,
                                         uint64_t found);
-/* Counts and records an abort without restarting (the hardware path, whose
- * aborts arrive back at _xbegin). */
+/* Counts and records an abort without restarting (real RTM aborts, which
+ * arrive back at _xbegin). */
 void tx_abort_record(struct tmt_tx *tx, unsigned reason, uint64_t where, uint64_t found);
+/* tmt_tx_retry / tmt_tx_cancel: abort() outside a transaction (misuse). */
+__attribute__((noreturn)) void tx_retry(struct tmt_tx *tx);
+__attribute__((noreturn)) void tx_cancel(struct tmt_tx *tx);
+/* A block that promised to be read-only wrote: rerun it as an update
+ * transaction (its read set was not kept, so it cannot commit writes). */
+__attribute__((noreturn)) void tx_demote(struct tmt_tx *tx, uintptr_t addr);
 
 /* Serial (irrevocable) mode. An attempt in serial mode runs alone: it
  * starts once every other transaction has ended (software attempts finish,
@@ -192,14 +247,19 @@ void tx_serial_next(struct tmt_tx *tx, unsigned why);
 void tx_serial_now(struct tmt_tx *tx, unsigned why);
 static inline int tx_is_serial(const struct tmt_tx *tx) { return tx->mode == TX_MODE_SERIAL; }
 
-/* The oldest start version among software attempts running now (UINT64_MAX
- * if none): memory unlinked by a commit with a write version <= it can no
- * longer be reached by any transaction (api.c, over its registry). */
-uint64_t tx_oldest_active_rv(void);
-
 /* Per-thread counter increment: the owner is the only writer, readers use
  * relaxed loads, so no read-modify-write is needed. */
 static inline void tx_count(uint64_t *c) { __atomic_store_n(c, *c + 1, __ATOMIC_RELAXED); }
+
+/* An attempt of the current transaction starts: a new instance id and its
+ * START record (`flags`: enum tf_start_flags; RETRY is added after an abort).
+ * Hardware attempts call it before _xbegin. */
+static inline void tx_attempt_starts(struct tmt_tx *tx, unsigned flags)
+{
+    tx->instance++;
+    tb_ev_start(&tx->trace, tx->site_id, tx->instance, flags | (tx->attempt ? TF_START_RETRY : 0),
+                tx->attempt);
+}
 
 /* xorshift64* on the descriptor's state. */
 static inline uint64_t tx_rand(struct tmt_tx *tx)
@@ -212,9 +272,10 @@ static inline uint64_t tx_rand(struct tmt_tx *tx)
     return x * 0x2545F4914F6CDD1DULL;
 }
 
-/* Doubles a log's capacity (first size `min`). Running out of memory in the
- * middle of a transaction leaves no consistent way to go on, so it aborts the
- * process; logs are kept across transactions, so this is rare. */
+/* Doubles a log's capacity (first size `min`): the one allocation on a
+ * transaction's path (realloc). Running out of memory in the middle of a
+ * transaction leaves no consistent way to go on, so it aborts the process;
+ * logs are kept across transactions, so this is rare. */
 static inline void *tx_grow(void *p, uint32_t *cap, size_t elem, uint32_t min)
 {
     uint32_t n = *cap ? *cap * 2 : min;

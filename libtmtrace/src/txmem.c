@@ -14,6 +14,7 @@
 #include <stdlib.h>
 
 #include "stm.h"
+#include "tx_registry.h"
 
 #define TXMEM_LIMBO_SCAN 64 /* limbo entries that trigger a reclamation pass */
 

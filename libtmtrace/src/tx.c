@@ -1,0 +1,293 @@
+/*
+ * tx.c - a transaction's life on its descriptor: prepare, start (hardware,
+ * software or serial attempt), commit, and the single abort/restart path
+ * (see tx.h for the contract).
+ *
+ * Owns: the attempt state of the descriptor (mode, depth, flags, attempt,
+ * instance, cancelled, conflicts, serial_next, restart), the commit and
+ * abort counters, serial mode's entry and exit, contention management
+ * (TMTRACE_SERIAL_AFTER) and the one place where START (software and serial
+ * attempts), COMMIT, ABORT and SERIAL are recorded. Never takes a lock on a
+ * normal attempt's path; never allocates (the logs belong to their modules).
+ */
+#include "tx.h"
+
+#include <x86intrin.h>
+
+#include "config.h"
+#include "htm.h"
+#include "site.h"
+#include "stm.h"
+#include "trace_format.h"
+#include "tx_registry.h"
+#include "txmem.h"
+
+/* ---- threads ---------------------------------------------------------------- */
+
+struct tmt_tx *tx_thread_enter(void)
+{
+    struct tmt_tx *tx = txreg_enter();
+    if (tx == NULL)
+        return NULL;
+    tx->mode = TX_MODE_NONE;
+    tx->depth = 0;
+    uint64_t seed = config.seed ? (uint64_t)config.seed : __rdtsc() ^ (uintptr_t)tx;
+    tx->rng = (seed + 0x9E3779B97F4A7C15ull * tx->thread_id) | 1;
+    if (tb_attach(&tx->trace) != 0) {
+        txreg_abandon(tx);
+        return NULL;
+    }
+    txreg_set_self(tx);
+    return tx;
+}
+
+void tx_thread_exit(struct tmt_tx *tx)
+{
+    txmem_thread_exit(tx);
+    tb_detach(&tx->trace);
+    txreg_exit(tx);
+}
+
+/* ---- a transaction ------------------------------------------------------------ */
+
+sigjmp_buf *tx_prepare(struct tmt_tx *tx, tmt_site *site, unsigned flags)
+{
+    if (tx->depth > 0) {
+        /* Flat nesting: the outer restart point stays in force. */
+        tx->nested_flags = flags;
+        return &tx->scratch;
+    }
+    uint32_t id = site_id(site);
+    if (TX_UNLIKELY(id >= tx->nsite_stats))
+        txreg_grow_sites(tx, id);
+    tx->site_id = id;
+    tx->restart = NULL;
+    tx->flags = flags;
+    tx->ro_demoted = 0;
+    tx->attempt = 0;
+    tx->cancelled = 0;
+    htm_prepare(tx);
+    stm_prepare(tx);
+    tx->conflicts = 0;
+    tx->serial_next = (flags & TMT_TX_IRREVOCABLE) ? TF_SERIAL_REQUESTED : 0;
+    return &tx->env;
+}
+
+/* ---- serial mode ---------------------------------------------------------------- */
+
+/* Starts a serial attempt: START, exclusion of everything else, SERIAL. */
+__attribute__((noinline)) static void tx_start_serial(struct tmt_tx *tx)
+{
+    unsigned why = tx->serial_next;
+    tx_attempt_starts(tx, TF_START_SERIAL);
+    stm_serial_lock(tx->thread_id);
+    if (htm_path() != TX_MODE_NONE)
+        htm_sw_enter(tx); /* hardware attempts abort; an emulated one ends first */
+    txreg_drain_others(tx);
+    stm_serial_begin(tx);
+    tx->mode = TX_MODE_SERIAL;
+    tx_count(&tx->stats.serial);
+    tb_ev_serial(&tx->trace, why, tx->conflicts);
+}
+
+/* Ends the serial attempt's exclusion (commit or undo already done). */
+static void tx_end_serial(struct tmt_tx *tx)
+{
+    htm_sw_leave(tx);
+    stm_serial_unlock();
+}
+
+void tx_serial_next(struct tmt_tx *tx, unsigned why) { tx->serial_next = why; }
+
+void tx_serial_now(struct tmt_tx *tx, unsigned why)
+{
+    if (tx->mode == TX_MODE_SERIAL)
+        return;
+    if (tx->mode == TX_MODE_HTM || tx->mode == TX_MODE_HTM_EMU)
+        htm_abort_code(tx, HTM_CODE_NEED_SERIAL); /* the policy sets serial_next: a store here would roll back */
+    tx->serial_next = why;
+    tx_abort(tx, TMT_ABORT_USER_RETRY, 0, 0);
+}
+
+/* ---- start ---------------------------------------------------------------------- */
+
+/* A nested begin: flat nesting, but the inner block's flags may move the
+ * whole transaction to the STM or to serial mode. */
+static int tx_start_nested(struct tmt_tx *tx)
+{
+    if ((tx->nested_flags & TMT_TX_NO_HTM) && (tx->mode == TX_MODE_HTM || tx->mode == TX_MODE_HTM_EMU))
+        htm_abort_code(tx, HTM_CODE_NEED_STM);
+    if (TX_UNLIKELY(tx->nested_flags & TMT_TX_IRREVOCABLE))
+        tx_serial_now(tx, TF_SERIAL_REQUESTED);
+    tx->depth++;
+    return 1;
+}
+
+static void tx_start_stm(struct tmt_tx *tx, int path)
+{
+    stm_backoff(tx);
+    if (path != TX_MODE_NONE)
+        htm_sw_enter(tx);
+    int ro = (tx->flags & TMT_TX_READ_ONLY) && !tx->ro_demoted;
+    tx->mode = TX_MODE_STM;
+    tx_attempt_starts(tx, ro ? TF_START_READ_ONLY : 0);
+    stm_begin(tx, ro);
+}
+
+int tx_start(struct tmt_tx *tx)
+{
+    if (tx->depth > 0)
+        return tx_start_nested(tx);
+    if (tx->cancelled) {
+        tx->cancelled = 0;
+        return 0;
+    }
+    tx->depth = 1;
+    if (TX_UNLIKELY(tx->serial_next)) {
+        tx_start_serial(tx);
+        return 1;
+    }
+    int path = htm_path();
+    if (path != TX_MODE_NONE && !(tx->flags & TMT_TX_NO_HTM) && !tx->htm.fell_back && config.htm_retries > 0) {
+        switch (htm_start(tx, path)) {
+        case HTM_RUNNING:
+            tx->mode = path; /* inside the hardware attempt: rolled back with it */
+            return 1;
+        case HTM_CANCELLED:
+            tx->depth = 0;
+            return 0;
+        case HTM_FELL_BACK:
+            break;
+        }
+        if (tx->serial_next) {
+            tx_start_serial(tx);
+            return 1;
+        }
+    }
+    tx_start_stm(tx, path);
+    return 1;
+}
+
+/* ---- commit --------------------------------------------------------------------- */
+
+/* A commit took effect (and was recorded): frees, counters. */
+static inline void tx_committed(struct tmt_tx *tx, uint64_t wv)
+{
+    txmem_commit(tx, wv);
+    tx->depth = 0;
+    tx->mode = TX_MODE_NONE;
+    tx_count(&tx->stats.all.commits);
+    tx_count(&tx->site_stats[tx->site_id].commits);
+}
+
+static void tx_commit_serial(struct tmt_tx *tx)
+{
+    uint32_t rn = tx->stm.serial_reads, wn = tx->stm.nundo;
+    uint64_t wv = stm_serial_commit(tx);
+    tb_ev_commit(&tx->trace, wv, rn, wn); /* nothing else runs: any point before the unlock */
+    tx_end_serial(tx);
+    tx_committed(tx, wv);
+}
+
+void tx_commit(struct tmt_tx *tx)
+{
+    if (tx->depth > 1) {
+        tx->depth--;
+        return;
+    }
+    if (tx->depth == 0)
+        return; /* not in a transaction: nothing to commit */
+    if (TX_LIKELY(tx->mode == TX_MODE_STM)) {
+        uint32_t rn = tx->stm.rn, wn = tx->stm.wn;
+        uint64_t wv = stm_commit(tx);
+        /* Stamped at the linearisation point: the write version is taken and
+         * the locks are still held, so every attempt that sees this commit's
+         * version aborts after this stamp. */
+        tb_ev_commit(&tx->trace, wv, rn, wn);
+        stm_commit_finish(tx, wv);
+        htm_sw_leave(tx);
+        tx_committed(tx, wv);
+        return;
+    }
+    if (tx->mode == TX_MODE_SERIAL) {
+        tx_commit_serial(tx);
+        return;
+    }
+    htm_commit(tx);
+    tx_committed(tx, 0);
+    tx_count(&tx->stats.htm_commits);
+    tb_ev_commit(&tx->trace, 0, 0, 0);
+}
+
+/* ---- abort and restart ------------------------------------------------------------ */
+
+void tx_abort_record(struct tmt_tx *tx, unsigned reason, uint64_t where, uint64_t found)
+{
+    tx_count(&tx->stats.all.aborts);
+    tx_count(&tx->stats.all.aborts_by_reason[reason]);
+    tx_count(&tx->site_stats[tx->site_id].aborts);
+    tx_count(&tx->site_stats[tx->site_id].aborts_by_reason[reason]);
+    tb_ev_abort(&tx->trace, reason, where, found);
+    tx->attempt++;
+}
+
+static inline int tx_is_conflict(unsigned reason)
+{
+    return reason >= TMT_ABORT_READ_LOCKED && reason <= TMT_ABORT_COMMIT_VALIDATE;
+}
+
+void tx_restart(struct tmt_tx *tx, unsigned reason, uint64_t where, uint64_t found)
+{
+    htm_sw_leave(tx); /* a software attempt's announcement (no-op otherwise) */
+    txmem_abort(tx);
+    tx->mode = TX_MODE_NONE;
+    tx->depth = 0;
+    tx_abort_record(tx, reason, where, found);
+    /* Contention management: a transaction that keeps losing conflicts
+     * runs alone next time, so every transaction commits within
+     * TMTRACE_SERIAL_AFTER + 1 software attempts whatever its size. */
+    if (tx_is_conflict(reason) && ++tx->conflicts >= (uint64_t)config.serial_after && !tx->serial_next)
+        tx->serial_next = TF_SERIAL_CONTENTION;
+    if (reason == TMT_ABORT_USER_CANCEL)
+        tx->cancelled = 1;
+    if (tx->restart)
+        tx->restart(tx);
+    siglongjmp(tx->env, 1);
+}
+
+void tx_abort(struct tmt_tx *tx, unsigned reason, uint64_t where, uint64_t found)
+{
+    if (tx->mode == TX_MODE_STM) {
+        stm_rollback(tx);
+    } else if (tx->mode == TX_MODE_HTM_EMU) {
+        htm_rollback(tx, (uint32_t)found);
+    } else if (tx->mode == TX_MODE_SERIAL) {
+        /* Only the program's retry or cancel ends a serial attempt early;
+         * a retry runs the next attempt normally unless the block asks. */
+        stm_serial_rollback(tx);
+        tx_end_serial(tx);
+        if (!(tx->flags & TMT_TX_IRREVOCABLE))
+            tx->serial_next = 0;
+    }
+    tx_restart(tx, reason, where, found);
+}
+
+/* The program's retry or cancel: a hardware attempt aborts itself with the
+ * code (real RTM resumes at _xbegin), any other through tx_abort. */
+__attribute__((noreturn)) static void tx_user_abort(struct tmt_tx *tx, unsigned code, unsigned reason)
+{
+    if (tx->depth == 0)
+        abort(); /* no transaction to restart: a misuse the program cannot recover from */
+    if (tx->mode == TX_MODE_HTM || tx->mode == TX_MODE_HTM_EMU)
+        htm_abort_code(tx, code);
+    tx_abort(tx, reason, 0, 0);
+}
+
+void tx_retry(struct tmt_tx *tx) { tx_user_abort(tx, HTM_CODE_USER_RETRY, TMT_ABORT_USER_RETRY); }
+void tx_cancel(struct tmt_tx *tx) { tx_user_abort(tx, HTM_CODE_USER_CANCEL, TMT_ABORT_USER_CANCEL); }
+
+__attribute__((noinline)) void tx_demote(struct tmt_tx *tx, uintptr_t addr)
+{
+    tx->ro_demoted = 1;
+    tx_abort(tx, TMT_ABORT_USER_RETRY, addr, 0);
+}

@@ -1,0 +1,197 @@
+/*
+ * tx_registry.c - every thread's transaction descriptor (see tx_registry.h).
+ *
+ * Owns: the descriptor list and its lock, thread ids, the exited threads'
+ * statistics. Never frees a descriptor (the serial drain and the abort
+ * records of other threads read them without the lock); never takes its
+ * lock on the transactional fast path.
+ */
+#include "tx_registry.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+
+static pthread_mutex_t txreg_mutex = PTHREAD_MUTEX_INITIALIZER;
+static struct tmt_tx *txreg_all; /* every descriptor ever made, live or not */
+static uint32_t txreg_next_thread;
+static struct tx_stats txreg_exited;         /* folded statistics of exited threads */
+static struct tx_counts *txreg_exited_sites; /* indexed by site id */
+static uint32_t txreg_nexited_sites;
+
+__thread struct tmt_tx *txreg_self_tx __attribute__((tls_model("initial-exec")));
+
+void txreg_lock(void) { pthread_mutex_lock(&txreg_mutex); }
+void txreg_unlock(void) { pthread_mutex_unlock(&txreg_mutex); }
+
+/* ---- statistics ------------------------------------------------------------- */
+
+static inline uint64_t txreg_load(const uint64_t *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
+
+static void txreg_add_counts(struct tx_counts *to, const struct tx_counts *from)
+{
+    to->commits += txreg_load(&from->commits);
+    to->aborts += txreg_load(&from->aborts);
+    for (unsigned r = 0; r < TMT_ABORT_REASONS; r++)
+        to->aborts_by_reason[r] += txreg_load(&from->aborts_by_reason[r]);
+}
+
+static void txreg_add_stats(struct tx_stats *to, const struct tx_stats *from)
+{
+    txreg_add_counts(&to->all, &from->all);
+    to->htm_commits += txreg_load(&from->htm_commits);
+    to->htm_aborts += txreg_load(&from->htm_aborts);
+    to->fallbacks += txreg_load(&from->fallbacks);
+    to->serial += txreg_load(&from->serial);
+}
+
+/* Grows a per-site array to hold `id`; caller holds the lock. 0 or -1. */
+static int txreg_grow(struct tx_counts **arr, uint32_t *n, uint32_t id)
+{
+    if (id < *n)
+        return 0;
+    uint32_t want = *n ? *n : 16;
+    while (want <= id)
+        want *= 2;
+    struct tx_counts *p = calloc(want, sizeof *p);
+    if (p == NULL)
+        return -1;
+    if (*arr)
+        memcpy(p, *arr, (size_t)*n * sizeof *p);
+    free(*arr);
+    *arr = p;
+    *n = want;
+    return 0;
+}
+
+/* The owner writes its counters without the lock; readers hold the lock,
+ * and the array is swapped under it. */
+__attribute__((noinline)) void txreg_grow_sites(struct tmt_tx *tx, uint32_t id)
+{
+    txreg_lock();
+    if (txreg_grow(&tx->site_stats, &tx->nsite_stats, id) != 0) {
+        txreg_unlock();
+        abort(); /* cannot count the transaction that is about to run */
+    }
+    txreg_unlock();
+}
+
+void txreg_sum(struct tx_stats *out)
+{
+    memset(out, 0, sizeof *out);
+    txreg_lock();
+    txreg_add_stats(out, &txreg_exited);
+    for (struct tmt_tx *t = txreg_all; t; t = t->next)
+        if (t->live)
+            txreg_add_stats(out, &t->stats);
+    txreg_unlock();
+}
+
+void txreg_sum_site(uint32_t id, struct tx_counts *out)
+{
+    memset(out, 0, sizeof *out);
+    txreg_lock();
+    if (id < txreg_nexited_sites)
+        txreg_add_counts(out, &txreg_exited_sites[id]);
+    for (struct tmt_tx *t = txreg_all; t; t = t->next)
+        if (t->live && id < t->nsite_stats)
+            txreg_add_counts(out, &t->site_stats[id]);
+    txreg_unlock();
+}
+
+/* ---- software attempts of all threads ------------------------------------------ */
+
+uint64_t tx_oldest_active_rv(void)
+{
+    uint64_t oldest = UINT64_MAX;
+    txreg_lock();
+    for (struct tmt_tx *t = txreg_all; t; t = t->next) {
+        uint64_t rv = __atomic_load_n(&t->stm.active_rv, __ATOMIC_SEQ_CST);
+        if (rv < oldest)
+            oldest = rv;
+    }
+    txreg_unlock();
+    return oldest;
+}
+
+void txreg_drain_others(const struct tmt_tx *self)
+{
+    for (struct tmt_tx *t = __atomic_load_n(&txreg_all, __ATOMIC_ACQUIRE); t; t = t->next) {
+        if (t == self)
+            continue;
+        for (unsigned spins = 1; __atomic_load_n(&t->stm.active_rv, __ATOMIC_SEQ_CST) != UINT64_MAX; spins++) {
+            tx_pause();
+            if ((spins & 255) == 0)
+                sched_yield(); /* the attempt we wait for may need this core */
+        }
+    }
+}
+
+/* ---- threads ------------------------------------------------------------------ */
+
+struct tmt_tx *txreg_enter(void)
+{
+    txreg_lock();
+    struct tmt_tx *tx = txreg_all;
+    while (tx && tx->live)
+        tx = tx->next;
+    if (tx == NULL) {
+        tx = aligned_alloc(64, (sizeof *tx + 63) & ~(size_t)63);
+        if (tx == NULL) {
+            txreg_unlock();
+            error_set("tmt_thread_enter: out of memory for a thread descriptor");
+            return NULL;
+        }
+        memset(tx, 0, sizeof *tx);
+        tx->stm.active_rv = UINT64_MAX;
+        tx->next = txreg_all;
+        /* Published with release: the serial drain walks the list without
+         * the lock (descriptors are never freed). */
+        __atomic_store_n(&txreg_all, tx, __ATOMIC_RELEASE);
+    }
+    tx->live = 1;
+    tx->thread_id = ++txreg_next_thread;
+    txreg_unlock();
+    return tx;
+}
+
+void txreg_set_self(struct tmt_tx *tx) { txreg_self_tx = tx; }
+
+void txreg_abandon(struct tmt_tx *tx)
+{
+    txreg_lock();
+    tx->live = 0;
+    txreg_unlock();
+}
+
+void txreg_exit(struct tmt_tx *tx)
+{
+    txreg_lock();
+    txreg_add_stats(&txreg_exited, &tx->stats);
+    memset(&tx->stats, 0, sizeof tx->stats);
+    if (tx->nsite_stats && txreg_grow(&txreg_exited_sites, &txreg_nexited_sites, tx->nsite_stats - 1) == 0) {
+        for (uint32_t i = 0; i < tx->nsite_stats; i++)
+            txreg_add_counts(&txreg_exited_sites[i], &tx->site_stats[i]);
+    }
+    if (tx->site_stats)
+        memset(tx->site_stats, 0, (size_t)tx->nsite_stats * sizeof *tx->site_stats);
+    tx->live = 0;
+    txreg_unlock();
+    if (txreg_self_tx == tx)
+        txreg_self_tx = NULL;
+}
+
+/* The child has one thread: every other descriptor's thread is gone. Called
+ * with the lock held (taken before the fork). */
+void txreg_fork_child(const struct tmt_tx *self)
+{
+    for (struct tmt_tx *t = txreg_all; t; t = t->next) {
+        if (t == self)
+            continue;
+        t->live = 0; /* reusable by the child's own threads */
+        __atomic_store_n(&t->stm.active_rv, UINT64_MAX, __ATOMIC_RELAXED);
+    }
+}

@@ -1,0 +1,63 @@
+/*
+ * tx_registry.h - every thread's transaction descriptor, and what is
+ * computed over all of them.
+ *
+ * Owns: the list of descriptors (live ones and exited ones kept for reuse;
+ * never freed, so other threads may walk it without the lock), the lock that
+ * guards membership, thread ids and the per-site counter arrays, the calling
+ * thread's own descriptor (txreg_self), the statistics of exited threads and
+ * the sums over all threads, the oldest running software start version and
+ * the wait for other threads' software attempts to end.
+ * Never: writes another thread's attempt state (it only reads its
+ * stm.active_rv and statistics, with atomic loads), records trace events,
+ * or runs on the transactional fast path (txreg_self aside).
+ */
+#ifndef TMT_TX_REGISTRY_H
+#define TMT_TX_REGISTRY_H
+
+#include <stdint.h>
+
+#include "tx.h"
+
+/* The calling thread's descriptor (NULL before tmt_thread_enter). */
+extern __thread struct tmt_tx *txreg_self_tx __attribute__((tls_model("initial-exec")));
+static inline struct tmt_tx *txreg_self(void) { return txreg_self_tx; }
+
+/* A descriptor for the calling thread, zeroed but for the registry's fields
+ * (thread_id, live, next) and stm.active_rv = UINT64_MAX; reuses one of an
+ * exited thread. NULL with error_set() when out of memory. Does not make it
+ * the calling thread's own: txreg_set_self does, once it is ready. */
+struct tmt_tx *txreg_enter(void);
+void txreg_set_self(struct tmt_tx *tx);
+/* The thread leaves: its statistics are folded into the exited threads'
+ * and the descriptor becomes reusable (its logs are kept). */
+void txreg_exit(struct tmt_tx *tx);
+/* Marks a descriptor that txreg_enter returned reusable again (its thread
+ * could not attach). */
+void txreg_abandon(struct tmt_tx *tx);
+
+/* Grows tx->site_stats to hold site `id` (off the hot path: the first
+ * transaction of a thread at a new site). Aborts the process when out of
+ * memory: the transaction about to run could not be counted. */
+void txreg_grow_sites(struct tmt_tx *tx, uint32_t id);
+
+/* The oldest start version among software attempts running now (UINT64_MAX
+ * if none): memory unlinked by a commit with a write version <= it can no
+ * longer be reached by any transaction. */
+uint64_t tx_oldest_active_rv(void);
+/* Waits until every software attempt of another thread than `self` has
+ * ended (serial mode and fork: the caller has already stopped new ones). */
+void txreg_drain_others(const struct tmt_tx *self);
+
+/* Sums of every thread's statistics (exited ones included), and of one
+ * site's counters. */
+void txreg_sum(struct tx_stats *out);
+void txreg_sum_site(uint32_t id, struct tx_counts *out);
+
+/* fork(): the lock around it, and the child's registry, where only `self`
+ * (may be NULL) still has a thread. */
+void txreg_lock(void);
+void txreg_unlock(void);
+void txreg_fork_child(const struct tmt_tx *self);
+
+#endif
