@@ -122,6 +122,13 @@ static void client_traced_writes_a_trace(void **state)
     snprintf(env, sizeof env, "TMTRACE_EVENTS=tx TMTRACE_FILE='%s'", tu_path("tl2.bin"));
     run_client(env);
     assert_true(is_file(tu_path("tl2.bin")));
+    /* every STM_BEGIN is a site of its own, labelled with its function */
+    char cmd[1400], out[4096];
+    snprintf(cmd, sizeof cmd, "'%s' --summary '%s' 2>&1", tu_build("tools/tmdump"), tu_path("tl2.bin"));
+    assert_int_equal(tu_run(cmd, out, sizeof out), 0);
+    assert_non_null(strstr(out, "tl2_client.c:57 worker\n"));
+    assert_non_null(strstr(out, "tl2_client.c:70 worker\n"));
+    assert_non_null(strstr(out, "tl2_client.c:118 main\n"));
 }
 
 static void client_reports_every_commit_at_shutdown(void **state)

@@ -59,10 +59,12 @@
 /* sigsetjmp runs here, in the caller's frame, straight into the runtime's
  * restart buffer (TxPrepareAt returns it), so an abort lands back here and
  * TxBegin starts the next attempt; nothing is copied per transaction. The
- * signal mask is not saved (no system call per transaction). */
+ * signal mask is not saved (no system call per transaction). Each use is
+ * its own site, labelled with the enclosing function, so reports name it
+ * `function (file:line)`. */
 #define STM_BEGIN(isReadOnly)                                                  \
     do {                                                                       \
-        static TxSite stm_site_ = { __FILE__, __LINE__, "tl2", 0 };            \
+        static TxSite stm_site_ = { __FILE__, __LINE__, __func__, 0 };         \
         sigsetjmp(*TxPrepareAt(STM_SELF, (isReadOnly), &stm_site_), 0);        \
         TxBegin(STM_SELF);                                                     \
     } while (0) /* enforce comma */
