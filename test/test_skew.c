@@ -11,6 +11,7 @@
 
 #include "error.h"
 #include "skew.h"
+#include "trace_file.h"
 
 static void parse_reads_offset_drift_and_drift_change(void **state)
 {

@@ -162,6 +162,16 @@ int cs_phase(unsigned phase, const int *cpus, int ncpus, int64_t ms, int ref_clo
     return rc;
 }
 
+int cs_inrun(int ref_clock, uint32_t thread, struct tf_sample *out)
+{
+    if (!cs_bracket(ref_clock, out))
+        return 0;
+    out->phase = TF_PHASE_INRUN;
+    out->thread = thread;
+    out->tsc = skew_apply(out->truth_tsc, out->cpu);
+    return 1;
+}
+
 void cs_apply_skew(struct tf_sample *s, size_t n)
 {
     for (size_t i = 0; i < n; i++)

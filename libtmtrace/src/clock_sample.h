@@ -37,6 +37,11 @@ int cs_phase(unsigned phase, const int *cpus, int ncpus, int64_t ms, int ref_clo
  * CPU, else 0 (the thread migrated in between). */
 int cs_bracket(int ref_clock, struct tf_sample *out);
 
+/* The in-run sample of a tracing thread (`thread`: its tracer id): one
+ * bracket, injected like the events. 1 and *out filled, or 0 (migrated
+ * inside the bracket: no sample this time). */
+int cs_inrun(int ref_clock, uint32_t thread, struct tf_sample *out);
+
 /* Replaces tsc by the injected value of truth_tsc (skew_apply). */
 void cs_apply_skew(struct tf_sample *s, size_t n);
 

@@ -13,6 +13,7 @@
 
 #include "error.h"
 #include "skew.h"
+#include "trace_file.h"
 #include "tmtrace.h"
 
 extern char **environ;

@@ -1,15 +1,18 @@
 /*
- * skew.c - TMTRACE_SKEW parsing and the exact injection function (see skew.h).
- * Never touches the clock, never allocates, never prints.
+ * skew.c - TMTRACE_SKEW parsing, the exact injection function and the forced
+ * migrations of TMTRACE_MIGRATE (see skew.h). Never allocates, never prints.
  */
 #include "skew.h"
 
 #include <errno.h>
 #include <math.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "error.h"
+#include "trace_file.h"
 
 /* Per-CPU parameters converted to ticks once, so skew_apply is arithmetic only. */
 struct skew_cpu {
@@ -125,4 +128,36 @@ uint64_t skew_apply(uint64_t truth, unsigned cpu)
     else
         d = (double)dt * c->drift;
     return truth + (uint64_t)(c->offset_ticks + llround(d));
+}
+
+uint64_t skew_stamp(uint64_t truth, uint32_t aux) { return skew_apply(truth, tf_aux_cpu(aux)); }
+
+/* ---- forced migrations ------------------------------------------------------ */
+
+static int skew_mig_cpus[CPU_SETSIZE];
+static int skew_mig_n;
+
+void skew_migrate_cpus(const int *cpus, int n)
+{
+    skew_mig_n = n < CPU_SETSIZE ? n : CPU_SETSIZE;
+    memcpy(skew_mig_cpus, cpus, (size_t)skew_mig_n * sizeof cpus[0]);
+}
+
+void skew_migrate(void)
+{
+    if (skew_mig_n < 2)
+        return;
+    uint32_t aux;
+    clock_rdtscp(&aux);
+    unsigned now = tf_aux_cpu(aux);
+    int next = skew_mig_cpus[0];
+    for (int i = 0; i < skew_mig_n; i++)
+        if ((unsigned)skew_mig_cpus[i] == now) {
+            next = skew_mig_cpus[(i + 1) % skew_mig_n];
+            break;
+        }
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(next, &set);
+    (void)sched_setaffinity(0, sizeof set, &set);
 }

@@ -1,11 +1,14 @@
 /*
- * skew.h - injected clock faults (TMTRACE_SKEW) for validating clock
- * correction on a machine whose TSCs are in sync.
+ * skew.h - injected clock faults (TMTRACE_SKEW) and forced migrations
+ * (TMTRACE_MIGRATE) for validating clock correction on a machine whose TSCs
+ * are in sync.
  *
- * Owns: the parser of TMTRACE_SKEW and the one exact function that turns a
+ * Owns: the parser of TMTRACE_SKEW, the one exact function that turns a
  * true TSC read on a CPU into the value unsynchronised hardware would have
- * shown. Never reads the clock itself and never allocates: the parameters
- * live in a fixed table set once by skew_init() before any thread records.
+ * shown, and the move of a thread to the next CPU of the run's set. Never
+ * reads the clock but to learn the CPU a migration starts from, and never
+ * allocates: the parameters live in fixed tables set once (skew_init,
+ * skew_migrate_cpus) before any thread records.
  *
  * The function, for a CPU with offset O ns, drift D ppm, optional change to
  * D2 ppm at T ms (hz = the trace header's TSC frequency, base = the TSC at
@@ -21,7 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "trace_file.h"
+struct tf_skew; /* trace_file.h: one CPU's injected faults, as the trace records them */
 
 #define SKEW_MAX_CPUS 1024
 
@@ -38,5 +41,13 @@ int skew_active(void);
 
 /* The injected TSC for a true TSC read on `cpu` (identity when not listed). */
 uint64_t skew_apply(uint64_t truth, unsigned cpu);
+/* The same for a stamp whose TSC_AUX is `aux` (the event path, injecting). */
+uint64_t skew_stamp(uint64_t truth, uint32_t aux);
+
+/* The CPUs forced migrations cycle through (at most CPU_SETSIZE kept). */
+void skew_migrate_cpus(const int *cpus, int n);
+/* Moves the calling thread to the CPU after the one it runs on, in that
+ * set (nothing with fewer than two CPUs; a refused move is ignored). */
+void skew_migrate(void);
 
 #endif

@@ -1,7 +1,9 @@
 /*
  * trace_buffer.c - per-thread trace buffers: the chunk pool, the hand-over
- * of full chunks to the writer, drop accounting, the thread table, injected
- * clock faults, in-run samples and forced migrations (see trace_buffer.h).
+ * of full chunks to the writer, drop accounting, the thread table and the
+ * schedule of each thread's ticks (in-run clock samples, taken by
+ * clock_sample.c; forced migrations, made by skew.c). Injected clock faults
+ * are skew.c's (see trace_buffer.h).
  *
  * Runs on the recording threads' slow paths only (a chunk is full, a tick is
  * due, attach/detach). Never prints, never blocks on the writer: when no
@@ -39,7 +41,6 @@ static uint64_t pool_inline;            /* atomic: chunks mapped on a recording 
 
 static uint64_t tb_hz;
 static int tb_fast;     /* unordered stamps where order is not needed (the CPU has rdpid) */
-static int tb_cpus[CPU_SETSIZE];
 static int tb_ncpus;
 
 static uint64_t total_recorded, total_dropped; /* atomic */
@@ -375,7 +376,7 @@ void tb_flush(struct tb_thread *t)
         hand_over(t);
 }
 
-/* ---- clock faults, in-run samples, migrations --------------------------- */
+/* ---- raised stamps, ticks (in-run samples, migrations) ------------------ */
 
 void tb_raised(struct tb_thread *t) { __atomic_store_n(&t->raised, t->raised + 1, __ATOMIC_RELAXED); }
 
@@ -390,44 +391,16 @@ uint64_t tb_total_raised(void)
     return n;
 }
 
-uint64_t tb_skew(struct tb_thread *t, uint64_t tsc, uint32_t aux)
-{
-    (void)t;
-    return skew_apply(tsc, tf_aux_cpu(aux));
-}
-
+/* The in-run clock sample joins the thread's chunk. */
 static void take_sample(struct tb_thread *t)
 {
     struct tf_sample s;
-    if (!cs_bracket(config.clock, &s))
-        return; /* migrated inside the bracket: no sample this time */
-    s.phase = TF_PHASE_INRUN;
-    s.thread = t->thread_id;
-    s.tsc = skew_apply(s.truth_tsc, s.cpu);
+    if (!cs_inrun(config.clock, t->thread_id, &s))
+        return;
     if (t->chunk != NULL && t->chunk->nsamples == TB_CHUNK_SAMPLES)
         hand_over(t);
     if (t->chunk != NULL)
         t->chunk->samples[t->chunk->nsamples++] = s;
-}
-
-static void migrate(struct tb_thread *t)
-{
-    if (tb_ncpus < 2)
-        return;
-    uint32_t aux;
-    clock_rdtscp(&aux);
-    unsigned now = tf_aux_cpu(aux);
-    int next = tb_cpus[0];
-    for (int i = 0; i < tb_ncpus; i++)
-        if ((unsigned)tb_cpus[i] == now) {
-            next = tb_cpus[(i + 1) % tb_ncpus];
-            break;
-        }
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(next, &set);
-    (void)sched_setaffinity(0, sizeof set, &set);
-    (void)t;
 }
 
 void tb_tick(struct tb_thread *t, uint64_t tsc)
@@ -437,7 +410,7 @@ void tb_tick(struct tb_thread *t, uint64_t tsc)
         t->next_sample_tsc = tsc + t->tick_period;
     }
     if (t->migrate_period && tsc >= t->next_migrate_tsc) {
-        migrate(t);
+        skew_migrate();
         t->next_migrate_tsc = tsc + t->migrate_period;
     }
     uint64_t a = t->tick_period ? t->next_sample_tsc : UINT64_MAX;
@@ -461,7 +434,7 @@ int tb_setup(uint64_t tsc_hz, const int *cpus, int ncpus)
     tb_hz = tsc_hz;
     tb_fast = clock_has_rdpid();
     tb_ncpus = ncpus < CPU_SETSIZE ? ncpus : CPU_SETSIZE;
-    memcpy(tb_cpus, cpus, (size_t)tb_ncpus * sizeof cpus[0]);
+    skew_migrate_cpus(cpus, tb_ncpus);
     /* The arena recording starts in, populated before the first event. */
     int64_t prefault = config.prefault_bytes;
     if (prefault == 0)

@@ -19,6 +19,7 @@
 
 #include "clock.h"
 #include "config.h"
+#include "skew.h"
 #include "trace_format.h"
 
 struct tf_thread_info; /* trace_file.h: a thread of the trace (tracer side only) */
@@ -72,8 +73,6 @@ struct tb_thread {
 /* The chunk is full: hand it over, take a new one; returns the slot to use or
  * NULL when the event has to be dropped (counted). */
 struct tf_record *tb_chunk_full(struct tb_thread *t);
-/* Applies injected clock faults to a TSC read on the CPU in `aux`. */
-uint64_t tb_skew(struct tb_thread *t, uint64_t tsc, uint32_t aux);
 /* Periodic work on a transaction boundary: in-run clock sample, migration. */
 void tb_tick(struct tb_thread *t, uint64_t tsc);
 
@@ -185,7 +184,7 @@ static inline uint64_t tb_emit(struct tb_thread *t, int ordered, unsigned kind, 
     uint64_t tsc = tb_stamp(t, ordered, &aux);
     if (TB_UNLIKELY(t->injecting)) {
         t->truth[r - t->base] = tsc;
-        tsc = tb_skew(t, tsc, aux);
+        tsc = skew_stamp(tsc, aux);
     }
     t->last_tsc = tsc;
     r->tsc = tsc;

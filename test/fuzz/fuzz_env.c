@@ -18,6 +18,7 @@
 #include "config.h"
 #include "error.h"
 #include "skew.h"
+#include "trace_file.h"
 
 #define FUZZ_MAX_ENTRIES 32
 
