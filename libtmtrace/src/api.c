@@ -19,6 +19,7 @@
 #include "htm.h"
 #include "site.h"
 #include "stm.h"
+#include "stm_barrier.h"
 #include "tmtrace.h"
 #include "trace_format.h"
 #include "tracer.h"
@@ -155,16 +156,11 @@ TMT_API int tmt_tx_depth(const tmt_tx *tx) { return tx ? tx->depth : 0; }
 
 /* ---- accesses -------------------------------------------------------------------- */
 
-static inline uint64_t api_stm_read(tmt_tx *tx, uintptr_t a, unsigned size)
-{
-    return size == 8 ? stm_read_u64(tx, a) : size == 4 ? stm_read_u32(tx, a) : stm_read_u8(tx, a);
-}
-
 /* A software read recorded in the trace: out of line, so that the untraced
  * path ends in a tail call into the STM and keeps nothing across a call. */
 __attribute__((noinline)) static uint64_t api_read_traced(tmt_tx *tx, const volatile void *addr, unsigned size)
 {
-    uint64_t v = api_stm_read(tx, (uintptr_t)addr, size);
+    uint64_t v = stm_read(tx, (uintptr_t)addr, size);
     tb_ev_read(&tx->trace, addr, v, size);
     return v;
 }
@@ -183,7 +179,7 @@ static inline uint64_t api_read(tmt_tx *tx, const volatile void *addr, unsigned 
     if (TX_LIKELY(tx->mode == TX_MODE_STM)) {
         if (TX_UNLIKELY(tb_records_accesses(&tx->trace)))
             return api_read_traced(tx, addr, size);
-        return api_stm_read(tx, a, size);
+        return stm_read(tx, a, size);
     }
     if (tx->mode == TX_MODE_NONE)
         return tx_mem_load(a, size);
@@ -192,20 +188,10 @@ static inline uint64_t api_read(tmt_tx *tx, const volatile void *addr, unsigned 
     return htm_read(tx, a, size);
 }
 
-static inline void api_stm_write(tmt_tx *tx, uintptr_t a, uint64_t v, unsigned size)
-{
-    if (size == 8)
-        stm_write_u64(tx, a, v);
-    else if (size == 4)
-        stm_write_u32(tx, a, v);
-    else
-        stm_write_u8(tx, a, v);
-}
-
 /* A software write recorded in the trace (see api_read_traced). */
 __attribute__((noinline)) static void api_write_traced(tmt_tx *tx, volatile void *addr, uint64_t v, unsigned size)
 {
-    api_stm_write(tx, (uintptr_t)addr, v, size);
+    stm_write(tx, (uintptr_t)addr, v, size);
     tb_ev_write(&tx->trace, addr, v, size);
 }
 
@@ -225,7 +211,7 @@ static inline void api_write(tmt_tx *tx, volatile void *addr, uint64_t v, unsign
         if (TX_UNLIKELY(tb_records_accesses(&tx->trace)))
             api_write_traced(tx, addr, v, size);
         else
-            api_stm_write(tx, a, v, size);
+            stm_write(tx, a, v, size);
         return;
     }
     if (tx->mode == TX_MODE_NONE) {

@@ -11,6 +11,7 @@
  * struct tx_lockrec | 1.
  */
 #include "stm.h"
+#include "stm_barrier.h"
 
 #include <linux/membarrier.h>
 #include <sched.h>
@@ -35,8 +36,8 @@ static struct {
     char pad[60];
 } stm_serial __attribute__((aligned(64)));
 
-static uintptr_t *stm_stripes;
-static unsigned stm_log2;
+uintptr_t *stm_stripes; /* stm_barrier.h reads them on every access */
+unsigned stm_log2;
 
 /* 1 once membarrier(2) is registered for the process: a begin then announces
  * its start version with a plain store, and the rare threads that must see
@@ -77,52 +78,14 @@ int stm_init(void)
 
 unsigned stm_stripes_log2(void) { return stm_log2; }
 
-/* Words (addr >> 3) hash onto stripes; folding the bits above the table size
- * back in keeps arrays placed a multiple of the table size apart from
- * sharing every stripe. */
-static inline uint64_t stm_hash(uintptr_t addr) { return tf_stripe_index(addr, stm_log2); }
-
 uint64_t stm_stripe_index(uintptr_t addr) { return stm_hash(addr); }
-
-static inline uintptr_t *stm_stripe(uintptr_t addr) { return &stm_stripes[stm_hash(addr)]; }
 
 uintptr_t *stm_stripe_word(uintptr_t addr) { return stm_stripe(addr); }
 
 uint64_t stm_clock_now(void) { return __atomic_load_n(&stm_clock.now, __ATOMIC_ACQUIRE); }
 
-/* ---- exact-size memory access -------------------------------------------- */
-
-static inline uint32_t stm_byte_mask(uintptr_t a, unsigned size)
-{
-    return (((1u << size) - 1u) << (a & 7u)) & 0xffu;
-}
-
-/* The bit mask of a byte mask (byte i all ones when bit i is set), without a
- * loop: the multiplication puts bits 0-6 at bits 0, 8, ..., 48 (the shifted
- * copies are 7 bits apart, so nothing carries), bit 7 is moved to bit 56
- * directly; then every marked byte is filled. */
-static inline uint64_t stm_bits(uint32_t bytes)
-{
-    uint64_t low = ((uint64_t)(bytes & 0x7fu) * 0x0002040810204081ull) & 0x0101010101010101ull;
-    return (low | ((uint64_t)(bytes & 0x80u) << 49)) * 0xffu;
-}
-
-/* The bit mask of `size` bytes at a (naturally aligned). */
-static inline uint64_t stm_size_bits(uintptr_t a, unsigned size)
-{
-    uint64_t b = size == 8 ? ~(uint64_t)0 : ((uint64_t)1 << (8 * size)) - 1;
-    return b << (8 * (a & 7u));
-}
-
-static inline uint64_t stm_extract(uint64_t word, uintptr_t a, unsigned size)
-{
-    uint64_t v = word >> (8 * (a & 7u));
-    return size == 8 ? v : v & (((uint64_t)1 << (8 * size)) - 1);
-}
-
 /* ---- the redo log's index -------------------------------------------------- */
 
-static inline uint64_t stm_bloom_bit(uintptr_t w) { return (uint64_t)1 << ((w >> 3) & 63); }
 
 static inline uint32_t stm_slot_hash(uintptr_t w, uint32_t bits)
 {
@@ -248,7 +211,7 @@ void stm_begin(struct tmt_tx *tx, int read_only)
         stm_serial_wait(s);
 }
 
-/* ---- reads ------------------------------------------------------------------ */
+/* ---- reads: the slow halves (fast ones in stm_barrier.h) ------------------- */
 
 /* What an aborting attempt found on a locked stripe, for the abort record
  * (tf_abort_held: the holder's thread id and attempt), so that tmcheck can
@@ -272,8 +235,7 @@ __attribute__((noreturn, noinline, cold)) static void stm_abort(struct tmt_tx *t
     tx_restart(tx, reason, where, found);
 }
 
-__attribute__((noreturn, noinline, cold)) static void stm_read_conflict(struct tmt_tx *tx, uintptr_t a,
-                                                                       uintptr_t v1, uintptr_t v2)
+void stm_read_conflict(struct tmt_tx *tx, uintptr_t a, uintptr_t v1, uintptr_t v2)
 {
     if ((v1 | v2) & 1)
         stm_abort(tx, TMT_ABORT_READ_LOCKED, a, stm_lock_holder((v1 & 1) ? v1 : v2));
@@ -284,40 +246,17 @@ __attribute__((noreturn, noinline, cold)) static void stm_read_conflict(struct t
 /* Cold: the read set is full. Grows it, appends `a` and hands `val` back, so
  * that the caller's fast path ends in a tail call and keeps nothing live
  * across a call (no callee-saved registers to spill on every read). */
-__attribute__((noinline, cold)) static uint64_t stm_rset_push_grow(struct tx_stm *s, uintptr_t a,
-                                                                   uint64_t val)
+uint64_t stm_rset_push_grow(struct tmt_tx *tx, uintptr_t a, uint64_t val)
 {
+    struct tx_stm *s = &tx->stm;
     stm_rgrow(s);
     s->rset[s->rn++] = a;
     return val;
 }
 
-/* TL2 read: the stripe unlocked and unchanged around the data load, and not
- * newer than the start version, means the value belongs to the snapshot rv.
- * An unlocked stripe word is version << 1, so "unlocked and not newer than
- * rv" is "even and <= 2 rv". */
-static inline uint64_t stm_load_checked(struct tmt_tx *tx, uintptr_t a, unsigned size)
-{
-    struct tx_stm *s = &tx->stm;
-    uintptr_t *stripe = stm_stripe(a);
-    uintptr_t v1 = __atomic_load_n(stripe, __ATOMIC_ACQUIRE);
-    uint64_t val = tx_mem_load(a, size);
-    uintptr_t v2 = __atomic_load_n(stripe, __ATOMIC_ACQUIRE);
-    if (TX_UNLIKELY(v1 != v2 || (v1 & 1) || v1 > (uintptr_t)s->rv << 1))
-        stm_read_conflict(tx, a, v1, v2);
-    if (!s->ro) {
-        uint32_t n = s->rn;
-        if (TX_UNLIKELY(n == s->rcap))
-            return stm_rset_push_grow(s, a, val);
-        s->rset[n] = a;
-        s->rn = n + 1;
-    }
-    return val;
-}
-
 /* A read of a word this attempt wrote (or a bloom filter false positive):
  * off the fast path, which then needs no registers for the redo log. */
-__attribute__((noinline)) static uint64_t stm_read_own(struct tmt_tx *tx, uintptr_t a, unsigned size)
+uint64_t stm_read_own(struct tmt_tx *tx, uintptr_t a, unsigned size)
 {
     struct tx_stm *s = &tx->stm;
     struct tx_wentry *e = stm_wfind(s, a & ~(uintptr_t)7);
@@ -332,23 +271,12 @@ __attribute__((noinline)) static uint64_t stm_read_own(struct tmt_tx *tx, uintpt
     return stm_extract((mem & ~own) | (e->value & own), a, size);
 }
 
-static inline uint64_t stm_read(struct tmt_tx *tx, uintptr_t a, unsigned size)
-{
-    if (TX_UNLIKELY(tx->stm.bloom & stm_bloom_bit(a & ~(uintptr_t)7)))
-        return stm_read_own(tx, a, size);
-    return stm_load_checked(tx, a, size);
-}
-
-uint64_t stm_read_u64(struct tmt_tx *tx, uintptr_t addr) { return stm_read(tx, addr, 8); }
-uint64_t stm_read_u32(struct tmt_tx *tx, uintptr_t addr) { return stm_read(tx, addr, 4); }
-uint64_t stm_read_u8(struct tmt_tx *tx, uintptr_t addr) { return stm_read(tx, addr, 1); }
-
-/* ---- writes ----------------------------------------------------------------- */
+/* ---- writes: the slow halves (fast ones in stm_barrier.h) ------------------ */
 
 /* Cold: the redo log is full; grows it, then appends. */
-__attribute__((noinline, cold)) static void stm_wappend_grow(struct tx_stm *s, uintptr_t w, uint64_t val,
-                                                             uint32_t bytes, uint64_t bb)
+void stm_wappend_grow(struct tmt_tx *tx, uintptr_t w, uint64_t val, uint32_t bytes, uint64_t bb)
 {
+    struct tx_stm *s = &tx->stm;
     stm_wgrow(s); /* the index always has >= 2 * wcap slots */
     struct tx_wentry *e = &s->wset[s->wn++];
     e->addr = w;
@@ -357,55 +285,18 @@ __attribute__((noinline, cold)) static void stm_wappend_grow(struct tx_stm *s, u
     s->bloom |= bb;
 }
 
-static inline void stm_wappend(struct tx_stm *s, uintptr_t w, uint64_t val, uint32_t bytes, uint64_t bb)
-{
-    uint32_t idx = s->wn;
-    if (TX_UNLIKELY(idx == s->wcap)) {
-        stm_wappend_grow(s, w, val, bytes, bb);
-        return;
-    }
-    struct tx_wentry *e = &s->wset[idx];
-    e->addr = w;
-    e->value = val;
-    e->mask = bytes;
-    s->wn = idx + 1;
-    s->bloom |= bb;
-}
-
 /* A write to a word the bloom filter says this attempt may have written:
  * merges into its entry, or appends (a false positive). Out of line. */
-__attribute__((noinline)) static void stm_write_again(struct tx_stm *s, uintptr_t w, uint64_t val,
-                                                      uint64_t bits, uint32_t bytes, uint64_t bb)
+void stm_write_again(struct tmt_tx *tx, uintptr_t w, uint64_t val, uint64_t bits, uint32_t bytes, uint64_t bb)
 {
-    struct tx_wentry *e = stm_wfind(s, w);
+    struct tx_wentry *e = stm_wfind(&tx->stm, w);
     if (e == NULL) {
-        stm_wappend(s, w, val, bytes, bb);
+        stm_wappend(tx, w, val, bytes, bb);
         return;
     }
     e->value = (e->value & ~bits) | val;
     e->mask |= bytes;
 }
-
-static inline void stm_write(struct tmt_tx *tx, uintptr_t a, uint64_t v, unsigned size)
-{
-    struct tx_stm *s = &tx->stm;
-    if (size == 8)
-        a &= ~(uintptr_t)7; /* aligned by contract: lets the masks fold to constants */
-    uintptr_t w = a & ~(uintptr_t)7;
-    uint32_t bytes = stm_byte_mask(a, size);
-    uint64_t bits = stm_size_bits(a, size);
-    uint64_t val = (v << (8 * (a & 7u))) & bits;
-    uint64_t bb = stm_bloom_bit(w);
-    if (TX_UNLIKELY(s->bloom & bb)) {
-        stm_write_again(s, w, val, bits, bytes, bb);
-        return;
-    }
-    stm_wappend(s, w, val, bytes, bb);
-}
-
-void stm_write_u64(struct tmt_tx *tx, uintptr_t addr, uint64_t value) { stm_write(tx, addr, value, 8); }
-void stm_write_u32(struct tmt_tx *tx, uintptr_t addr, uint64_t value) { stm_write(tx, addr, value, 4); }
-void stm_write_u8(struct tmt_tx *tx, uintptr_t addr, uint64_t value) { stm_write(tx, addr, value, 1); }
 
 /* ---- commit ----------------------------------------------------------------- */
 

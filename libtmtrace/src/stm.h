@@ -34,14 +34,8 @@ uint64_t stm_clock_now(void);
 /* Starts a software attempt: takes the start version, empties the sets. */
 void stm_begin(struct tmt_tx *tx, int read_only);
 
-/* Transactional accesses of 1, 4 or 8 naturally aligned bytes. Reads return
- * the value zero-extended; a read sees the transaction's own earlier writes. */
-uint64_t stm_read_u64(struct tmt_tx *tx, uintptr_t addr);
-uint64_t stm_read_u32(struct tmt_tx *tx, uintptr_t addr);
-uint64_t stm_read_u8(struct tmt_tx *tx, uintptr_t addr);
-void stm_write_u64(struct tmt_tx *tx, uintptr_t addr, uint64_t value);
-void stm_write_u32(struct tmt_tx *tx, uintptr_t addr, uint64_t value);
-void stm_write_u8(struct tmt_tx *tx, uintptr_t addr, uint64_t value);
+/* Transactional accesses (stm_read, stm_write) are static inline in
+ * stm_barrier.h, which the accessors include. */
 
 /* Commits in two steps around the linearisation point. stm_commit locks the
  * write set, takes the write version and validates; it returns the write

@@ -1,0 +1,158 @@
+/*
+ * stm_barrier.h - the TL2 read and write barriers, static inline: the public
+ * accessors (api.c) compile them in, so a transactional read or write makes
+ * no call into another translation unit on its fast path (the model is
+ * TinySTM's per-design barrier header). docs/design.md, "The hot path",
+ * shows the whole path of a traced read.
+ *
+ * Owns: the fast halves of stm.c's reads and writes (stripe check, read-set
+ * append, bloom test, redo-log append) and the byte-mask arithmetic they
+ * share with stm.c. Their slow halves (a read of the thread's own write, a
+ * full read set or redo log, a conflict) stay out of line in stm.c.
+ * Never: allocates, calls the tracer, or touches anything but tx->stm, the
+ * stripe table and the data word; included by the STM and the accessors
+ * only (stm.h is the interface everyone else uses).
+ */
+#ifndef TMT_STM_BARRIER_H
+#define TMT_STM_BARRIER_H
+
+#include <stdint.h>
+
+#include "stm.h"
+#include "trace_format.h"
+
+/* stm.c's stripe table: set by stm_init before any transaction runs.
+ * Declared hidden so that the accessors load them PC-relative, not through
+ * the GOT. */
+extern uintptr_t *stm_stripes __attribute__((visibility("hidden")));
+extern unsigned stm_log2 __attribute__((visibility("hidden")));
+
+/* Words (addr >> 3) hash onto stripes; folding the bits above the table size
+ * back in keeps arrays placed a multiple of the table size apart from
+ * sharing every stripe. */
+static inline uint64_t stm_hash(uintptr_t addr) { return tf_stripe_index(addr, stm_log2); }
+static inline uintptr_t *stm_stripe(uintptr_t addr) { return &stm_stripes[stm_hash(addr)]; }
+
+/* ---- exact-size memory access -------------------------------------------- */
+
+static inline uint32_t stm_byte_mask(uintptr_t a, unsigned size)
+{
+    return (((1u << size) - 1u) << (a & 7u)) & 0xffu;
+}
+
+/* The bit mask of a byte mask (byte i all ones when bit i is set), without a
+ * loop: the multiplication puts bits 0-6 at bits 0, 8, ..., 48 (the shifted
+ * copies are 7 bits apart, so nothing carries), bit 7 is moved to bit 56
+ * directly; then every marked byte is filled. */
+static inline uint64_t stm_bits(uint32_t bytes)
+{
+    uint64_t low = ((uint64_t)(bytes & 0x7fu) * 0x0002040810204081ull) & 0x0101010101010101ull;
+    return (low | ((uint64_t)(bytes & 0x80u) << 49)) * 0xffu;
+}
+
+/* The bit mask of `size` bytes at a (naturally aligned). */
+static inline uint64_t stm_size_bits(uintptr_t a, unsigned size)
+{
+    uint64_t b = size == 8 ? ~(uint64_t)0 : ((uint64_t)1 << (8 * size)) - 1;
+    return b << (8 * (a & 7u));
+}
+
+static inline uint64_t stm_extract(uint64_t word, uintptr_t a, unsigned size)
+{
+    uint64_t v = word >> (8 * (a & 7u));
+    return size == 8 ? v : v & (((uint64_t)1 << (8 * size)) - 1);
+}
+
+static inline uint64_t stm_bloom_bit(uintptr_t w) { return (uint64_t)1 << ((w >> 3) & 63); }
+
+/* ---- slow halves (stm.c), out of line so that the fast paths keep nothing
+ * live across a call ---- */
+
+/* A conflict found by a read: rolls back and restarts (tx_restart). */
+__attribute__((noreturn, noinline, cold)) void stm_read_conflict(struct tmt_tx *tx, uintptr_t a, uintptr_t v1,
+                                                                uintptr_t v2);
+/* The read set is full: grows it, appends `a` and hands `val` back. */
+__attribute__((noinline, cold)) uint64_t stm_rset_push_grow(struct tmt_tx *tx, uintptr_t a, uint64_t val);
+/* A read of a word the bloom filter says this attempt may have written. */
+__attribute__((noinline)) uint64_t stm_read_own(struct tmt_tx *tx, uintptr_t a, unsigned size);
+/* The redo log is full: grows it, then appends. */
+__attribute__((noinline, cold)) void stm_wappend_grow(struct tmt_tx *tx, uintptr_t w, uint64_t val, uint32_t bytes,
+                                                      uint64_t bb);
+/* A write to a word the bloom filter says this attempt may have written. */
+__attribute__((noinline)) void stm_write_again(struct tmt_tx *tx, uintptr_t w, uint64_t val, uint64_t bits,
+                                               uint32_t bytes, uint64_t bb);
+
+/* ---- reads ---- */
+
+/* TL2 read: the stripe unlocked and unchanged around the data load, and not
+ * newer than the start version, means the value belongs to the snapshot rv.
+ * An unlocked stripe word is version << 1, so "unlocked and not newer than
+ * rv" is "even and <= 2 rv". */
+static inline uint64_t stm_load_checked(struct tmt_tx *tx, uintptr_t a, unsigned size)
+{
+    struct tx_stm *s = &tx->stm;
+    uintptr_t *stripe = stm_stripe(a);
+    uintptr_t v1 = __atomic_load_n(stripe, __ATOMIC_ACQUIRE);
+    uint64_t val = tx_mem_load(a, size);
+    uintptr_t v2 = __atomic_load_n(stripe, __ATOMIC_ACQUIRE);
+    if (TX_UNLIKELY(v1 != v2 || (v1 & 1) || v1 > (uintptr_t)s->rv << 1))
+        stm_read_conflict(tx, a, v1, v2);
+    if (!s->ro) {
+        uint32_t n = s->rn;
+        if (TX_UNLIKELY(n == s->rcap))
+            return stm_rset_push_grow(tx, a, val);
+        s->rset[n] = a;
+        s->rn = n + 1;
+    }
+    return val;
+}
+
+/* A transactional read of 1, 4 or 8 naturally aligned bytes, zero-extended;
+ * it sees the transaction's own earlier writes. */
+static inline uint64_t stm_read(struct tmt_tx *tx, uintptr_t a, unsigned size)
+{
+    if (TX_UNLIKELY(tx->stm.bloom & stm_bloom_bit(a & ~(uintptr_t)7)))
+        return stm_read_own(tx, a, size);
+    return stm_load_checked(tx, a, size);
+}
+
+/* ---- writes ---- */
+
+/* Appends a new word to the redo log (`tx`, not tx->stm, is what the slow
+ * half takes: one register fewer on the fast path). */
+static inline void stm_wappend(struct tmt_tx *tx, uintptr_t w, uint64_t val, uint32_t bytes, uint64_t bb)
+{
+    struct tx_stm *s = &tx->stm;
+    uint32_t idx = s->wn;
+    if (TX_UNLIKELY(idx == s->wcap)) {
+        stm_wappend_grow(tx, w, val, bytes, bb);
+        return;
+    }
+    struct tx_wentry *e = &s->wset[idx];
+    e->addr = w;
+    e->value = val;
+    e->mask = bytes;
+    s->wn = idx + 1;
+    s->bloom |= bb;
+}
+
+/* A transactional write of 1, 4 or 8 naturally aligned bytes (the low
+ * `size` bytes of v) into the redo log. */
+static inline void stm_write(struct tmt_tx *tx, uintptr_t a, uint64_t v, unsigned size)
+{
+    struct tx_stm *s = &tx->stm;
+    if (size == 8)
+        a &= ~(uintptr_t)7; /* aligned by contract: lets the masks fold to constants */
+    uintptr_t w = a & ~(uintptr_t)7;
+    uint32_t bytes = stm_byte_mask(a, size);
+    uint64_t bits = stm_size_bits(a, size);
+    uint64_t val = (v << (8 * (a & 7u))) & bits;
+    uint64_t bb = stm_bloom_bit(w);
+    if (TX_UNLIKELY(s->bloom & bb)) {
+        stm_write_again(tx, w, val, bits, bytes, bb);
+        return;
+    }
+    stm_wappend(tx, w, val, bytes, bb);
+}
+
+#endif
