@@ -277,122 +277,156 @@ size_t codec_encode_events(uint8_t *out, const struct tf_event *ev, size_t n, ui
 }
 
 /* The decoder's varint read, bailing out of codec_decode_events on damage. */
+/* A payload being decoded: the next byte and the end. p becomes NULL when a
+ * varint runs past the end or is malformed. */
+struct codec_rd {
+    const uint8_t *p, *end;
+};
+
 #define CODEC_GET(var)                                          \
     do {                                                        \
-        if ((p = codec_get_varint(p, end, &(var))) == NULL)     \
-            goto corrupt;                                       \
+        if ((r->p = codec_get_varint(r->p, r->end, &(var))) == NULL) \
+            return -1;                                          \
     } while (0)
+
+/* One event's tag, thread (merged chunks), stamp, site, CPU and reason.
+ * *tag gets the tag byte. 0 or -1 (corrupt). */
+static inline int codec_decode_head(struct codec_rd *r, struct codec_pred *st, unsigned flags, uint32_t thread,
+                                    struct tf_event *e, unsigned *tag)
+{
+    uint64_t v;
+    if (r->p >= r->end)
+        return -1;
+    unsigned t = *r->p++;
+    unsigned kind = t & CODEC_TAG_KIND;
+    if (kind == 0) {   /* escaped kind */
+        if (r->p >= r->end || *r->p <= CODEC_TAG_KIND || *r->p >= TF_EV_KINDS)
+            return -1;
+        kind = *r->p++;
+    }
+    e->kind = (uint8_t)kind;
+    e->thread = thread;
+    if (flags & CODEC_EV_MERGED) {
+        CODEC_GET(v);
+        if (v > UINT32_MAX)
+            return -1;
+        e->thread = (uint32_t)v;
+        st->tp = (v < CODEC_THREAD_SLOTS) ? &st->slots[v] : &st->slots[0];
+    }
+    CODEC_GET(v);
+    st->tsc += codec_unzz(v);
+    e->ts = st->tsc;
+    if (t & CODEC_TAG_SITE) {
+        CODEC_GET(v);
+        st->site = v;
+    }
+    e->site = (uint32_t)st->site;
+    if (t & CODEC_TAG_AUX) {
+        CODEC_GET(v);
+        st->aux += codec_unzz(v);
+    }
+    e->cpu = (flags & CODEC_EV_DECODED) ? (uint16_t)st->aux : (uint16_t)tf_aux_cpu((uint32_t)st->aux);
+    if (t & CODEC_TAG_REASON) {
+        if (r->p >= r->end)
+            return -1;
+        st->reason[kind] = *r->p++;
+    }
+    e->reason = st->reason[kind];
+    *tag = t;
+    return 0;
+}
+
+/* The kind's own fields: address and value. 0 or -1. */
+static inline int codec_decode_fields(struct codec_rd *r, struct codec_pred *st, unsigned t, struct tf_event *e)
+{
+    uint64_t v, w;
+    switch (e->kind) {
+    case TF_EV_START:
+        CODEC_GET(v);
+        e->addr = st->tp->instance + codec_unzz(v);
+        CODEC_GET(e->value);
+        break;
+    case TF_EV_READ:
+    case TF_EV_WRITE:
+        CODEC_GET(v);
+        st->addr += codec_unzz(v);
+        e->addr = st->addr;
+        CODEC_GET(v);
+        e->value = (t & CODEC_TAG_ALT) ? e->addr + codec_unzz(v) : v;
+        break;
+    case TF_EV_COMMIT:
+        CODEC_GET(v);
+        st->version += codec_unzz(v);
+        e->addr = st->version;
+        CODEC_GET(v);
+        CODEC_GET(w);
+        e->value = tf_commit_value((uint32_t)v, (uint32_t)w);
+        break;
+    case TF_EV_ABORT:
+        CODEC_GET(v);
+        e->addr = (t & CODEC_TAG_ALT) ? st->addr + codec_unzz(v) : v;
+        CODEC_GET(e->value);
+        break;
+    default:
+        CODEC_GET(e->addr);
+        CODEC_GET(e->value);
+        break;
+    }
+    return 0;
+}
+
+/* Ground truth, instance and program-order index. 0 or -1. */
+static inline int codec_decode_order(struct codec_rd *r, struct codec_pred *st, unsigned flags, struct tf_event *e)
+{
+    uint64_t v;
+    if (e->kind == TF_EV_START && !(flags & CODEC_EV_DECODED))
+        st->tp->instance = e->addr;
+    e->truth = 0;
+    if (flags & CODEC_EV_TRUTH) {
+        CODEC_GET(v);
+        e->truth = e->ts + codec_unzz(v);
+    }
+    if (flags & CODEC_EV_DECODED) {
+        CODEC_GET(v);
+        e->instance = (e->kind == TF_EV_START ? e->addr : st->tp->instance) + codec_unzz(v);
+        st->tp->instance = e->instance;
+        CODEC_GET(v);
+        e->seq = st->tp->seq + codec_unzz(v);
+    } else {
+        e->instance = st->tp->instance;
+        e->seq = st->tp->seq;
+    }
+    st->tp->seq = e->seq + 1;
+    return 0;
+}
 
 int codec_decode_events(const uint8_t *in, size_t len, unsigned flags, uint32_t thread,
                         struct tf_event *ev, size_t n)
 {
-    const uint8_t *p = in, *end = in + len;
-    uint64_t first_seq = 0, first_inst = 0, v, w;
+    struct codec_rd rd = { in, in + len }, *r = &rd;
+    uint64_t first_seq = 0, first_inst = 0;
     size_t i = 0;
     struct codec_pred st;
     codec_pred_init(&st, 0, 0, 0);
-    CODEC_GET(first_seq);
-    CODEC_GET(first_inst);
+    if ((r->p = codec_get_varint(r->p, r->end, &first_seq)) == NULL ||
+        (r->p = codec_get_varint(r->p, r->end, &first_inst)) == NULL)
+        goto corrupt;
     if (codec_pred_init(&st, first_seq, first_inst, flags) != 0)
         return error_set("out of memory decoding %zu events", n);
     for (; i < n; i++) {
-        struct tf_event *e = &ev[i];
-        if (p >= end)
+        unsigned t;
+        if (codec_decode_head(r, &st, flags, thread, &ev[i], &t) != 0 ||
+            codec_decode_fields(r, &st, t, &ev[i]) != 0 || codec_decode_order(r, &st, flags, &ev[i]) != 0)
             goto corrupt;
-        unsigned t = *p++;
-        unsigned kind = t & CODEC_TAG_KIND;
-        if (kind == 0) {   /* escaped kind */
-            if (p >= end || *p <= CODEC_TAG_KIND || *p >= TF_EV_KINDS)
-                goto corrupt;
-            kind = *p++;
-        }
-        e->kind = (uint8_t)kind;
-        e->thread = thread;
-        if (flags & CODEC_EV_MERGED) {
-            CODEC_GET(v);
-            if (v > UINT32_MAX)
-                goto corrupt;
-            e->thread = (uint32_t)v;
-            st.tp = (v < CODEC_THREAD_SLOTS) ? &st.slots[v] : &st.slots[0];
-        }
-        CODEC_GET(v);
-        st.tsc += codec_unzz(v);
-        e->ts = st.tsc;
-        if (t & CODEC_TAG_SITE) {
-            CODEC_GET(v);
-            st.site = v;
-        }
-        e->site = (uint32_t)st.site;
-        if (t & CODEC_TAG_AUX) {
-            CODEC_GET(v);
-            st.aux += codec_unzz(v);
-        }
-        e->cpu = (flags & CODEC_EV_DECODED) ? (uint16_t)st.aux : (uint16_t)tf_aux_cpu((uint32_t)st.aux);
-        if (t & CODEC_TAG_REASON) {
-            if (p >= end)
-                goto corrupt;
-            st.reason[kind] = *p++;
-        }
-        e->reason = st.reason[kind];
-        switch (kind) {
-        case TF_EV_START:
-            CODEC_GET(v);
-            e->addr = st.tp->instance + codec_unzz(v);
-            CODEC_GET(e->value);
-            break;
-        case TF_EV_READ:
-        case TF_EV_WRITE:
-            CODEC_GET(v);
-            st.addr += codec_unzz(v);
-            e->addr = st.addr;
-            CODEC_GET(v);
-            e->value = (t & CODEC_TAG_ALT) ? e->addr + codec_unzz(v) : v;
-            break;
-        case TF_EV_COMMIT:
-            CODEC_GET(v);
-            st.version += codec_unzz(v);
-            e->addr = st.version;
-            CODEC_GET(v);
-            CODEC_GET(w);
-            e->value = (v & 0xffffffffu) | w << 32;
-            break;
-        case TF_EV_ABORT:
-            CODEC_GET(v);
-            e->addr = (t & CODEC_TAG_ALT) ? st.addr + codec_unzz(v) : v;
-            CODEC_GET(e->value);
-            break;
-        default:
-            CODEC_GET(e->addr);
-            CODEC_GET(e->value);
-            break;
-        }
-        if (kind == TF_EV_START && !(flags & CODEC_EV_DECODED))
-            st.tp->instance = e->addr;
-        e->truth = 0;
-        if (flags & CODEC_EV_TRUTH) {
-            CODEC_GET(v);
-            e->truth = e->ts + codec_unzz(v);
-        }
-        if (flags & CODEC_EV_DECODED) {
-            CODEC_GET(v);
-            e->instance = (kind == TF_EV_START ? e->addr : st.tp->instance) + codec_unzz(v);
-            st.tp->instance = e->instance;
-            CODEC_GET(v);
-            e->seq = st.tp->seq + codec_unzz(v);
-        } else {
-            e->instance = st.tp->instance;
-            e->seq = st.tp->seq;
-        }
-        st.tp->seq = e->seq + 1;
     }
     free(st.slots);
-    if (p != end)
-        return error_set("event payload has %zu bytes after its %zu events", (size_t)(end - p), n);
+    if (r->p != r->end)
+        return error_set("event payload has %zu bytes after its %zu events", (size_t)(r->end - r->p), n);
     return 0;
 corrupt:
     free(st.slots);
     return error_set("corrupt event payload at event %zu of %zu (byte %zu of %zu)", i, n,
-                     (size_t)(p ? p - in : 0), len);
+                     (size_t)(r->p ? r->p - in : 0), len);
 }
 #undef CODEC_GET
 

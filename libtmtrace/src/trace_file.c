@@ -400,6 +400,77 @@ static int tf_pread_all(int fd, void *buf, size_t n, uint64_t off)
     return 0;
 }
 
+/* Opens the file and learns its size: a regular file only. 0 or -1. */
+static int tf_open_file(struct tf_reader *r, const char *path)
+{
+    r->fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (r->fd < 0)
+        return error_set_errno(errno, "%s: cannot open", path);
+    struct stat st;
+    if (fstat(r->fd, &st) != 0)
+        return error_set_errno(errno, "%s: cannot stat", path);
+    if (!S_ISREG(st.st_mode))
+        return error_set("%s: not a regular file", path);
+    r->size = (uint64_t)st.st_size;
+    return 0;
+}
+
+/* Checks the `have` header bytes in b: magic, version, size, CRC (a bad CRC
+ * or size is damage that salvage records and reads past). 0 and *version,
+ * or -1 (error set). */
+static int tf_check_header(struct tf_reader *r, const uint8_t *b, size_t have, uint32_t *version)
+{
+    const char *path = r->path;
+    if (have < 8 || memcmp(b, TF_MAGIC, 8) != 0)
+        return tf_fail(path, 0, "not a trace file (bad magic)");
+    if (have < 12)
+        return error_set("%s: offset %zu: truncated header (needs %u bytes, %zu left)", path, have,
+                         TF_HEADER_SIZE, have);
+    uint32_t v = codec_get_u32(b + 8);
+    if (v > TF_VERSION)
+        return error_set("%s: format version %u is newer than this tool's %u", path, v, TF_VERSION);
+    if (v == 0)
+        return tf_fail(path, 8, "bad format version 0");
+    if (have < TF_HEADER_SIZE)
+        return error_set("%s: offset 0: truncated header (needs %u bytes, %zu left)", path,
+                         TF_HEADER_SIZE, have);
+    int crc_ok = codec_get_u32(b + TF_HEADER_CRC_AT) == codec_crc32(b, TF_HEADER_CRC_AT);
+    int size_ok = codec_get_u32(b + 12) == TF_HEADER_SIZE;
+    if (!crc_ok || !size_ok) {
+        if (!(r->flags & TF_SALVAGE))
+            return tf_fail(path, crc_ok ? 12 : TF_HEADER_CRC_AT,
+                           crc_ok ? "bad header size" : "header CRC mismatch");
+        /* Salvage: the fields may be wrong, the chunks may still be good. */
+        snprintf(r->damage, sizeof r->damage, "%s: offset 0: header CRC mismatch (fields kept as read)",
+                 path);
+        r->skipped++;
+    }
+    *version = v;
+    return 0;
+}
+
+/* The header's fields (b holds TF_HEADER_SIZE checked bytes). */
+static void tf_parse_header(struct tf_header *h, const uint8_t *b, uint32_t version)
+{
+    h->version = version;
+    h->flags = codec_get_u32(b + 16);
+    h->ref_clock = codec_get_u32(b + 20);
+    h->tsc_hz = codec_get_u64(b + 24);
+    h->ncpus = codec_get_u32(b + 32);
+    h->pid = codec_get_u32(b + 36);
+    h->events_level = codec_get_u32(b + 40);
+    h->stripes_log2 = codec_get_u32(b + 44);
+    h->wall_start_ns = (int64_t)codec_get_u64(b + 48);
+    memcpy(h->cmdline, b + TF_CMDLINE_AT, sizeof h->cmdline - 1);
+    h->cmdline[sizeof h->cmdline - 1] = '\0';
+    if (version >= 2) {
+        h->stamp_access = b[TF_STAMPS_AT];
+        h->stamp_boundary = b[TF_STAMPS_AT + 1];
+        h->stamp_commit = b[TF_STAMPS_AT + 2];
+        h->stamp_flags = b[TF_STAMPS_AT + 3];
+    }
+}
+
 struct tf_reader *tf_open(const char *path, unsigned flags)
 {
     struct tf_reader *r = calloc(1, sizeof *r);
@@ -414,21 +485,8 @@ struct tf_reader *tf_open(const char *path, unsigned flags)
         error_set("%s: out of memory", path);
         goto fail;
     }
-    r->fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (r->fd < 0) {
-        error_set_errno(errno, "%s: cannot open", path);
+    if (tf_open_file(r, path) != 0)
         goto fail;
-    }
-    struct stat st;
-    if (fstat(r->fd, &st) != 0) {
-        error_set_errno(errno, "%s: cannot stat", path);
-        goto fail;
-    }
-    if (!S_ISREG(st.st_mode)) {
-        error_set("%s: not a regular file", path);
-        goto fail;
-    }
-    r->size = (uint64_t)st.st_size;
     uint8_t b[TF_HEADER_SIZE];
     size_t have = r->size < TF_HEADER_SIZE ? (size_t)r->size : TF_HEADER_SIZE;
     int rc = tf_pread_all(r->fd, b, have, 0);
@@ -436,59 +494,10 @@ struct tf_reader *tf_open(const char *path, unsigned flags)
         error_set_errno(-rc, "%s: offset 0: cannot read the header", path);
         goto fail;
     }
-    if (have < 8 || memcmp(b, TF_MAGIC, 8) != 0) {
-        tf_fail(path, 0, "not a trace file (bad magic)");
+    uint32_t version = 0;
+    if (tf_check_header(r, b, have, &version) != 0)
         goto fail;
-    }
-    if (have < 12) {
-        error_set("%s: offset %zu: truncated header (needs %u bytes, %zu left)", path, have,
-                  TF_HEADER_SIZE, have);
-        goto fail;
-    }
-    uint32_t version = codec_get_u32(b + 8);
-    if (version > TF_VERSION) {
-        error_set("%s: format version %u is newer than this tool's %u", path, version, TF_VERSION);
-        goto fail;
-    }
-    if (version == 0) {
-        tf_fail(path, 8, "bad format version 0");
-        goto fail;
-    }
-    if (have < TF_HEADER_SIZE) {
-        error_set("%s: offset 0: truncated header (needs %u bytes, %zu left)", path,
-                  TF_HEADER_SIZE, have);
-        goto fail;
-    }
-    int crc_ok = codec_get_u32(b + TF_HEADER_CRC_AT) == codec_crc32(b, TF_HEADER_CRC_AT);
-    int size_ok = codec_get_u32(b + 12) == TF_HEADER_SIZE;
-    if (!crc_ok || !size_ok) {
-        if (!(flags & TF_SALVAGE)) {
-            tf_fail(path, crc_ok ? 12 : TF_HEADER_CRC_AT,
-                    crc_ok ? "bad header size" : "header CRC mismatch");
-            goto fail;
-        }
-        /* Salvage: the fields may be wrong, the chunks may still be good. */
-        snprintf(r->damage, sizeof r->damage, "%s: offset 0: header CRC mismatch (fields kept as read)",
-                 path);
-        r->skipped++;
-    }
-    r->hdr.version = version;
-    r->hdr.flags = codec_get_u32(b + 16);
-    r->hdr.ref_clock = codec_get_u32(b + 20);
-    r->hdr.tsc_hz = codec_get_u64(b + 24);
-    r->hdr.ncpus = codec_get_u32(b + 32);
-    r->hdr.pid = codec_get_u32(b + 36);
-    r->hdr.events_level = codec_get_u32(b + 40);
-    r->hdr.stripes_log2 = codec_get_u32(b + 44);
-    r->hdr.wall_start_ns = (int64_t)codec_get_u64(b + 48);
-    memcpy(r->hdr.cmdline, b + TF_CMDLINE_AT, sizeof r->hdr.cmdline - 1);
-    r->hdr.cmdline[sizeof r->hdr.cmdline - 1] = '\0';
-    if (version >= 2) {
-        r->hdr.stamp_access = b[TF_STAMPS_AT];
-        r->hdr.stamp_boundary = b[TF_STAMPS_AT + 1];
-        r->hdr.stamp_commit = b[TF_STAMPS_AT + 2];
-        r->hdr.stamp_flags = b[TF_STAMPS_AT + 3];
-    }
+    tf_parse_header(&r->hdr, b, version);
     r->pos = TF_HEADER_SIZE;
     return r;
 fail:
