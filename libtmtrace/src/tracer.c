@@ -258,6 +258,29 @@ static void tr_fork_child(void)
 
 void tracer_fork_thread(struct tb_thread *t) { tb_fork_thread(t, tr_child_traced); }
 
+/* The trace header's fields but the start time: the format, the clock, the
+ * machine, the process and how events are stamped. */
+static void tr_fill_header(struct tf_header *hdr, uint64_t hz)
+{
+    hdr->version = TF_VERSION;
+    hdr->flags = skew_active() ? TF_HDR_INJECTED : 0;
+    hdr->tsc_hz = hz;
+    hdr->ref_clock = config.clock == CONFIG_CLOCK_MONOTONIC_RAW ? 1 : 0;
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    hdr->ncpus = (uint32_t)(online > 0 ? online : tr_ncpus);
+    hdr->pid = (uint32_t)getpid();
+    hdr->events_level = (uint32_t)config.events;
+    hdr->stripes_log2 = (uint32_t)config.stripes_log2;
+    /* Must match tb_stamp / tb_emit_access: commits ordered, the rest
+     * unordered where the CPU has rdpid; boundary reads/writes repeat. */
+    uint8_t cheap = clock_has_rdpid() ? TF_STAMP_UNORDERED : TF_STAMP_ORDERED;
+    hdr->stamp_access = config.stamp == CONFIG_STAMP_BOUNDARY ? TF_STAMP_REPEATED : cheap;
+    hdr->stamp_boundary = cheap;
+    hdr->stamp_commit = TF_STAMP_ORDERED;
+    hdr->stamp_flags = TF_STAMP_CPU_INCREASING;
+    tr_cmdline(hdr->cmdline, sizeof hdr->cmdline);
+}
+
 int tracer_init(void)
 {
     if (config.events == CONFIG_EVENTS_OFF || __atomic_load_n(&tr_state, __ATOMIC_ACQUIRE) == TR_ACTIVE)
@@ -293,23 +316,7 @@ int tracer_init(void)
     skew_init(skews, (size_t)nskew, hz, base);
     cs_apply_skew(pre.s, pre.n);
 
-    hdr.version = TF_VERSION;
-    hdr.flags = skew_active() ? TF_HDR_INJECTED : 0;
-    hdr.tsc_hz = hz;
-    hdr.ref_clock = config.clock == CONFIG_CLOCK_MONOTONIC_RAW ? 1 : 0;
-    long online = sysconf(_SC_NPROCESSORS_ONLN);
-    hdr.ncpus = (uint32_t)(online > 0 ? online : tr_ncpus);
-    hdr.pid = (uint32_t)getpid();
-    hdr.events_level = (uint32_t)config.events;
-    hdr.stripes_log2 = (uint32_t)config.stripes_log2;
-    /* Must match tb_stamp / tb_emit_access: commits ordered, the rest
-     * unordered where the CPU has rdpid; boundary reads/writes repeat. */
-    uint8_t cheap = clock_has_rdpid() ? TF_STAMP_UNORDERED : TF_STAMP_ORDERED;
-    hdr.stamp_access = config.stamp == CONFIG_STAMP_BOUNDARY ? TF_STAMP_REPEATED : cheap;
-    hdr.stamp_boundary = cheap;
-    hdr.stamp_commit = TF_STAMP_ORDERED;
-    hdr.stamp_flags = TF_STAMP_CPU_INCREASING;
-    tr_cmdline(hdr.cmdline, sizeof hdr.cmdline);
+    tr_fill_header(&hdr, hz);
 
     /* Tracing must never stop the program: a trace that cannot be created
      * or written (no permission, full disk) turns into a writer that counts
