@@ -12,7 +12,7 @@
  *   TM_SAFE                                marks helpers called inside transactions
  *   TM_LOCAL int x;                        a local the block assigns and code after
  *                                          TM_END reads (volatile for libtmtrace, whose
- *                                          restarts go through siglongjmp; nothing for
+ *                                          restarts go through longjmp; nothing for
  *                                          libitm, which forbids volatile in transactions)
  *
  * Transactional helper functions take no descriptor: the libtmtrace build

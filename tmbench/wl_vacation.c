@@ -125,7 +125,7 @@ static TM_SAFE void vac_reserve(struct vac_customer *c, struct vac_item *it, lon
 /* One client operation: its random inputs and what its transaction did.
  * Transactions live in their own non-inlined functions and exchange data
  * only through this struct, so no caller variable sits in the frame that a
- * restart (siglongjmp) rewinds. */
+ * restart (longjmp) rewinds. */
 struct vac_op {
     long cid;
     long type[VAC_MAX_QUERIES], id[VAC_MAX_QUERIES];

@@ -26,7 +26,7 @@
 #define STM_THREAD_T Thread
 #define STM_SELF Self
 #define STM_RO_FLAG ROFlag
-#define STM_JMPBUF_T sigjmp_buf
+#define STM_JMPBUF_T jmp_buf
 #define STM_JMPBUF buf
 
 #define STM_MALLOC(size) TxAlloc(STM_SELF, size)
@@ -56,7 +56,7 @@
 #define STM_INIT_THREAD(t, id) TxInitThread(t, id)
 #define STM_FREE_THREAD(t) TxFreeThread(t)
 
-/* sigsetjmp runs here, in the caller's frame, straight into the runtime's
+/* setjmp runs here, in the caller's frame, straight into the runtime's
  * restart buffer (TxPrepareAt returns it), so an abort lands back here and
  * TxBegin starts the next attempt; nothing is copied per transaction. The
  * signal mask is not saved (no system call per transaction). Each use is
@@ -65,7 +65,7 @@
 #define STM_BEGIN(isReadOnly)                                                  \
     do {                                                                       \
         static TxSite stm_site_ = { __FILE__, __LINE__, __func__, 0 };         \
-        sigsetjmp(*TxPrepareAt(STM_SELF, (isReadOnly), &stm_site_), 0);        \
+        setjmp(*TxPrepareAt(STM_SELF, (isReadOnly), &stm_site_));              \
         TxBegin(STM_SELF);                                                     \
     } while (0) /* enforce comma */
 

@@ -3,9 +3,9 @@
  *
  * Owns: the TL2 thread descriptor (a handle on the calling thread's tmt_tx,
  * plus the undo log of TxStoreLocal) and the mapping of TL2's restart
- * protocol onto the runtime's: the client fills its own sigjmp_buf, TxStart
+ * protocol onto the runtime's: the client fills its own jmp_buf, TxStart
  * copies it into the buffer the runtime restarts through (tmt_tx_prepare),
- * so every abort lands back at the client's sigsetjmp, which calls TxStart
+ * so every abort lands back at the client's setjmp, which calls TxStart
  * again. It must never reach into the runtime's internals; TL2 has no error
  * returns, so an unusable runtime is reported on stderr and aborts the
  * program (the only way to refuse).
@@ -116,7 +116,7 @@ static void tl2_undo_locals(Thread *Self)
     }
 }
 
-void TxStartAt(Thread *Self, sigjmp_buf *envPtr, int *ROFlag, TxSite *site)
+void TxStartAt(Thread *Self, jmp_buf *envPtr, int *ROFlag, TxSite *site)
 {
     tmt_tx *tx = Self->tx;
     if (Self->in_tx && tmt_tx_depth(tx) == 0) {
@@ -127,15 +127,15 @@ void TxStartAt(Thread *Self, sigjmp_buf *envPtr, int *ROFlag, TxSite *site)
         return;
     }
     unsigned flags = (ROFlag && *ROFlag) ? TMT_TX_READ_ONLY : 0u;
-    sigjmp_buf *env = tmt_tx_prepare(tx, (tmt_site *)(void *)site, flags);
+    jmp_buf *env = tmt_tx_prepare(tx, (tmt_site *)(void *)site, flags);
     memcpy(env, envPtr, sizeof *env);
     Self->in_tx = 1;
     tmt_tx_start(tx);
 }
 
-sigjmp_buf *TxPrepareAt(Thread *Self, int readOnly, TxSite *site)
+jmp_buf *TxPrepareAt(Thread *Self, int readOnly, TxSite *site)
 {
-    sigjmp_buf *env = tmt_tx_prepare(Self->tx, (tmt_site *)(void *)site, readOnly ? TMT_TX_READ_ONLY : 0u);
+    jmp_buf *env = tmt_tx_prepare(Self->tx, (tmt_site *)(void *)site, readOnly ? TMT_TX_READ_ONLY : 0u);
     Self->in_tx = 1;
     return env;
 }
@@ -150,7 +150,7 @@ void TxBegin(Thread *Self)
     tmt_tx_start(tx);
 }
 
-void TxStart(Thread *Self, sigjmp_buf *envPtr, int *ROFlag)
+void TxStart(Thread *Self, jmp_buf *envPtr, int *ROFlag)
 {
     TxStartAt(Self, envPtr, ROFlag, (TxSite *)(void *)&tl2_default_site);
 }

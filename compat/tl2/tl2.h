@@ -43,16 +43,16 @@ Thread *TxNewThread(void);
 void TxInitThread(Thread *Self, long id);
 void TxFreeThread(Thread *Self);
 
-/* The caller has filled *envPtr with sigsetjmp; an abort restarts there.
+/* The caller has filled *envPtr with setjmp (or sigsetjmp); an abort restarts there.
  * *ROFlag != 0 promises a read-only transaction (it is rerun as an update
  * transaction if it writes). */
-void TxStart(Thread *Self, sigjmp_buf *envPtr, int *ROFlag);
-void TxStartAt(Thread *Self, sigjmp_buf *envPtr, int *ROFlag, TxSite *site);
+void TxStart(Thread *Self, jmp_buf *envPtr, int *ROFlag);
+void TxStartAt(Thread *Self, jmp_buf *envPtr, int *ROFlag, TxSite *site);
 /* What stm.h's STM_BEGIN uses instead of TxStart: TxPrepareAt returns the
- * buffer an abort restarts through, for the caller to fill with sigsetjmp in
+ * buffer an abort restarts through, for the caller to fill with setjmp in
  * its own frame; TxBegin then starts the attempt (the first one and every
  * restart). Saves TxStart's copy of the caller's buffer. */
-sigjmp_buf *TxPrepareAt(Thread *Self, int readOnly, TxSite *site);
+jmp_buf *TxPrepareAt(Thread *Self, int readOnly, TxSite *site);
 void TxBegin(Thread *Self);
 /* Returns (1) only when the transaction committed; otherwise it restarts. */
 int TxCommit(Thread *Self);

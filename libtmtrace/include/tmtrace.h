@@ -20,7 +20,7 @@
  *     tmt_shutdown();                     // or at exit, automatically
  *
  * Rules of the transactional block (they follow from restarting with
- * siglongjmp): do not leave it with return/break/goto; local variables that
+ * longjmp): do not leave it with return/break/goto; local variables that
  * are modified inside the block and read after a restart must be volatile;
  * every access to shared data inside the block goes through tmt_read_* /
  * tmt_write_*.
@@ -130,8 +130,9 @@ TMT_API void tmt_env_help(FILE *out);
 
 /* ---- transactions ----------------------------------------------------- */
 
-/* Internal to TMT_ATOMIC: returns the buffer the next sigsetjmp fills. */
-TMT_API sigjmp_buf *tmt_tx_prepare(tmt_tx *tx, tmt_site *site, unsigned flags);
+/* Internal to TMT_ATOMIC: returns the buffer the next setjmp fills (ISO C jmp_buf:
+ * the header needs no POSIX feature macro; glibc's setjmp saves no signal mask). */
+TMT_API jmp_buf *tmt_tx_prepare(tmt_tx *tx, tmt_site *site, unsigned flags);
 /* Internal to TMT_ATOMIC: starts (or restarts) an attempt. Returns 1 to run
  * the block, 0 when the transaction was cancelled and the block is skipped. */
 TMT_API int tmt_tx_start(tmt_tx *tx);
@@ -146,14 +147,14 @@ TMT_API TMT_NORETURN void tmt_tx_cancel(tmt_tx *tx);
 TMT_API int tmt_tx_depth(const tmt_tx *tx);
 
 /*
- * The transactional block. sigsetjmp must run in the caller's frame, which is
+ * The transactional block. setjmp must run in the caller's frame, which is
  * why this is a macro and not a function.
  */
 #define TMT_ATOMIC_FLAGS(tx, label, flags)                                     \
     do {                                                                       \
         static tmt_site tmt_site_ = TMT_SITE_INIT(label);                      \
         tmt_tx *const tmt_tx_ = (tx);                                          \
-        sigsetjmp(*tmt_tx_prepare(tmt_tx_, &tmt_site_, (flags)), 0);           \
+        setjmp(*tmt_tx_prepare(tmt_tx_, &tmt_site_, (flags)));                 \
         if (tmt_tx_start(tmt_tx_)) {
 
 #define TMT_ATOMIC(tx, label) TMT_ATOMIC_FLAGS(tx, label, 0u)

@@ -6,7 +6,7 @@
  *
  * Owns: struct itm_thread (one per thread, made on its first transaction,
  * its runtime descriptor released when the thread ends), the restart hook
- * the runtime calls instead of siglongjmp (tmt_tx.restart), and the meaning
+ * the runtime calls instead of longjmp (tmt_tx.restart), and the meaning
  * of the ABI's property bits and return codes. Nesting is flat; a nested
  * transaction that can cancel itself records a checkpoint, and its cancel
  * undoes only its own writes, which needs the in-place undo log of a serial

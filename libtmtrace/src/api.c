@@ -144,7 +144,7 @@ TMT_API tmt_tx *tmt_self(void) { return txreg_self(); }
 
 /* ---- transactions ------------------------------------------------------------- */
 
-TMT_API sigjmp_buf *tmt_tx_prepare(tmt_tx *tx, tmt_site *site, unsigned flags)
+TMT_API jmp_buf *tmt_tx_prepare(tmt_tx *tx, tmt_site *site, unsigned flags)
 {
     return tx_prepare(tx, site, flags);
 }

@@ -50,7 +50,7 @@ void tx_thread_exit(struct tmt_tx *tx)
 
 /* ---- a transaction ------------------------------------------------------------ */
 
-sigjmp_buf *tx_prepare(struct tmt_tx *tx, tmt_site *site, unsigned flags)
+jmp_buf *tx_prepare(struct tmt_tx *tx, tmt_site *site, unsigned flags)
 {
     if (tx->depth > 0) {
         /* Flat nesting: the outer restart point stays in force. */
@@ -252,7 +252,7 @@ void tx_restart(struct tmt_tx *tx, unsigned reason, uint64_t where, uint64_t fou
         tx->cancelled = 1;
     if (tx->restart)
         tx->restart(tx);
-    siglongjmp(tx->env, 1);
+    longjmp(tx->env, 1);
 }
 
 void tx_abort(struct tmt_tx *tx, unsigned reason, uint64_t where, uint64_t found)

@@ -35,7 +35,7 @@
  * counter, undoes the attempt's allocations, applies contention management
  * (TMTRACE_SERIAL_AFTER conflict aborts make the next attempt serial) and
  * resumes at the transaction's restart point: tmt_tx.restart when set, else
- * siglongjmp to `env`. Neither returns. A real RTM abort resumes at _xbegin
+ * longjmp to `env`. Neither returns. A real RTM abort resumes at _xbegin
  * inside htm_start, which records it with tx_abort_record and runs the
  * policy; nothing is rolled back by software there.
  */
@@ -173,14 +173,14 @@ struct tmt_tx {
     unsigned serial_next;       /* enum tf_serial_reason: the next attempt runs serial; 0 = no */
     uint64_t instance;          /* attempts started by this thread */
     uint64_t rng;               /* xorshift state: backoff and emulation */
-    sigjmp_buf env;             /* restart point of the outermost block */
-    /* Restart without sigsetjmp: when set, tx_restart calls it (it must not
-     * return) where it would siglongjmp to `env`; the attempt is already
+    jmp_buf env;             /* restart point of the outermost block */
+    /* Restart without setjmp: when set, tx_restart calls it (it must not
+     * return) where it would longjmp to `env`; the attempt is already
      * rolled back, recorded and tx->cancelled set. tmt_tx_prepare clears it
      * for every outermost block; a front end that keeps its own checkpoint
      * (the libitm ABI's _ITM_beginTransaction) sets it after the prepare. */
     void (*restart)(struct tmt_tx *tx);
-    sigjmp_buf scratch;         /* what nested begins fill and never use */
+    jmp_buf scratch;         /* what nested begins fill and never use */
     struct tx_stm stm;
     struct tx_htm htm;
     struct tx_mem mem;
@@ -203,7 +203,7 @@ void tx_thread_exit(struct tmt_tx *tx);
  * returns the restart point to fill (the outer one's scratch when nested);
  * start returns 1 when an attempt runs, 0 when the block is to be skipped
  * (cancelled); commit ends the attempt or restarts it on a conflict. */
-sigjmp_buf *tx_prepare(struct tmt_tx *tx, tmt_site *site, unsigned flags);
+jmp_buf *tx_prepare(struct tmt_tx *tx, tmt_site *site, unsigned flags);
 int tx_start(struct tmt_tx *tx);
 void tx_commit(struct tmt_tx *tx);
 
