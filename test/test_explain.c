@@ -143,6 +143,8 @@ static void aborts_are_named_by_symbol_and_allocation_site_and_classified_by_ide
              trace, synced, tu_build("tools/tmcheck"), synced);
     assert_int_equal(tu_run(cmd, out, sizeof out), 0);
     assert_true(tg_json_num(out, NULL, "conflict_free_aborts") == 0);
+    /* the tracer's cost per event was measured at init and kept by tmsync */
+    assert_non_null(strstr(out, "\"event_cost_measured\":true"));
     assert_true(tg_json_num(out, strstr(out, "\"attribution\":"), "by_identity") > 0);
     /* the hot word: by its symbol; conflicts on it are true ones */
     const char *hot = site_classes("\"name\":\"hot (test_explain.c:");

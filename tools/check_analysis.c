@@ -55,6 +55,7 @@ void ca_opts_for_trace(const struct merge_index *ix, unsigned stripes_log2, stru
         .have_accesses = ix->hdr.events_level >= 2,
         .format_version = ix->hdr.version,
         .repeated_access = ix->hdr.stamp_access == TF_STAMP_REPEATED,
+        .event_cost_ns = ix->runinfo.event_cost_ns,   /* 0: CA_EVENT_COST_NS_DEFAULT */
     };
 }
 

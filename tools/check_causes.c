@@ -275,8 +275,10 @@ static void text_time_threads(FILE *f, const struct cr_input *in)
 {
     size_t nt;
     const struct ca_thread *th = ca_threads(in->st, &nt);
-    fprintf(f, "\nwhere the time goes (ms; tracer = events x %.0f ns, an estimate inside the others)\n"
-            "  %6s %10s %10s %10s %9s %10s %9s %9s %8s  %s\n", in->event_cost_ns, "thread", "wall", "committed",
+    fprintf(f, "\nwhere the time goes (ms; tracer = events x %.1f ns %s, an estimate inside the others)\n"
+            "  %6s %10s %10s %10s %9s %10s %9s %9s %8s  %s\n", in->event_cost_ns,
+            in->event_cost_measured ? "(measured at init)" : "(assumed: the trace has no calibration)", "thread",
+            "wall", "committed",
             "wasted", "backoff", "outside", "serial", "tracer", "sum/wall", "descheduled attempts (ms)");
     for (size_t i = 0; i < nt; i++) {
         const struct ca_time *x = &th[i].time;
@@ -381,6 +383,7 @@ static void json_time_all(struct jw *w, const struct cr_input *in)
     jw_key(w, "time");
     jw_object(w);
     jw_knum(w, "event_cost_ns", in->event_cost_ns, 1);
+    jw_kbool(w, "event_cost_measured", in->event_cost_measured);
     jw_key(w, "threads");
     jw_array(w);
     for (size_t i = 0; i < nt; i++) {

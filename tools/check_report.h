@@ -29,6 +29,7 @@ struct cr_input {
     unsigned stripes_log2;
     unsigned format_version;
     double event_cost_ns;       /* the tracer's estimated cost per event */
+    int event_cost_measured;    /* calibrated by the traced run (RUNINFO), else assumed */
     struct sym_table *sym;      /* names of addresses (symbols.h); may be NULL */
 };
 

@@ -171,7 +171,8 @@ static int check(const struct check_args *a, const struct merge_index *ix, uint6
         .uncertainty_ns = synced ? (double)o.uncertainty : 0.0,
         .stripes_log2 = o.stripes_log2,
         .format_version = ix->hdr.version,
-        .event_cost_ns = o.event_cost_ns ? o.event_cost_ns : CA_EVENT_COST_NS_DEFAULT,
+        .event_cost_ns = o.event_cost_ns > 0 ? o.event_cost_ns : CA_EVENT_COST_NS_DEFAULT,
+        .event_cost_measured = o.event_cost_ns > 0,
         .sym = sym = sym_open(ix->objects, ix->nobjects),
     };
     rc = report(a, &in, &aborts);

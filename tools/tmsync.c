@@ -400,6 +400,7 @@ static int write_output(struct sync_ctx *x, struct merge_index *ix, const char *
               (ix->nskews && tf_write_skews(w, ix->skews, ix->nskews) < 0) ||
               (ix->nsamples && tf_write_samples(w, ix->samples, ix->nsamples) < 0) ||
               (ix->nobjects && tf_write_objects(w, ix->objects, ix->nobjects) < 0) ||
+              (ix->runinfo.event_cost_ns > 0 && tf_write_runinfo(w, &ix->runinfo) < 0) ||
               write_events(x, ix, r, w, written) < 0 || write_models_end(x, ix, w) < 0;
     if (bad)
         tf_abandon(w);

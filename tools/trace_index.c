@@ -87,6 +87,9 @@ int mi_scan(struct tf_reader *r, struct merge_index *ix)
         case TF_CHUNK_MODEL:
             e = append((void **)&ix->models, &ix->nmodels, &cap_mod, c.models, c.count, sizeof *c.models);
             break;
+        case TF_CHUNK_RUNINFO:
+            ix->runinfo = *c.runinfo;
+            break;
         case TF_CHUNK_LOADMAP:
             e = append((void **)&ix->objects, &ix->nobjects, &cap_obj, c.objects, c.count, sizeof *c.objects);
             break;

@@ -43,6 +43,7 @@ struct merge_index {
     size_t nmodels;
     struct tf_object *objects;       /* LOADMAP chunks (format version 2) */
     size_t nobjects;
+    struct tf_runinfo runinfo;       /* RUNINFO (event_cost_ns 0: none) */
     struct mi_source *src;           /* sorted by thread */
     size_t nsrc;
     uint64_t events;                 /* all EVENTS chunks' counts */

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "clock_sample.h"
@@ -581,6 +582,45 @@ void tb_snapshot_all(void (*emit)(struct tb_chunk *c))
         emit(copies);
         copies = next;
     }
+}
+
+/* One calibration run: `n` read records through the real inline path into
+ * a scratch buffer, in ns per record. */
+static double tb_cost_run(struct tf_record *buf, size_t n)
+{
+    struct tb_thread t;
+    memset(&t, 0, sizeof t);
+    t.base = t.cur = buf;
+    t.end = buf + n;
+    t.level = CONFIG_EVENTS_ALL;
+    t.stamp_each = config.stamp == CONFIG_STAMP_EACH;
+    t.fast_stamp = (uint8_t)tb_fast;
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    for (size_t i = 0; i < n; i++)
+        tb_ev_read(&t, &buf[i], i, 8);
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    return ((double)(b.tv_sec - a.tv_sec) * 1e9 + (double)(b.tv_nsec - a.tv_nsec)) / (double)n;
+}
+
+static int tb_cmp_double(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+    return (a > b) - (a < b);
+}
+
+double tb_event_cost_ns(void)
+{
+    enum { N = 2048, RUNS = 7 };
+    struct tf_record *buf = malloc(N * sizeof *buf);
+    if (buf == NULL)
+        return 0;
+    double r[RUNS];
+    for (int i = 0; i < RUNS; i++)
+        r[i] = tb_cost_run(buf, N);
+    free(buf);
+    qsort(r, RUNS, sizeof r[0], tb_cmp_double);
+    return r[RUNS / 2];
 }
 
 int tb_attach(struct tb_thread *t)

@@ -86,6 +86,9 @@ void tb_flush(struct tb_thread *t);
 
 /* Tracer side (tracer.c, trace_writer.c); never on the event path. */
 struct tb_chunk;
+/* The event path's cost per record, measured on a scratch buffer (after
+ * tb_setup): the median of a few runs of read records, in ns. */
+double tb_event_cost_ns(void);
 /* Sizes the chunk pool from config (TMTRACE_BUFFER, TMTRACE_MEMORY) and opens
  * hand-over; `cpus` are the CPUs forced migrations cycle through. */
 int tb_setup(uint64_t tsc_hz, const int *cpus, int ncpus);

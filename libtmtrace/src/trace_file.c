@@ -49,6 +49,7 @@
 #define TF_SEGMENT_SIZE 24u
 #define TF_END_FIXED 8u
 #define TF_OBJECT_FIXED 28u   /* base, start, end, path length, build-id length, pad */
+#define TF_RUNINFO_SIZE 16u   /* f64 event cost, u64 reserved */
 
 /* A decoded chunk header. */
 struct tf_chunk_hdr {
@@ -170,6 +171,10 @@ static const char *tf_chunk_hdr_decode(const uint8_t *b, struct tf_chunk_hdr *c)
     case TF_CHUNK_LOADMAP:
         if (n > TF_MAX_OBJECTS || n * TF_OBJECT_FIXED > raw)
             return "object count does not fit the payload";
+        break;
+    case TF_CHUNK_RUNINFO:
+        if (n != 1 || raw != TF_RUNINFO_SIZE)
+            return "run info is not one 16-byte record";
         break;
     }
     return NULL;
@@ -539,6 +544,7 @@ static const char *tf_decode_payload(struct tf_reader *r, const struct tf_chunk_
     case TF_CHUNK_META_SKEW: esz = sizeof(struct tf_skew); break;
     case TF_CHUNK_MODEL: esz = sizeof(struct tf_cpu_model); break;
     case TF_CHUNK_LOADMAP: esz = sizeof(struct tf_object); break;
+    case TF_CHUNK_RUNINFO: esz = sizeof(struct tf_runinfo); break;
     default: return "unknown chunk kind";
     }
     if (c->kind == TF_CHUNK_EVENTS && (r->flags & TF_SKIP_EVENTS))
@@ -594,6 +600,10 @@ static const char *tf_decode_payload(struct tf_reader *r, const struct tf_chunk_
     case TF_CHUNK_LOADMAP:
         out->objects = r->elems;
         return tf_objects_decode(p, c->raw_len, out->objects, n);
+    case TF_CHUNK_RUNINFO:
+        out->runinfo = r->elems;
+        out->runinfo->event_cost_ns = codec_get_f64(p);
+        return NULL;
     }
     return "unknown chunk kind";
 }
@@ -1053,6 +1063,15 @@ int tf_write_objects(struct tf_writer *w, const struct tf_object *o, size_t n)
         return -1;
     size_t len = tf_objects_encode(w->raw, o, n);
     return tf_put_chunk(w, TF_CHUNK_LOADMAP, 0, 0, n, len, w->meta_codec, w->meta_level);
+}
+
+int tf_write_runinfo(struct tf_writer *w, const struct tf_runinfo *ri)
+{
+    if (tf_raw_room(w, TF_RUNINFO_SIZE) != 0)
+        return -1;
+    codec_put_f64(w->raw, ri->event_cost_ns);
+    codec_put_u64(w->raw + 8, 0);
+    return tf_put_chunk(w, TF_CHUNK_RUNINFO, 0, 0, 1, TF_RUNINFO_SIZE, w->meta_codec, w->meta_level);
 }
 
 int tf_write_threads(struct tf_writer *w, const struct tf_thread_info *t, size_t n)

@@ -110,6 +110,11 @@ struct tf_object {
     char path[512];          /* as the dynamic loader names it; the executable's real path */
 };
 
+/* What the tracer measured about itself at init (RUNINFO chunk). */
+struct tf_runinfo {
+    double event_cost_ns;    /* one event record on the event path, median of its calibration runs */
+};
+
 /* ---- header ----------------------------------------------------------- */
 
 struct tf_header {
@@ -146,6 +151,7 @@ struct tf_chunk {
     struct tf_skew *skews;     /* META_SKEW */
     struct tf_cpu_model *models;    /* MODEL */
     struct tf_object *objects;      /* LOADMAP */
+    struct tf_runinfo *runinfo;     /* RUNINFO */
     uint64_t writer_errors;    /* END: chunks the writer failed to write */
 };
 
@@ -200,6 +206,7 @@ int tf_write_threads(struct tf_writer *w, const struct tf_thread_info *t, size_t
 int tf_write_skews(struct tf_writer *w, const struct tf_skew *s, size_t n);
 int tf_write_models(struct tf_writer *w, const struct tf_cpu_model *m, size_t n);
 int tf_write_objects(struct tf_writer *w, const struct tf_object *o, size_t n);
+int tf_write_runinfo(struct tf_writer *w, const struct tf_runinfo *ri);
 int tf_write_end(struct tf_writer *w, const struct tf_thread_info *t, size_t n, uint64_t writer_errors);
 /* Codec of the non-EVENTS chunks (default TF_CODEC_NONE: they are small). */
 void tf_writer_set_meta_codec(struct tf_writer *w, int codec, int level);

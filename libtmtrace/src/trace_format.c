@@ -39,7 +39,8 @@ const char *tf_serial_reason_name(unsigned reason)
 const char *tf_chunk_kind_name(unsigned kind)
 {
     static const char *const names[TF_CHUNK_KINDS] = { "?", "sites", "threads", "skew",
-                                                       "samples", "events", "model", "end", "loadmap" };
+                                                       "samples", "events", "model", "end", "loadmap",
+                                                       "runinfo" };
     return kind < TF_CHUNK_KINDS ? names[kind] : "?";
 }
 

@@ -218,7 +218,8 @@ enum tf_chunk_kind {
     TF_CHUNK_MODEL = 6,        /* struct tf_cpu_model[] (synced traces) */
     TF_CHUNK_END = 7,          /* struct tf_thread_info[] with final counts, + writer errors */
     TF_CHUNK_LOADMAP = 8,      /* struct tf_object[] (format version 2) */
-    TF_CHUNK_KINDS = 9
+    TF_CHUNK_RUNINFO = 9,      /* struct tf_runinfo (one; format version 2) */
+    TF_CHUNK_KINDS = 10
 };
 
 enum tf_codec { TF_CODEC_NONE = 0, TF_CODEC_ZLIB = 1, TF_CODEC_LZ4 = 2, TF_CODECS = 3 };

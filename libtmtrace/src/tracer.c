@@ -331,6 +331,11 @@ int tracer_init(void)
         snprintf(open_error, sizeof open_error, "%s", error_get());
     cs_set_free(&pre);
     tb_setup(hz, tr_cpus, tr_ncpus);
+    /* The tracer's own cost per event, for tmcheck's estimate of its share
+     * of the run's time. */
+    struct tf_runinfo ri = { tb_event_cost_ns() };
+    if (tr_file != NULL && !open_error[0] && tf_write_runinfo(tr_file, &ri) != 0)
+        snprintf(open_error, sizeof open_error, "%s", error_get());
     if (tw_start(tr_file, config.mode, tr_on_signal, open_error[0] ? open_error : NULL) != 0) {
         tb_close();
         tf_abandon(tr_file);
