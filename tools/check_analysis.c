@@ -41,7 +41,7 @@ struct ca_state *ca_create(const struct ca_opts *o)
     return s;
 }
 
-void ca_opts_for_trace(const struct merge_index *ix, unsigned stripes_log2, struct ca_opts *o)
+void ca_opts_for_trace(const struct trace_index *ix, unsigned stripes_log2, struct ca_opts *o)
 {
     int synced = (ix->hdr.flags & TF_HDR_SYNCED) != 0;
     double u = 0;
@@ -65,7 +65,7 @@ static struct th *thread_of(struct ca_state *s, uint32_t id)
         id = CA_MAX_ID - 1;
     if (id >= s->nth) {
         size_t cap = s->nth;
-        if (mi_grow((void **)&s->th, &cap, (size_t)id + 1, sizeof *s->th) < 0)
+        if (ti_grow((void **)&s->th, &cap, (size_t)id + 1, sizeof *s->th) < 0)
             return NULL;
         s->nth = cap;
     }

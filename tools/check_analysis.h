@@ -168,13 +168,13 @@ struct ca_attribution {
 };
 
 struct ca_state;
-struct merge_index;
+struct trace_index;
 
 /* The options for the trace of `ix`: the stripes as recorded (or
  * `stripes_log2` when non-zero), the abort window widened by the clock
  * uncertainty tmsync recorded (its models' largest residual), the time unit
  * of a raw trace (a TSC tick), whether reads and writes were recorded. */
-void ca_opts_for_trace(const struct merge_index *ix, unsigned stripes_log2, struct ca_opts *o);
+void ca_opts_for_trace(const struct trace_index *ix, unsigned stripes_log2, struct ca_opts *o);
 
 struct ca_state *ca_create(const struct ca_opts *o);
 /* Feeds the next event in merged order. 0, or -1 (out of memory). */

@@ -20,7 +20,7 @@
 #define CX_TOP_ADDRS 10
 #define CX_TOP_LINES 5
 
-const char *cx_site_name(const struct merge_index *ix, uint32_t id, char *buf, size_t cap)
+const char *cx_site_name(const struct trace_index *ix, uint32_t id, char *buf, size_t cap)
 {
     if (id == 0) {
         snprintf(buf, cap, "(none)");

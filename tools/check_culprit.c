@@ -510,7 +510,7 @@ int ca_culprit_access(struct ca_state *s, struct th *t, const struct tf_event *e
 {
     if (!s->o.have_accesses)
         return 0;
-    if (mi_grow((void **)&t->acc, &t->capacc, t->nacc + 1, sizeof *t->acc) < 0)
+    if (ti_grow((void **)&t->acc, &t->capacc, t->nacc + 1, sizeof *t->acc) < 0)
         return -1;
     t->acc[t->nacc++] = (struct access){ ev->addr, ev->kind == TF_EV_WRITE };
     return 0;

@@ -13,7 +13,7 @@
 #include "json_writer.h"
 #include "tool_common.h"
 
-static const char *site_name(const struct merge_index *ix, uint32_t id, char *buf, size_t cap)
+static const char *site_name(const struct trace_index *ix, uint32_t id, char *buf, size_t cap)
 {
     return cx_site_name(ix, id, buf, cap);
 }

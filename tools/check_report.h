@@ -18,7 +18,7 @@ struct sym_table;
 
 struct cr_input {
     const char *path;
-    const struct merge_index *ix;
+    const struct trace_index *ix;
     const struct ca_state *st;
     int synced;
     int have_accesses;

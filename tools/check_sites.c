@@ -22,8 +22,8 @@ struct ca_site *ca_site_of(struct ca_state *s, uint32_t id)
         id = CA_MAX_ID - 1;
     if (id >= s->nsite) {
         size_t cap = s->nsite, cap2 = s->nsite;
-        if (mi_grow((void **)&s->site, &cap, (size_t)id + 1, sizeof *s->site) < 0 ||
-            mi_grow((void **)&s->site_seen, &cap2, (size_t)id + 1, 1) < 0)
+        if (ti_grow((void **)&s->site, &cap, (size_t)id + 1, sizeof *s->site) < 0 ||
+            ti_grow((void **)&s->site_seen, &cap2, (size_t)id + 1, 1) < 0)
             return NULL;
         s->nsite = cap;
     }

@@ -56,7 +56,7 @@ static struct ca_dur_hist *site_hist(struct ca_state *s, uint32_t id)
         id = CA_MAX_ID - 1;
     if (id >= s->nsite_hist) {
         size_t cap = s->nsite_hist;
-        if (mi_grow((void **)&s->site_hist, &cap, (size_t)id + 1, sizeof *s->site_hist) < 0)
+        if (ti_grow((void **)&s->site_hist, &cap, (size_t)id + 1, sizeof *s->site_hist) < 0)
             return NULL;
         s->nsite_hist = cap;
     }

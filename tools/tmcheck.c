@@ -96,20 +96,20 @@ static int parse_args(int argc, char **argv, struct check_args *a)
 
 /* Pass 2: every event in merged order through the analysis. 0, or the exit
  * code after a one-line message. */
-static int analyse(const struct check_args *a, struct tf_reader *r, const struct merge_index *ix,
+static int analyse(const struct check_args *a, struct tf_reader *r, const struct trace_index *ix,
                    struct ca_state *st)
 {
-    struct merge *m = merge_create(r, ix, NULL, NULL);
+    struct ti_merge *m = ti_merge_create(r, ix, NULL, NULL);
     if (!m)
         return tool_error_lib();
     const struct tf_event *ev;
     int k, rc = 0;
-    while ((k = merge_next(m, &ev)) == 1)
+    while ((k = ti_merge_next(m, &ev)) == 1)
         if (ca_event(st, ev) < 0) {
             rc = tool_error("%s: %s", a->path, error_get());
             break;
         }
-    merge_free(m);
+    ti_merge_free(m);
     if (rc == 0 && k < 0)
         rc = tool_error_lib();
     if (rc == 0 && ca_finish(st) < 0)
@@ -139,7 +139,7 @@ static int report(const struct check_args *a, const struct cr_input *in, struct 
     return TOOL_OK;
 }
 
-static int check(const struct check_args *a, const struct merge_index *ix, uint64_t skipped)
+static int check(const struct check_args *a, const struct trace_index *ix, uint64_t skipped)
 {
     struct ca_opts o;
     ca_opts_for_trace(ix, (unsigned)a->stripes, &o);
@@ -166,7 +166,7 @@ static int check(const struct check_args *a, const struct merge_index *ix, uint6
         .synced = synced,
         .have_accesses = o.have_accesses,
         .have_truth = (ix->hdr.flags & TF_HDR_INJECTED) && ca_totals(st)->truth_events > 0,
-        .dropped = mi_dropped(ix),
+        .dropped = ti_dropped(ix),
         .skipped_chunks = skipped + tf_reader_skipped(r),
         .uncertainty_ns = synced ? (double)o.uncertainty : 0.0,
         .stripes_log2 = o.stripes_log2,
@@ -193,11 +193,11 @@ int main(int argc, char **argv)
     int done = parse_args(argc, argv, &a);
     if (done)
         return done - 1;
-    struct merge_index ix;
+    struct trace_index ix;
     uint64_t skipped;
-    if (mi_load(a.path, a.flags, &ix, &skipped) < 0)
+    if (ti_load(a.path, a.flags, &ix, &skipped) < 0)
         return tool_error_lib();
     int rc = check(&a, &ix, skipped);
-    mi_free(&ix);
+    ti_free(&ix);
     return rc;
 }

@@ -97,7 +97,7 @@ struct site_name {
 };
 
 /* Site names by id ("label (file:line)", as every tool names them). */
-static struct site_name *site_names(const struct merge_index *ix, size_t *n)
+static struct site_name *site_names(const struct trace_index *ix, size_t *n)
 {
     size_t max = 0;
     for (size_t i = 0; i < ix->nsites; i++)
@@ -126,7 +126,7 @@ struct attempt {
 };
 
 struct exporter {
-    const struct merge_index *ix;
+    const struct trace_index *ix;
     struct site_name *sites;   /* indexed by site id */
     size_t nsites;
     struct out *o;
@@ -365,7 +365,7 @@ static void on_attribution(void *ctx, const struct ca_attribution *at)
 static int on_event(struct exporter *x, const struct tf_event *ev)
 {
     uint32_t t = ev->thread;
-    if (mi_grow((void **)&x->th, &x->nth, (size_t)t + 1, sizeof *x->th) < 0)
+    if (ti_grow((void **)&x->th, &x->nth, (size_t)t + 1, sizeof *x->th) < 0)
         return -1;
     struct attempt *a = &x->th[t];
     uint64_t ns = ev_ns(x, ev->ts);
@@ -414,13 +414,13 @@ static int on_event(struct exporter *x, const struct tf_event *ev)
 
 /* The trace's events in merged order: a reader and a merge over it (NULL,
  * with the message set, on failure). */
-static struct merge *open_events(const struct exporter *x, const char *path, unsigned oflags,
+static struct ti_merge *open_events(const struct exporter *x, const char *path, unsigned oflags,
                                  struct tf_reader **r)
 {
     *r = tf_open(path, oflags);
     if (!*r)
         return NULL;
-    struct merge *m = merge_create(*r, x->ix, NULL, NULL);
+    struct ti_merge *m = ti_merge_create(*r, x->ix, NULL, NULL);
     if (!m) {
         tf_close(*r);
         *r = NULL;
@@ -433,12 +433,12 @@ static struct merge *open_events(const struct exporter *x, const char *path, uns
 static int export_events(struct exporter *x, const char *path, unsigned oflags, struct ca_state *st)
 {
     struct tf_reader *r;
-    struct merge *m = open_events(x, path, oflags, &r);
+    struct ti_merge *m = open_events(x, path, oflags, &r);
     if (!m)
         return -1;
     const struct tf_event *ev;
     int rc;
-    while ((rc = merge_next(m, &ev)) == 1)
+    while ((rc = ti_merge_next(m, &ev)) == 1)
         if (on_event(x, ev) < 0 || (st && ca_event(st, ev) < 0)) {
             rc = -1;
             break;
@@ -447,14 +447,14 @@ static int export_events(struct exporter *x, const char *path, unsigned oflags, 
         rc = -1;
     if (rc == 0 && tf_reader_skipped(r) > x->skipped)
         x->skipped = tf_reader_skipped(r);
-    merge_free(m);
+    ti_merge_free(m);
     tf_close(r);
     return rc < 0 ? -1 : 0;
 }
 
 /* ---- clock samples as CSV ----------------------------------------------- */
 
-static const struct tf_cpu_model *model_of(const struct merge_index *ix, uint32_t cpu)
+static const struct tf_cpu_model *model_of(const struct trace_index *ix, uint32_t cpu)
 {
     for (size_t i = 0; i < ix->nmodels; i++)
         if (ix->models[i].cpu == cpu)
@@ -464,7 +464,7 @@ static const struct tf_cpu_model *model_of(const struct merge_index *ix, uint32_
 
 /* One row per sample, with the model tmsync fitted (synced traces) and the
  * residual, so that a plot needs no knowledge of the model's form. */
-static void export_samples(FILE *f, const struct merge_index *ix)
+static void export_samples(FILE *f, const struct trace_index *ix)
 {
     static const char *const phase[] = { "pre", "post", "in-run" };
     double ns_per_tick = ix->hdr.tsc_hz ? 1e9 / (double)ix->hdr.tsc_hz : 1.0;
@@ -570,18 +570,18 @@ static int parse_args(int argc, char **argv, struct export_args *a)
 static int abort_window(struct exporter *x, const struct export_args *a)
 {
     struct tf_reader *r;
-    struct merge *m = open_events(x, a->path, a->oflags, &r);
+    struct ti_merge *m = open_events(x, a->path, a->oflags, &r);
     if (!m)
         return -1;
     const struct tf_event *ev;
     uint64_t seen = 0, ts = 0;
     int rc;
-    while ((rc = merge_next(m, &ev)) == 1)
+    while ((rc = ti_merge_next(m, &ev)) == 1)
         if (ev->kind == TF_EV_ABORT && ++seen == a->abort_n) {
             ts = ev->ts;   /* the event is the merge's: gone once it is freed */
             break;
         }
-    merge_free(m);
+    ti_merge_free(m);
     tf_close(r);
     if (rc < 0)
         return -1;
@@ -602,7 +602,7 @@ static int salvaged(const char *path, uint64_t skipped)
     return TOOL_SALVAGED;
 }
 
-static int write_samples(const struct export_args *a, const struct merge_index *ix)
+static int write_samples(const struct export_args *a, const struct trace_index *ix)
 {
     struct tool_out so;
     if (tool_out_open(&so, a->outpath, a->path) < 0)
@@ -639,7 +639,7 @@ static int write_document(struct exporter *x, const struct export_args *a, struc
 }
 
 /* `skipped`: damaged chunks the index pass skipped (--salvage). */
-static int write_chrome(const struct export_args *a, const struct merge_index *ix, uint64_t skipped)
+static int write_chrome(const struct export_args *a, const struct trace_index *ix, uint64_t skipped)
 {
     int synced = (ix->hdr.flags & TF_HDR_SYNCED) != 0;
     struct exporter x = { .ix = ix, .raw = !synced, .flows = a->flows, .version = ix->hdr.version,
@@ -695,8 +695,8 @@ int main(int argc, char **argv)
     struct tf_reader *r = tf_open(a.path, a.oflags | TF_SKIP_EVENTS);
     if (!r)
         return tool_error_lib();
-    struct merge_index ix;
-    if (mi_scan(r, &ix) < 0) {
+    struct trace_index ix;
+    if (ti_scan(r, &ix) < 0) {
         tf_close(r);
         return tool_error_lib();
     }
@@ -712,6 +712,6 @@ int main(int argc, char **argv)
         status = tool_error("%s: trace is not synchronised (run tmsync first, or pass --raw)", a.path);
     else
         status = write_chrome(&a, &ix, skipped);
-    mi_free(&ix);
+    ti_free(&ix);
     return status;
 }

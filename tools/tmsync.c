@@ -162,7 +162,7 @@ static void nominal_model(struct sm_result *r, unsigned cpu, double npt)
 }
 
 /* Fits every CPU that has samples; the pooled fit first (the fallback). */
-static int fit_all(struct sync_ctx *x, struct merge_index *ix, enum sm_kind kind)
+static int fit_all(struct sync_ctx *x, struct trace_index *ix, enum sm_kind kind)
 {
     double npt = x->ns_per_tick;
     if (kind == SM_NONE || ix->nsamples == 0) {
@@ -326,13 +326,13 @@ static char *default_output(const char *in)
  * Kept out of main() and its callers: GCC compiles a function it knows runs
  * once for size, and the per-event copy below then became a microcoded
  * `rep movs`. 0, or -1 with the message set. */
-static __attribute__((noinline)) int write_events(struct sync_ctx *x, struct merge_index *ix, struct tf_reader *r,
+static __attribute__((noinline)) int write_events(struct sync_ctx *x, struct trace_index *ix, struct tf_reader *r,
                                                   struct tf_writer *w, uint64_t *written)
 {
     struct tf_event *buf = malloc(SYNC_OUT_BATCH * sizeof *buf);
     if (!buf)
         return error_set("out of memory");
-    struct merge *m = merge_create(r, ix, map_events, x);
+    struct ti_merge *m = ti_merge_create(r, ix, map_events, x);
     if (!m) {
         free(buf);
         return -1;
@@ -341,7 +341,7 @@ static __attribute__((noinline)) int write_events(struct sync_ctx *x, struct mer
     const struct tf_event *ev;
     int rc;
     uint64_t total = 0;
-    while ((rc = merge_next(m, &ev)) == 1) {
+    while ((rc = ti_merge_next(m, &ev)) == 1) {
         buf[nb++] = *ev;
         if (nb == SYNC_OUT_BATCH) {
             if (tf_write_events(w, 0, buf, nb, TF_CODEC_NONE, 0) < 0) {
@@ -354,7 +354,7 @@ static __attribute__((noinline)) int write_events(struct sync_ctx *x, struct mer
     }
     if (rc == 0 && nb && tf_write_events(w, 0, buf, nb, TF_CODEC_NONE, 0) < 0)
         rc = -1;
-    merge_free(m);
+    ti_merge_free(m);
     free(buf);
     *written = total + nb;
     return rc < 0 ? -1 : 0;
@@ -362,7 +362,7 @@ static __attribute__((noinline)) int write_events(struct sync_ctx *x, struct mer
 
 /* After the events: the models, which cover every CPU seen in the events
  * (fallbacks included), and the END chunk. 0, or -1 with the message set. */
-static int write_models_end(const struct sync_ctx *x, const struct merge_index *ix, struct tf_writer *w)
+static int write_models_end(const struct sync_ctx *x, const struct trace_index *ix, struct tf_writer *w)
 {
     size_t nm = 0;
     for (unsigned c = 0; c < SYNC_MAX_CPU; c++)
@@ -382,7 +382,7 @@ static int write_models_end(const struct sync_ctx *x, const struct merge_index *
 
 /* The synchronised trace: the input's metadata, the merged events, the
  * models; written atomically (nothing is left at `out` on failure). */
-static int write_output(struct sync_ctx *x, struct merge_index *ix, const char *in, const char *out,
+static int write_output(struct sync_ctx *x, struct trace_index *ix, const char *in, const char *out,
                         unsigned open_flags, uint64_t *written)
 {
     struct tf_reader *r = tf_open(in, open_flags & TF_SALVAGE);
@@ -455,7 +455,7 @@ static int parse_args(int argc, char **argv, struct sync_args *a)
 }
 
 /* Fits, writes, prints the table. */
-static int sync_trace(const struct sync_args *a, struct sync_ctx *x, struct merge_index *ix, uint64_t skipped)
+static int sync_trace(const struct sync_args *a, struct sync_ctx *x, struct trace_index *ix, uint64_t skipped)
 {
     if (ix->hdr.flags & TF_HDR_SYNCED)
         return tool_error("%s: already synchronised (header flag synced); tmsync reads raw traces", a->in);
@@ -493,9 +493,9 @@ int main(int argc, char **argv)
         free(defout);
         return tool_error("%s: output would overwrite the input", a.out);
     }
-    struct merge_index ix;
+    struct trace_index ix;
     uint64_t skipped;
-    if (mi_load(a.in, a.flags, &ix, &skipped) < 0) {
+    if (ti_load(a.in, a.flags, &ix, &skipped) < 0) {
         free(defout);
         return tool_error_lib();
     }
@@ -512,7 +512,7 @@ int main(int argc, char **argv)
         free(x->last);
         free(x);
     }
-    mi_free(&ix);
+    ti_free(&ix);
     free(defout);
     return rc;
 }

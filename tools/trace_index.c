@@ -14,7 +14,7 @@
 
 #include "error.h"
 
-int mi_grow(void **p, size_t *cap, size_t need, size_t elem)
+int ti_grow(void **p, size_t *cap, size_t need, size_t elem)
 {
     if (need <= *cap)
         return 0;
@@ -35,21 +35,21 @@ static int append(void **arr, size_t *n, size_t *cap, const void *src, size_t k,
 {
     if (k == 0)
         return 0;
-    if (mi_grow(arr, cap, *n + k, elem) < 0)
+    if (ti_grow(arr, cap, *n + k, elem) < 0)
         return -1;
     memcpy((char *)*arr + *n * elem, src, k * elem);
     *n += k;
     return 0;
 }
 
-static struct mi_source *source_for(struct merge_index *ix, size_t *cap, uint32_t thread)
+static struct ti_source *source_for(struct trace_index *ix, size_t *cap, uint32_t thread)
 {
     for (size_t i = ix->nsrc; i-- > 0;)
         if (ix->src[i].thread == thread)
             return &ix->src[i];
-    if (mi_grow((void **)&ix->src, cap, ix->nsrc + 1, sizeof *ix->src) < 0)
+    if (ti_grow((void **)&ix->src, cap, ix->nsrc + 1, sizeof *ix->src) < 0)
         return NULL;
-    struct mi_source *s = &ix->src[ix->nsrc++];
+    struct ti_source *s = &ix->src[ix->nsrc++];
     memset(s, 0, sizeof *s);
     s->thread = thread;
     return s;
@@ -57,11 +57,11 @@ static struct mi_source *source_for(struct merge_index *ix, size_t *cap, uint32_
 
 static int cmp_src(const void *a, const void *b)
 {
-    uint32_t x = ((const struct mi_source *)a)->thread, y = ((const struct mi_source *)b)->thread;
+    uint32_t x = ((const struct ti_source *)a)->thread, y = ((const struct ti_source *)b)->thread;
     return (x > y) - (x < y);
 }
 
-int mi_scan(struct tf_reader *r, struct merge_index *ix)
+int ti_scan(struct tf_reader *r, struct trace_index *ix)
 {
     memset(ix, 0, sizeof *ix);
     ix->hdr = *tf_reader_header(r);
@@ -104,11 +104,11 @@ int mi_scan(struct tf_reader *r, struct merge_index *ix)
             break;
         }
         case TF_CHUNK_EVENTS: {
-            struct mi_source *s = source_for(ix, &cap_src, c.thread);
+            struct ti_source *s = source_for(ix, &cap_src, c.thread);
             if (!s)
                 e = -1;
             else {
-                e = mi_grow((void **)&s->offsets, &s->cap, s->n + 1, sizeof *s->offsets);
+                e = ti_grow((void **)&s->offsets, &s->cap, s->n + 1, sizeof *s->offsets);
                 if (e == 0) {
                     s->offsets[s->n++] = c.offset;
                     s->events += c.count;
@@ -121,12 +121,12 @@ int mi_scan(struct tf_reader *r, struct merge_index *ix)
             break;   /* unknown kinds of a newer writer: the reader already vetted the version */
         }
         if (e < 0) {
-            mi_free(ix);
+            ti_free(ix);
             return -1;
         }
     }
     if (rc < 0) {
-        mi_free(ix);
+        ti_free(ix);
         return -1;
     }
     if (ix->nsrc > 1)
@@ -134,19 +134,19 @@ int mi_scan(struct tf_reader *r, struct merge_index *ix)
     return 0;
 }
 
-int mi_load(const char *path, unsigned flags, struct merge_index *ix, uint64_t *skipped)
+int ti_load(const char *path, unsigned flags, struct trace_index *ix, uint64_t *skipped)
 {
     memset(ix, 0, sizeof *ix);
     struct tf_reader *r = tf_open(path, TF_SKIP_EVENTS | (flags & TF_SALVAGE));
     if (!r)
         return -1;
-    int rc = mi_scan(r, ix);
+    int rc = ti_scan(r, ix);
     *skipped = tf_reader_skipped(r);
     tf_close(r);
     return rc;
 }
 
-void mi_free(struct merge_index *ix)
+void ti_free(struct trace_index *ix)
 {
     free(ix->sites);
     free(ix->threads);
@@ -161,7 +161,7 @@ void mi_free(struct merge_index *ix)
     memset(ix, 0, sizeof *ix);
 }
 
-uint64_t mi_dropped(const struct merge_index *ix)
+uint64_t ti_dropped(const struct trace_index *ix)
 {
     uint64_t d = 0;
     for (size_t i = 0; i < ix->nend; i++)
@@ -172,15 +172,15 @@ uint64_t mi_dropped(const struct merge_index *ix)
 /* ---- the merge -------------------------------------------------------- */
 
 struct cursor {
-    const struct mi_source *src;
+    const struct ti_source *src;
     size_t next_chunk;        /* index into src->offsets */
     struct tf_event *ev;      /* this cursor's copy of the current chunk */
     size_t n, pos, cap;
 };
 
-struct merge {
+struct ti_merge {
     struct tf_reader *r;
-    merge_map_fn map;
+    ti_map_fn map;
     void *ctx;
     struct cursor *cur;
     size_t ncur;
@@ -191,7 +191,7 @@ struct merge {
 };
 
 /* Loads the cursor's next non-empty chunk. 1 = has events, 0 = exhausted. */
-static int cursor_fill(struct merge *m, struct cursor *c)
+static int cursor_fill(struct ti_merge *m, struct cursor *c)
 {
     while (c->next_chunk < c->src->n) {
         struct tf_chunk ch;
@@ -203,7 +203,7 @@ static int cursor_fill(struct merge *m, struct cursor *c)
                              tf_chunk_kind_name(ch.kind));
         if (ch.count == 0)
             continue;
-        if (mi_grow((void **)&c->ev, &c->cap, ch.count, sizeof *c->ev) < 0)
+        if (ti_grow((void **)&c->ev, &c->cap, ch.count, sizeof *c->ev) < 0)
             return -1;
         memcpy(c->ev, ch.events, ch.count * sizeof *c->ev);
         if (ch.thread != 0)
@@ -221,10 +221,10 @@ static int cursor_fill(struct merge *m, struct cursor *c)
 
 static inline int cur_before(const struct cursor *a, const struct cursor *b)
 {
-    return merge_before(&a->ev[a->pos], &b->ev[b->pos]);
+    return ti_before(&a->ev[a->pos], &b->ev[b->pos]);
 }
 
-static void sift_down(struct merge *m, size_t i)
+static void sift_down(struct ti_merge *m, size_t i)
 {
     struct cursor **h = m->heap;
     size_t n = m->nheap;
@@ -244,9 +244,9 @@ static void sift_down(struct merge *m, size_t i)
     h[i] = x;
 }
 
-struct merge *merge_create(struct tf_reader *r, const struct merge_index *ix, merge_map_fn map, void *ctx)
+struct ti_merge *ti_merge_create(struct tf_reader *r, const struct trace_index *ix, ti_map_fn map, void *ctx)
 {
-    struct merge *m = calloc(1, sizeof *m);
+    struct ti_merge *m = calloc(1, sizeof *m);
     if (!m) {
         error_set("out of memory");
         return NULL;
@@ -258,7 +258,7 @@ struct merge *merge_create(struct tf_reader *r, const struct merge_index *ix, me
     m->cur = calloc(ix->nsrc ? ix->nsrc : 1, sizeof *m->cur);
     m->heap = calloc(ix->nsrc ? ix->nsrc : 1, sizeof *m->heap);
     if (!m->cur || !m->heap) {
-        merge_free(m);
+        ti_merge_free(m);
         error_set("out of memory");
         return NULL;
     }
@@ -267,7 +267,7 @@ struct merge *merge_create(struct tf_reader *r, const struct merge_index *ix, me
     return m;
 }
 
-int merge_next(struct merge *m, const struct tf_event **ev)
+int ti_merge_next(struct ti_merge *m, const struct tf_event **ev)
 {
     if (!m->started) {
         m->started = 1;
@@ -305,7 +305,7 @@ pick:
     return 1;
 }
 
-void merge_free(struct merge *m)
+void ti_merge_free(struct ti_merge *m)
 {
     if (!m)
         return;

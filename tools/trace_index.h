@@ -18,14 +18,14 @@
 #include "trace_file.h"
 
 /* The EVENTS chunks of one source (a thread, or thread 0 in a synced trace). */
-struct mi_source {
+struct ti_source {
     uint32_t thread;
     uint64_t *offsets;
     size_t n, cap;
     uint64_t events;     /* sum of the chunks' counts */
 };
 
-struct merge_index {
+struct trace_index {
     struct tf_header hdr;
     struct tf_site *sites;
     size_t nsites;
@@ -44,7 +44,7 @@ struct merge_index {
     struct tf_object *objects;       /* LOADMAP chunks (format version 2) */
     size_t nobjects;
     struct tf_runinfo runinfo;       /* RUNINFO (event_cost_ns 0: none) */
-    struct mi_source *src;           /* sorted by thread */
+    struct ti_source *src;           /* sorted by thread */
     size_t nsrc;
     uint64_t events;                 /* all EVENTS chunks' counts */
     uint64_t chunks;
@@ -52,32 +52,32 @@ struct merge_index {
 
 /* Pass 1 over an open reader (opened with TF_SKIP_EVENTS). 0 or -1 with the
  * reader's message in error_get(). */
-int mi_scan(struct tf_reader *r, struct merge_index *ix);
-void mi_free(struct merge_index *ix);
+int ti_scan(struct tf_reader *r, struct trace_index *ix);
+void ti_free(struct trace_index *ix);
 /* Opens `path` (TF_SALVAGE in `flags` passes through), scans it and closes
  * it; *skipped = damaged chunks skipped. 0 or -1 (error_get()). */
-int mi_load(const char *path, unsigned flags, struct merge_index *ix, uint64_t *skipped);
+int ti_load(const char *path, unsigned flags, struct trace_index *ix, uint64_t *skipped);
 /* Grows an array to hold `need` elements (doubling, new part zeroed). */
-int mi_grow(void **p, size_t *cap, size_t need, size_t elem);
+int ti_grow(void **p, size_t *cap, size_t need, size_t elem);
 /* Dropped events recorded in the END chunk (0 without one). */
-uint64_t mi_dropped(const struct merge_index *ix);
+uint64_t ti_dropped(const struct trace_index *ix);
 
 /* Called on every decoded chunk before its events enter the merge: lets
  * tmsync rewrite ts/truth in one tight loop. Returns 0 or -1 (message set). */
-typedef int (*merge_map_fn)(void *ctx, struct tf_event *ev, size_t n);
+typedef int (*ti_map_fn)(void *ctx, struct tf_event *ev, size_t n);
 
-struct merge;
+struct ti_merge;
 
 /* A merge over the sources of `ix`, read through `r` (a reader of the same
  * file; may be the one scanned, opened without TF_SKIP_EVENTS). */
-struct merge *merge_create(struct tf_reader *r, const struct merge_index *ix, merge_map_fn map, void *ctx);
+struct ti_merge *ti_merge_create(struct tf_reader *r, const struct trace_index *ix, ti_map_fn map, void *ctx);
 /* The next event in merged order: 1 = *ev points at it (valid until the next
  * call), 0 = all done, -1 = error (error_get()). */
-int merge_next(struct merge *m, const struct tf_event **ev);
-void merge_free(struct merge *m);
+int ti_merge_next(struct ti_merge *m, const struct tf_event **ev);
+void ti_merge_free(struct ti_merge *m);
 
 /* Strict order of the merge: ts, then thread, then seq. */
-static inline int merge_before(const struct tf_event *a, const struct tf_event *b)
+static inline int ti_before(const struct tf_event *a, const struct tf_event *b)
 {
     if (a->ts != b->ts)
         return a->ts < b->ts;
