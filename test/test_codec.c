@@ -15,16 +15,11 @@
 
 #include "codec.h"
 #include "error.h"
+#include "test_util.h"
 #include "trace_file.h"
 
 static uint64_t rng = 0x243f6a8885a308d3ull;
-static uint64_t rnd(void)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
-}
+static uint64_t rnd(void) { return tu_xorshift(&rng); }
 
 /* Values that stress the deltas: extremes, sign changes, small numbers. */
 static uint64_t wild(void)

@@ -351,9 +351,7 @@ static void truncation_at_random_offsets_is_refused_or_salvaged_to_whole_chunks(
     const char *path = keep_path("torn.bin");
     uint64_t rng = 0x9e3779b97f4a7c15ull;
     for (int i = 0; i < 10; i++) {
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
+        tu_xorshift(&rng);
         uint64_t first = orig.off[0];
         uint64_t end = first + 1 + rng % (orig.size - first - 1);
         size_t k = chunk_at(&orig, end);

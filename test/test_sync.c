@@ -50,10 +50,7 @@ static uint64_t inject(uint64_t truth, const struct fault *f)
 static uint64_t rng_state = 88172645463325252ull;
 static double noise(double amp)
 {
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return ((double)(rng_state % 20001) / 10000.0 - 1.0) * amp;
+    return ((double)(tu_xorshift(&rng_state) % 20001) / 10000.0 - 1.0) * amp;
 }
 
 static void add_sample(struct tf_sample *s, size_t *n, double ref, unsigned cpu, unsigned phase,

@@ -25,13 +25,7 @@
 /* ---- fixtures ---------------------------------------------------------- */
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
-static uint64_t rnd(void)
-{
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return rng_state;
-}
+static uint64_t rnd(void) { return tu_xorshift(&rng_state); }
 
 /* A plausible run of one thread's records: START, accesses, COMMIT or
  * ABORT, sometimes FALLBACK, with some wild values mixed in. */

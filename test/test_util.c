@@ -101,3 +101,12 @@ char *tu_read_file(const char *path, size_t *len)
     }
     return buf;
 }
+
+uint64_t tu_xorshift(uint64_t *state)
+{
+    uint64_t x = *state;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return *state = x;
+}

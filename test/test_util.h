@@ -6,6 +6,7 @@
 #define TMT_TEST_UTIL_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* A fresh temporary directory (removed by tu_cleanup at exit). */
 const char *tu_tmpdir(void);
@@ -18,5 +19,8 @@ const char *tu_build(const char *rel);
 int tu_run(const char *cmd, char *out, size_t cap);
 /* Reads a whole file; caller frees. NULL if missing. */
 char *tu_read_file(const char *path, size_t *len);
+/* xorshift64 (13, 7, 17): steps *state (never 0) and returns it, so that a
+ * test's random data is the same on every run. */
+uint64_t tu_xorshift(uint64_t *state);
 
 #endif

@@ -32,18 +32,11 @@
 
 #if defined(TM_ITM) || defined(TM_MUTEX)
 extern __thread uint64_t tm_commit_count;
-#endif
-
-#if defined(TM_ITM)
-
-#define TM_BACKEND "libitm"
-#define TM_SAFE __attribute__((transaction_safe))
+/* Both compile plain accesses: the compiler (libitm) or the lock makes them
+ * transactional, and no thread state is needed. */
 #define TM_LOCAL
 #define TM_THREAD_ENTER() ((void)0)
 #define TM_THREAD_EXIT() ((void)0)
-#define TM_BEGIN(label) { __transaction_atomic {
-#define TM_BEGIN_RO(label) TM_BEGIN(label)
-#define TM_END } tm_commit_count++; }
 #define TM_READ(x) (x)
 #define TM_WRITE(x, v) ((x) = (v))
 #define TM_READ_P(x) (x)
@@ -52,6 +45,15 @@ extern __thread uint64_t tm_commit_count;
 #define TM_WRITE_F(x, v) ((x) = (v))
 #define TM_MALLOC(n) malloc(n)
 #define TM_FREE(p) free(p)
+#endif
+
+#if defined(TM_ITM)
+
+#define TM_BACKEND "libitm"
+#define TM_SAFE __attribute__((transaction_safe))
+#define TM_BEGIN(label) { __transaction_atomic {
+#define TM_BEGIN_RO(label) TM_BEGIN(label)
+#define TM_END } tm_commit_count++; }
 #define TM_RESTART() __transaction_cancel
 
 #elif defined(TM_MUTEX)
@@ -60,20 +62,9 @@ extern __thread uint64_t tm_commit_count;
 extern pthread_mutex_t tm_global_lock;
 #define TM_BACKEND "mutex"
 #define TM_SAFE
-#define TM_LOCAL
-#define TM_THREAD_ENTER() ((void)0)
-#define TM_THREAD_EXIT() ((void)0)
 #define TM_BEGIN(label) { pthread_mutex_lock(&tm_global_lock);
 #define TM_BEGIN_RO(label) TM_BEGIN(label)
 #define TM_END pthread_mutex_unlock(&tm_global_lock); tm_commit_count++; }
-#define TM_READ(x) (x)
-#define TM_WRITE(x, v) ((x) = (v))
-#define TM_READ_P(x) (x)
-#define TM_WRITE_P(x, v) ((x) = (v))
-#define TM_READ_F(x) (x)
-#define TM_WRITE_F(x, v) ((x) = (v))
-#define TM_MALLOC(n) malloc(n)
-#define TM_FREE(p) free(p)
 
 #else /* libtmtrace */
 
