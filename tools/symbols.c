@@ -133,16 +133,25 @@ static void sym_plain(const struct sym_obj *so, uint64_t addr, char *out, size_t
         snprintf(out, cap, "%s+0x%" PRIx64, sym_base(so->o->path), addr - so->o->base);
 }
 
-int sym_data(struct sym_table *t, uint64_t addr, char *out, size_t cap)
+/* The symbol holding addr: its name and offset, or NULL with out set to
+ * the plain name (object+offset, or "heap or stack") when there is none. */
+static const char *sym_lookup(struct sym_table *t, uint64_t addr, char *out, size_t cap,
+                              const struct sym_obj **sop, GElf_Off *off, GElf_Sym *sym)
 {
-    const struct sym_obj *so = sym_find(t, addr);
+    const struct sym_obj *so = *sop = sym_find(t, addr);
     if (so == NULL || so->mod == NULL) {
         sym_plain(so, addr, out, cap);
-        return 0;
+        return NULL;
     }
+    return dwfl_module_addrinfo(so->mod, addr, off, sym, NULL, NULL, NULL);
+}
+
+int sym_data(struct sym_table *t, uint64_t addr, char *out, size_t cap)
+{
+    const struct sym_obj *so;
     GElf_Off off = 0;
     GElf_Sym sym;
-    const char *name = dwfl_module_addrinfo(so->mod, addr, &off, &sym, NULL, NULL, NULL);
+    const char *name = sym_lookup(t, addr, out, cap, &so, &off, &sym);
     if (name == NULL || (sym.st_size && off >= sym.st_size)) {
         sym_plain(so, addr, out, cap);
         return 0;
@@ -156,14 +165,12 @@ int sym_data(struct sym_table *t, uint64_t addr, char *out, size_t cap)
 
 int sym_code(struct sym_table *t, uint64_t pc, char *out, size_t cap)
 {
-    const struct sym_obj *so = sym_find(t, pc);
-    if (so == NULL || so->mod == NULL) {
-        sym_plain(so, pc, out, cap);
-        return 0;
-    }
+    const struct sym_obj *so;
     GElf_Off off = 0;
     GElf_Sym sym;
-    const char *fn = dwfl_module_addrinfo(so->mod, pc, &off, &sym, NULL, NULL, NULL);
+    const char *fn = sym_lookup(t, pc, out, cap, &so, &off, &sym);
+    if (so == NULL || so->mod == NULL)
+        return 0;
     Dwfl_Line *line = dwfl_module_getsrc(so->mod, pc);
     int lineno = 0;
     const char *file = line ? dwfl_lineinfo(line, NULL, &lineno, NULL, NULL, NULL) : NULL;

@@ -148,6 +148,18 @@ static inline void tb_publish(struct tb_thread *t, struct tf_record *r)
     __atomic_store_n(&t->cur, r + 1, __ATOMIC_RELEASE);
 }
 
+/* The stamped record's other fields, then publishes it. */
+static inline void tb_fill(struct tb_thread *t, struct tf_record *r, unsigned kind, unsigned reason,
+                           uint64_t addr, uint64_t value)
+{
+    r->kind = (uint8_t)kind;
+    r->reason = (uint8_t)reason;
+    r->site = t->site;
+    r->addr = addr;
+    r->value = value;
+    tb_publish(t, r);
+}
+
 /* Records below this many TSC ticks of the thread's previous stamp on the
  * same CPU are raised above it (see tb_stamp); a larger step back is left
  * for the tools to see. */
@@ -192,12 +204,7 @@ static inline uint64_t tb_emit(struct tb_thread *t, int ordered, unsigned kind, 
     t->last_tsc = tsc;
     r->tsc = tsc;
     r->aux = aux;
-    r->kind = (uint8_t)kind;
-    r->reason = (uint8_t)reason;
-    r->site = t->site;
-    r->addr = addr;
-    r->value = value;
-    tb_publish(t, r);
+    tb_fill(t, r, kind, reason, addr, value);
     return tsc;
 }
 
@@ -232,12 +239,7 @@ static inline void tb_emit_access(struct tb_thread *t, unsigned kind, unsigned s
     r->aux = t->last_aux;
     if (TB_UNLIKELY(t->injecting))
         t->truth[r - t->base] = t->last_raw;
-    r->kind = (uint8_t)kind;
-    r->reason = (uint8_t)size;
-    r->site = t->site;
-    r->addr = addr;
-    r->value = value;
-    tb_publish(t, r);
+    tb_fill(t, r, kind, size, addr, value);
 }
 
 /* Whether reads and writes are recorded (level all): the accessors test it
