@@ -225,7 +225,8 @@ static void attribution_true_conflict_names_the_culprit(void **st)
     snprintf(p, sizeof p, "%s/aborts.csv", tu_path("attr"));
     char *csv = tu_read_file(p, NULL);
     assert_non_null(csv);
-    assert_non_null(strstr(csv, "\n1,1,1,100,200,read-version,true,2,2,7,150,0x10000,true-conflict,0\n"));
+    assert_non_null(strstr(csv, "\n1,1,1,100,200,read-version,true,2,2,7,150,0x10000,true-conflict,0,"
+                                "site1 (gen.c:10),site2 (gen.c:20),heap or stack\n"));
     free(csv);
 }
 
@@ -408,7 +409,8 @@ static void a_version_found_names_the_commit_that_wrote_it_not_the_latest(void *
     char *csv = abort_rows("id-version");
     assert_non_null(csv);
     /* version 9 is thread 2's commit, although thread 3 committed on the word later */
-    assert_non_null(strstr(csv, "\n1,1,1,100,200,read-version,true,2,2,7,150,0x10000,true-conflict,1\n"));
+    assert_non_null(strstr(csv, "\n1,1,1,100,200,read-version,true,2,2,7,150,0x10000,true-conflict,1,"
+                                "site1 (gen.c:10),site2 (gen.c:20),heap or stack\n"));
     free(csv);
 }
 
@@ -423,7 +425,7 @@ static void a_version_written_on_another_word_of_the_stripe_is_a_false_conflict(
     assert_true(J("true_conflicts") == 0);
     char *csv = abort_rows("id-false");
     assert_non_null(csv);
-    assert_non_null(strstr(csv, ",commit-validate,false,2,2,7,150,0x10000,false-conflict,1\n"));
+    assert_non_null(strstr(csv, ",commit-validate,false,2,2,7,150,0x10000,false-conflict,1,"));
     free(csv);
 }
 
@@ -510,6 +512,42 @@ static void version_2_attributes_without_reads_and_writes(void **st)
     assert_true(J("conflict_free_aborts") == 0);
     assert_true(J("true_conflicts") == 1);
     assert_true(tg_json_num(out, strstr(out, "\"attribution\""), "by_identity") == 1);
+}
+
+static void a_missing_object_file_degrades_names_to_object_offsets_with_a_note(void **st)
+{
+    (void)st;
+    const uint64_t A = 0x400010;
+    struct tg_thread th[2] = { 0 };
+    tg_ev(&th[0], 100, TF_EV_START, 0, 1, 1, 0);
+    tg_ev(&th[0], 110, TF_EV_READ, 8, 1, A, 0);
+    tg_ev(&th[0], 200, TF_EV_ABORT, TMT_ABORT_READ_VERSION, 1, A, 9);
+    tg_ev(&th[0], 210, TF_EV_START, 0, 1, 2, TF_START_RETRY);
+    tg_ev(&th[0], 230, TF_EV_COMMIT, 0, 1, 0, 0);
+    tg_ev(&th[1], 130, TF_EV_START, 0, 2, 7, 0);
+    tg_ev(&th[1], 140, TF_EV_WRITE, 8, 2, A, 5);
+    tg_ev(&th[1], 150, TF_EV_COMMIT, 0, 2, 9, 1ull << 32);
+    struct tf_header h = tg_header(HZ, 2, 0);
+    const char *path = tu_path("noobject.bin");
+    struct tf_thread_info ti[2];
+    uint64_t evn[2] = { th[0].n, th[1].n };
+    struct tf_writer *w = tg_begin(path, &h, 2, evn, NULL, 0, ti);
+    assert_non_null(w);
+    struct tf_object ob = { .base = 0x400000, .start = 0x400000, .end = 0x500000 };
+    strcpy(ob.path, "/nonexistent/explain-prog");
+    assert_int_equal(tf_write_objects(w, &ob, 1), 0);
+    for (uint32_t i = 0; i < 2; i++) {
+        uint64_t inst = 0;
+        assert_int_equal(tg_records(w, i + 1, 0, &inst, &th[i], 1000), 0);
+    }
+    assert_int_equal(tg_end(w, ti, 2), 0);
+    tg_free(&th[0]);
+    tg_free(&th[1]);
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "%s '%s' 2>&1", tu_build("tools/tmcheck"), path);
+    assert_int_equal(tu_run(cmd, out, sizeof out), 0);
+    assert_non_null(strstr(out, "explain-prog+0x10 (0x400010)"));   /* the offset from its load bias */
+    assert_non_null(strstr(out, "symbol notes:\n/nonexistent/explain-prog: cannot be read"));
 }
 
 static void the_time_breakdown_splits_the_wall_time_into_its_parts(void **st)
@@ -706,6 +744,7 @@ int main(void)
         cmocka_unit_test(a_lock_holder_that_never_commits_is_an_aborted_holder_not_conflict_free),
         cmocka_unit_test(version_2_attributes_without_reads_and_writes),
         cmocka_unit_test(the_time_breakdown_splits_the_wall_time_into_its_parts),
+        cmocka_unit_test(a_missing_object_file_degrades_names_to_object_offsets_with_a_note),
         cmocka_unit_test(per_site_table_counts_attempts_wasted_time_retries_and_sets),
         cmocka_unit_test(serial_attempts_and_their_time_alone_are_reported),
         cmocka_unit_test(hardware_aborts_are_classified_by_status_bits),

@@ -11,6 +11,7 @@
 
 #include "check_causes.h"
 #include "json_writer.h"
+#include "symbols.h"
 #include "tool_common.h"
 
 static const char *site_name(const struct trace_index *ix, uint32_t id, char *buf, size_t cap)
@@ -346,22 +347,33 @@ int cr_aborts_open(const char *dir, struct tool_out *o)
     if (csv_file(dir, "aborts.csv", o) != 0)
         return TOOL_USAGE;
     fprintf(o->f, "thread,site,instance,start,abort,reason,conflict,culprit_thread,culprit_site,"
-            "culprit_instance,culprit_commit,address,class,by_identity\n");
+            "culprit_instance,culprit_commit,address,class,by_identity,site_name,culprit_site_name,"
+            "address_name\n");
     return 0;
 }
 
-void cr_abort_row(void *file, const struct ca_attribution *a)
+void cr_abort_row(void *ctx, const struct ca_attribution *a)
 {
-    FILE *f = file;
+    const struct cr_abort_rows *x = ctx;
+    FILE *f = x->f;
+    char vn[600], cn[600], an[700];
     fprintf(f, "%u,%u,%llu,%llu,%llu,%s,", a->thread, a->site, (unsigned long long)a->instance,
             (unsigned long long)a->start, (unsigned long long)a->abort, tf_abort_reason_name(a->reason));
     if (a->found)
-        fprintf(f, "%s,%u,%u,%llu,%llu,0x%llx,%s,%d\n",
+        fprintf(f, "%s,%u,%u,%llu,%llu,0x%llx,%s,%d,",
                 a->cls == CA_CL_TRUE ? "true" : a->cls == CA_CL_FALSE ? "false" : "held", a->culprit_thread,
                 a->culprit_site, (unsigned long long)a->culprit_instance, (unsigned long long)a->culprit_commit,
                 (unsigned long long)a->addr, ca_class_name(a->cls), a->by_identity);
     else
-        fprintf(f, "none,,,,,0x%llx,%s,0\n", (unsigned long long)a->addr, ca_class_name(a->cls));
+        fprintf(f, "none,,,,,0x%llx,%s,0,", (unsigned long long)a->addr, ca_class_name(a->cls));
+    csv_str(f, cx_site_name(x->ix, a->site, vn, sizeof vn));
+    fputc(',', f);
+    csv_str(f, a->found ? cx_site_name(x->ix, a->culprit_site, cn, sizeof cn) : "");
+    fputc(',', f);
+    if (a->addr)
+        sym_data(x->sym, a->addr, an, sizeof an);
+    csv_str(f, a->addr ? an : "");
+    fputc('\n', f);
 }
 
 int cr_csv(const char *dir, const struct cr_input *in)

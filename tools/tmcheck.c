@@ -144,18 +144,20 @@ static int check(const struct check_args *a, const struct trace_index *ix, uint6
     struct ca_opts o;
     ca_opts_for_trace(ix, (unsigned)a->stripes, &o);
     int rc = 0, synced = (ix->hdr.flags & TF_HDR_SYNCED) != 0;
-    struct sym_table *sym = NULL;
+    struct sym_table *sym = sym_open(ix->objects, ix->nobjects);
     struct tool_out aborts = { 0 };
     struct ca_state *st = ca_create(&o);
     struct tf_reader *r = tf_open(a->path, a->flags);
-    if (!st || !r) {
-        rc = st ? tool_error_lib() : tool_error("out of memory");
+    if (!st || !r || !sym) {
+        rc = st && sym ? tool_error_lib() : tool_error("out of memory");
         goto out;
     }
+    struct cr_abort_rows rows = { NULL, ix, sym };
     if (a->csv) {
         if ((rc = cr_aborts_open(a->csv, &aborts)) != 0)
             goto out;
-        ca_on_attribution(st, cr_abort_row, aborts.f);
+        rows.f = aborts.f;
+        ca_on_attribution(st, cr_abort_row, &rows);
     }
     if ((rc = analyse(a, r, ix, st)) != 0)
         goto out;
@@ -173,7 +175,7 @@ static int check(const struct check_args *a, const struct trace_index *ix, uint6
         .format_version = ix->hdr.version,
         .event_cost_ns = o.event_cost_ns > 0 ? o.event_cost_ns : CA_EVENT_COST_NS_DEFAULT,
         .event_cost_measured = o.event_cost_ns > 0,
-        .sym = sym = sym_open(ix->objects, ix->nobjects),
+        .sym = sym,
     };
     rc = report(a, &in, &aborts);
 out:
