@@ -99,6 +99,7 @@ struct cx_line {
     uint64_t line;
     uint64_t count, words;
     double wasted_ns;
+    const struct ca_hot *top;   /* its costliest address (names the line) */
 };
 
 static int cmp_line_waste(const void *a, const void *b)
@@ -111,7 +112,7 @@ static int cmp_line_waste(const void *a, const void *b)
 
 static int cmp_hot_addr(const void *a, const void *b)
 {
-    uint64_t x = ((const struct ca_hot *)a)->addr, y = ((const struct ca_hot *)b)->addr;
+    uint64_t x = (*(const struct ca_hot *const *)a)->addr, y = (*(const struct ca_hot *const *)b)->addr;
     return (x > y) - (x < y);
 }
 
@@ -120,7 +121,7 @@ static struct cx_line *hot_lines(const struct ca_state *st, size_t *n)
 {
     size_t nh;
     const struct ca_hot *h = ca_hot_addresses(st, &nh);
-    struct ca_hot *byaddr = malloc((nh ? nh : 1) * sizeof *byaddr);
+    const struct ca_hot **byaddr = malloc((nh ? nh : 1) * sizeof *byaddr);
     struct cx_line *l = malloc((nh ? nh : 1) * sizeof *l);
     *n = 0;
     if (!byaddr || !l) {
@@ -128,16 +129,20 @@ static struct cx_line *hot_lines(const struct ca_state *st, size_t *n)
         free(l);
         return NULL;
     }
-    if (nh)
-        memcpy(byaddr, h, nh * sizeof *h);
+    for (size_t i = 0; i < nh; i++)
+        byaddr[i] = &h[i];
     qsort(byaddr, nh, sizeof *byaddr, cmp_hot_addr);
     for (size_t i = 0; i < nh; i++) {
-        uint64_t line = byaddr[i].addr >> 6;
+        const struct ca_hot *x = byaddr[i];
+        uint64_t line = x->addr >> 6;
         if (*n == 0 || l[*n - 1].line != line)
-            l[(*n)++] = (struct cx_line){ line, 0, 0, 0 };
-        l[*n - 1].count += byaddr[i].count;
-        l[*n - 1].words++;
-        l[*n - 1].wasted_ns += byaddr[i].wasted_ns;
+            l[(*n)++] = (struct cx_line){ line, 0, 0, 0, x };
+        struct cx_line *c = &l[*n - 1];
+        c->count += x->count;
+        c->words++;
+        c->wasted_ns += x->wasted_ns;
+        if (x->wasted_ns > c->top->wasted_ns)
+            c->top = x;
     }
     free(byaddr);
     qsort(l, *n, sizeof *l, cmp_line_waste);
@@ -200,8 +205,8 @@ static void text_top_addresses(FILE *f, const struct cr_input *in)
     if (l && nl) {
         fprintf(f, "top cache lines\n");
         for (size_t i = 0; i < nl && i < CX_TOP_LINES; i++) {
-            sym_data(in->sym, l[i].line << 6, name, sizeof name);
-            fprintf(f, "  line %s (0x%llx): %llu aborts on %llu words, %.3f ms wasted\n", name,
+            hot_name(in->sym, l[i].top, name, sizeof name);
+            fprintf(f, "  line of %s (0x%llx): %llu aborts on %llu words, %.3f ms wasted\n", name,
                     (unsigned long long)(l[i].line << 6), (unsigned long long)l[i].count,
                     (unsigned long long)l[i].words, l[i].wasted_ns / 1e6);
         }
