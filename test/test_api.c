@@ -202,11 +202,7 @@ static void test_thread_descriptors_are_reused_across_many_enters_and_exits(void
     tmt_stats_get(&before);
     enum { ROUNDS = 40, THREADS = 4 };
     for (int round = 0; round < ROUNDS; round++) {
-        pthread_t th[THREADS];
-        for (int i = 0; i < THREADS; i++)
-            assert_int_equal(pthread_create(&th[i], NULL, reuse_thread, &r), 0);
-        for (int i = 0; i < THREADS; i++)
-            pthread_join(th[i], NULL);
+        assert_int_equal(tu_run_threads(THREADS, reuse_thread, &r), 0);
     }
     tmt_stats_get(&after);
     assert_int_equal(r.counter, ROUNDS * THREADS * 20);

@@ -495,11 +495,7 @@ static void hbank_flags(int writers, unsigned audit_flags)
     b.audit_flags = audit_flags;
     tmt_stats before;
     tmt_stats_get(&before);
-    pthread_t th[9];
-    for (int i = 0; i <= writers; i++)
-        assert_int_equal(pthread_create(&th[i], NULL, hbank_thread, &b), 0);
-    for (int i = 0; i <= writers; i++)
-        pthread_join(th[i], NULL);
+    assert_int_equal(tu_run_threads(writers + 1, hbank_thread, &b), 0);
     tmt_stats d = delta(&before);
     int32_t total = 0;
     for (int i = 0; i < H_ACCOUNTS; i++)

@@ -23,11 +23,7 @@
 
 static void run_threads(int n, void *(*fn)(void *), void *arg)
 {
-    pthread_t th[16];
-    for (int i = 0; i < n; i++)
-        assert_int_equal(pthread_create(&th[i], NULL, fn, arg), 0);
-    for (int i = 0; i < n; i++)
-        pthread_join(th[i], NULL);
+    assert_int_equal(tu_run_threads(n, fn, arg), 0);
 }
 
 static int setup(void **state)

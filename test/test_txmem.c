@@ -194,11 +194,7 @@ static void test_freed_nodes_stay_readable_until_concurrent_readers_finish(void 
         n->next = l.head;
         l.head = n;
     }
-    pthread_t th[3];
-    for (int i = 0; i < 3; i++)
-        assert_int_equal(pthread_create(&th[i], NULL, list_thread, &l), 0);
-    for (int i = 0; i < 3; i++)
-        pthread_join(th[i], NULL);
+    assert_int_equal(tu_run_threads(3, list_thread, &l), 0);
     assert_int_equal(l.bad_sums, 0);
     int len = 0;
     for (struct node *n = l.head, *nx; n; n = nx) {

@@ -6,6 +6,7 @@
 #endif
 #include "test_util.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,4 +110,15 @@ uint64_t tu_xorshift(uint64_t *state)
     x ^= x >> 7;
     x ^= x << 17;
     return *state = x;
+}
+
+int tu_run_threads(int n, void *(*fn)(void *), void *arg)
+{
+    pthread_t th[16];
+    int started = 0;
+    while (started < n && started < 16 && pthread_create(&th[started], NULL, fn, arg) == 0)
+        started++;
+    for (int i = 0; i < started; i++)
+        pthread_join(th[i], NULL);
+    return started == n ? 0 : -1;
 }

@@ -19,6 +19,9 @@ const char *tu_build(const char *rel);
 int tu_run(const char *cmd, char *out, size_t cap);
 /* Reads a whole file; caller frees. NULL if missing. */
 char *tu_read_file(const char *path, size_t *len);
+/* Runs fn(arg) in n threads (at most 16) and joins them; 0, or -1 when a
+ * thread cannot be created (those started are joined). */
+int tu_run_threads(int n, void *(*fn)(void *), void *arg);
 /* xorshift64 (13, 7, 17): steps *state (never 0) and returns it, so that a
  * test's random data is the same on every run. */
 uint64_t tu_xorshift(uint64_t *state);
