@@ -89,19 +89,7 @@ static void make_events(struct tf_event *e, size_t n, int merged)
 
 static void assert_events_equal(const struct tf_event *a, const struct tf_event *b, size_t n)
 {
-    for (size_t i = 0; i < n; i++) {
-        assert_int_equal(a[i].ts, b[i].ts);
-        assert_int_equal(a[i].truth, b[i].truth);
-        assert_int_equal(a[i].addr, b[i].addr);
-        assert_int_equal(a[i].value, b[i].value);
-        assert_int_equal(a[i].instance, b[i].instance);
-        assert_int_equal(a[i].seq, b[i].seq);
-        assert_int_equal(a[i].thread, b[i].thread);
-        assert_int_equal(a[i].site, b[i].site);
-        assert_int_equal(a[i].cpu, b[i].cpu);
-        assert_int_equal(a[i].kind, b[i].kind);
-        assert_int_equal(a[i].reason, b[i].reason);
-    }
+    assert_int_equal(tu_first_event_diff(a, b, n), n);
 }
 
 static struct tf_header make_header(void)
