@@ -20,10 +20,15 @@
  *     tmt_shutdown();                     // or at exit, automatically
  *
  * Rules of the transactional block (they follow from restarting with
- * longjmp): do not leave it with return/break/goto; local variables that
- * are modified inside the block and read after a restart must be volatile;
- * every access to shared data inside the block goes through tmt_read_* /
- * tmt_write_*.
+ * longjmp): do not leave it with return/break/goto (debug builds say so and
+ * stop, see TMT_SCOPE_CHECK below; tmt_thread_exit inside a transaction
+ * always does); local variables that are modified inside the block and read
+ * after a restart must be volatile; every access to shared data inside the
+ * block goes through tmt_read_* / tmt_write_*.
+ *
+ * Misuse the program cannot go on from (retry or cancel outside a
+ * transaction, a NULL descriptor in TMT_ATOMIC, a block left open) prints one
+ * line naming the call and the fix on stderr and aborts.
  */
 #ifndef TMTRACE_H
 #define TMTRACE_H
@@ -104,7 +109,8 @@ enum tmt_tx_flags {
 
 /* Reads the TMTRACE_* environment, sets up the runtime and, when tracing,
  * opens the trace and runs the pre-run clock sampling. Idempotent. Returns 0,
- * or -1 with a message in tmt_error(). */
+ * or -1 with a message in tmt_error() (a bad TMTRACE_* value, a trace file
+ * that cannot be created, or a call after tmt_shutdown()). */
 TMT_API int tmt_init(void);
 
 /* Flushes and closes the trace (post-run sampling first). Threads must have
@@ -122,7 +128,8 @@ TMT_API tmt_tx *tmt_thread_enter(void);
  * and its statistics are folded into the global ones. */
 TMT_API void tmt_thread_exit(void);
 
-/* The calling thread's descriptor, or NULL if it has not entered. */
+/* The calling thread's descriptor; a thread that has not entered is entered
+ * (tmt_thread_enter). NULL only if that fails (tmt_error()). */
 TMT_API tmt_tx *tmt_self(void);
 
 /* Prints the TMTRACE_* variables: name, allowed values, default, meaning. */
@@ -146,6 +153,34 @@ TMT_API TMT_NORETURN void tmt_tx_cancel(tmt_tx *tx);
 /* Nesting depth: 0 outside a transaction (nesting is flat). */
 TMT_API int tmt_tx_depth(const tmt_tx *tx);
 
+/* Internal to TMT_ATOMIC: a block was left without reaching TMT_END (one
+ * line on stderr naming the block, then abort()). */
+TMT_API TMT_NORETURN void tmt_tx_scope_left_(tmt_tx *tx, const tmt_site *site);
+
+/* Debug check (GCC, Clang): leaving a TMT_ATOMIC block by return, break or
+ * goto is detected when the block's scope ends (a cleanup variable; two
+ * calls per transaction). On in unoptimised builds without NDEBUG, and
+ * wherever TMT_SCOPE_CHECK is defined; TMT_NO_SCOPE_CHECK turns it off. Not
+ * on by default in optimised builds: there the cleanup variable makes GCC's
+ * -Wclobbered warn about loop counters around the block. */
+#if defined(__GNUC__) && !defined(TMT_NO_SCOPE_CHECK) &&                      \
+    (defined(TMT_SCOPE_CHECK) || (!defined(NDEBUG) && !defined(__OPTIMIZE__)))
+struct tmt_scope_ {
+    tmt_tx *tx;
+    const tmt_site *site;
+    int depth;
+};
+static inline void tmt_scope_end_(const struct tmt_scope_ *s)
+{
+    if (__builtin_expect(tmt_tx_depth(s->tx) != s->depth, 0))
+        tmt_tx_scope_left_(s->tx, s->site);
+}
+#define TMT_SCOPE_CHECK_(tx, site)                                             \
+    const struct tmt_scope_ tmt_scope_ __attribute__((cleanup(tmt_scope_end_))) = { (tx), (site), tmt_tx_depth(tx) };
+#else
+#define TMT_SCOPE_CHECK_(tx, site)
+#endif
+
 /*
  * The transactional block. setjmp must run in the caller's frame, which is
  * why this is a macro and not a function.
@@ -154,6 +189,7 @@ TMT_API int tmt_tx_depth(const tmt_tx *tx);
     do {                                                                       \
         static tmt_site tmt_site_ = TMT_SITE_INIT(label);                      \
         tmt_tx *const tmt_tx_ = (tx);                                          \
+        TMT_SCOPE_CHECK_(tmt_tx_, &tmt_site_)                                  \
         setjmp(*tmt_tx_prepare(tmt_tx_, &tmt_site_, (flags)));                 \
         if (tmt_tx_start(tmt_tx_)) {
 

@@ -11,6 +11,7 @@
  * process on bad input, or takes a lock on the transactional fast path.
  */
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -80,10 +81,18 @@ static void api_fork_child(void)
         tracer_fork_thread(&self->trace);
 }
 
+/* The trace of a process is written once: after tmt_shutdown nothing more
+ * could be recorded, so a second init fails instead of pretending. */
+__attribute__((noinline, cold)) static int api_after_shutdown(void)
+{
+    return error_set("tmt_init: called after tmt_shutdown(): the runtime is shut down for the rest of the "
+                     "process (its trace is closed); shut down once, at the end");
+}
+
 TMT_API int tmt_init(void)
 {
     if (__atomic_load_n(&api_ready, __ATOMIC_ACQUIRE))
-        return 0;
+        return __atomic_load_n(&api_shut, __ATOMIC_ACQUIRE) ? api_after_shutdown() : 0;
     pthread_mutex_lock(&api_lock);
     int rc = 0;
     /* Unlike pthread_once, a failed init can be retried once the environment
@@ -100,7 +109,6 @@ TMT_API int tmt_init(void)
                     api_atexit_done = 1;
                     (void)pthread_atfork(api_fork_prepare, api_fork_parent, api_fork_child);
                 }
-                api_shut = 0;
                 __atomic_store_n(&api_ready, 1, __ATOMIC_RELEASE);
             }
         }
@@ -114,7 +122,7 @@ TMT_API int tmt_shutdown(void)
     pthread_mutex_lock(&api_lock);
     int rc = 0;
     if (api_ready && !api_shut) {
-        api_shut = 1;
+        __atomic_store_n(&api_shut, 1, __ATOMIC_RELEASE);
         rc = tracer_shutdown();
     }
     pthread_mutex_unlock(&api_lock);
@@ -136,17 +144,42 @@ TMT_API tmt_tx *tmt_thread_enter(void)
 TMT_API void tmt_thread_exit(void)
 {
     struct tmt_tx *tx = txreg_self();
-    if (tx != NULL)
-        tx_thread_exit(tx);
+    if (tx == NULL)
+        return;
+    if (TX_UNLIKELY(tx->depth > 0))
+        tx_misuse("tmt_thread_exit: the thread is still inside a transaction (a TMT_ATOMIC block was left by "
+                  "return, break or goto, or the call is inside one); leave the block through its TMT_END");
+    tx_thread_exit(tx);
 }
 
-TMT_API tmt_tx *tmt_self(void) { return txreg_self(); }
+/* A thread that never entered is entered here: the accessors it then calls
+ * get a descriptor, not NULL. */
+TMT_API tmt_tx *tmt_self(void)
+{
+    struct tmt_tx *self = txreg_self();
+    return self ? self : tmt_thread_enter();
+}
 
 /* ---- transactions ------------------------------------------------------------- */
 
 TMT_API jmp_buf *tmt_tx_prepare(tmt_tx *tx, tmt_site *site, unsigned flags)
 {
+    if (TX_UNLIKELY(tx == NULL))
+        tx_misuse("TMT_ATOMIC: the descriptor is NULL; call tmt_thread_enter() (or tmt_self()) in this thread "
+                  "and pass what it returns");
     return tx_prepare(tx, site, flags);
+}
+
+TMT_API void tmt_tx_scope_left_(tmt_tx *tx, const tmt_site *site)
+{
+    char msg[512];
+    snprintf(msg, sizeof msg,
+             "TMT_ATOMIC at %s:%d (\"%s\") was left by return, break or goto before its TMT_END: the "
+             "transaction never committed; leave the block by reaching TMT_END (or tmt_tx_cancel)",
+             site && site->file ? site->file : "?", site ? site->line : 0,
+             site && site->label ? site->label : "");
+    (void)tx;
+    tx_misuse(msg);
 }
 TMT_API int tmt_tx_start(tmt_tx *tx) { return tx_start(tx); }
 TMT_API void tmt_tx_commit(tmt_tx *tx) { tx_commit(tx); }

@@ -323,10 +323,16 @@ int tracer_init(void)
      * every event as lost and says so on stderr at exit. */
     char open_error[512] = "";
     tr_expand_path();
+    errno = 0;
     tr_file = tf_create(tr_path, &hdr, 0);
-    if (tr_file == NULL)
-        snprintf(open_error, sizeof open_error, "%s", error_get());
-    else if ((nskew > 0 && tf_write_skews(tr_file, skews, (size_t)nskew) != 0) ||
+    if (tr_file == NULL) {
+        /* Nothing could ever be recorded: say so now, naming the variable. */
+        int e = errno;
+        cs_set_free(&pre);
+        return error_set("TMTRACE_FILE=%s: cannot create %s: %s", config.file, tr_path,
+                         e ? strerror(e) : "unknown error");
+    }
+    if ((nskew > 0 && tf_write_skews(tr_file, skews, (size_t)nskew) != 0) ||
              tf_write_samples(tr_file, pre.s, pre.n) != 0 || tr_write_loadmap() != 0)
         snprintf(open_error, sizeof open_error, "%s", error_get());
     cs_set_free(&pre);

@@ -12,6 +12,8 @@
  */
 #include "tx.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <x86intrin.h>
 
 #include "config.h"
@@ -39,6 +41,13 @@ struct tmt_tx *tx_thread_enter(void)
     }
     txreg_set_self(tx);
     return tx;
+}
+
+void tx_misuse(const char *what)
+{
+    fprintf(stderr, "libtmtrace: %s\n", what);
+    fflush(stderr);
+    abort();
 }
 
 void tx_thread_exit(struct tmt_tx *tx)
@@ -276,8 +285,10 @@ void tx_abort(struct tmt_tx *tx, unsigned reason, uint64_t where, uint64_t found
  * code (real RTM resumes at _xbegin), any other through tx_abort. */
 __attribute__((noreturn)) static void tx_user_abort(struct tmt_tx *tx, unsigned code, unsigned reason)
 {
-    if (tx->depth == 0)
-        abort(); /* no transaction to restart: a misuse the program cannot recover from */
+    if (TX_UNLIKELY(tx->depth == 0))
+        tx_misuse(code == HTM_CODE_USER_RETRY
+                      ? "tmt_tx_retry: called outside a transaction (no TMT_ATOMIC block runs in this thread)"
+                      : "tmt_tx_cancel: called outside a transaction (no TMT_ATOMIC block runs in this thread)");
     if (tx->mode == TX_MODE_HTM || tx->mode == TX_MODE_HTM_EMU)
         htm_abort_code(tx, code);
     tx_abort(tx, reason, 0, 0);

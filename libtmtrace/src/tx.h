@@ -198,6 +198,10 @@ struct tmt_tx {
  * tracer; NULL with error_set(). tx_thread_exit detaches and releases it. */
 struct tmt_tx *tx_thread_enter(void);
 void tx_thread_exit(struct tmt_tx *tx);
+/* API misuse the program cannot go on from (a transaction left open, retry
+ * outside one): one line on stderr naming the call and the fix, then abort().
+ * The only place the runtime prints on its own. */
+__attribute__((noreturn, cold)) void tx_misuse(const char *what);
 
 /* tmt_tx_prepare, tmt_tx_start and tmt_tx_commit (tmtrace.h): prepare
  * returns the restart point to fill (the outer one's scratch when nested);
