@@ -18,7 +18,7 @@
 /* Runs the harness with ARGS; returns its exit status, output in out. */
 static int harness(const char *args, char *out, size_t cap)
 {
-    char cmd[2048];
+    char cmd[8192];
     snprintf(cmd, sizeof cmd, "'%s/tmbench/stamp/run' %s --build '%s' 2>&1", TMT_SOURCE_ROOT, args,
              tu_build(""));
     return tu_run(cmd, out, cap);

@@ -17,6 +17,7 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -57,6 +58,30 @@ void stm_fence_others(void)
         (void)stm_membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED); /* cannot fail once registered */
 }
 
+#define STM_HUGE_PAGE ((size_t)2 << 20)
+
+/* The stripe table: mapped on 2 MiB boundaries, asked for transparent huge
+ * pages and populated now. Every access checks a stripe at a hashed, i.e.
+ * random, place: with 4 KiB pages the table costs a TLB miss on most of
+ * them, and its first touches (page faults, 1-3 ms per MiB on a VM) would
+ * land in the program's transactions. Zero-filled, like calloc. */
+static uintptr_t *stm_table_map(size_t bytes)
+{
+    size_t span = bytes + STM_HUGE_PAGE;
+    char *p = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return NULL;
+    char *table = (char *)(((uintptr_t)p + STM_HUGE_PAGE - 1) & ~(uintptr_t)(STM_HUGE_PAGE - 1));
+    if (table > p)
+        munmap(p, (size_t)(table - p));
+    if (table + bytes < p + span)
+        munmap(table + bytes, (size_t)(p + span - (table + bytes)));
+    (void)madvise(table, bytes, MADV_HUGEPAGE); /* a hint: without THP, 4 KiB pages */
+    for (size_t off = 0; off < bytes; off += 4096)
+        ((volatile char *)table)[off] = 0;
+    return (uintptr_t *)table;
+}
+
 int stm_init(void)
 {
     if (!stm_asym_fence && stm_membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0)
@@ -66,11 +91,12 @@ int stm_init(void)
         return 0;
     /* Only reached before any transaction ran (tmt_init) or with a new table
      * size requested while no thread is inside a transaction. */
-    uintptr_t *table = calloc((size_t)1 << log2, sizeof *table);
+    size_t bytes = ((size_t)1 << log2) * sizeof *stm_stripes;
+    uintptr_t *table = stm_table_map(bytes);
     if (table == NULL)
-        return error_set("TMTRACE_STRIPES=%u: cannot allocate %zu bytes of stripes", log2,
-                         ((size_t)1 << log2) * sizeof *table);
-    free(stm_stripes);
+        return error_set("TMTRACE_STRIPES=%u: cannot map %zu bytes of stripes", log2, bytes);
+    if (stm_stripes != NULL)
+        munmap(stm_stripes, ((size_t)1 << stm_log2) * sizeof *stm_stripes);
     stm_stripes = table;
     stm_log2 = log2;
     return 0;
