@@ -163,6 +163,65 @@ static void linear_model_cannot_follow_the_change(void **st)
     assert_true(d > CHORD_LIMIT_NS);
 }
 
+/* A run as a loaded machine gives it (1 GHz, ns_per_tick 1): 1000 pre-run
+ * samples in 20 ms, in-run samples every 10 ms for 1.3 s, 1000 post-run ones
+ * in 20 ms; the clock runs 60 ppm slow until 550 ms and 180 ppm fast after
+ * (a continuous line with one bend), plus a few ns of jitter. 550 ms lies
+ * between two of the 16 evenly spaced knot candidates of the whole span. */
+#define BEND_N (1000 + 128 + 1000)
+#define BEND_AT_NS 550000000.0
+static double bend_truth(double t)
+{
+    return t < BEND_AT_NS ? t * (1 - 60e-6) : BEND_AT_NS * (1 - 60e-6) + (t - BEND_AT_NS) * (1 + 180e-6);
+}
+
+static void bend_samples(struct tf_sample *s)
+{
+    for (unsigned i = 0; i < BEND_N; i++) {
+        double t;
+        uint8_t phase;
+        if (i < 1000) {
+            t = i * 20000.0;
+            phase = TF_PHASE_PRE;
+        } else if (i < 1128) {
+            t = 20e6 + (i - 1000) * 10e6;
+            phase = TF_PHASE_INRUN;
+        } else {
+            t = 1300e6 + (i - 1128) * 20000.0;
+            phase = TF_PHASE_POST;
+        }
+        uint64_t tsc = 1000000000000ull + (uint64_t)t;
+        s[i] = (struct tf_sample){ .tsc = tsc, .ref_ns = 5000000000000ull + (uint64_t)llround(bend_truth(t)) + (i * 7) % 5,
+                                   .truth_tsc = tsc, .width = 40, .cpu = 1, .phase = phase };
+    }
+}
+
+static void a_drift_change_between_knot_candidates_is_placed_where_it_happened(void **st)
+{
+    (void)st;
+    static struct tf_sample s[BEND_N];
+    static uint8_t verdict[BEND_N];
+    bend_samples(s);
+    struct sm_result r;
+    assert_int_equal(sm_fit_cpu(1, s, BEND_N, SM_PIECEWISE, 1.0, 0, NULL, &r, verdict), 0);
+    assert_int_equal(r.how, SM_HOW_FIT);
+    /* every in-run sample is evidence, none an outlier */
+    assert_int_equal(r.rejected_outlier, 0);
+    /* and the model is within a bin's worth of bend (1 ms x 240 ppm / 4 =
+     * 60 ns) of the true clock everywhere; a knot one coarse step off was
+     * microseconds wrong */
+    double worst = 0;
+    uint32_t hint = 0;
+    bend_samples(s);
+    for (unsigned i = 0; i < BEND_N; i++) {
+        double t = (double)(s[i].tsc - 1000000000000ull);
+        double model = sm_eval(&r.m, s[i].tsc, &hint) - 5000000000000.0;
+        worst = fmax(worst, fabs(model - bend_truth(t)));
+    }
+    print_message("  %u segments, farthest from the true clock %.0f ns\n", r.m.nseg, worst);
+    assert_true(worst < 100);
+}
+
 /* 60 samples 1 ms apart on one line (1 GHz), given in reverse time order:
  * pre-run, 10 in-run, post-run; sample WIDE has an interrupted bracket,
  * sample FAR a reference 3 us off the line. */
@@ -220,6 +279,7 @@ int main(void)
         cmocka_unit_test(every_segment_runs_at_a_clock_rate),
         cmocka_unit_test(auto_chooses_piecewise_for_a_drift_change),
         cmocka_unit_test(linear_model_cannot_follow_the_change),
+        cmocka_unit_test(a_drift_change_between_knot_candidates_is_placed_where_it_happened),
         cmocka_unit_test(each_sample_gets_the_verdict_that_its_counts_report),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -342,6 +342,49 @@ static void a_stamp_that_would_go_back_on_its_cpu_is_raised_and_counted(void **s
     assert_child_ok(trace_child("raise.bin", "TMTRACE_RESAMPLE_MS=0", NULL, NULL, body_raise, NULL));
 }
 
+/* Under an injected clock 10% slow, stamps a tick apart must still strictly
+ * increase on one CPU: the truth of each read below is raised to the
+ * previous one + 1 (the previous stamp moved ahead by hand, as in
+ * body_raise), and 10% of such pairs round to one injected tick. */
+static int body_inject_slow(void *arg)
+{
+    (void)arg;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(sched_getcpu(), &one);
+    if (sched_setaffinity(0, sizeof one, &one) != 0)
+        return 9;
+    struct tb_thread t;
+    if (tb_attach(&t) != 0)
+        return 10;
+    int rc = 0, pairs = 0;
+    for (int i = 0; i < 200 && rc == 0; i++) {
+        tb_ev_start(&t, 1, (uint64_t)i + 1, 0, 0);
+        t.last_raw += 4000;
+        for (int k = 0; k < 10; k++) {
+            tb_ev_read(&t, &cells[0], 1, 8);
+            if (k > 0 && t.truth[t.cur - t.base - 1] == t.truth[t.cur - t.base - 2] + 1) {
+                pairs++;
+                if (t.cur[-1].tsc <= t.cur[-2].tsc)
+                    rc = 11; /* the injected clock stood still or went back */
+            }
+        }
+        tb_ev_commit(&t, 0, 1, 0);
+    }
+    tb_detach(&t);
+    return rc == 0 && pairs < 100 ? 12 : rc; /* too few pairs a tick apart to tell */
+}
+
+static void an_injected_slow_clock_keeps_a_cpus_stamps_increasing(void **state)
+{
+    (void)state;
+    char skew[4096] = "TMTRACE_SKEW=";
+    long n = sysconf(_SC_NPROCESSORS_CONF);
+    for (long c = 0; c < n && c < 128; c++)
+        snprintf(skew + strlen(skew), sizeof skew - strlen(skew), "%s%ld:0:-100000", c ? "," : "", c);
+    assert_child_ok(trace_child("inject.bin", "TMTRACE_RESAMPLE_MS=0", skew, NULL, body_inject_slow, NULL));
+}
+
 static void level_tx_records_no_reads_or_writes(void **state)
 {
     (void)state;
@@ -787,6 +830,7 @@ int main(void)
         cmocka_unit_test(every_record_kind_round_trips_through_the_file),
         cmocka_unit_test(boundary_stamps_make_reads_and_writes_repeat_the_previous_stamp),
         cmocka_unit_test(a_stamp_that_would_go_back_on_its_cpu_is_raised_and_counted),
+        cmocka_unit_test(an_injected_slow_clock_keeps_a_cpus_stamps_increasing),
         cmocka_unit_test(level_tx_records_no_reads_or_writes),
         cmocka_unit_test(level_off_writes_no_trace_file),
         cmocka_unit_test(stream_mode_writes_every_event_through_small_chunks),

@@ -227,9 +227,72 @@ static size_t count_used(const struct fitdata *d)
     return k;
 }
 
+/* The sum of squares with knot `k` added to the fit's knots, or -1 when
+ * fewer than SM_MIN_PER_SIDE used points of the interval (lo, hi] lie on
+ * either side of it or the system is singular. */
+static long double sse_with_knot(const struct fitdata *d, long double lo, long double hi, long double k)
+{
+    size_t left = 0, right = 0;
+    for (size_t i = 0; i < d->n; i++)
+        if (d->p[i].use && d->p[i].u > lo && d->p[i].u <= hi) {
+            if (d->p[i].u <= k)
+                left++;
+            else
+                right++;
+        }
+    if (left < SM_MIN_PER_SIDE || right < SM_MIN_PER_SIDE)
+        return -1;
+    long double trial[SM_MAX_KNOTS], coef[SM_MAX_KNOTS + 2];
+    int nk = 0, placed = 0;
+    for (int j = 0; j < d->nk; j++) {
+        if (!placed && k < d->knots[j]) {
+            trial[nk++] = k;
+            placed = 1;
+        }
+        trial[nk++] = d->knots[j];
+    }
+    if (!placed)
+        trial[nk++] = k;
+    return fit_with(d, trial, nk, coef);
+}
+
+/* The best knot in the interval (lo, hi] whose used points span [umin,
+ * umax]: the best of SM_KNOT_CANDIDATES evenly spaced positions, then
+ * refined around it on ever finer steps down to one bin. The coarse grid
+ * alone misplaces a change of drift by up to half a step (tens of ms on a
+ * long run), and the residuals that leaves near the change would be taken
+ * for outliers. Returns the sum of squares, or -1 when no position fits. */
+static long double best_knot(const struct fitdata *d, long double lo, long double hi, long double umin,
+                             long double umax, long double *best_k)
+{
+    long double best_sse = -1;
+    long double step = (umax - umin) / SM_KNOT_CANDIDATES;
+    for (int c = 1; c < SM_KNOT_CANDIDATES; c++) {
+        long double k = snap(d, umin + step * c);
+        long double sse = k > umin && k < umax ? sse_with_knot(d, lo, hi, k) : -1;
+        if (sse >= 0 && (best_sse < 0 || sse < best_sse)) {
+            best_sse = sse;
+            *best_k = k;
+        }
+    }
+    while (best_sse >= 0 && step > d->bw) {
+        step = fmaxl(step / 4, d->bw);
+        long double centre = *best_k;
+        for (int c = -4; c <= 4; c++) {
+            long double k = snap(d, centre + step * c);
+            long double sse = c && k > umin && k < umax ? sse_with_knot(d, lo, hi, k) : -1;
+            if (sse >= 0 && sse < best_sse) {
+                best_sse = sse;
+                *best_k = k;
+            }
+        }
+    }
+    return best_sse;
+}
+
 /* Adds knots while some interval has several residuals above `thr`: the
- * knot goes at the evenly spaced candidate position that lowers the sum of
- * squares most. Points are sorted by u. */
+ * knot goes where it lowers the sum of squares most (best_knot). Points
+ * are sorted by u. */
 static void add_knots(struct fitdata *d, long double thr)
 {
     while (d->nk < SM_MAX_KNOTS) {
@@ -258,41 +321,8 @@ static void add_knots(struct fitdata *d, long double thr)
                 umin = fminl(umin, d->p[i].u);
                 umax = fmaxl(umax, d->p[i].u);
             }
-        long double best_sse = -1, best_k = 0;
-        long double trial[SM_MAX_KNOTS];
-        long double coef[SM_MAX_KNOTS + 2];
-        for (int c = 1; c < SM_KNOT_CANDIDATES; c++) {
-            long double k = snap(d, umin + (umax - umin) * c / SM_KNOT_CANDIDATES);
-            if (k <= umin || k >= umax)
-                continue;
-            size_t left = 0, right = 0;
-            for (size_t i = 0; i < d->n; i++)
-                if (d->p[i].use && d->p[i].u > lo && d->p[i].u <= hi)
-                    {
-                    if (d->p[i].u <= k)
-                        left++;
-                    else
-                        right++;
-                }
-            if (left < SM_MIN_PER_SIDE || right < SM_MIN_PER_SIDE)
-                continue;
-            int nk = 0, placed = 0;
-            for (int j = 0; j < d->nk; j++) {
-                if (!placed && k < d->knots[j]) {
-                    trial[nk++] = k;
-                    placed = 1;
-                }
-                trial[nk++] = d->knots[j];
-            }
-            if (!placed)
-                trial[nk++] = k;
-            long double sse = fit_with(d, trial, nk, coef);
-            if (sse >= 0 && (best_sse < 0 || sse < best_sse)) {
-                best_sse = sse;
-                best_k = k;
-            }
-        }
-        if (best_sse < 0)
+        long double best_k = 0;
+        if (best_knot(d, lo, hi, umin, umax, &best_k) < 0)
             return;
         int pos = d->nk;
         while (pos > 0 && d->knots[pos - 1] > best_k) {

@@ -168,6 +168,10 @@ static inline void tb_fill(struct tb_thread *t, struct tf_record *r, unsigned ki
 /* Counts a raised stamp (cold). */
 void tb_raised(struct tb_thread *t);
 
+/* The injected stamp (TMTRACE_SKEW) of a record whose true stamp is `truth`,
+ * kept above the thread's previous injected stamp on the same CPU (cold). */
+uint64_t tb_inject(struct tb_thread *t, uint64_t truth, uint32_t aux, uint32_t prev_aux);
+
 /* Reads the clock for one record: the ordered rdtscp when `ordered` (or the
  * CPU has no rdpid), else the unordered rdtsc with its CPU. An unordered
  * read may execute before an earlier stamp of the same thread, so on the
@@ -195,11 +199,11 @@ static inline uint64_t tb_emit(struct tb_thread *t, int ordered, unsigned kind, 
     struct tf_record *r = tb_slot(t);
     if (TB_UNLIKELY(r == NULL))
         return 0;
-    uint32_t aux;
+    uint32_t aux, prev_aux = t->last_aux;
     uint64_t tsc = tb_stamp(t, ordered, &aux);
     if (TB_UNLIKELY(t->injecting)) {
         t->truth[r - t->base] = tsc;
-        tsc = skew_stamp(tsc, aux);
+        tsc = tb_inject(t, tsc, aux, prev_aux);
     }
     t->last_tsc = tsc;
     r->tsc = tsc;
