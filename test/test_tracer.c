@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -325,6 +326,70 @@ static int body_threads(void)
     return tmt_shutdown() == 0 ? 0 : 12;
 }
 
+/* exit() from one worker while the others run transactions: the atexit
+ * shutdown runs beside them. Every worker counts its commits before it
+ * records them, so the commits in the trace of each thread plus what the
+ * END chunk counts as dropped cover what it did before the trace ended. */
+static int exit_started;
+
+static void *exit_worker(void *arg)
+{
+    int exiter = arg != NULL;
+    tmt_tx *tx = tmt_thread_enter();
+    /* All three run transactions before one of them exits (a thread that
+     * entered after the shutdown would get no descriptor). */
+    __atomic_add_fetch(&exit_started, 1, __ATOMIC_ACQ_REL);
+    while (__atomic_load_n(&exit_started, __ATOMIC_ACQUIRE) < 3)
+        sched_yield();
+    for (long i = 0;; i++) {
+        TMT_ATOMIC(tx, "exit-race") {
+            long a = tmt_read_long(tx, &cells[exiter ? 1 : 2]);
+            tmt_write_long(tx, &cells[exiter ? 1 : 2], a + 1);
+        } TMT_END;
+        if (exiter && i == 3000)
+            exit(0);
+    }
+    return NULL;
+}
+
+static int body_exit_from_worker(void)
+{
+    pthread_t th[3];
+    for (int i = 0; i < 3; i++)
+        pthread_create(&th[i], NULL, exit_worker, i == 0 ? (void *)1 : NULL);
+    for (int i = 0; i < 3; i++)
+        pthread_join(th[i], NULL); /* never returns: worker 0 exits the process */
+    return 20;
+}
+
+static void exit_from_a_worker_while_others_run_transactions_is_clean(void **state)
+{
+    (void)state;
+    char file[300];
+    snprintf(file, sizeof file, "TMTRACE_FILE=%s", tu_path("exit.bin"));
+    const char *env[] = { file, "TMTRACE_SAMPLE_MS=5", "TMTRACE_HTM=emulate", "TMTRACE_BUFFER=16k",
+                          "TMTRACE_RESAMPLE_MS=1", NULL };
+    int status = run_child(env, body_exit_from_worker);
+    /* Under TSan a data race makes the child exit 66. */
+    if (!WIFEXITED(status))
+        fail_msg("child killed by signal %d", WTERMSIG(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    struct trace t;
+    load(tu_path("exit.bin"), &t);
+    assert_true(t.have_end);
+    assert_int_equal(t.nend, 3);
+    size_t per[4] = { 0 };
+    for (size_t i = 0; i < t.n; i++) {
+        assert_true(t.ev[i].thread >= 1 && t.ev[i].thread <= 3);
+        per[t.ev[i].thread]++;
+    }
+    /* Each thread's records in the file are exactly what END says it wrote:
+     * none repeated by the shutdown snapshot, none missing. */
+    for (size_t k = 0; k < 3; k++)
+        assert_int_equal(t.end[k].events, per[t.end[k].id]);
+    free(t.ev);
+}
+
 static void each_thread_has_its_own_id_and_end_counts_match(void **state)
 {
     (void)state;
@@ -503,6 +568,7 @@ int main(void)
         cmocka_unit_test(serial_attempts_are_recorded_with_their_reason),
         cmocka_unit_test(hardware_attempts_have_no_accesses_and_carry_status_and_fallbacks),
         cmocka_unit_test(each_thread_has_its_own_id_and_end_counts_match),
+        cmocka_unit_test(exit_from_a_worker_while_others_run_transactions_is_clean),
         cmocka_unit_test(writer_events_cpu_time_and_trace_bytes_match_the_file_written),
         cmocka_unit_test(memory_mode_records_into_buffers_populated_at_init),
         cmocka_unit_test(a_writer_cpu_outside_the_affinity_mask_fails_init),

@@ -192,7 +192,8 @@ static struct tb_chunk *pool_get(void)
     if (c != NULL) {
         c->next = NULL;
         __atomic_store_n(&c->n, 0, __ATOMIC_RELAXED); /* a snapshot may look at it */
-        c->nsamples = 0;
+        __atomic_store_n(&c->nsamples, 0, __ATOMIC_RELAXED); /* a snapshot may look at it */
+        __atomic_store_n(&c->copied, 0, __ATOMIC_RELAXED);
     }
     return c;
 }
@@ -296,20 +297,22 @@ uint64_t tb_total_dropped(void) { return __atomic_load_n(&total_dropped, __ATOMI
 static void set_chunk(struct tb_thread *t, struct tb_chunk *c)
 {
     if (c == NULL) {
-        __atomic_store_n(&t->chunk, NULL, __ATOMIC_RELAXED);
+        __atomic_store_n(&t->chunk, NULL, __ATOMIC_RELEASE);
         __atomic_signal_fence(__ATOMIC_SEQ_CST);
-        t->base = t->cur = t->end = NULL;
+        __atomic_store_n(&t->cur, NULL, __ATOMIC_RELAXED); /* a snapshot on another thread loads it */
+        t->base = t->end = NULL;
         t->truth = NULL;
         return;
     }
     __atomic_store_n(&c->thread, t->thread_id, __ATOMIC_RELAXED);
     __atomic_store_n(&c->seq, t->seq, __ATOMIC_RELAXED);
-    c->first_instance = t->instance;
-    t->base = t->cur = c->recs;
+    __atomic_store_n(&c->first_instance, t->instance, __ATOMIC_RELAXED);
+    t->base = c->recs;
+    __atomic_store_n(&t->cur, c->recs, __ATOMIC_RELAXED);
     t->end = c->recs + c->cap;
     t->truth = c->truth;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    __atomic_store_n(&t->chunk, c, __ATOMIC_RELAXED);
+    __atomic_store_n(&t->chunk, c, __ATOMIC_RELEASE);
 }
 
 /* Sends the current chunk (if it holds anything) to the writer and takes a
@@ -329,9 +332,13 @@ static int hand_over(struct tb_thread *t)
              * thread): the records cannot be written any more. The chunk
              * is retired, not freed: a snapshot may be reading it. Once
              * the queue refused it, hand-over is closed, so pool_get below
-             * gives nothing and the thread drops from here on. */
-            __atomic_fetch_add(&total_dropped, n, __ATOMIC_RELAXED);
-            __atomic_store_n(&t->dropped, t->dropped + n, __ATOMIC_RELAXED);
+             * gives nothing and the thread drops from here on. Records a
+             * shutdown snapshot already copied into the trace are not
+             * lost: only the rest counts as dropped. */
+            size_t copied = __atomic_load_n(&c->copied, __ATOMIC_ACQUIRE);
+            size_t lost = n > copied ? n - copied : 0;
+            __atomic_fetch_add(&total_dropped, lost, __ATOMIC_RELAXED);
+            __atomic_store_n(&t->dropped, t->dropped + lost, __ATOMIC_RELAXED);
             set_chunk(t, pool_get());
             chunk_retire(c);
             return t->chunk != NULL;
@@ -414,8 +421,14 @@ static void take_sample(struct tb_thread *t)
         return;
     if (t->chunk != NULL && t->chunk->nsamples == TB_CHUNK_SAMPLES)
         hand_over(t);
-    if (t->chunk != NULL)
-        t->chunk->samples[t->chunk->nsamples++] = s;
+    struct tb_chunk *c = t->chunk;
+    if (c != NULL) {
+        /* Filled, then counted: a snapshot on another thread copies only
+         * the samples it counted. */
+        uint32_t k = c->nsamples;
+        c->samples[k] = s;
+        __atomic_store_n(&c->nsamples, k + 1, __ATOMIC_RELEASE);
+    }
 }
 
 void tb_tick(struct tb_thread *t, uint64_t tsc)
@@ -470,9 +483,10 @@ void tb_teardown(void)
         pool_free = c->next;
         chunk_free(c);
     }
-    pool_nfree = 0;
+    /* Atomic: a thread that runs on reads them in tb_chunk_full. */
+    __atomic_store_n(&pool_nfree, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&pool_bytes_last, tb_pool_bytes(), __ATOMIC_RELAXED);
-    pool_bytes = 0;
+    __atomic_store_n(&pool_bytes, 0, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&pool_lock);
     /* The writer has stopped and no snapshot runs any more: nothing reads
      * the retired chunks, and their owners never look at them again. */
@@ -568,10 +582,10 @@ void tb_snapshot_all(void (*emit)(struct tb_chunk *c))
             continue;
         c->thread = t->thread_id;
         c->seq = seq;
-        c->first_instance = src->first_instance;
+        c->first_instance = __atomic_load_n(&src->first_instance, __ATOMIC_RELAXED);
         c->n = n;
-        c->nsamples = src->nsamples;
-        memcpy(c->samples, src->samples, sizeof c->samples);
+        c->nsamples = __atomic_load_n(&src->nsamples, __ATOMIC_ACQUIRE);
+        memcpy(c->samples, src->samples, c->nsamples * sizeof c->samples[0]);
         memcpy(c->recs, src->recs, n * sizeof c->recs[0]);
         if (c->truth)
             memcpy(c->truth, src->truth, n * sizeof c->truth[0]);
@@ -584,7 +598,10 @@ void tb_snapshot_all(void (*emit)(struct tb_chunk *c))
             chunk_free(c);
             continue;
         }
-        reg[i].dropped = t->dropped;
+        /* The owner hands this chunk over later (or never): the records
+         * copied here are in the trace, not lost. */
+        __atomic_store_n(&src->copied, n, __ATOMIC_RELEASE);
+        reg[i].dropped = __atomic_load_n(&t->dropped, __ATOMIC_RELAXED);
         *tail = c;
         tail = &c->next;
     }

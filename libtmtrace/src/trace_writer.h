@@ -27,6 +27,7 @@ struct tb_chunk {
     uint64_t seq;             /* program-order index of recs[0] */
     uint64_t first_instance;  /* instance id in force at recs[0] */
     size_t n;                 /* records filled */
+    size_t copied;            /* atomic: records a shutdown/signal snapshot already put in the trace */
     size_t cap;               /* records that fit */
     uint64_t *truth;          /* uninjected TSC per record, or NULL */
     int pooled;               /* 1: belongs to the pool (counted in TMTRACE_MEMORY) */
