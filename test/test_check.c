@@ -221,9 +221,7 @@ static void attribution_true_conflict_names_the_culprit(void **st)
     assert_true(tg_json_num(out, c, "culprit_site") == 2);
     assert_true(tg_json_num(out, c, "wasted_ns") == 100);
     /* the culprit: thread 2, site 2, instance 7, committed at 150 */
-    char p[700];
-    snprintf(p, sizeof p, "%s/aborts.csv", tu_path("attr"));
-    char *csv = tu_read_file(p, NULL);
+    char *csv = tu_read_in(tu_path("attr"), "aborts.csv", NULL);
     assert_non_null(csv);
     assert_non_null(strstr(csv, "\n1,1,1,100,200,read-version,true,2,2,7,150,0x10000,true-conflict,0,"
                                 "site1 (gen.c:10),site2 (gen.c:20),heap or stack\n"));
@@ -393,9 +391,7 @@ static int identity_case(const char *name, unsigned reason, uint64_t vaddr, uint
 
 static char *abort_rows(const char *dir)
 {
-    char p[700];
-    snprintf(p, sizeof p, "%s/aborts.csv", tu_path(dir));
-    return tu_read_file(p, NULL);
+    return tu_read_in(tu_path(dir), "aborts.csv", NULL);
 }
 
 static void a_version_found_names_the_commit_that_wrote_it_not_the_latest(void **st)
@@ -656,20 +652,16 @@ static void csv_files_hold_sites_conflicts_and_threads(void **st)
     char extra[600];
     snprintf(extra, sizeof extra, "--csv '%s'", dir);
     assert_int_equal(check("csv.bin", th, 2, 0, extra), 0);
-    char p[700];
-    snprintf(p, sizeof p, "%s/sites.csv", dir);
-    char *s = tu_read_file(p, NULL);
+    char *s = tu_read_in(dir, "sites.csv", NULL);
     assert_non_null(s);
     assert_non_null(strstr(s, "\n1,site1 (gen.c:10),3,3,0,"));
     assert_non_null(strstr(s, "\n2,site2 (gen.c:20),2,2,0,"));
     free(s);
-    snprintf(p, sizeof p, "%s/threads.csv", dir);
-    s = tu_read_file(p, NULL);
+    s = tu_read_in(dir, "threads.csv", NULL);
     assert_non_null(s);
     assert_non_null(strstr(s, "\n1,12,0,0,0,0,0,3,3,0,0"));
     free(s);
-    snprintf(p, sizeof p, "%s/conflicts.csv", dir);
-    s = tu_read_file(p, NULL);
+    s = tu_read_in(dir, "conflicts.csv", NULL);
     assert_non_null(s);
     assert_non_null(strstr(s, "victim_site,"));
     free(s);

@@ -72,9 +72,7 @@ static int run(const char *cmd)
 static int setup(void **st)
 {
     (void)st;
-    char path[1024];
-    snprintf(path, sizeof path, "%s/docs/json.md", TMT_SOURCE_ROOT);
-    doc = tu_read_file(path, NULL);
+    doc = tu_read_in(TMT_SOURCE_ROOT, "docs/json.md", NULL);
     out = malloc(OUT_CAP);
     return doc && out ? 0 : -1;
 }

@@ -135,3 +135,11 @@ size_t tu_first_event_diff(const struct tf_event *a, const struct tf_event *b, s
     }
     return n;
 }
+
+char *tu_read_in(const char *dir, const char *name, size_t *len)
+{
+    char path[4096];
+    if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, name) >= sizeof path)
+        return NULL;
+    return tu_read_file(path, len);
+}

@@ -19,6 +19,8 @@ const char *tu_build(const char *rel);
 int tu_run(const char *cmd, char *out, size_t cap);
 /* Reads a whole file; caller frees. NULL if missing. */
 char *tu_read_file(const char *path, size_t *len);
+/* Reads dir/name whole (tu_read_file); NULL if missing or the path is too long. */
+char *tu_read_in(const char *dir, const char *name, size_t *len);
 /* Runs fn(arg) in n threads (at most 16) and joins them; 0, or -1 when a
  * thread cannot be created (those started are joined). */
 int tu_run_threads(int n, void *(*fn)(void *), void *arg);

@@ -214,16 +214,13 @@ static void intrusion_has_every_level_and_summary_and_figures_exist(void **state
         assert_true(num(&intrusion, r, "ns_per_op") > 0);
     }
     assert_true(levels[0] > 0 && levels[0] == levels[1] && levels[1] == levels[2]);
-    char path[700];
-    snprintf(path, sizeof path, "%s/summary.md", out_dir);
-    char *md = tu_read_file(path, NULL);
+    char *md = tu_read_in(out_dir, "summary.md", NULL);
     assert_non_null(md);
     assert_non_null(strstr(md, "| workload | thr | scenario |"));
     assert_non_null(strstr(md, "## Tracing intrusion"));
     free(md);
-    snprintf(path, sizeof path, "%s/figures/inconsistencies.png", out_dir);
     size_t len = 0;
-    char *png = tu_read_file(path, &len);
+    char *png = tu_read_in(out_dir, "figures/inconsistencies.png", &len);
     assert_non_null(png);
     assert_true(len > 1000);
     free(png);
