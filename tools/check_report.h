@@ -47,7 +47,7 @@ int cr_aborts_open(const char *dir, struct tool_out *o);
 /* What cr_abort_row writes with: the file, the sites' and symbols' names. */
 struct cr_abort_rows {
     FILE *f;
-    const struct merge_index *ix;
+    const struct trace_index *ix;
     struct sym_table *sym;
 };
 void cr_abort_row(void *rows, const struct ca_attribution *a);

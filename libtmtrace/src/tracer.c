@@ -281,6 +281,23 @@ static void tr_fill_header(struct tf_header *hdr, uint64_t hz)
     tr_cmdline(hdr->cmdline, sizeof hdr->cmdline);
 }
 
+/* The writer runs: the tracer records from now on, flushes on the signals
+ * and at exit, and survives fork (handlers installed once per process). */
+static void tr_go_active(void)
+{
+    tr_pid = getpid();
+    __atomic_store_n(&tr_state, TR_ACTIVE, __ATOMIC_RELEASE);
+    tr_install_handlers();
+    if (!tr_atexit_done) {
+        tr_atexit_done = 1;
+        atexit(tr_atexit);
+        /* A thread that forks waits until the writer is between two writes
+         * and no thread holds the pool or the thread table: a writer caught
+         * inside malloc would leave the child's allocator locked for ever. */
+        (void)pthread_atfork(tr_fork_prepare, tr_fork_parent, tr_fork_child);
+    }
+}
+
 int tracer_init(void)
 {
     if (config.events == CONFIG_EVENTS_OFF || __atomic_load_n(&tr_state, __ATOMIC_ACQUIRE) == TR_ACTIVE)
@@ -352,17 +369,7 @@ int tracer_init(void)
         fprintf(stderr, "libtmtrace: %s; the program runs on and its events are counted as lost\n",
                 open_error);
     }
-    tr_pid = getpid();
-    __atomic_store_n(&tr_state, TR_ACTIVE, __ATOMIC_RELEASE);
-    tr_install_handlers();
-    if (!tr_atexit_done) {
-        tr_atexit_done = 1;
-        atexit(tr_atexit);
-        /* A thread that forks waits until the writer is between two writes
-         * and no thread holds the pool or the thread table: a writer caught
-         * inside malloc would leave the child's allocator locked for ever. */
-        (void)pthread_atfork(tr_fork_prepare, tr_fork_parent, tr_fork_child);
-    }
+    tr_go_active();
     return 0;
 }
 
