@@ -292,6 +292,18 @@ static void boundary_stamps_make_reads_and_writes_repeat_the_previous_stamp(void
     free_trace(&rb);
 }
 
+/* Pins the calling thread to the CPU it runs on and attaches it to the
+ * tracer: 0, 9 when it cannot be pinned, 10 when it cannot attach. */
+static int pin_and_attach(struct tb_thread *t)
+{
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(sched_getcpu(), &one);
+    if (sched_setaffinity(0, sizeof one, &one) != 0)
+        return 9;
+    return tb_attach(t) != 0 ? 10 : 0;
+}
+
 /* On one CPU: a stamp at or below the thread's previous one (by at most
  * TB_RAISE_MAX ticks) becomes previous + 1 and is counted; a larger step
  * back is recorded as read. The previous stamp is moved ahead by hand to
@@ -300,14 +312,10 @@ static void boundary_stamps_make_reads_and_writes_repeat_the_previous_stamp(void
 static int body_raise(void *arg)
 {
     (void)arg;
-    cpu_set_t one;
-    CPU_ZERO(&one);
-    CPU_SET(sched_getcpu(), &one);
-    if (sched_setaffinity(0, sizeof one, &one) != 0)
-        return 9;
     struct tb_thread t;
-    if (tb_attach(&t) != 0)
-        return 10;
+    int pinned = pin_and_attach(&t);
+    if (pinned != 0)
+        return pinned;
     /* A slow build or a preemption may let the clock pass the moved stamp
      * before the read is stamped (then nothing is raised): try again. */
     int rc = 12;
@@ -349,14 +357,10 @@ static void a_stamp_that_would_go_back_on_its_cpu_is_raised_and_counted(void **s
 static int body_inject_slow(void *arg)
 {
     (void)arg;
-    cpu_set_t one;
-    CPU_ZERO(&one);
-    CPU_SET(sched_getcpu(), &one);
-    if (sched_setaffinity(0, sizeof one, &one) != 0)
-        return 9;
     struct tb_thread t;
-    if (tb_attach(&t) != 0)
-        return 10;
+    int pinned = pin_and_attach(&t);
+    if (pinned != 0)
+        return pinned;
     int rc = 0, pairs = 0;
     for (int i = 0; i < 200 && rc == 0; i++) {
         tb_ev_start(&t, 1, (uint64_t)i + 1, 0, 0);
