@@ -276,6 +276,18 @@ static void text_triage(FILE *f, const struct cr_input *in, const struct ca_site
 static double ms(double ns) { return ns / 1e6; }
 
 /* Per thread: the parts of its wall time, and their sum against it. */
+#define CX_TIME_THREADS 16   /* threads listed in the text; all of them in --json */
+
+static void time_row(FILE *f, const char *who, const struct ca_time *x)
+{
+    double sum = x->committed_ns + x->wasted_ns + x->backoff_ns + x->outside_ns;
+    fprintf(f, "  %6s %10.3f %10.3f %10.3f %9.3f %10.3f %9.3f %9.3f %7.2f%%  %llu (%.3f)\n", who, ms(x->wall_ns),
+            ms(x->committed_ns), ms(x->wasted_ns), ms(x->backoff_ns), ms(x->outside_ns), ms(x->serial_ns),
+            ms(x->tracer_ns), share(sum, x->wall_ns), (unsigned long long)x->desched_n, ms(x->desched_ns));
+}
+
+/* Per thread: the parts of its wall time, and their sum against it; a
+ * total row (the sums over all threads). */
 static void text_time_threads(FILE *f, const struct cr_input *in)
 {
     size_t nt;
@@ -283,16 +295,30 @@ static void text_time_threads(FILE *f, const struct cr_input *in)
     fprintf(f, "\nwhere the time goes (ms; tracer = events x %.1f ns %s, an estimate inside the others)\n"
             "  %6s %10s %10s %10s %9s %10s %9s %9s %8s  %s\n", in->event_cost_ns,
             in->event_cost_measured ? "(measured at init)" : "(assumed: the trace has no calibration)", "thread",
-            "wall", "committed",
-            "wasted", "backoff", "outside", "serial", "tracer", "sum/wall", "descheduled attempts (ms)");
+            "wall", "committed", "wasted", "backoff", "outside", "serial", "tracer", "sum/wall",
+            "descheduled attempts (ms)");
+    struct ca_time all = { 0 };
+    char id[16];
     for (size_t i = 0; i < nt; i++) {
         const struct ca_time *x = &th[i].time;
-        double sum = x->committed_ns + x->wasted_ns + x->backoff_ns + x->outside_ns;
-        fprintf(f, "  %6u %10.3f %10.3f %10.3f %9.3f %10.3f %9.3f %9.3f %7.2f%%  %llu (%.3f)\n", th[i].thread,
-                ms(x->wall_ns), ms(x->committed_ns), ms(x->wasted_ns), ms(x->backoff_ns), ms(x->outside_ns),
-                ms(x->serial_ns), ms(x->tracer_ns), share(sum, x->wall_ns), (unsigned long long)x->desched_n,
-                ms(x->desched_ns));
+        if (i < CX_TIME_THREADS) {
+            snprintf(id, sizeof id, "%u", th[i].thread);
+            time_row(f, id, x);
+        }
+        all.wall_ns += x->wall_ns;
+        all.committed_ns += x->committed_ns;
+        all.wasted_ns += x->wasted_ns;
+        all.backoff_ns += x->backoff_ns;
+        all.outside_ns += x->outside_ns;
+        all.serial_ns += x->serial_ns;
+        all.tracer_ns += x->tracer_ns;
+        all.desched_n += x->desched_n;
+        all.desched_ns += x->desched_ns;
     }
+    if (nt > CX_TIME_THREADS)
+        fprintf(f, "  ... %zu more threads (--json lists all)\n", nt - CX_TIME_THREADS);
+    if (nt > 1)
+        time_row(f, "all", &all);
 }
 
 /* Per site, by wasted time: sums beside medians per attempt. */
