@@ -405,6 +405,16 @@ static void json_time(struct jw *w, const struct ca_time *x)
     jw_object_end(w);
 }
 
+/* One thread's or site's entry: {"<id_key>": id, "time": {...}}. */
+static void json_time_of(struct jw *w, const char *id_key, uint64_t id, const struct ca_time *x)
+{
+    jw_object(w);
+    jw_ku64(w, id_key, id);
+    jw_key(w, "time");
+    json_time(w, x);
+    jw_object_end(w);
+}
+
 /* "time": per thread and per site (sites by wasted time). */
 static void json_time_all(struct jw *w, const struct cr_input *in)
 {
@@ -417,23 +427,13 @@ static void json_time_all(struct jw *w, const struct cr_input *in)
     jw_kbool(w, "event_cost_measured", in->event_cost_measured);
     jw_key(w, "threads");
     jw_array(w);
-    for (size_t i = 0; i < nt; i++) {
-        jw_object(w);
-        jw_ku64(w, "thread", th[i].thread);
-        jw_key(w, "time");
-        json_time(w, &th[i].time);
-        jw_object_end(w);
-    }
+    for (size_t i = 0; i < nt; i++)
+        json_time_of(w, "thread", th[i].thread, &th[i].time);
     jw_array_end(w);
     jw_key(w, "sites");
     jw_array(w);
-    for (size_t i = 0; s && i < ns; i++) {
-        jw_object(w);
-        jw_ku64(w, "site", s[i].site);
-        jw_key(w, "time");
-        json_time(w, &s[i].time);
-        jw_object_end(w);
-    }
+    for (size_t i = 0; s && i < ns; i++)
+        json_time_of(w, "site", s[i].site, &s[i].time);
     jw_array_end(w);
     jw_object_end(w);
     free(s);
