@@ -79,6 +79,7 @@ static void run_client(const char *env)
     assert_non_null(strstr(out, "links=permutation"));
     assert_non_null(strstr(out, "bad_audits=0"));
     assert_non_null(strstr(out, "cell=42"));
+    assert_non_null(strstr(out, "local=restored")); /* TxStoreLocal undone by an abort */
 }
 
 static void compat_dir_holds_tl2_h_stm_h_and_libtl2_a(void **state)
@@ -137,9 +138,10 @@ static void client_reports_every_commit_at_shutdown(void **state)
     char cmd[1024], out[4096];
     snprintf(cmd, sizeof cmd, "TMTRACE_EVENTS=off '%s' 2>&1 >/dev/null", client());
     assert_int_equal(tu_run(cmd, out, sizeof out), 0);
-    /* 3 rounds of 4 threads of 20000 transactions, then the allocating one;
-     * the line is on stderr, the program's own output stays as it was. */
-    assert_non_null(strstr(out, "TL2 system shutdown: commits=240001 aborts="));
+    /* 3 rounds of 4 threads of 20000 transactions, then the allocating one
+     * and the local-store one; the line is on stderr, the program's own
+     * output stays as it was. */
+    assert_non_null(strstr(out, "TL2 system shutdown: commits=240002 aborts="));
 }
 
 static void client_stops_at_startup_naming_a_bad_runtime_setting(void **state)

@@ -34,7 +34,7 @@ struct tl2_undo {
 struct _Thread {
     tmt_tx *tx;
     long id;
-    int in_tx; /* between the outermost TxStart and its successful TxCommit */
+    int in_tx; /* between an outermost TxStart and its TxCommit (how TxStart tells a restart) */
     struct tl2_undo *undo;
     size_t nundo;
     size_t capundo;
@@ -135,17 +135,16 @@ void TxStartAt(Thread *Self, jmp_buf *envPtr, int *ROFlag, TxSite *site)
 
 jmp_buf *TxPrepareAt(Thread *Self, int readOnly, TxSite *site)
 {
-    jmp_buf *env = tmt_tx_prepare(Self->tx, (tmt_site *)(void *)site, readOnly ? TMT_TX_READ_ONLY : 0u);
-    Self->in_tx = 1;
-    return env;
+    return tmt_tx_prepare(Self->tx, (tmt_site *)(void *)site, readOnly ? TMT_TX_READ_ONLY : 0u);
 }
 
 void TxBegin(Thread *Self)
 {
     tmt_tx *tx = Self->tx;
     /* Outermost (the first attempt or a restart): undo the locals an
-     * aborted attempt stored; the first attempt has none. */
-    if (tmt_tx_depth(tx) == 0)
+     * aborted attempt stored; the first attempt has none, and most
+     * transactions store none, so the depth is asked only then. */
+    if (Self->nundo > 0 && tmt_tx_depth(tx) == 0)
         tl2_undo_locals(Self);
     tmt_tx_start(tx);
 }
@@ -158,7 +157,7 @@ void TxStart(Thread *Self, jmp_buf *envPtr, int *ROFlag)
 int TxCommit(Thread *Self)
 {
     tmt_tx_commit(Self->tx);
-    if (tmt_tx_depth(Self->tx) == 0) {
+    if ((Self->in_tx || Self->nundo > 0) && tmt_tx_depth(Self->tx) == 0) {
         Self->in_tx = 0;
         Self->nundo = 0;
     }
@@ -182,7 +181,7 @@ void TxStore(Thread *Self, volatile intptr_t *addr, intptr_t value)
 
 void TxStoreLocal(Thread *Self, volatile intptr_t *addr, intptr_t value)
 {
-    if (Self->in_tx) {
+    if (tmt_tx_depth(Self->tx) > 0) {
         if (Self->nundo == Self->capundo) {
             size_t cap = Self->capundo ? Self->capundo * 2 : 64;
             struct tl2_undo *u = realloc(Self->undo, cap * sizeof *u);

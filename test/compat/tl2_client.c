@@ -123,6 +123,19 @@ int main(void)
     STM_END();
     long cell_value = *cell;
     free(cell);
+    /* TxStoreLocal: a thread-private store that an abort undoes. */
+    static volatile intptr_t local = 5;
+    static volatile int tries = 0;
+    volatile long local_seen = -1;
+    STM_BEGIN_WR();
+    if (tries++ == 0) {
+        TxStoreLocal(Self, &local, 99);
+        STM_RESTART();
+    }
+    local_seen = local;
+    TxStoreLocal(Self, &local, 7);
+    STM_END();
+    int local_ok = local_seen == 5 && local == 7;
     STM_FREE_THREAD(Self);
 
     long total = 0, count = 0;
@@ -139,12 +152,12 @@ int main(void)
         if (k < 0 || k >= NREC || seen[k]++)
             links_ok = 0;
     }
-    printf("total=%ld count=%ld weight=%.2f guard_int=%s guard_float=%s links=%s bad_audits=%ld cell=%ld\n",
+    printf("total=%ld count=%ld weight=%.2f guard_int=%s guard_float=%s links=%s bad_audits=%ld cell=%ld local=%s\n",
            total, count, (double)weight, guard_int_ok ? "untouched" : "CHANGED",
            guard_float_ok ? "untouched" : "CHANGED", links_ok ? "permutation" : "BROKEN", bad_audits,
-           cell_value);
+           cell_value, local_ok ? "restored" : "WRONG");
     STM_SHUTDOWN();
     int ok = total == 1000L * NREC && count == 10L * NREC && weight == 2.0f * NREC && guard_int_ok &&
-             guard_float_ok && links_ok && bad_audits == 0 && cell_value == 42;
+             guard_float_ok && links_ok && bad_audits == 0 && cell_value == 42 && local_ok;
     return ok ? 0 : 1;
 }
