@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <glob.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -648,10 +649,14 @@ static void tools_never_overwrite_their_input_or_leave_partial_output(void **sta
 
 /* Starts a long traced stress run (exec'd from a fork, with SIGINT and
  * SIGTERM at their defaults, as a program started from a terminal has them),
- * sends sig after ms, waits; returns 128 + the signal that ended it, or the
- * exit status. */
+ * sends sig ms after the tracer created the trace file, waits; returns 128 +
+ * the signal that ended it, or the exit status. (Before the file exists the
+ * program may not even have reached tmt_init: on a loaded machine exec and
+ * start-up alone can take longer than ms, and a signal then kills a program
+ * that has no trace yet.) */
 static int killed_run(const char *path, int sig, int ms)
 {
+    unlink(path);
     fflush(NULL);
     pid_t pid = fork();
     assert_true(pid >= 0);
@@ -671,6 +676,11 @@ static int killed_run(const char *path, int sig, int ms)
         const char *exe = tu_build("tmbench/tmbench");
         execl(exe, exe, "stress", "--threads", "2", "--duration", "30", (char *)NULL);
         _exit(127);
+    }
+    struct stat st;
+    for (int i = 0; i < 60000 && stat(path, &st) != 0; i++) {
+        struct timespec tick = { 0, 1000000L };
+        nanosleep(&tick, NULL);
     }
     struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
     nanosleep(&ts, NULL);
@@ -758,6 +768,65 @@ static void sigint_flushes_everything(void **state)
     signal_flushes_everything(SIGINT, "int.bin");
 }
 
+/* ---- a signal while the tracer starts ------------------------------------ */
+
+static int thread_count(void)
+{
+    glob_t g;
+    if (glob("/proc/self/task/*", GLOB_NOSORT, NULL, &g) != 0)
+        return 0;
+    int n = (int)g.gl_pathc;
+    globfree(&g);
+    return n;
+}
+
+/* Sends the process SIGINT once the tracer's sampling threads run, i.e. while
+ * tmt_init is inside the tracer's start (sampling phase of 1 s). */
+static void *sigint_while_sampling(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < 60000 && thread_count() <= 2; i++) {
+        struct timespec ts = { 0, 1000000L };
+        nanosleep(&ts, NULL);
+    }
+    kill(getpid(), SIGINT);
+    return NULL;
+}
+
+/* Runs as `test_damage --start-signal-program PATH`: SIGINT arrives while
+ * tmt_init samples the clocks; it must end the program with a whole trace. */
+static int start_signal_program(const char *path)
+{
+    signal(SIGINT, SIG_DFL);
+    setenv("TMTRACE_EVENTS", "tx", 1);
+    setenv("TMTRACE_FILE", path, 1);
+    setenv("TMTRACE_SAMPLE_MS", "1000", 1);
+    pthread_t th;
+    if (pthread_create(&th, NULL, sigint_while_sampling, NULL) != 0)
+        return 10;
+    if (tmt_init() != 0)
+        return 11;
+    return 12; /* the held signal should have ended the program */
+}
+
+static void a_signal_while_the_tracer_starts_waits_for_it_and_flushes(void **state)
+{
+    (void)state;
+    const char *path = keep_path("start-int.bin");
+    unlink(path);
+    char self[1024];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    assert_true(n > 0);
+    self[n] = '\0';
+    int rc = run("'%s' --start-signal-program '%s'", self, path);
+    assert_int_equal(rc, 128 + SIGINT);
+    static struct chunk_map startmap;
+    map_trace(path, &startmap); /* strict: no damage at all */
+    assert_int_equal(startmap.kind[startmap.n - 1], TF_CHUNK_END);
+    assert_int_equal(run("'%s' --summary '%s'", tool("tmdump"), path), 0);
+    assert_non_null(strstr(out, "end chunk: present, writer errors 0"));
+}
+
 /* ---- fork while tracing -------------------------------------------------- */
 
 static long fork_counter;
@@ -825,6 +894,8 @@ int main(int argc, char **argv)
 {
     if (argc == 3 && strcmp(argv[1], "--fork-program") == 0)
         return fork_program(argv[2]);
+    if (argc == 3 && strcmp(argv[1], "--start-signal-program") == 0)
+        return start_signal_program(argv[2]);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(original_is_read_whole_by_every_tool),
         cmocka_unit_test(truncation_at_every_chunk_boundary_keeps_exactly_the_chunks_before_it),
@@ -843,6 +914,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(sigkill_leaves_every_flushed_chunk_readable),
         cmocka_unit_test(sigterm_flushes_everything),
         cmocka_unit_test(sigint_flushes_everything),
+        cmocka_unit_test(a_signal_while_the_tracer_starts_waits_for_it_and_flushes),
         cmocka_unit_test(fork_while_tracing_leaves_the_parent_trace_intact),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -31,7 +31,7 @@
 #include "trace_file.h"
 #include "trace_writer.h"
 
-enum { TR_IDLE = 0, TR_ACTIVE = 1, TR_CLOSED = 2 };
+enum { TR_IDLE = 0, TR_ACTIVE = 1, TR_CLOSED = 2, TR_STARTING = 3 };
 
 static int tr_state;                 /* atomic */
 static struct tf_writer *tr_file;
@@ -41,6 +41,7 @@ static int tr_atexit_done;
 static struct sigaction tr_old_term, tr_old_int;
 static int tr_handlers;
 static pid_t tr_pid;                 /* the process that owns the trace file */
+static int tr_pending;               /* atomic: a signal held while the tracer starts, 0 = none */
 static char tr_path[4096];           /* TMTRACE_FILE with %p replaced by the process id */
 
 /* TMTRACE_FILE with every %p replaced by the pid (%% is a %): a forked
@@ -150,6 +151,13 @@ static void tr_on_signal(void)
 static void tr_signal(int sig)
 {
     int saved = errno;
+    /* While the tracer starts, the signal waits for it (tracer_init raises
+     * it again once the trace can be closed properly). */
+    if (getpid() == tr_pid && __atomic_load_n(&tr_state, __ATOMIC_ACQUIRE) == TR_STARTING) {
+        __atomic_store_n(&tr_pending, sig, __ATOMIC_RELEASE);
+        errno = saved;
+        return;
+    }
     int expect = TR_ACTIVE;
     if (getpid() == tr_pid && __atomic_compare_exchange_n(&tr_state, &expect, TR_CLOSED, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
         (void)tw_signal_flush(2000);
@@ -172,6 +180,7 @@ static void tr_install_handlers(void)
     struct sigaction sa, old;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = tr_signal;
+    sa.sa_flags = SA_RESTART; /* it returns only while the tracer starts */
     sigemptyset(&sa.sa_mask);
     tr_handlers = 0;
     if (sigaction(SIGTERM, NULL, &old) == 0 && old.sa_handler == SIG_DFL && sigaction(SIGTERM, &sa, &tr_old_term) == 0)
@@ -281,13 +290,10 @@ static void tr_fill_header(struct tf_header *hdr, uint64_t hz)
     tr_cmdline(hdr->cmdline, sizeof hdr->cmdline);
 }
 
-/* The writer runs: the tracer records from now on, flushes on the signals
- * and at exit, and survives fork (handlers installed once per process). */
+/* The writer runs: the tracer flushes at exit and survives fork (handlers
+ * registered once per process; tracer_init publishes the state). */
 static void tr_go_active(void)
 {
-    tr_pid = getpid();
-    __atomic_store_n(&tr_state, TR_ACTIVE, __ATOMIC_RELEASE);
-    tr_install_handlers();
     if (!tr_atexit_done) {
         tr_atexit_done = 1;
         atexit(tr_atexit);
@@ -298,10 +304,9 @@ static void tr_go_active(void)
     }
 }
 
-int tracer_init(void)
+/* The start proper: sampling phase, file, writer (tracer_init around it). */
+static int tr_start(void)
 {
-    if (config.events == CONFIG_EVENTS_OFF || __atomic_load_n(&tr_state, __ATOMIC_ACQUIRE) == TR_ACTIVE)
-        return 0;
     static struct tf_skew skews[SKEW_MAX_CPUS];
     int nskew = skew_parse(config.skew, skews, SKEW_MAX_CPUS);
     if (nskew < 0)
@@ -371,6 +376,28 @@ int tracer_init(void)
     }
     tr_go_active();
     return 0;
+}
+
+/* The handlers go in before the trace file is created: a SIGTERM/SIGINT
+ * between the two ended the program with a trace that had no END chunk. A
+ * signal that arrives while the tracer starts is held and raised again at
+ * the end, when it flushes the trace (or, if the start failed, takes its
+ * default action). */
+int tracer_init(void)
+{
+    if (config.events == CONFIG_EVENTS_OFF || __atomic_load_n(&tr_state, __ATOMIC_ACQUIRE) == TR_ACTIVE)
+        return 0;
+    tr_pid = getpid();
+    __atomic_store_n(&tr_state, TR_STARTING, __ATOMIC_RELEASE);
+    tr_install_handlers();
+    int rc = tr_start();
+    __atomic_store_n(&tr_state, rc == 0 ? TR_ACTIVE : TR_IDLE, __ATOMIC_RELEASE);
+    if (rc != 0)
+        tr_remove_handlers();
+    int sig = __atomic_exchange_n(&tr_pending, 0, __ATOMIC_ACQ_REL);
+    if (sig != 0)
+        raise(sig);
+    return rc;
 }
 
 int tracer_shutdown(void)
