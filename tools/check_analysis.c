@@ -61,14 +61,9 @@ void ca_opts_for_trace(const struct trace_index *ix, unsigned stripes_log2, stru
 
 static struct th *thread_of(struct ca_state *s, uint32_t id)
 {
-    if (id >= CA_MAX_ID)
-        id = CA_MAX_ID - 1;
-    if (id >= s->nth) {
-        size_t cap = s->nth;
-        if (ti_grow((void **)&s->th, &cap, (size_t)id + 1, sizeof *s->th) < 0)
-            return NULL;
-        s->nth = cap;
-    }
+    id = ca_id_slot(id);
+    if (ti_grow((void **)&s->th, &s->nth, (size_t)id + 1, sizeof *s->th) < 0)
+        return NULL;
     struct th *t = &s->th[id];
     if (!t->ring) {
         t->ring = malloc(CA_REORDER_WINDOW * sizeof *t->ring);

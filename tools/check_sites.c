@@ -18,15 +18,12 @@
 
 struct ca_site *ca_site_of(struct ca_state *s, uint32_t id)
 {
-    if (id >= CA_MAX_ID)
-        id = CA_MAX_ID - 1;
-    if (id >= s->nsite) {
-        size_t cap = s->nsite, cap2 = s->nsite;
-        if (ti_grow((void **)&s->site, &cap, (size_t)id + 1, sizeof *s->site) < 0 ||
-            ti_grow((void **)&s->site_seen, &cap2, (size_t)id + 1, 1) < 0)
-            return NULL;
-        s->nsite = cap;
-    }
+    id = ca_id_slot(id);
+    size_t cap = s->nsite, cap2 = s->nsite; /* one length for both arrays */
+    if (ti_grow((void **)&s->site, &cap, (size_t)id + 1, sizeof *s->site) < 0 ||
+        ti_grow((void **)&s->site_seen, &cap2, (size_t)id + 1, 1) < 0)
+        return NULL;
+    s->nsite = cap;
     s->site_seen[id] = 1;
     s->site[id].site = id;
     return &s->site[id];

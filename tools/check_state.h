@@ -27,6 +27,9 @@
 #define CA_MAX_ID (1u << 22)          /* thread and site ids above this share one slot */
 #define CA_ENDED_KEEP 64              /* ended attempts kept per thread for holder lookups */
 
+/* The slot of a thread or site id: ids from CA_MAX_ID on share the last. */
+static inline uint32_t ca_id_slot(uint32_t id) { return id < CA_MAX_ID ? id : CA_MAX_ID - 1; }
+
 enum { G_OUT = 0, G_IN, G_SKIP };
 
 struct ro_ent {

@@ -52,14 +52,9 @@ static double dur_median(const uint32_t *h, uint64_t n)
 
 static struct ca_dur_hist *site_hist(struct ca_state *s, uint32_t id)
 {
-    if (id >= CA_MAX_ID)
-        id = CA_MAX_ID - 1;
-    if (id >= s->nsite_hist) {
-        size_t cap = s->nsite_hist;
-        if (ti_grow((void **)&s->site_hist, &cap, (size_t)id + 1, sizeof *s->site_hist) < 0)
-            return NULL;
-        s->nsite_hist = cap;
-    }
+    id = ca_id_slot(id);
+    if (ti_grow((void **)&s->site_hist, &s->nsite_hist, (size_t)id + 1, sizeof *s->site_hist) < 0)
+        return NULL;
     if (!s->site_hist[id] && !(s->site_hist[id] = calloc(1, sizeof **s->site_hist)))
         error_set("out of memory");
     return s->site_hist[id];
