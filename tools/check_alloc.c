@@ -20,6 +20,9 @@ static size_t slot_of(uint64_t addr, size_t cap)
     return (size_t)((addr >> 3) * UINT64_C(0x9e3779b97f4a7c15) >> 40) & (cap - 1);
 }
 
+static int block_used(const void *e) { return ((const struct ca_block *)e)->addr != 0; }
+static size_t block_home(const void *e, size_t cap) { return slot_of(((const struct ca_block *)e)->addr, cap); }
+
 static int alloc_grow(struct ca_state *s)
 {
     size_t nc = s->alloc_cap ? 2 * s->alloc_cap : 4096;
@@ -30,18 +33,9 @@ static int alloc_grow(struct ca_state *s)
         s->t.alloc_resets++;
         return 0;
     }
-    struct ca_block *n = calloc(nc, sizeof *n);
+    struct ca_block *n = ca_table_rehash(s->allocs, s->alloc_cap, nc, sizeof *n, block_used, block_home);
     if (!n)
         return error_set("out of memory");
-    for (size_t i = 0; i < s->alloc_cap; i++) {
-        if (!s->allocs[i].addr)
-            continue;
-        size_t h = slot_of(s->allocs[i].addr, nc);
-        while (n[h].addr)
-            h = (h + 1) & (nc - 1);
-        n[h] = s->allocs[i];
-    }
-    free(s->allocs);
     s->allocs = n;
     s->alloc_cap = nc;
     return 0;

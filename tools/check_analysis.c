@@ -12,6 +12,7 @@
 #include "check_analysis.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "check_state.h"
 #include "error.h"
@@ -57,6 +58,25 @@ void ca_opts_for_trace(const struct trace_index *ix, unsigned stripes_log2, stru
         .repeated_access = ix->hdr.stamp_access == TF_STAMP_REPEATED,
         .event_cost_ns = ix->runinfo.event_cost_ns,   /* 0: CA_EVENT_COST_NS_DEFAULT */
     };
+}
+
+void *ca_table_rehash(void *old, size_t cap, size_t nc, size_t elem, int (*used)(const void *e),
+                      size_t (*home)(const void *e, size_t nc))
+{
+    char *n = calloc(nc, elem);
+    if (!n)
+        return NULL;
+    for (size_t i = 0; i < cap; i++) {
+        const char *e = (const char *)old + i * elem;
+        if (!used(e))
+            continue;
+        size_t h = home(e, nc);
+        while (used(n + h * elem))
+            h = (h + 1) & (nc - 1);
+        memcpy(n + h * elem, e, elem);
+    }
+    free(old);
+    return n;
 }
 
 static struct th *thread_of(struct ca_state *s, uint32_t id)

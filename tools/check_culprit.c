@@ -152,27 +152,29 @@ static void search(const struct ca_state *s, const struct pending *p, uint64_t s
     }
 }
 
+/* The conflict table: open addressing on (victim site, culprit site). */
+static size_t conflict_slot(uint32_t v, uint32_t c, size_t cap)
+{
+    return (size_t)(((uint64_t)v << 32 | c) * UINT64_C(0x9e3779b97f4a7c15)) & (cap - 1);
+}
+static int conflict_used(const void *e) { return ((const struct ca_conflict *)e)->count != 0; }
+static size_t conflict_home(const void *e, size_t cap)
+{
+    const struct ca_conflict *x = e;
+    return conflict_slot(x->victim_site, x->culprit_site, cap);
+}
+
 int ca_conflict_add(struct ca_state *s, uint32_t v, uint32_t c, unsigned cls, double wasted)
 {
     if (2 * (s->cmn + 1) > s->cmcap) {
         size_t nc = s->cmcap ? 2 * s->cmcap : 64;
-        struct ca_conflict *n = calloc(nc, sizeof *n);
+        struct ca_conflict *n = ca_table_rehash(s->cm, s->cmcap, nc, sizeof *n, conflict_used, conflict_home);
         if (!n)
             return error_set("out of memory");
-        for (size_t i = 0; i < s->cmcap; i++) {
-            if (!s->cm[i].count)
-                continue;
-            size_t h = (((uint64_t)s->cm[i].victim_site << 32 | s->cm[i].culprit_site) *
-                        UINT64_C(0x9e3779b97f4a7c15)) & (nc - 1);
-            while (n[h].count)
-                h = (h + 1) & (nc - 1);
-            n[h] = s->cm[i];
-        }
-        free(s->cm);
         s->cm = n;
         s->cmcap = nc;
     }
-    size_t h = (((uint64_t)v << 32 | c) * UINT64_C(0x9e3779b97f4a7c15)) & (s->cmcap - 1);
+    size_t h = conflict_slot(v, c, s->cmcap);
     while (s->cm[h].count && !(s->cm[h].victim_site == v && s->cm[h].culprit_site == c))
         h = (h + 1) & (s->cmcap - 1);
     struct ca_conflict *x = &s->cm[h];

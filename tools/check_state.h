@@ -164,6 +164,13 @@ struct ca_state {
 };
 
 /* check_order.c */
+/* check_analysis.c: an open-addressing table (a power of two of slots,
+ * linear probing) moved into a new zeroed one of nc slots; the old one is
+ * freed. used(e): the slot holds an entry; home(e, nc): its first slot.
+ * NULL out of memory (the old table kept). */
+void *ca_table_rehash(void *old, size_t cap, size_t nc, size_t elem, int (*used)(const void *e),
+                      size_t (*home)(const void *e, size_t nc));
+
 void ca_order_event(struct ca_state *s, struct th *t, const struct tf_event *ev);
 void ca_order_access(struct th *t, uint64_t ts);
 void ca_order_attempt_end(struct ca_state *s, struct th *t, uint64_t ts);
