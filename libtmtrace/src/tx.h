@@ -219,7 +219,9 @@ void tx_commit(struct tmt_tx *tx);
  * record's value: tf_abort_held() or the version, see trace_format.h). */
 __attribute__((noreturn)) void tx_restart(struct tmt_tx *tx, unsigned reason, uint64_t where,
                                           uint64_t found);
-/* Undoes the running attempt through its module, then tx_restart. */
+/* Undoes the running attempt through its module, then tx_restart. Not for
+ * a real RTM attempt, whose stores would roll back with it: abort that one
+ * with htm_abort_code, as tx_retry, tx_cancel and tx_serial_now do. */
 __attribute__((noreturn)) void tx_abort(struct tmt_tx *tx, unsigned reason, uint64_t where,
                                         uint64_t found);
 /* Counts and records an abort without restarting (real RTM aborts, which
