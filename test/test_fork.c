@@ -405,17 +405,6 @@ static void fork_waits_for_one_chunk_write_not_the_writers_backlog(void **state)
 
 int main(int argc, char **argv)
 {
-    /* ThreadSanitizer kills a child that starts a thread after a fork of a
-     * multithreaded process unless told otherwise: these children do (the
-     * %p tracer's writer, a worker), so run again with that allowed. */
-    const char *tsan = getenv("TSAN_OPTIONS");
-    if (strstr(TMT_SANITIZE, "thread") != NULL && (tsan == NULL || strstr(tsan, "die_after_fork") == NULL)) {
-        char opts[1024];
-        snprintf(opts, sizeof opts, "%s%sdie_after_fork=0", tsan ? tsan : "", tsan && *tsan ? ":" : "");
-        setenv("TSAN_OPTIONS", opts, 1);
-        execv("/proc/self/exe", argv);
-        return 99;
-    }
     /* Scenarios that need their own environment run as this program again. */
     if (argc == 2 && (strcmp(argv[1], "--untraced-child") == 0 || strcmp(argv[1], "--busy-writer") == 0)) {
         if (tmt_init() != 0) {
