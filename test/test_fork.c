@@ -253,15 +253,12 @@ static void a_pid_pattern_gives_the_child_a_trace_of_its_own(void **state)
     char file[300], out[256];
     snprintf(file, sizeof file, "TMTRACE_FILE=%s", tu_path("own.%p.bin"));
     const char *env[] = { file, "TMTRACE_SAMPLE_MS=2", "TMTRACE_HTM=emulate", NULL };
-    fflush(NULL);
     /* The scenario prints the grandchild's pid on stdout: capture it. */
     int fds[2];
-    assert_int_equal(pipe(fds), 0);
-    pid_t pid = fork();
+    pid_t pid = tu_fork_piped(fds);
     assert_true(pid >= 0);
     if (pid == 0) {
         dup2(fds[1], 1);
-        close(fds[0]);
         clearenv();
         for (const char *const *e = env; *e; e++)
             putenv((char *)*e);
@@ -270,7 +267,6 @@ static void a_pid_pattern_gives_the_child_a_trace_of_its_own(void **state)
             _exit(90);
         exit(fork_traced());
     }
-    close(fds[1]);
     ssize_t n = read(fds[0], out, sizeof out - 1);
     close(fds[0]);
     assert_int_equal(wait_bounded(pid, 300000), 0);

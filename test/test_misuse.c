@@ -214,13 +214,10 @@ static void an_uncreatable_trace_file_fails_init_naming_variable_and_path(void *
     (void)state;
     const char *bad[] = { tu_path("no-such-dir/t.bin"), tu_tmpdir() };
     for (size_t i = 0; i < 2; i++) {
-        fflush(NULL);
         int fds[2];
-        assert_int_equal(pipe(fds), 0);
-        pid_t pid = fork();
+        pid_t pid = tu_fork_piped(fds);
         assert_true(pid >= 0);
         if (pid == 0) {
-            close(fds[0]);
             setenv("TMTRACE_FILE", bad[i], 1);
             setenv("TMTRACE_SAMPLE_MS", "2", 1);
             setenv("TMT_KEEP_TMP", "1", 1);
@@ -230,7 +227,6 @@ static void an_uncreatable_trace_file_fails_init_naming_variable_and_path(void *
                 _exit(3);
             _exit(rc == -1 && tmt_thread_enter() == NULL ? 0 : 1);
         }
-        close(fds[1]);
         char msg[1024];
         ssize_t n = read(fds[0], msg, sizeof msg - 1);
         close(fds[0]);

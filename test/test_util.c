@@ -143,3 +143,18 @@ char *tu_read_in(const char *dir, const char *name, size_t *len)
         return NULL;
     return tu_read_file(path, len);
 }
+
+int tu_fork_piped(int fds[2])
+{
+    fflush(NULL);
+    if (pipe(fds) != 0)
+        return -1;
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(fds[0]);
+        close(fds[1]);
+        return -1;
+    }
+    close(fds[pid == 0 ? 0 : 1]);
+    return (int)pid;
+}

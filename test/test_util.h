@@ -21,6 +21,10 @@ int tu_run(const char *cmd, char *out, size_t cap);
 char *tu_read_file(const char *path, size_t *len);
 /* Reads dir/name whole (tu_read_file); NULL if missing or the path is too long. */
 char *tu_read_in(const char *dir, const char *name, size_t *len);
+/* Forks with a pipe from the child to the parent (stdio flushed first):
+ * the child gets 0 and keeps only fds[1], the parent the child's pid and
+ * keeps only fds[0]; -1 when the pipe or the fork fails. */
+int tu_fork_piped(int fds[2]);
 /* Runs fn(arg) in n threads (at most 16) and joins them; 0, or -1 when a
  * thread cannot be created (those started are joined). */
 int tu_run_threads(int n, void *(*fn)(void *), void *arg);
