@@ -28,6 +28,14 @@ static int dump(const char *args, int with_stderr)
     return tu_run(cmd, out, sizeof out);
 }
 
+/* tmdump with options on a trace file. */
+static int dump_opts(const char *opts, const char *path, int with_stderr)
+{
+    char args[1024];
+    snprintf(args, sizeof args, "%s %s", opts, path);
+    return dump(args, with_stderr);
+}
+
 /* The last output contains `want`; a failure shows both. */
 static void assert_out_has(const char *want)
 {
@@ -104,26 +112,20 @@ static void test_filters_select_thread_site_and_limit(void **s)
 {
     (void)s;
     const char *path = build_trace();
-    char args[600];
-    snprintf(args, sizeof args, "--thread 2 %s", path);
-    assert_int_equal(dump(args, 0), 0);
+    assert_int_equal(dump_opts("--thread 2", path, 0), 0);
     assert_int_equal(count_lines(out), 5);
     assert_null(strstr(out, "T1"));
-    snprintf(args, sizeof args, "--site 1 %s", path);
-    assert_int_equal(dump(args, 0), 0);
+    assert_int_equal(dump_opts("--site 1", path, 0), 0);
     assert_int_equal(count_lines(out), 4);
     assert_null(strstr(out, "T2"));
-    snprintf(args, sizeof args, "--thread 2 --limit 2 %s", path);
-    assert_int_equal(dump(args, 0), 0);
+    assert_int_equal(dump_opts("--thread 2 --limit 2", path, 0), 0);
     assert_string_equal(out, "1000 ticks start T2 site=2 lookup tx=7 core=1\n"
                              "1040 ticks read T2 site=2 lookup tx=7 addr=0x5000 size=8 value=0x3 core=1\n");
     /* a thread or site the trace does not have: one line, exit 2 */
-    snprintf(args, sizeof args, "-t 9 %s", path);
-    assert_int_equal(dump(args, 1), 2);
+    assert_int_equal(dump_opts("-t 9", path, 1), 2);
     assert_int_equal(count_lines(out), 1);
     assert_out_has("--thread 9: the trace has no such thread");
-    snprintf(args, sizeof args, "--site 3 %s", path);
-    assert_int_equal(dump(args, 1), 2);
+    assert_int_equal(dump_opts("--site 3", path, 1), 2);
     assert_int_equal(count_lines(out), 1);
     assert_out_has("--site 3: the trace has no such site");
 }
@@ -132,9 +134,7 @@ static void test_summary_lists_header_sites_threads_and_phases(void **s)
 {
     (void)s;
     const char *path = build_trace();
-    char args[600];
-    snprintf(args, sizeof args, "--summary %s", path);
-    assert_int_equal(dump(args, 0), 0);
+    assert_int_equal(dump_opts("--summary", path, 0), 0);
     assert_out_has("tsc frequency: 3000000000 Hz\n");
     assert_out_has("pid: 77\n");
     assert_out_has("command line: bench --hand\n");
@@ -173,17 +173,15 @@ static void test_damage_is_one_line_with_offset_and_salvage_goes_on(void **s)
     fclose(f);
     free(buf);
 
-    char args[600], want[700];
+    char want[700];
     assert_int_equal(dump(bad, 1), 2);
     snprintf(want, sizeof want, "tmdump: %s: offset %llu: chunk CRC mismatch\n", bad,
              (unsigned long long)off);
     assert_out_has(want);
-    snprintf(args, sizeof args, "--salvage %s", bad);
-    assert_int_equal(dump(args, 0), 3);    /* printed what was readable, skipped damage */
+    assert_int_equal(dump_opts("--salvage", bad, 0), 3); /* printed what was readable, skipped damage */
     assert_int_equal(count_lines(out), 5); /* thread 2's events only */
     assert_null(strstr(out, " T1 "));
-    snprintf(args, sizeof args, "--salvage %s", bad);
-    assert_int_equal(dump(args, 1), 3);
+    assert_int_equal(dump_opts("--salvage", bad, 1), 3);
     assert_out_has("tmdump: warning: skipped damage");
 }
 
@@ -219,9 +217,7 @@ static void test_synced_trace_prints_merged_order_and_models(void **s)
     assert_string_equal(out, "500 ns start T2 site=1 - tx=4 core=1\n510 ns start T1 site=3 - tx=9 core=0\n"
                              "520 ns read T2 site=1 - tx=4 addr=0x40 size=0 value=0x0 core=1\n"
                              "530 ns alloc T2 site=1 - tx=4 addr=0x9000 size=48 pc=0x401234 core=1\n");
-    char args[600];
-    snprintf(args, sizeof args, "--summary %s", path);
-    assert_int_equal(dump(args, 0), 0);
+    assert_int_equal(dump_opts("--summary", path, 0), 0);
     assert_out_has("flags: synced");
     assert_out_has("model cpu 1: drift 3.500 ppm");
     assert_out_has("rms 12.0 ns, max 0.0 ns, 1 segments, 90 samples used, 2 rejected");
