@@ -118,6 +118,9 @@ struct itm_cxa_eh_globals {
     unsigned int uncaught;
 };
 extern struct itm_cxa_eh_globals *__cxa_get_globals(void) __attribute__((weak));
+/* The unwinder's: destroys an exception by its unwind header (the pointer
+ * _ITM_commitTransactionEH receives), running its cleanup. */
+extern void _Unwind_DeleteException(void *) __attribute__((weak));
 
 __attribute__((noreturn, cold)) static void itm_no_cxx(const char *what)
 {
@@ -168,13 +171,14 @@ void itm_eh_note(struct itm_thread *t, void *exc_ptr)
 
 /* The commit an exception was leaving through failed: the transaction runs
  * again from its start and will throw anew, so the exception in flight is
- * dropped as if it had never been thrown. */
+ * dropped as if it had never been thrown (`eh_in_flight` is its unwind
+ * header, not the thrown object). */
 void itm_eh_abandon(struct itm_thread *t)
 {
     if (__cxa_get_globals != NULL && t->eh_uncaught > 0)
         __cxa_get_globals()->uncaught = t->eh_uncaught - 1;
-    if (__cxa_free_exception != NULL && t->eh_in_flight != NULL)
-        __cxa_free_exception(t->eh_in_flight);
+    if (_Unwind_DeleteException != NULL && t->eh_in_flight != NULL)
+        _Unwind_DeleteException(t->eh_in_flight);
     t->eh_in_flight = NULL;
 }
 
