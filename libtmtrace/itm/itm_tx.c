@@ -76,15 +76,15 @@ __attribute__((noinline)) static struct itm_thread *itm_thread_new(void)
     return t;
 }
 
+/* The runtime starts (tmt_init: the TMTRACE_* environment, the trace file,
+ * the pre-run clock sampling) at the process's first transaction, not when
+ * the library loads: a preloaded library must leave the programs that never
+ * use transactions (a shell, `timeout`) alone. */
 struct itm_thread *itm_thread(void)
 {
     struct itm_thread *t = itm_me;
     return TX_LIKELY(t != NULL) ? t : itm_thread_new();
 }
-
-/* Early, so that the pre-run clock sampling precedes the program's threads.
- * A failure shows at the first transaction, with the runtime's message. */
-__attribute__((constructor)) static void itm_ctor(void) { (void)tmt_init(); }
 
 /* ---- undo log and user actions ---------------------------------------------- */
 
