@@ -39,23 +39,34 @@ static size_t hash_bucket(uint64_t key)
     return (size_t)(key * UINT64_C(0x9e3779b97f4a7c15) >> (64 - CA_BUCKETS_LOG2));
 }
 
+/* Room for one more entry in a ring of *cap entries (a power of two)
+ * holding the absolute indices [*tail, head): doubled while under
+ * CA_STORE_MAX entries, else the oldest is dropped. 1 when it dropped one,
+ * 0 when there was or now is room, -1 out of memory. */
+static int ring_make_room(void **ring, size_t elem, uint64_t *cap, uint64_t *tail, uint64_t head)
+{
+    if (head - *tail < *cap)
+        return 0;
+    if (*cap >= CA_STORE_MAX) {
+        ++*tail;
+        return 1;
+    }
+    char *n = malloc(2 * *cap * elem);
+    if (!n)
+        return error_set("out of memory");
+    for (uint64_t i = *tail; i < head; i++)
+        memcpy(n + (i & (2 * *cap - 1)) * elem, (char *)*ring + (i & (*cap - 1)) * elem, elem);
+    free(*ring);
+    *ring = n;
+    *cap *= 2;
+    return 0;
+}
+
 /* A committed update transaction and its write version (v2 traces). */
 static int version_add(struct ca_state *s, const struct th *t, const struct tf_event *ev)
 {
-    if (s->vhead - s->vtail == s->vcap) {
-        if (s->vcap >= CA_STORE_MAX) {
-            s->vtail++;
-        } else {
-            struct ventry *n = malloc(2 * s->vcap * sizeof *n);
-            if (!n)
-                return error_set("out of memory");
-            for (uint64_t i = s->vtail; i < s->vhead; i++)
-                n[i & (2 * s->vcap - 1)] = s->vring[i & (s->vcap - 1)];
-            free(s->vring);
-            s->vring = n;
-            s->vcap *= 2;
-        }
-    }
+    if (ring_make_room((void **)&s->vring, sizeof *s->vring, &s->vcap, &s->vtail, s->vhead) < 0)
+        return -1;
     size_t b = hash_bucket(ev->addr);
     struct ventry *e = &s->vring[s->vhead & (s->vcap - 1)];
     *e = (struct ventry){ ev->addr, ev->ts, t->start_ts, t->instance, s->vbucket[b], t->pub.thread, t->site };
@@ -76,21 +87,12 @@ static const struct ventry *version_find(const struct ca_state *s, uint64_t vers
 
 static int store_add(struct ca_state *s, uint64_t addr, uint64_t commit, const struct th *t)
 {
-    if (s->rhead - s->rtail == s->rcap) {
-        if (s->rcap >= CA_STORE_MAX) {
-            s->rtail++;   /* forget the oldest: attribution of very long attempts may miss it */
-            s->store_truncated++;
-        } else {
-            struct centry *n = malloc(2 * s->rcap * sizeof *n);
-            if (!n)
-                return error_set("out of memory");
-            for (uint64_t i = s->rtail; i < s->rhead; i++)
-                n[i & (2 * s->rcap - 1)] = s->ring[i & (s->rcap - 1)];
-            free(s->ring);
-            s->ring = n;
-            s->rcap *= 2;
-        }
-    }
+    /* Full at CA_STORE_MAX: the oldest is forgotten, and attribution of
+     * very long attempts may miss it. */
+    int dropped = ring_make_room((void **)&s->ring, sizeof *s->ring, &s->rcap, &s->rtail, s->rhead);
+    if (dropped < 0)
+        return -1;
+    s->store_truncated += (uint64_t)dropped;
     uint64_t st = ca_stripe(addr, s->o.stripes_log2);
     size_t b = hash_bucket(st);
     struct centry *e = &s->ring[s->rhead & (s->rcap - 1)];
