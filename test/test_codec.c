@@ -16,6 +16,7 @@
 #include "codec.h"
 #include "error.h"
 #include "test_util.h"
+#include "trace_gen.h"
 #include "trace_file.h"
 
 static uint64_t rng = 0x243f6a8885a308d3ull;
@@ -102,7 +103,7 @@ static void test_decoded_events_round_trip_merged_or_per_thread(void **s)
         assert_true(len > 0 && len <= codec_events_bound(N));
         assert_int_equal(!!(fl & CODEC_EV_MERGED), merged);
         assert_int_equal(codec_decode_events(buf, len, fl, merged ? 0 : 5, ev, N), 0);
-        assert_int_equal(tu_first_event_diff(ev, in, N), N);
+        assert_int_equal(tg_first_event_diff(ev, in, N), N);
     }
     free(in), free(ev), free(buf);
 }

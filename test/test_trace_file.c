@@ -20,6 +20,7 @@
 #include "codec.h"
 #include "error.h"
 #include "test_util.h"
+#include "trace_gen.h"
 #include "trace_file.h"
 
 /* ---- fixtures ---------------------------------------------------------- */
@@ -89,7 +90,7 @@ static void make_events(struct tf_event *e, size_t n, int merged)
 
 static void assert_events_equal(const struct tf_event *a, const struct tf_event *b, size_t n)
 {
-    assert_int_equal(tu_first_event_diff(a, b, n), n);
+    assert_int_equal(tg_first_event_diff(a, b, n), n);
 }
 
 static struct tf_header make_header(void)

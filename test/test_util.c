@@ -5,7 +5,6 @@
 #define _GNU_SOURCE
 #endif
 #include "test_util.h"
-#include "trace_file.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -122,18 +121,6 @@ int tu_run_threads(int n, void *(*fn)(void *), void *arg)
     for (int i = 0; i < started; i++)
         pthread_join(th[i], NULL);
     return started == n ? 0 : -1;
-}
-
-size_t tu_first_event_diff(const struct tf_event *a, const struct tf_event *b, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        if (a[i].ts != b[i].ts || a[i].truth != b[i].truth || a[i].addr != b[i].addr ||
-            a[i].value != b[i].value || a[i].instance != b[i].instance || a[i].seq != b[i].seq ||
-            a[i].thread != b[i].thread || a[i].site != b[i].site || a[i].cpu != b[i].cpu ||
-            a[i].kind != b[i].kind || a[i].reason != b[i].reason)
-            return i;
-    }
-    return n;
 }
 
 char *tu_read_in(const char *dir, const char *name, size_t *len)

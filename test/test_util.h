@@ -28,10 +28,6 @@ int tu_fork_piped(int fds[2]);
 /* Runs fn(arg) in n threads (at most 16) and joins them; 0, or -1 when a
  * thread cannot be created (those started are joined). */
 int tu_run_threads(int n, void *(*fn)(void *), void *arg);
-/* The index of the first of n decoded events whose fields differ between
- * a and b (every field of struct tf_event), n when none do. */
-struct tf_event;
-size_t tu_first_event_diff(const struct tf_event *a, const struct tf_event *b, size_t n);
 /* xorshift64 (13, 7, 17): steps *state (never 0) and returns it, so that a
  * test's random data is the same on every run. */
 uint64_t tu_xorshift(uint64_t *state);

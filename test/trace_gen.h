@@ -153,4 +153,18 @@ static inline double tg_json_num(const char *json, const char *from, const char 
     return strtod(p + strlen(pat), NULL);
 }
 
+/* The index of the first of n decoded events whose fields differ between
+ * a and b (every field of struct tf_event), n when none do. */
+static inline size_t tg_first_event_diff(const struct tf_event *a, const struct tf_event *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (a[i].ts != b[i].ts || a[i].truth != b[i].truth || a[i].addr != b[i].addr ||
+            a[i].value != b[i].value || a[i].instance != b[i].instance || a[i].seq != b[i].seq ||
+            a[i].thread != b[i].thread || a[i].site != b[i].site || a[i].cpu != b[i].cpu ||
+            a[i].kind != b[i].kind || a[i].reason != b[i].reason)
+            return i;
+    }
+    return n;
+}
+
 #endif
