@@ -6,7 +6,11 @@
  *   - two threads increment two different words of one lock stripe (a
  *     false-sharing pair): false conflicts only, never true ones;
  *   - two threads increment a field of a block from tmt_malloc: the address
- *     is named by the block's allocation site.
+ *     is named by the block's allocation site;
+ *   - a lock holder sleeps inside its commit path with its locks held (the
+ *     runtime's test-build hook, stm_test_locked_hook) while another thread
+ *     reads the word it writes: those aborts are "holder-preempted", blamed
+ *     on the holder's thread and attempt, on the word named by its symbol.
  * Sites are named `label (file:line)`.
  */
 #include <pthread.h>
@@ -15,10 +19,12 @@
 #include <setjmp.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 
 #include "test_util.h"
+#include "stm.h"
 #include "tmtrace.h"
 #include "trace_file.h"
 #include "trace_gen.h"
@@ -29,6 +35,8 @@ long explain_hot_word;             /* global, so that its symbol is in the table
 long explain_pair[4096];
 static long *explain_pair_a, *explain_pair_b;
 static long *volatile explain_node;
+
+long explain_preempt_word;         /* written by the preempted holder, read by its victim */
 
 enum { HOT, PAIR, NODE };
 
@@ -95,6 +103,124 @@ static void find_pair(void)
     fail_msg("no two words of a 32 KiB array share one of 1024 stripes");
 }
 
+/* ---- a preempted lock holder ---- */
+
+static struct {
+    uint32_t thread, victim;   /* trace thread ids of the holder and the victim */
+    uint64_t instance;         /* the holder's attempt that sleeps with its locks */
+    int locked;                /* the holder is asleep with its locks held */
+    int victim_runs;           /* executions of the victim's body (1 + its aborts) */
+} held;
+static __thread int sleep_in_commit;
+
+static void nap_us(long us)
+{
+    struct timespec ts = { us / 1000000, (us % 1000000) * 1000 };
+    nanosleep(&ts, NULL);
+}
+
+/* stm_test_locked_hook: the holder's commit, every lock held, sleeps until
+ * the victim has aborted three times (at most 3 s). */
+static void hold_and_sleep(const struct tmt_tx *tx)
+{
+    if (!sleep_in_commit)
+        return;
+    sleep_in_commit = 0;
+    held.thread = tx->trace.thread_id;
+    held.instance = tx->instance;
+    __atomic_store_n(&held.locked, 1, __ATOMIC_RELEASE);
+    for (int i = 0; i < 3000; i++) {
+        nap_us(1000);
+        if (__atomic_load_n(&held.victim_runs, __ATOMIC_ACQUIRE) >= 4)
+            break;
+    }
+}
+
+static void *preempt_holder(void *arg)
+{
+    (void)arg;
+    tmt_tx *tx = tmt_thread_enter();
+    sleep_in_commit = 1;
+    TMT_ATOMIC(tx, "preempt-holder") {
+        tmt_write_long(tx, &explain_preempt_word, tmt_read_long(tx, &explain_preempt_word) + 1);
+    } TMT_END;
+    tmt_thread_exit();
+    return NULL;
+}
+
+static void *preempt_victim(void *arg)
+{
+    (void)arg;
+    tmt_tx *tx = tmt_thread_enter();
+    held.victim = tx->trace.thread_id;
+    while (!__atomic_load_n(&held.locked, __ATOMIC_ACQUIRE))
+        nap_us(100);
+    TMT_ATOMIC(tx, "preempt-victim") {
+        __atomic_add_fetch(&held.victim_runs, 1, __ATOMIC_RELEASE);
+        (void)tmt_read_long(tx, &explain_preempt_word);
+    } TMT_END;
+    tmt_thread_exit();
+    return NULL;
+}
+
+static void run_preempted_holder(void)
+{
+    pthread_t h, v;
+    stm_test_locked_hook = hold_and_sleep;
+    assert_int_equal(pthread_create(&v, NULL, preempt_victim, NULL), 0);
+    assert_int_equal(pthread_create(&h, NULL, preempt_holder, NULL), 0);
+    pthread_join(h, NULL);
+    pthread_join(v, NULL);
+    stm_test_locked_hook = NULL;
+    assert_true(held.victim_runs >= 4);
+}
+
+/* Splits one aborts.csv line (no quoted fields here) into at most n fields. */
+static int csv_fields(char *line, char **f, int n)
+{
+    int k = 0;
+    line[strcspn(line, "\r\n")] = 0;
+    while (k < n) {
+        f[k++] = line;
+        char *c = strchr(line, ',');
+        if (!c)
+            break;
+        *c = 0;
+        line = c + 1;
+    }
+    return k;
+}
+
+/* aborts.csv: every abort of the victim is blamed on the holder's attempt;
+ * at least the three it waited for are "holder-preempted" on the word named
+ * by its symbol; none is conflict-free. */
+static void victim_aborts_blame_the_preempted_holder(const char *dir)
+{
+    char path[1024], line[4096];
+    snprintf(path, sizeof path, "%s/aborts.csv", dir);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    unsigned preempted = 0, rows = 0;
+    while (fgets(line, sizeof line, f)) {
+        char *c[17];
+        if (csv_fields(line, c, 17) != 17 || strtoul(c[0], NULL, 10) != held.victim ||
+            strncmp(c[14], "preempt-victim (test_explain.c:", 31) != 0)
+            continue;
+        rows++;
+        assert_int_equal(strtoul(c[7], NULL, 10), held.thread);
+        assert_int_equal(strtoull(c[9], NULL, 10), held.instance);
+        assert_string_not_equal(c[12], "conflict-free");
+        if (strcmp(c[12], "holder-preempted") == 0) {
+            preempted++;
+            assert_string_equal(c[16], "explain_preempt_word");
+            assert_string_equal(c[13], "1");
+        }
+    }
+    fclose(f);
+    assert_true(rows >= 3);
+    assert_true(preempted >= 3);
+}
+
 static char out[1 << 18];
 
 /* The `classes` object of the top_sites entry named `name`. */
@@ -125,6 +251,7 @@ static void aborts_are_named_by_symbol_and_allocation_site_and_classified_by_ide
     setenv("TMTRACE_FILE", trace, 1);
     setenv("TMTRACE_EVENTS", "all", 1);
     setenv("TMTRACE_STRIPES", stripes, 1);
+    setenv("TMTRACE_HTM", "off", 1);
     find_pair();
     tmt_tx *tx = tmt_thread_enter();
     assert_non_null(tx);
@@ -135,13 +262,16 @@ static void aborts_are_named_by_symbol_and_allocation_site_and_classified_by_ide
     run_until_aborts(HOT, "hot");
     run_until_aborts(PAIR, "pair");
     run_until_aborts(NODE, "node");
+    run_preempted_holder();
     tmt_thread_exit();
     assert_int_equal(tmt_shutdown(), 0);
 
     char cmd[2048];
-    snprintf(cmd, sizeof cmd, "%s '%s' -o '%s' >/dev/null 2>&1 && %s --json '%s'", tu_build("tools/tmsync"),
-             trace, synced, tu_build("tools/tmcheck"), synced);
+    const char *csv = tu_path("explain.csv");
+    snprintf(cmd, sizeof cmd, "%s '%s' -o '%s' >/dev/null 2>&1 && %s --json --csv '%s' '%s'",
+             tu_build("tools/tmsync"), trace, synced, tu_build("tools/tmcheck"), csv, synced);
     assert_int_equal(tu_run(cmd, out, sizeof out), 0);
+    victim_aborts_blame_the_preempted_holder(csv);
     assert_true(tg_json_num(out, NULL, "conflict_free_aborts") == 0);
     /* the tracer's cost per event was measured at init and kept by tmsync */
     assert_non_null(strstr(out, "\"event_cost_measured\":true"));

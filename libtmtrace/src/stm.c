@@ -441,6 +441,10 @@ __attribute__((noinline, cold)) static void stm_lgrow(struct tx_stm *s)
     s->lcap = s->wcap;
 }
 
+#ifdef TMT_TEST_HOOKS
+void (*stm_test_locked_hook)(const struct tmt_tx *tx);
+#endif
+
 uint64_t stm_commit(struct tmt_tx *tx)
 {
     struct tx_stm *s = &tx->stm;
@@ -456,6 +460,10 @@ uint64_t stm_commit(struct tmt_tx *tx)
         if (holder != 0)
             stm_abort(tx, TMT_ABORT_COMMIT_LOCKED, s->wset[i].addr, holder);
     }
+#ifdef TMT_TEST_HOOKS
+    if (stm_test_locked_hook)
+        stm_test_locked_hook(tx);
+#endif
     uint64_t wv = __atomic_add_fetch(&stm_clock.now, 1, __ATOMIC_ACQ_REL);
     /* wv == rv + 1: no other update committed since the start, the reads
      * cannot have been overwritten. */

@@ -45,6 +45,12 @@ void stm_begin(struct tmt_tx *tx, int read_only);
  * through tx_restart() and does not return. stm_commit_finish writes back and
  * releases the locks with the new version. */
 uint64_t stm_commit(struct tmt_tx *tx);
+#ifdef TMT_TEST_HOOKS
+/* Test builds only (libtmtrace_testhooks): called by stm_commit with every
+ * lock of the commit held, before the write version is taken, so that a test
+ * can deschedule a lock holder inside its commit path. */
+extern void (*stm_test_locked_hook)(const struct tmt_tx *tx);
+#endif
 void stm_commit_finish(struct tmt_tx *tx, uint64_t wv);
 /* Undoes whatever a failed attempt holds (commit locks) and empties the sets. */
 void stm_rollback(struct tmt_tx *tx);
