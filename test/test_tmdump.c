@@ -108,6 +108,46 @@ static void test_events_print_one_per_line_in_thread_order(void **s)
     assert_string_equal(out, want);
 }
 
+/* One thread's software aborts in a trace of format `version`: a lock held
+ * by thread 2's attempt 9, a newer version 42, a user retry. */
+static const char *build_abort_trace(unsigned version)
+{
+    const char *path = tu_path(version == 1 ? "aborts1.bin" : "aborts2.bin");
+    struct tf_header h;
+    memset(&h, 0, sizeof h);
+    h.version = version;
+    h.tsc_hz = 3000000000ull;
+    h.ncpus = 1;
+    h.events_level = 2;
+    struct tf_writer *w = tf_create(path, &h, 0);
+    assert_non_null(w);
+    uint64_t held = version == 1 ? 2 : tf_abort_held(2, 9), found = version == 1 ? 0 : 42;
+    struct tf_record r[6] = { { 100, 0, TF_EV_START, 0, 0, 5, 0 },
+                              { 110, 0, TF_EV_ABORT, TMT_ABORT_READ_LOCKED, 0, 0x7000, held },
+                              { 120, 0, TF_EV_START, 0, 0, 6, TF_START_RETRY },
+                              { 130, 0, TF_EV_ABORT, TMT_ABORT_READ_VERSION, 0, 0x7008, found },
+                              { 140, 0, TF_EV_START, 0, 0, 7, TF_START_RETRY },
+                              { 150, 0, TF_EV_ABORT, TMT_ABORT_USER_RETRY, 0, 0, 0 } };
+    assert_int_equal(tf_write_records(w, 1, 0, 0, r, NULL, 6, TF_CODEC_NONE, 0), 0);
+    struct tf_thread_info ti[1] = { { 1, 501, 6, 0 } };
+    assert_int_equal(tf_write_end(w, ti, 1, 0), 0);
+    assert_int_equal(tf_finish(w, 0), 0);
+    return path;
+}
+
+static void test_abort_prints_the_holder_or_the_version_found(void **s)
+{
+    (void)s;
+    assert_int_equal(dump(build_abort_trace(2), 0), 0);
+    assert_out_has("110 ticks abort T1 site=0 - tx=5 reason=read-locked addr=0x7000 holder=T2 holder_tx=9 core=0\n");
+    assert_out_has("130 ticks abort T1 site=0 - tx=6 reason=read-version addr=0x7008 found_version=42 core=0\n");
+    assert_out_has("150 ticks abort T1 site=0 - tx=7 reason=user-retry addr=0x0 core=0\n");
+    /* version 1 recorded only the holder's thread, of a lock abort */
+    assert_int_equal(dump(build_abort_trace(1), 0), 0);
+    assert_out_has("110 ticks abort T1 site=0 - tx=5 reason=read-locked addr=0x7000 holder=T2 core=0\n");
+    assert_out_has("130 ticks abort T1 site=0 - tx=6 reason=read-version addr=0x7008 core=0\n");
+}
+
 static void test_filters_select_thread_site_and_limit(void **s)
 {
     (void)s;
@@ -246,6 +286,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_events_print_one_per_line_in_thread_order),
+        cmocka_unit_test(test_abort_prints_the_holder_or_the_version_found),
         cmocka_unit_test(test_filters_select_thread_site_and_limit),
         cmocka_unit_test(test_summary_lists_header_sites_threads_and_phases),
         cmocka_unit_test(test_damage_is_one_line_with_offset_and_salvage_goes_on),

@@ -56,8 +56,11 @@ static const struct tool_doc dump_doc = {
         "  read, write  addr=ADDRESS size=BYTES value=VALUE\n"
         "  commit       read_set=N write_set=N version=V\n"
         "  abort        reason=REASON addr=ADDRESS, then status=HTM_STATUS for a\n"
-        "               hardware abort or found=WORD (what the attempt found on the\n"
-        "               stripe: a lock word or a version) for a software one\n"
+        "               hardware abort; for a software one what the attempt found\n"
+        "               on the stripe: holder=T<thread> holder_tx=<instance> (the\n"
+        "               lock holder's attempt) or found_version=V (a newer commit's\n"
+        "               version); nothing when it found neither (a version 1 trace\n"
+        "               records only holder=T<thread>, of a lock abort)\n"
         "  fallback     why=REASON status=HTM_STATUS\n"
         "  serial       why=REASON conflicts=N\n"
         "  alloc        addr=ADDRESS size=BYTES pc=CALL_SITE (size 65535+: that or more)",
@@ -73,6 +76,7 @@ static const struct tool_doc dump_doc = {
 /* What pass 1 learnt besides the chunk offsets: names and ids. */
 struct dump_meta {
     const char *unit;          /* "ticks" or "ns" */
+    unsigned version;          /* the trace's format version */
     struct tf_site *sites;
     size_t nsites;
     uint32_t *threads;         /* ids seen (META_THREADS, END, EVENTS chunks) */
@@ -96,7 +100,26 @@ static const char *dump_site_name(const struct dump_meta *m, uint32_t id, char *
     return "-";
 }
 
-static void dump_details(FILE *out, const struct tf_event *e)
+/* An abort: its reason and address, then the hardware status, or what a
+ * software attempt found on the stripe: the lock holder's thread and attempt
+ * or the newer version (format version 2); version 1 records only the
+ * holder's thread of a lock abort. */
+static void dump_abort(FILE *out, const struct dump_meta *m, const struct tf_event *e)
+{
+    fprintf(out, " reason=%s addr=0x%" PRIx64, tf_abort_reason_name(e->reason), e->addr);
+    if (e->reason == TMT_ABORT_HTM)
+        fprintf(out, " status=0x%08" PRIx64, e->value & 0xffffffffu);
+    else if (m->version >= 2 && tf_abort_is_held(e->value))
+        fprintf(out, " holder=T%" PRIu32 " holder_tx=%" PRIu64, tf_abort_holder_thread(e->value),
+                tf_abort_holder_instance(e->value));
+    else if (m->version >= 2 && e->value != 0)
+        fprintf(out, " found_version=%" PRIu64, e->value);
+    else if (m->version < 2 && e->value != 0 &&
+             (e->reason == TMT_ABORT_READ_LOCKED || e->reason == TMT_ABORT_COMMIT_LOCKED))
+        fprintf(out, " holder=T%" PRIu64, e->value);
+}
+
+static void dump_details(FILE *out, const struct dump_meta *m, const struct tf_event *e)
 {
     switch (e->kind) {
     case TF_EV_READ:
@@ -108,11 +131,7 @@ static void dump_details(FILE *out, const struct tf_event *e)
                 tf_commit_write_set(e->value), e->addr);
         break;
     case TF_EV_ABORT:
-        fprintf(out, " reason=%s addr=0x%" PRIx64, tf_abort_reason_name(e->reason), e->addr);
-        if (e->reason == TMT_ABORT_HTM)
-            fprintf(out, " status=0x%08" PRIx64, e->value & 0xffffffffu);
-        else
-            fprintf(out, " found=0x%" PRIx64, e->value);
+        dump_abort(out, m, e);
         break;
     case TF_EV_FALLBACK:
         fprintf(out, " why=%s status=0x%08" PRIx64, tf_fallback_reason_name(e->reason), e->value & 0xffffffffu);
@@ -135,7 +154,7 @@ static void dump_event(FILE *out, const struct dump_meta *m, const struct tf_eve
     fprintf(out, "%" PRIu64 " %s %s T%" PRIu32 " site=%" PRIu32 " %s tx=%" PRIu64, e->ts, m->unit,
             tf_event_kind_name(e->kind), e->thread, e->site, dump_site_name(m, e->site, nb, sizeof nb),
             e->instance);
-    dump_details(out, e);
+    dump_details(out, m, e);
     fprintf(out, " core=%u\n", e->cpu);
 }
 
@@ -259,6 +278,7 @@ static int dump_pass1(const struct dump_opts *o, struct dump_meta *m, struct dum
         return tool_error_lib();
     int synced = (tf_reader_header(idx)->flags & TF_HDR_SYNCED) != 0;
     m->unit = synced ? "ns" : "ticks";
+    m->version = tf_reader_header(idx)->version;
     struct tf_chunk c;
     size_t cap = 0;
     uint64_t reported = 0;
