@@ -2,7 +2,8 @@
  * test_itm.c - libtmtrace-itm runs unmodified -fgnu-tm programs (test/itm/):
  * each gives GCC's libitm's result at 1, 2 and 4 threads, linked against
  * libtmtrace-itm and preloaded into the binary built for libitm; its trace
- * passes tmcheck after tmsync with the program's own commit count; the
+ * passes tmcheck after tmsync with the program's own commit count and its
+ * sites named by function through the load map; the
  * library exports every TM ABI symbol libitm does.
  */
 #include <setjmp.h>
@@ -82,7 +83,8 @@ static void programs_give_libitms_results_linked_and_preloaded(void **st)
 }
 
 /* A traced run of `bin` at `threads`, synchronised and checked: tmcheck
- * finds it consistent and counts as many commits as the program did. */
+ * finds it consistent, counts as many commits as the program did and names
+ * every site (a call of _ITM_beginTransaction) by its function. */
 static void traced_run_checks(const char *prefix, const char *bin, int threads, const char *prog)
 {
     char cmd[2048];
@@ -97,6 +99,8 @@ static void traced_run_checks(const char *prefix, const char *bin, int threads, 
     run_ok(cmd, want, sizeof want);
     if (number_after(want, ", commits ") != commits || strstr(want, "consistent: no temporal or grammar") == NULL)
         fail_msg("%s at %d threads: the program counted %ld commits; tmcheck says:\n%s", prog, threads, commits, want);
+    if (strstr(want, "pc:0x") != NULL)
+        fail_msg("%s: a site is still a bare code address:\n%s", prog, want);
     if (strcmp(prog, "relaxed") == 0 && number_after(want, "serial attempts ") != commits)
         fail_msg("the relaxed transactions with I/O did not all run serially:\n%s", want);
 }

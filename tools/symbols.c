@@ -163,17 +163,31 @@ int sym_data(struct sym_table *t, uint64_t addr, char *out, size_t cap)
     return 1;
 }
 
+/* The function, offset, source file and line of a code address (NULL
+ * function/file when unknown). Returns the object, or NULL when none holds
+ * the address or it could not be read. */
+static const struct sym_obj *sym_code_parts(struct sym_table *t, uint64_t pc, const char **fn, GElf_Off *off,
+                                            const char **file, int *lineno)
+{
+    const struct sym_obj *so = sym_find(t, pc);
+    *fn = *file = NULL;
+    *off = 0;
+    *lineno = 0;
+    if (so == NULL || so->mod == NULL)
+        return so;
+    GElf_Sym sym;
+    *fn = dwfl_module_addrinfo(so->mod, pc, off, &sym, NULL, NULL, NULL);
+    Dwfl_Line *line = dwfl_module_getsrc(so->mod, pc);
+    *file = line ? dwfl_lineinfo(line, NULL, lineno, NULL, NULL, NULL) : NULL;
+    return so;
+}
+
 int sym_code(struct sym_table *t, uint64_t pc, char *out, size_t cap)
 {
-    const struct sym_obj *so;
-    GElf_Off off = 0;
-    GElf_Sym sym;
-    const char *fn = sym_lookup(t, pc, out, cap, &so, &off, &sym);
-    if (so == NULL || so->mod == NULL)
-        return 0;
-    Dwfl_Line *line = dwfl_module_getsrc(so->mod, pc);
-    int lineno = 0;
-    const char *file = line ? dwfl_lineinfo(line, NULL, &lineno, NULL, NULL, NULL) : NULL;
+    const char *fn, *file;
+    GElf_Off off;
+    int lineno;
+    const struct sym_obj *so = sym_code_parts(t, pc, &fn, &off, &file, &lineno);
     if (file == NULL) {
         if (fn)
             snprintf(out, cap, "%s+0x%" PRIx64, fn, (uint64_t)off);
@@ -183,6 +197,32 @@ int sym_code(struct sym_table *t, uint64_t pc, char *out, size_t cap)
     }
     snprintf(out, cap, "%s (%s:%d)", fn ? fn : "?", sym_base(file), lineno);
     return 1;
+}
+
+size_t sym_name_sites(struct sym_table *t, struct tf_site *s, size_t n)
+{
+    const size_t plen = strlen(TF_SITE_PC_PREFIX);
+    size_t named = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i].file[0] || strncmp(s[i].label, TF_SITE_PC_PREFIX, plen) != 0)
+            continue;
+        /* A return address: the call is the instruction before it. */
+        uint64_t pc = strtoull(s[i].label + plen, NULL, 16) - 1;
+        const char *fn, *file;
+        GElf_Off off;
+        int lineno;
+        sym_code_parts(t, pc, &fn, &off, &file, &lineno);
+        if (fn == NULL && file == NULL)
+            continue;
+        if (fn)
+            snprintf(s[i].label, sizeof s[i].label, "%s", fn);
+        if (file) {
+            snprintf(s[i].file, sizeof s[i].file, "%s", file);
+            s[i].line = lineno;
+        }
+        named++;
+    }
+    return named;
 }
 
 void sym_site_name(const struct tf_site *s, char *out, size_t cap)

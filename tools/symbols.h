@@ -36,6 +36,12 @@ int sym_data(struct sym_table *t, uint64_t addr, char *out, size_t cap);
  * is `function+0xoff`, `object+0xoff` or "heap or stack"). */
 int sym_code(struct sym_table *t, uint64_t pc, char *out, size_t cap);
 
+/* Names, in place, the sites a trace knows by code address alone
+ * (TF_SITE_PC_PREFIX: the libitm ABI's transactions): label = the function,
+ * file and line = the call's source line. The others are left as they are.
+ * Returns how many were named. */
+size_t sym_name_sites(struct sym_table *t, struct tf_site *s, size_t n);
+
 /* Notes about objects that could not be read ("", or lines ending in '\n'). */
 const char *sym_notes(const struct sym_table *t);
 

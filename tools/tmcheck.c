@@ -145,6 +145,7 @@ static int check(const struct check_args *a, const struct trace_index *ix, uint6
     ca_opts_for_trace(ix, (unsigned)a->stripes, &o);
     int rc = 0, synced = (ix->hdr.flags & TF_HDR_SYNCED) != 0;
     struct sym_table *sym = sym_open(ix->objects, ix->nobjects);
+    sym_name_sites(sym, ix->sites, ix->nsites);
     struct tool_out aborts = { 0 };
     struct ca_state *st = ca_create(&o);
     struct tf_reader *r = tf_open(a->path, a->flags);

@@ -14,7 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "trace_file.h"
+#include "trace_format.h"
 
 struct itm_site {
     tmt_site site;

@@ -59,12 +59,6 @@ struct tf_site {
     char label[128];
 };
 
-/* A site known only by its code address (a call of the libitm ABI's
- * _ITM_beginTransaction): file "", line 0 and a label of this prefix
- * followed by the run-time address in hex ("pc:0x55d0c0de1234"). Tools
- * name it `function (file:line)` through the trace's load map. */
-#define TF_SITE_PC_PREFIX "pc:0x"
-
 struct tf_thread_info {
     uint32_t id;         /* tracer thread id */
     uint32_t os_tid;

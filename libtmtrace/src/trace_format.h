@@ -208,6 +208,11 @@ enum tf_stamp_flags {
 };
 
 /* ---- chunks ----------------------------------------------------------- */
+/* A site known only by its code address (a call of the libitm ABI's
+ * _ITM_beginTransaction): file "", line 0 and a label of this prefix
+ * followed by the run-time address in hex ("pc:0x55d0c0de1234"). Tools
+ * name it `function (file:line)` through the trace's load map. */
+#define TF_SITE_PC_PREFIX "pc:0x"
 
 enum tf_chunk_kind {
     TF_CHUNK_META_SITES = 1,   /* struct tf_site[] */
