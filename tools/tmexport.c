@@ -106,6 +106,10 @@ static struct site_name *site_names(const struct trace_index *ix, size_t *n)
     struct site_name *t = calloc(max ? max : 1, sizeof *t);
     if (!t)
         return NULL;
+    /* Sites known by code address (-fgnu-tm programs) get their function. */
+    struct sym_table *sym = sym_open(ix->objects, ix->nobjects);
+    sym_name_sites(sym, ix->sites, ix->nsites);
+    sym_close(sym);
     for (size_t i = 0; i < ix->nsites; i++)
         sym_site_name(&ix->sites[i], t[ix->sites[i].id].label, sizeof t[ix->sites[i].id].label);
     *n = max;
