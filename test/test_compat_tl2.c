@@ -80,6 +80,7 @@ static void run_client(const char *env)
     assert_non_null(strstr(out, "bad_audits=0"));
     assert_non_null(strstr(out, "cell=42"));
     assert_non_null(strstr(out, "local=restored")); /* TxStoreLocal undone by an abort */
+    assert_non_null(strstr(out, "plain=2\n"));     /* two transactions begun by TxStart */
 }
 
 static void compat_dir_holds_tl2_h_stm_h_and_libtl2_a(void **state)
@@ -123,13 +124,17 @@ static void client_traced_writes_a_trace(void **state)
     snprintf(env, sizeof env, "TMTRACE_EVENTS=tx TMTRACE_FILE='%s'", tu_path("tl2.bin"));
     run_client(env);
     assert_true(is_file(tu_path("tl2.bin")));
-    /* every STM_BEGIN is a site of its own, labelled with its function */
+    /* every STM_BEGIN and every TxStart call is a site of its own,
+     * labelled with its function */
     char cmd[1400], out[4096];
     snprintf(cmd, sizeof cmd, "'%s' --summary '%s' 2>&1", tu_build("tools/tmdump"), tu_path("tl2.bin"));
     assert_int_equal(tu_run(cmd, out, sizeof out), 0);
     assert_non_null(strstr(out, "tl2_client.c:57 worker\n"));
     assert_non_null(strstr(out, "tl2_client.c:70 worker\n"));
-    assert_non_null(strstr(out, "tl2_client.c:118 main\n"));
+    assert_non_null(strstr(out, "tl2_client.c:102 plain_txstart\n"));
+    assert_non_null(strstr(out, "tl2_client.c:106 plain_txstart\n"));
+    assert_non_null(strstr(out, "tl2_client.c:134 main\n"));
+    assert_null(strstr(out, " TxStart\n"));
 }
 
 static void client_reports_every_commit_at_shutdown(void **state)
@@ -139,9 +144,9 @@ static void client_reports_every_commit_at_shutdown(void **state)
     snprintf(cmd, sizeof cmd, "TMTRACE_EVENTS=off '%s' 2>&1 >/dev/null", client());
     assert_int_equal(tu_run(cmd, out, sizeof out), 0);
     /* 3 rounds of 4 threads of 20000 transactions, then the allocating one
-     * and the local-store one; the line is on stderr, the program's own
-     * output stays as it was. */
-    assert_non_null(strstr(out, "TL2 system shutdown: commits=240002 aborts="));
+     * the local-store one and the two begun by TxStart; the line is on
+     * stderr, the program's own output stays as it was. */
+    assert_non_null(strstr(out, "TL2 system shutdown: commits=240004 aborts="));
 }
 
 static void client_stops_at_startup_naming_a_bad_runtime_setting(void **state)

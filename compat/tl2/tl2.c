@@ -149,7 +149,9 @@ void TxBegin(Thread *Self)
     tmt_tx_start(tx);
 }
 
-void TxStart(Thread *Self, jmp_buf *envPtr, int *ROFlag)
+/* The function behind the TxStart macro (tl2.h), for callers without it:
+ * one site for all of them. */
+void (TxStart)(Thread *Self, jmp_buf *envPtr, int *ROFlag)
 {
     TxStartAt(Self, envPtr, ROFlag, (TxSite *)(void *)&tl2_default_site);
 }

@@ -48,6 +48,17 @@ void TxFreeThread(Thread *Self);
  * transaction if it writes). */
 void TxStart(Thread *Self, jmp_buf *envPtr, int *ROFlag);
 void TxStartAt(Thread *Self, jmp_buf *envPtr, int *ROFlag, TxSite *site);
+/* With GCC or Clang each call of TxStart is a site of its own, labelled with
+ * the enclosing function, as each STM_BEGIN is. Defining TL2_ONE_TXSTART_SITE
+ * (or another compiler) calls the function itself: all its calls share one
+ * site, `TxStart (tl2.c:LINE)`. */
+#if defined(__GNUC__) && !defined(TL2_ONE_TXSTART_SITE)
+#define TxStart(Self, envPtr, ROFlag)                                          \
+    __extension__({                                                            \
+        static TxSite tl2_site_ = { __FILE__, __LINE__, __func__, 0 };         \
+        TxStartAt((Self), (envPtr), (ROFlag), &tl2_site_);                     \
+    })
+#endif
 /* What stm.h's STM_BEGIN uses instead of TxStart: TxPrepareAt returns the
  * buffer an abort restarts through, for the caller to fill with setjmp in
  * its own frame; TxBegin then starts the attempt (the first one and every

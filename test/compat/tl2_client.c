@@ -92,6 +92,22 @@ static void *worker(void *arg)
     return NULL;
 }
 
+/* TL2's own protocol, without stm.h's macros: setjmp, then TxStart. Each
+ * call is a site of its own. */
+static void plain_txstart(Thread *Self, volatile intptr_t *cell)
+{
+    jmp_buf env;
+    int ro = 0;
+    setjmp(env);
+    TxStart(Self, &env, &ro);
+    TxStore(Self, cell, TxLoad(Self, cell) + 1);
+    TxCommit(Self);
+    setjmp(env);
+    TxStart(Self, &env, &ro);
+    TxStore(Self, cell, TxLoad(Self, cell) + 1);
+    TxCommit(Self);
+}
+
 int main(void)
 {
     STM_STARTUP();
@@ -136,6 +152,8 @@ int main(void)
     TxStoreLocal(Self, &local, 7);
     STM_END();
     int local_ok = local_seen == 5 && local == 7;
+    static volatile intptr_t plain = 0;
+    plain_txstart(Self, &plain);
     STM_FREE_THREAD(Self);
 
     long total = 0, count = 0;
@@ -152,6 +170,7 @@ int main(void)
         if (k < 0 || k >= NREC || seen[k]++)
             links_ok = 0;
     }
+    printf("plain=%ld\n", (long)plain);
     printf("total=%ld count=%ld weight=%.2f guard_int=%s guard_float=%s links=%s bad_audits=%ld cell=%ld local=%s\n",
            total, count, (double)weight, guard_int_ok ? "untouched" : "CHANGED",
            guard_float_ok ? "untouched" : "CHANGED", links_ok ? "permutation" : "BROKEN", bad_audits,
