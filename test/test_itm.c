@@ -117,6 +117,15 @@ static void traces_pass_tmcheck_with_the_programs_commit_count(void **st)
     }
 }
 
+/* The emulated hardware path (aborts injected into a fifth of its
+ * attempts) restarts at the ABI's checkpoint as the STM does. */
+static void traces_on_the_emulated_hardware_path_pass_tmcheck(void **st)
+{
+    (void)st;
+    for (size_t p = 0; p < NPROGS; p++)
+        traced_run_checks("TMTRACE_HTM=emulate TMTRACE_HTM_EMU_ABORT=20", prog_path(progs[p], ""), 2, progs[p]);
+}
+
 /* Every _ITM_* and _ZGTt* symbol a binary may need from libitm. */
 static void exports_every_tm_abi_symbol_libitm_exports(void **st)
 {
@@ -143,6 +152,7 @@ int main(void)
         cmocka_unit_test(exports_every_tm_abi_symbol_libitm_exports),
         cmocka_unit_test(programs_give_libitms_results_linked_and_preloaded),
         cmocka_unit_test(traces_pass_tmcheck_with_the_programs_commit_count),
+        cmocka_unit_test(traces_on_the_emulated_hardware_path_pass_tmcheck),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
