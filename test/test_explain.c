@@ -153,8 +153,8 @@ static void *preempt_victim(void *arg)
     (void)arg;
     tmt_tx *tx = tmt_thread_enter();
     held.victim = tx->trace.thread_id;
-    while (!__atomic_load_n(&held.locked, __ATOMIC_ACQUIRE))
-        nap_us(100);
+    for (int i = 0; i < 50000 && !__atomic_load_n(&held.locked, __ATOMIC_ACQUIRE); i++)
+        nap_us(100); /* at most 5 s: without the hook the holder never sleeps */
     TMT_ATOMIC(tx, "preempt-victim") {
         __atomic_add_fetch(&held.victim_runs, 1, __ATOMIC_RELEASE);
         (void)tmt_read_long(tx, &explain_preempt_word);
