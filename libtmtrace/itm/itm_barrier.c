@@ -153,8 +153,61 @@ ITM_WORD_BARRIERS(M64, itm_m64)
 ITM_WIDE_BARRIERS(CF, float _Complex, sizeof(float _Complex), ITM_NOATTR)
 ITM_WIDE_BARRIERS(CD, double _Complex, sizeof(double _Complex), ITM_NOATTR)
 ITM_WIDE_BARRIERS(E, long double, 10, ITM_NOATTR)
-ITM_WIDE_BARRIERS(M128, itm_m128, sizeof(itm_m128), ITM_NOATTR)
-ITM_WIDE_BARRIERS(M256, itm_m256, sizeof(itm_m256), ITM_AVX)
+ITM_WIDE_BARRIERS(M128_bytes, itm_m128, sizeof(itm_m128), ITM_NOATTR)
+ITM_WIDE_BARRIERS(M256_bytes, itm_m256, sizeof(itm_m256), ITM_AVX)
+
+/* Vectors (GCC vectorises loops over shared arrays into them): aligned ones
+ * are whole words, assembled in registers (a vector loaded from words just
+ * stored would stall on store forwarding). */
+typedef long long itm_v2di __attribute__((vector_size(16)));
+typedef long long itm_v4di __attribute__((vector_size(32)));
+
+static inline itm_m128 itm_r_M128(const itm_m128 *p)
+{
+    struct tmt_tx *tx = itm_tx;
+    if (TX_LIKELY(tx != NULL && ((uintptr_t)p & 7) == 0)) {
+        const volatile int64_t *q = (const volatile int64_t *)p;
+        long long a = tmt_read_i64(tx, q), b = tmt_read_i64(tx, q + 1);
+        return (itm_m128)(itm_v2di){ a, b };
+    }
+    return itm_r_M128_bytes(p);
+}
+
+static inline void itm_w_M128(itm_m128 *p, itm_m128 v)
+{
+    struct tmt_tx *tx = itm_tx;
+    if (TX_LIKELY(tx != NULL && ((uintptr_t)p & 7) == 0)) {
+        itm_v2di w = (itm_v2di)v;
+        tmt_write_i64(tx, (volatile int64_t *)p, w[0]);
+        tmt_write_i64(tx, (volatile int64_t *)p + 1, w[1]);
+        return;
+    }
+    itm_w_M128_bytes(p, v);
+}
+
+ITM_AVX static inline itm_m256 itm_r_M256(const itm_m256 *p)
+{
+    struct tmt_tx *tx = itm_tx;
+    if (TX_LIKELY(tx != NULL && ((uintptr_t)p & 7) == 0)) {
+        const volatile int64_t *q = (const volatile int64_t *)p;
+        long long a = tmt_read_i64(tx, q), b = tmt_read_i64(tx, q + 1);
+        long long c = tmt_read_i64(tx, q + 2), d = tmt_read_i64(tx, q + 3);
+        return (itm_m256)(itm_v4di){ a, b, c, d };
+    }
+    return itm_r_M256_bytes(p);
+}
+
+ITM_AVX static inline void itm_w_M256(itm_m256 *p, itm_m256 v)
+{
+    struct tmt_tx *tx = itm_tx;
+    if (TX_LIKELY(tx != NULL && ((uintptr_t)p & 7) == 0)) {
+        itm_v4di w = (itm_v4di)v;
+        for (int i = 0; i < 4; i++)
+            tmt_write_i64(tx, (volatile int64_t *)p + i, w[i]);
+        return;
+    }
+    itm_w_M256_bytes(p, v);
+}
 
 /* A complex long double is two x87 values 16 bytes apart: 10 bytes each. */
 static inline itm_ce itm_r_CE(const itm_ce *p)
