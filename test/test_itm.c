@@ -126,6 +126,25 @@ static void traces_on_the_emulated_hardware_path_pass_tmcheck(void **st)
         traced_run_checks("TMTRACE_HTM=emulate TMTRACE_HTM_EMU_ABORT=20", prog_path(progs[p], ""), 2, progs[p]);
 }
 
+/* The environment is read once the library's defaults are in place: at
+ * level tx a program linked against it records starts and commits only. */
+static void the_tx_level_records_no_accesses(void **st)
+{
+    (void)st;
+    char cmd[2048];
+    const char *raw = tu_path("tx.trace");
+    snprintf(cmd, sizeof cmd,
+             "TMTRACE_EVENTS=tx TMTRACE_FILE=%s timeout 120 %s 1 >/dev/null && "
+             "%s %s | awk '{print $3}' | grep -c -E '^(start|read|write)$' | tr '\\n' ' ' && "
+             "%s %s | awk '{print $3}' | grep -c -E '^(read|write)$' || true",
+             raw, prog_path("bank", ""), tu_build("tools/tmdump"), raw, tu_build("tools/tmdump"), raw);
+    run_ok(cmd, out, sizeof out);
+    char *end;
+    long records = strtol(out, &end, 10), accesses = strtol(end, NULL, 10);
+    if (records == 0 || accesses != 0)
+        fail_msg("level tx: %ld records, %ld of them reads or writes:\n%s", records, accesses, out);
+}
+
 /* Every _ITM_* and _ZGTt* symbol a binary may need from libitm. */
 static void exports_every_tm_abi_symbol_libitm_exports(void **st)
 {
@@ -153,6 +172,7 @@ int main(void)
         cmocka_unit_test(programs_give_libitms_results_linked_and_preloaded),
         cmocka_unit_test(traces_pass_tmcheck_with_the_programs_commit_count),
         cmocka_unit_test(traces_on_the_emulated_hardware_path_pass_tmcheck),
+        cmocka_unit_test(the_tx_level_records_no_accesses),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -14,6 +14,7 @@
  * serially first. Never: accesses shared memory other than through the
  * runtime, records trace events other than the runtime's hooks.
  */
+#include <link.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,9 +78,40 @@ __attribute__((noinline)) static struct itm_thread *itm_thread_new(void)
 }
 
 /* The runtime starts (tmt_init: the TMTRACE_* environment, the trace file,
- * the pre-run clock sampling) at the process's first transaction, not when
- * the library loads: a preloaded library must leave the programs that never
- * use transactions (a shell, `timeout`) alone. */
+ * the pre-run clock sampling) when the library loads into an executable
+ * that calls _ITM_beginTransaction itself, so that the sampling precedes
+ * its threads; in any other process (a shell or `timeout` that a preload
+ * reaches too, a program whose transactions live in a shared library) at
+ * its first transaction. */
+static int itm_exe_uses_tm(struct dl_phdr_info *info, size_t size, void *found)
+{
+    (void)size;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        if (info->dlpi_phdr[i].p_type != PT_DYNAMIC)
+            continue;
+        const ElfW(Dyn) *d = (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+        const char *strtab = NULL;
+        size_t strsz = 0;
+        for (; d->d_tag != DT_NULL; d++) {
+            if (d->d_tag == DT_STRTAB)
+                strtab = (const char *)d->d_un.d_ptr; /* relocated by the loader */
+            else if (d->d_tag == DT_STRSZ)
+                strsz = d->d_un.d_val;
+        }
+        static const char name[] = "_ITM_beginTransaction";
+        *(int *)found = strtab && memmem(strtab, strsz, name, sizeof name) != NULL;
+    }
+    return 1; /* the executable comes first: look no further */
+}
+
+__attribute__((constructor)) static void itm_ctor(void)
+{
+    int found = 0;
+    dl_iterate_phdr(itm_exe_uses_tm, &found);
+    if (found)
+        (void)tmt_init(); /* a failure shows at the first transaction */
+}
+
 struct itm_thread *itm_thread(void)
 {
     struct itm_thread *t = itm_me;

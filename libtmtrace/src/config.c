@@ -192,7 +192,10 @@ void config_reset(void)
         (void)set_var(&vars[i], vars[i].def, 1);
 }
 
-__attribute__((constructor)) static void config_defaults(void) { config_reset(); }
+/* Before the library's other constructors (the first priority a program
+ * may use): libtmtrace-itm's starts the runtime, which must find the
+ * defaults in place and not see them reset after it read the environment. */
+__attribute__((constructor(101))) static void config_defaults(void) { config_reset(); }
 
 static const char *env_get(const char *name, void *ctx)
 {
