@@ -512,31 +512,46 @@ static void writer_events_cpu_time_and_trace_bytes_match_the_file_written(void *
 
 #define ARENA_TXS 5000 /* 4 records each: 20000 records, 640 KiB, well inside the arena */
 
+/* A child's last step: its thread's stats for the parent, then it leaves. */
+static int stats_for_parent(const char *name)
+{
+    tmt_stats st;
+    tmt_stats_get(&st);
+    tmt_thread_exit();
+    return save_for_parent(name, &st, sizeof st);
+}
+
+/* Runs `body` in a child with `env` (the trace in `trace`) and returns the
+ * stats it saved under `name` (the caller frees them). */
+static tmt_stats *child_stats(const char **env, const char *trace, int (*body)(void), const char *name)
+{
+    static char file[300];
+    snprintf(file, sizeof file, "TMTRACE_FILE=%s", tu_path(trace));
+    env[0] = file;
+    int status = run_child(env, body);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    size_t len;
+    tmt_stats *st = (tmt_stats *)tu_read_file(tu_path(name), &len);
+    assert_non_null(st);
+    assert_int_equal(len, sizeof *st);
+    return st;
+}
+
 static int body_arena(void)
 {
     tmt_tx *tx = tmt_thread_enter();
     if (tx == NULL)
         return 10;
     pass_counter(tx, ARENA_TXS);
-    tmt_stats st;
-    tmt_stats_get(&st);
-    tmt_thread_exit();
-    return save_for_parent("arena-stats.bin", &st, sizeof st);
+    return stats_for_parent("arena-stats.bin");
 }
 
 static void memory_mode_records_into_buffers_populated_at_init(void **state)
 {
     (void)state;
-    char file[300];
-    snprintf(file, sizeof file, "TMTRACE_FILE=%s", tu_path("arena.bin"));
-    const char *env[] = { file, "TMTRACE_SAMPLE_MS=5", "TMTRACE_HTM=off", "TMTRACE_MODE=memory",
+    const char *env[] = { NULL, "TMTRACE_SAMPLE_MS=5", "TMTRACE_HTM=off", "TMTRACE_MODE=memory",
                           "TMTRACE_BUFFER=4k", "TMTRACE_PREFAULT=4M", NULL };
-    int status = run_child(env, body_arena);
-    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-    size_t len;
-    tmt_stats *st = (tmt_stats *)tu_read_file(tu_path("arena-stats.bin"), &len);
-    assert_non_null(st);
-    assert_int_equal(len, sizeof *st);
+    tmt_stats *st = child_stats(env, "arena.bin", body_arena, "arena-stats.bin");
     /* 4 MiB were mapped before the first event and the run needed less: no
      * thread ever mapped a buffer itself, and nothing was mapped beyond
      * the arena but the attached thread's reserve (4 buffers of ~7 KiB). */
@@ -545,6 +560,45 @@ static void memory_mode_records_into_buffers_populated_at_init(void **state)
     assert_int_equal(st->buffer_inline_maps, 0);
     assert_true(st->buffer_bytes >= (4u << 20) - (16u << 10));
     assert_true(st->buffer_bytes <= (4u << 20) + (64u << 10));
+    free(st);
+}
+
+/* Bursts of 8192 transactions (32768 records, 16 buffers of 64 KiB) with a
+ * pause after each: a steady recording rate that the writer can follow. */
+#define STEADY_BURSTS 60
+#define STEADY_BURST_TXS 8192
+#define STEADY_BUFFER (64u << 10)
+
+static int body_steady(void)
+{
+    tmt_tx *tx = tmt_thread_enter();
+    if (tx == NULL)
+        return 10;
+    for (int i = 0; i < STEADY_BURSTS; i++) {
+        pass_counter(tx, STEADY_BURST_TXS);
+        nanosleep(&(struct timespec){ 0, 5000000 }, NULL);
+    }
+    return stats_for_parent("steady-stats.bin");
+}
+
+static void a_steady_all_level_run_takes_its_buffers_from_the_writers_reserve(void **state)
+{
+    (void)state;
+    /* Memory mode recycles nothing: every buffer is a fresh one, mapped by
+     * the writer ahead of demand or by the thread when the reserve is dry. */
+    const char *env[] = { NULL, "TMTRACE_SAMPLE_MS=5", "TMTRACE_HTM=off", "TMTRACE_MODE=memory",
+                          "TMTRACE_EVENTS=all", "TMTRACE_BUFFER=64k", "TMTRACE_PREFAULT=256k", NULL };
+    tmt_stats *st = child_stats(env, "steady.bin", body_steady, "steady-stats.bin");
+    assert_int_equal(st->events_dropped, 0);
+    /* Counted per buffer handed over: all but the last one's. */
+    assert_true(st->events_recorded + STEADY_BUFFER / 32 >= (uint64_t)STEADY_BURSTS * STEADY_BURST_TXS * 4);
+    /* A burst takes 16 buffers: a fixed reserve of 4 runs dry in each one
+     * and the thread maps many of its buffers itself. A reserve sized
+     * from the rate is mapped by the writer during the pauses: the thread
+     * maps only while it grows, in the first bursts. */
+    uint64_t used = st->events_recorded * 32 / STEADY_BUFFER;
+    assert_true(used >= 950);
+    assert_true(st->buffer_inline_maps * 16 <= used);
     free(st);
 }
 
@@ -571,6 +625,7 @@ int main(void)
         cmocka_unit_test(exit_from_a_worker_while_others_run_transactions_is_clean),
         cmocka_unit_test(writer_events_cpu_time_and_trace_bytes_match_the_file_written),
         cmocka_unit_test(memory_mode_records_into_buffers_populated_at_init),
+        cmocka_unit_test(a_steady_all_level_run_takes_its_buffers_from_the_writers_reserve),
         cmocka_unit_test(a_writer_cpu_outside_the_affinity_mask_fails_init),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -99,14 +99,16 @@ static void pool_push(struct tb_chunk *c)
     __atomic_store_n(&pool_nfree, pool_nfree + 1, __ATOMIC_RELAXED);
 }
 
-/* Maps populated chunks until `want` are free or the next would pass
+static size_t pool_ahead(void);
+
+/* Maps populated chunks until `want` are ahead of demand (pool_ahead) or the next would pass
  * TMTRACE_MEMORY. Runs at init, at attach and on the writer thread: never
  * on the event path. Returns the number of chunks added. */
 static size_t pool_fill(size_t want)
 {
     size_t added = 0;
     int64_t one = (int64_t)chunk_bytes();
-    while (__atomic_load_n(&pool_nfree, __ATOMIC_RELAXED) < want) {
+    while (pool_ahead() < want) {
         if (__atomic_add_fetch(&pool_bytes, one, __ATOMIC_RELAXED) > pool_limit) {
             __atomic_fetch_sub(&pool_bytes, one, __ATOMIC_RELAXED);
             break;
@@ -125,15 +127,54 @@ static size_t pool_fill(size_t want)
     return added;
 }
 
-/* Free chunks the pool keeps ahead of demand: TB_RESERVE per attached
- * thread, so a thread that hands a chunk over finds the next one mapped and
- * populated while the writer still works on the last ones. */
+/* Free chunks the pool keeps ahead of demand, so that a thread that hands
+ * a chunk over finds the next one mapped and populated while the writer
+ * still works on the last ones. The reserve adapts to the recording rate:
+ * at least TB_RESERVE per attached thread, and at each writer pass twice
+ * the chunks taken since the previous pass (what the threads consumed
+ * while the writer was away), so at a steady rate the threads never map a
+ * chunk themselves; a chunk a thread still had to map doubles it, up to the
+ * chunks taken so far (so it stays within what the run uses). It never shrinks during a run (the chunks it asked for
+ * stay mapped anyway) and never exceeds an eighth of TMTRACE_MEMORY. In
+ * stream mode chunks queued for the writer count toward it (each returns
+ * to the free list once written): the writer then maps only what the
+ * threads hold beyond the chunks in circulation, and spends its time on
+ * the backlog that recycles them rather than on mapping more. */
 #define TB_RESERVE 4
 /* TMTRACE_PREFAULT=0 in memory mode: the arena mapped at init. */
 #define TB_PREFAULT_MEMORY ((int64_t)64 << 20)
-static size_t pool_threads; /* atomic: threads attached */
+static size_t pool_threads;  /* atomic: threads attached */
+static size_t pool_reserve;  /* atomic: the adaptive part of the reserve, in chunks */
+static uint64_t pool_taken;  /* atomic: chunks handed to recording threads */
+static uint64_t pool_mark;   /* pool_taken at the writer's previous pass (writer only) */
 
-static size_t pool_want(void) { return TB_RESERVE * __atomic_load_n(&pool_threads, __ATOMIC_RELAXED); }
+static size_t pool_cap(void) { return (size_t)(pool_limit / 8 / (int64_t)chunk_bytes()); }
+
+/* Raises the adaptive reserve to `n` chunks, within pool_cap(). */
+static void pool_reserve_raise(size_t n)
+{
+    size_t cap = pool_cap();
+    if (n > cap)
+        n = cap;
+    size_t cur = __atomic_load_n(&pool_reserve, __ATOMIC_RELAXED);
+    while (cur < n && !__atomic_compare_exchange_n(&pool_reserve, &cur, n, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+        ;
+}
+
+static size_t pool_want(void)
+{
+    size_t base = TB_RESERVE * __atomic_load_n(&pool_threads, __ATOMIC_RELAXED);
+    size_t adapt = __atomic_load_n(&pool_reserve, __ATOMIC_RELAXED);
+    return adapt > base ? adapt : base;
+}
+
+void tb_refill_pass(void)
+{
+    uint64_t taken = __atomic_load_n(&pool_taken, __ATOMIC_RELAXED);
+    pool_reserve_raise((size_t)(2 * (taken - pool_mark)));
+    pool_mark = taken;
+    tb_refill();
+}
 
 void tb_refill(void)
 {
@@ -141,7 +182,9 @@ void tb_refill(void)
         pool_fill(pool_want());
 }
 
-int tb_pool_low(void) { return __atomic_load_n(&pool_nfree, __ATOMIC_RELAXED) < pool_want(); }
+static size_t pool_ahead(void) { return __atomic_load_n(&pool_nfree, __ATOMIC_RELAXED); }
+
+int tb_pool_low(void) { return pool_ahead() < pool_want(); }
 
 /* pool_bytes only grows during a run; teardown keeps its last value here so
  * tmt_stats still reports it after shutdown. */
@@ -187,9 +230,15 @@ static struct tb_chunk *pool_get(void)
         } else {
             c->pooled = 1;
             __atomic_fetch_add(&pool_inline, 1, __ATOMIC_RELAXED);
+            /* Behind the rate: double the reserve now rather than at the
+             * writer's next pass, but never past the chunks taken so far. */
+            size_t taken = (size_t)__atomic_load_n(&pool_taken, __ATOMIC_RELAXED);
+            size_t twice = 2 * pool_want();
+            pool_reserve_raise(twice < taken ? twice : taken);
         }
     }
     if (c != NULL) {
+        __atomic_fetch_add(&pool_taken, 1, __ATOMIC_RELAXED);
         c->next = NULL;
         __atomic_store_n(&c->n, 0, __ATOMIC_RELAXED); /* a snapshot may look at it */
         __atomic_store_n(&c->nsamples, 0, __ATOMIC_RELAXED); /* a snapshot may look at it */

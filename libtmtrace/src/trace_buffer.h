@@ -116,7 +116,10 @@ void tb_fork_thread(struct tb_thread *t, int traced);
 /* Returns a written chunk to the pool (stream mode). */
 void tb_chunk_release(struct tb_chunk *c);
 /* The pool keeps free chunks mapped and populated ahead of demand; the
- * writer thread tops it up (tb_refill) when tb_pool_low() says so. */
+ * writer thread sizes that reserve from the chunks taken since its previous
+ * pass and tops it up (tb_refill_pass, once per pass, before it writes), and
+ * between the chunks it writes (tb_refill) when tb_pool_low() says so. */
+void tb_refill_pass(void);
 void tb_refill(void);
 int tb_pool_low(void);
 /* Bytes of chunks the pool holds (free, filling or queued), and how many

@@ -356,6 +356,13 @@ static void *tw_main(void *arg)
             return NULL;
         }
         int stop = __atomic_load_n(&tw_stop_req, __ATOMIC_ACQUIRE);
+        /* Size the reserve from what the threads took since the last pass
+         * and top it up before writing a backlog, which takes a while. */
+        if (!stop) {
+            tw_busy_lock();
+            tb_refill_pass();
+            pthread_mutex_unlock(&tw_busy);
+        }
         if (tw_mode == CONFIG_MODE_STREAM || stop) {
             tw_drain();
             tw_place(0);
