@@ -25,6 +25,7 @@
 #include "stm.h"
 #include "trace_buffer.h"
 #include "trace_file.h"
+#include "tx_registry.h"
 
 __thread struct tmt_tx *itm_tx __attribute__((tls_model("initial-exec")));
 __thread struct itm_thread *itm_me __attribute__((tls_model("initial-exec")));
@@ -184,10 +185,20 @@ static void itm_log_save(const void *addr, size_t len)
 
 /* ---- begin, restart, commit ------------------------------------------------- */
 
+/* The plain clone can run a serial attempt when it cannot cancel (nothing
+ * to undo) and no read or write is to be recorded. */
+static inline int itm_serial_plain(uint32_t prop, const struct tmt_tx *tx)
+{
+    return (prop & (ITM_PR_UNINSTRUMENTED | ITM_PR_HAS_NO_ABORT)) == (ITM_PR_UNINSTRUMENTED | ITM_PR_HAS_NO_ABORT) &&
+           !tb_records_accesses(&tx->trace);
+}
+
 static inline uint32_t itm_run_code(const struct itm_thread *t, const struct tmt_tx *tx)
 {
     /* A real hardware attempt needs no barriers: run the plain clone. */
     if (tx->mode == TX_MODE_HTM && (t->prop & ITM_PR_UNINSTRUMENTED))
+        return ITM_A_RUN_UNINSTRUMENTED;
+    if (tx_is_serial(tx) && itm_serial_plain(t->prop, tx))
         return ITM_A_RUN_UNINSTRUMENTED;
     return ITM_A_RUN_INSTRUMENTED;
 }
@@ -240,6 +251,10 @@ uint32_t itm_begin(uint32_t prop, const struct itm_jb *jb)
     t->txid = ((uint64_t)tx->thread_id << 40) + ++t->txseq + ITM_NO_TRANSACTION_ID;
     unsigned flags = ((prop & ITM_PR_READ_ONLY) ? TMT_TX_READ_ONLY : 0u) |
                      ((prop & ITM_PR_DOES_GO_IRREVOCABLE) ? TMT_TX_IRREVOCABLE : 0u);
+    /* A thread alone runs the plain clone serially, as libitm does: a lock,
+     * no barriers (the serial lock then costs no fence, see tx.c). */
+    if (itm_serial_plain(prop, tx) && txreg_alone())
+        flags |= TMT_TX_IRREVOCABLE;
     (void)tmt_tx_prepare(tx, itm_site_of(jb->rip), flags);
     tx->restart = itm_restart;
     if (!tmt_tx_start(tx))

@@ -52,8 +52,10 @@ static void api_fork_prepare(void)
     struct tmt_tx *self = txreg_self();
     uint32_t me = self ? self->thread_id : UINT32_MAX;
     api_fork_serial = stm_serial_holder() != me; /* a serial attempt may fork */
-    if (api_fork_serial)
+    if (api_fork_serial) {
         stm_serial_lock(me);
+        stm_fence_others(); /* the drain below sees every announced begin */
+    }
     htm_fork_prepare();
     txreg_drain_others(self);
     txreg_lock();

@@ -514,10 +514,8 @@ void stm_serial_lock(uint32_t me)
 {
     for (;;) {
         uint32_t expect = 0;
-        if (__atomic_compare_exchange_n(&stm_serial.owner, &expect, me, 0, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
-            stm_fence_others(); /* the drain that follows sees every announced begin */
+        if (__atomic_compare_exchange_n(&stm_serial.owner, &expect, me, 0, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
             return;
-        }
         stm_serial_spin();
     }
 }

@@ -66,8 +66,9 @@ static inline void stm_backoff(struct tmt_tx *tx)
 /* Serial (irrevocable) mode, see tx.h. The serial lock admits one serial
  * attempt at a time (`me`: the holder's trace thread id, never 0); software
  * attempts that begin while it is held wait in stm_begin until it is free.
- * Excluding the other paths and draining running attempts is the caller's
- * (tx.c, with tx_registry.c, which knows every descriptor). */
+ * Excluding the other paths, fencing the other CPUs (stm_fence_others) so
+ * that it sees their announced begins, and draining running attempts are
+ * the caller's (tx.c, with tx_registry.c, which knows every descriptor). */
 void stm_serial_lock(uint32_t me);
 void stm_serial_unlock(void);
 /* The holder's id, 0 when free. */

@@ -90,6 +90,10 @@ __attribute__((noinline)) static void tx_start_serial(struct tmt_tx *tx)
     unsigned why = tx->serial_next;
     tx_attempt_starts(tx, TF_START_SERIAL);
     stm_serial_lock(tx->thread_id);
+    /* The drain below must see every announced begin: fence the other CPUs,
+     * unless no other thread is registered (no membarrier for a lone one). */
+    if (!txreg_alone())
+        stm_fence_others();
     if (htm_path() != TX_MODE_NONE)
         htm_sw_enter(tx); /* hardware attempts abort; an emulated one ends first */
     txreg_drain_others(tx);

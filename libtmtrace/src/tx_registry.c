@@ -17,6 +17,9 @@
 
 static pthread_mutex_t txreg_mutex = PTHREAD_MUTEX_INITIALIZER;
 static struct tmt_tx *txreg_all; /* every descriptor ever made, live or not */
+/* Live descriptors: changed under the lock with sequentially consistent
+ * read-modify-writes, read without it by txreg_alone. */
+static uint32_t txreg_nlive;
 static uint32_t txreg_next_thread;
 static struct tx_stats txreg_exited;         /* folded statistics of exited threads */
 static struct tx_counts *txreg_exited_sites; /* indexed by site id */
@@ -153,6 +156,7 @@ struct tmt_tx *txreg_enter(void)
         __atomic_store_n(&txreg_all, tx, __ATOMIC_RELEASE);
     }
     tx->live = 1;
+    (void)__atomic_add_fetch(&txreg_nlive, 1, __ATOMIC_SEQ_CST);
     tx->thread_id = ++txreg_next_thread;
     txreg_unlock();
     return tx;
@@ -164,6 +168,7 @@ void txreg_abandon(struct tmt_tx *tx)
 {
     txreg_lock();
     tx->live = 0;
+    (void)__atomic_sub_fetch(&txreg_nlive, 1, __ATOMIC_SEQ_CST);
     txreg_unlock();
 }
 
@@ -179,6 +184,7 @@ void txreg_exit(struct tmt_tx *tx)
     if (tx->site_stats)
         memset(tx->site_stats, 0, (size_t)tx->nsite_stats * sizeof *tx->site_stats);
     tx->live = 0;
+    (void)__atomic_sub_fetch(&txreg_nlive, 1, __ATOMIC_SEQ_CST);
     txreg_unlock();
     if (txreg_self_tx == tx)
         txreg_self_tx = NULL;
@@ -194,4 +200,7 @@ void txreg_fork_child(const struct tmt_tx *self)
         t->live = 0; /* reusable by the child's own threads */
         __atomic_store_n(&t->stm.active_rv, UINT64_MAX, __ATOMIC_RELAXED);
     }
+    __atomic_store_n(&txreg_nlive, self && self->live ? 1u : 0u, __ATOMIC_SEQ_CST);
 }
+
+int txreg_alone(void) { return __atomic_load_n(&txreg_nlive, __ATOMIC_SEQ_CST) <= 1; }

@@ -48,6 +48,11 @@ uint64_t tx_oldest_active_rv(void);
 /* Waits until every software attempt of another thread than `self` has
  * ended (serial mode and fork: the caller has already stopped new ones). */
 void txreg_drain_others(const struct tmt_tx *self);
+/* No other thread is registered (the caller is). Read after taking the
+ * serial lock, it proves that no other attempt is announced and that a
+ * thread registering later sees the lock when it begins: registration's
+ * read-modify-write and this load are both sequentially consistent. */
+int txreg_alone(void);
 
 /* Sums of every thread's statistics (exited ones included), and of one
  * site's counters. */
