@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "codec.h"
+#include "symbols.h"
 #include "tool_common.h"
 #include "tool_doc.h"
 #include "tmtrace.h"
@@ -79,6 +80,7 @@ struct dump_meta {
     unsigned version;          /* the trace's format version */
     struct tf_site *sites;
     size_t nsites;
+    struct sym_table *sym;     /* the LOADMAP's objects: names code-address sites */
     uint32_t *threads;         /* ids seen (META_THREADS, END, EVENTS chunks) */
     size_t nthreads, capthreads;
 };
@@ -229,6 +231,8 @@ static int dump_index_chunk(const struct dump_opts *o, const struct tf_chunk *c,
         memcpy(m->sites, c->sites, c->count * sizeof *m->sites);
         m->nsites = c->count;
     }
+    if (c->kind == TF_CHUNK_LOADMAP && !m->sym && !(m->sym = sym_open(c->objects, c->count)))
+        return -1;
     if (c->kind == TF_CHUNK_META_THREADS || c->kind == TF_CHUNK_END)
         for (size_t i = 0; i < c->count; i++)
             if (dump_add_thread(m, c->threads[i].id) < 0)
@@ -297,6 +301,10 @@ static int dump_pass1(const struct dump_opts *o, struct dump_meta *m, struct dum
         return tool_error_lib();
     if (*n > 1)
         qsort(*ix, *n, sizeof **ix, dump_index_cmp);
+    /* Sites known by code address alone (the libitm ABI's) are named by the
+     * function and line they were called from, as the other tools name them. */
+    if (m->sym)
+        sym_name_sites(m->sym, m->sites, m->nsites);
     return dump_check_filters(o, m);
 }
 
@@ -333,6 +341,7 @@ static int dump_events(const struct dump_opts *o)
     free(ix);
     free(m.sites);
     free(m.threads);
+    sym_close(m.sym);
     if (r)
         tf_close(r);
     return status;
