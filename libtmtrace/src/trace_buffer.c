@@ -104,11 +104,19 @@ static size_t pool_ahead(void);
 /* Maps populated chunks until `want` are ahead of demand (pool_ahead) or the next would pass
  * TMTRACE_MEMORY. Runs at init, at attach and on the writer thread: never
  * on the event path. Returns the number of chunks added. */
+static int pool_halt; /* atomic: a fatal signal's flush needs the writer now */
+
+void tb_refill_halt(void) { __atomic_store_n(&pool_halt, 1, __ATOMIC_RELEASE); }
+
+/* Adds at most what the reserve lacked on entry: threads that take chunks
+ * as fast as they are mapped must not keep the writer here, away from the
+ * chunks it has to write (and from a signal's flush, which stops it). */
 static size_t pool_fill(size_t want)
 {
-    size_t added = 0;
+    size_t added = 0, ahead = pool_ahead();
+    size_t need = want > ahead ? want - ahead : 0;
     int64_t one = (int64_t)chunk_bytes();
-    while (pool_ahead() < want) {
+    while (added < need && pool_ahead() < want && !__atomic_load_n(&pool_halt, __ATOMIC_ACQUIRE)) {
         if (__atomic_add_fetch(&pool_bytes, one, __ATOMIC_RELAXED) > pool_limit) {
             __atomic_fetch_sub(&pool_bytes, one, __ATOMIC_RELAXED);
             break;
@@ -517,6 +525,7 @@ int tb_setup(uint64_t tsc_hz, const int *cpus, int ncpus)
     if (prefault == 0)
         prefault = config.mode == CONFIG_MODE_MEMORY ? TB_PREFAULT_MEMORY
                                                      : (int64_t)(TB_RESERVE * (size_t)tb_ncpus * chunk_bytes());
+    __atomic_store_n(&pool_halt, 0, __ATOMIC_RELEASE);
     pool_fill((size_t)(prefault / (int64_t)chunk_bytes()));
     __atomic_store_n(&tb_open, 1, __ATOMIC_RELEASE);
     return 0;

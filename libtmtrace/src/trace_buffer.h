@@ -122,6 +122,8 @@ void tb_chunk_release(struct tb_chunk *c);
 void tb_refill_pass(void);
 void tb_refill(void);
 int tb_pool_low(void);
+/* Stops every refill for the rest of the process (a fatal signal's flush). */
+void tb_refill_halt(void);
 /* Bytes of chunks the pool holds (free, filling or queued), and how many
  * chunks a recording thread had to map itself because the reserve ran dry. */
 uint64_t tb_pool_bytes(void);

@@ -435,6 +435,7 @@ int tw_signal_flush(int stall_ms)
 {
     if (!tw_running)
         return 0;
+    tb_refill_halt(); /* a writer mapping chunks returns to the queue at once */
     __atomic_store_n(&tw_sig_req, 1, __ATOMIC_RELEASE);
     sem_post(&tw_wake);
     /* A long queue may take a while to write: give up only when the writer
