@@ -30,12 +30,14 @@ static unsigned level = 2;   /* TMTRACE_EVENTS of the generated traces */
  * records) are still attributed by time. */
 static unsigned fmt = 1;
 static uint8_t access_stamp; /* header stamp_access of the generated traces (enum tf_stamp) */
+static uint8_t commit_stamp; /* header stamp_commit of the generated traces (enum tf_stamp) */
 
 static int check(const char *name, struct tg_thread *th, size_t n, uint64_t dropped, const char *extra)
 {
     struct tf_header h = tg_header(HZ, level, 0);
     h.version = fmt;
     h.stamp_access = access_stamp;
+    h.stamp_commit = commit_stamp;
     const char *path = tu_path(name);
     assert_int_equal(tg_write(path, &h, th, n, NULL, 0, dropped, 1000), 0);
     char cmd[1024];
@@ -489,6 +491,43 @@ static void a_lock_holder_that_never_commits_is_an_aborted_holder_not_conflict_f
     assert_true(class_count("\"conflict-free\"") == 1);
 }
 
+/* The victim (thread 1) aborts at 200 on version 9, retries at 300 and
+ * commits at 3000; thread 2's commit of version 9 is stamped at
+ * `commit_at`. */
+static int late_commit_case(const char *name, uint8_t stamp, uint64_t commit_at)
+{
+    struct tg_thread th[2] = { 0 };
+    tg_ev(&th[0], 100, TF_EV_START, 0, 1, 1, 0);
+    tg_ev(&th[0], 110, TF_EV_READ, 8, 1, A1, 0);
+    tg_ev(&th[0], 200, TF_EV_ABORT, TMT_ABORT_READ_VERSION, 1, A1, 9);
+    tg_ev(&th[0], 300, TF_EV_START, 0, 1, 2, TF_START_RETRY);
+    tg_ev(&th[0], 3000, TF_EV_COMMIT, 0, 1, 0, 1);
+    tg_ev(&th[1], 130, TF_EV_START, 0, 2, 7, 0);
+    tg_ev(&th[1], 140, TF_EV_WRITE, 8, 2, A1, 5);
+    tg_ev(&th[1], commit_at, TF_EV_COMMIT, 0, 2, 9, 1ull << 32);
+    fmt = 2;
+    commit_stamp = stamp;
+    int rc = check(name, th, 2, 0, NULL);
+    fmt = 1;
+    commit_stamp = 0;
+    return rc;
+}
+
+static void an_unordered_commit_stamp_may_follow_the_abort_it_caused_by_the_reorder_window(void **st)
+{
+    (void)st;
+    /* rdtsc may execute late by the reorder window: 1.5 us late still names the culprit */
+    assert_int_equal(late_commit_case("late-unordered.bin", TF_STAMP_UNORDERED, 1700), 0);
+    assert_true(J("true_conflicts") == 1);
+    assert_true(J("conflict_free_aborts") == 0);
+    /* ordered commit stamps (rdtscp) leave no such slack */
+    assert_int_equal(late_commit_case("late-ordered.bin", TF_STAMP_ORDERED, 1700), 0);
+    assert_true(J("conflict_free_aborts") == 1);
+    /* beyond the slack the commit cannot have caused it */
+    assert_int_equal(late_commit_case("late-far.bin", TF_STAMP_UNORDERED, 4000), 0);
+    assert_true(J("conflict_free_aborts") == 1);
+}
+
 static void version_2_attributes_without_reads_and_writes(void **st)
 {
     (void)st;
@@ -734,6 +773,7 @@ int main(void)
         cmocka_unit_test(a_lock_holder_descheduled_for_milliseconds_is_a_preempted_holder),
         cmocka_unit_test(a_lock_holder_that_moved_to_another_core_is_a_preempted_holder),
         cmocka_unit_test(a_lock_holder_that_never_commits_is_an_aborted_holder_not_conflict_free),
+        cmocka_unit_test(an_unordered_commit_stamp_may_follow_the_abort_it_caused_by_the_reorder_window),
         cmocka_unit_test(version_2_attributes_without_reads_and_writes),
         cmocka_unit_test(the_time_breakdown_splits_the_wall_time_into_its_parts),
         cmocka_unit_test(a_missing_object_file_degrades_names_to_object_offsets_with_a_note),

@@ -58,6 +58,8 @@ void ca_opts_for_trace(const struct trace_index *ix, unsigned stripes_log2, stru
         .repeated_access = ix->hdr.stamp_access == TF_STAMP_REPEATED,
         .event_cost_ns = ix->runinfo.event_cost_ns,   /* 0: CA_EVENT_COST_NS_DEFAULT */
     };
+    if (ix->hdr.stamp_commit == TF_STAMP_UNORDERED)
+        o->slack = (uint64_t)(CA_UNORDERED_SLACK_NS / o->ns_per_unit + 0.999);
 }
 
 void *ca_table_rehash(void *old, size_t cap, size_t nc, size_t elem, int (*used)(const void *e),

@@ -64,6 +64,8 @@ struct ca_opts {
     int repeated_access;     /* reads/writes repeat the previous stamp (header stamp_access REPEATED) */
     double lock_hold_ns;     /* how long a committer may hold its locks (0 = the default) */
     double event_cost_ns;    /* the tracer's cost per event, for its estimated share (0 = default) */
+    uint64_t slack;          /* unordered commit stamps: how far a commit may be stamped after an
+                                abort it caused, in trace time units (0 when commits are ordered) */
 };
 
 /* A reader or committer that found a stripe locked aborted because of a
@@ -72,6 +74,14 @@ struct ca_opts {
  * that far past A for their culprit. */
 #define CA_LOCK_HOLD_NS_DEFAULT 10000000.0
 #define CA_DESCHED_GAP_NS_DEFAULT 500000.0
+/* An unordered stamp (rdtsc) may execute before instructions that precede
+ * it or after instructions that follow it, by at most the processor's
+ * reorder window (a few hundred instructions, under 1 us even with cache
+ * misses in flight). When COMMIT records take one, the culprit's commit is
+ * looked for this much past the victim's abort (and kept this much longer),
+ * so that an abort is never resolved before its culprit arrives in the
+ * merged stream. */
+#define CA_UNORDERED_SLACK_NS 2000.0
 /* tmbench eventcost's median on the reference machine (docs/tracer.md) */
 #define CA_EVENT_COST_NS_DEFAULT 25.0
 

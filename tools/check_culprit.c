@@ -119,7 +119,8 @@ static void prune(struct ca_state *s)
         if (p->a.start < horizon)
             horizon = p->a.start;
     }
-    horizon = horizon > s->o.uncertainty ? horizon - s->o.uncertainty : 0;
+    uint64_t keep = s->o.uncertainty + s->o.slack;
+    horizon = horizon > keep ? horizon - keep : 0;
     while (s->rtail < s->rhead && s->ring[s->rtail & (s->rcap - 1)].commit < horizon)
         s->rtail++;
     while (s->vtail < s->vhead && s->vring[s->vtail & (s->vcap - 1)].commit < horizon)
@@ -246,7 +247,7 @@ static int hot_add(struct ca_state *s, const struct ca_attribution *a, double wa
 /* The end of the span in which commits can explain this abort. */
 static uint64_t window_end(const struct ca_state *s, const struct pending *p)
 {
-    uint64_t hi = p->a.abort + s->o.uncertainty;
+    uint64_t hi = p->a.abort + s->o.uncertainty + s->o.slack;
     if (found_locked(p->a.reason) && s->o.format_version < 2)
         hi += (uint64_t)(s->o.lock_hold_ns / s->o.ns_per_unit);
     return hi;

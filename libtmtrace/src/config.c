@@ -87,7 +87,7 @@ static const struct config_var vars[] = {
       "contention management: after this many conflict aborts of one transaction its next attempt runs in serial "
       "(irrevocable) mode, alone, and commits; bounds the attempts of any transaction", NULL },
     { "TMTRACE_STAMP", VAR_CHOICE, OFF(stamp), 0, 0, { "each", "boundary" }, "each",
-      "each = every record reads the clock (commits an ordered rdtscp, the rest an unordered rdtsc bracketed by "
+      "each = every record reads the clock (an unordered rdtsc bracketed by rdpid; rdtscp on a CPU without "
       "rdpid); boundary = only start/commit/abort/fallback read it and reads/writes repeat the previous record's "
       "stamp", NULL },
     { "TMTRACE_PREFAULT", VAR_SIZE, OFF(prefault_bytes), 0, 1LL << 40, { 0 }, "0",

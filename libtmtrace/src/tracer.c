@@ -280,12 +280,12 @@ static void tr_fill_header(struct tf_header *hdr, uint64_t hz)
     hdr->pid = (uint32_t)getpid();
     hdr->events_level = (uint32_t)config.events;
     hdr->stripes_log2 = (uint32_t)config.stripes_log2;
-    /* Must match tb_stamp / tb_emit_access: commits ordered, the rest
-     * unordered where the CPU has rdpid; boundary reads/writes repeat. */
+    /* Must match tb_stamp / tb_emit_access: unordered where the CPU has
+     * rdpid (only SERIAL records stay ordered); boundary reads/writes repeat. */
     uint8_t cheap = clock_has_rdpid() ? TF_STAMP_UNORDERED : TF_STAMP_ORDERED;
     hdr->stamp_access = config.stamp == CONFIG_STAMP_BOUNDARY ? TF_STAMP_REPEATED : cheap;
     hdr->stamp_boundary = cheap;
-    hdr->stamp_commit = TF_STAMP_ORDERED;
+    hdr->stamp_commit = cheap;
     hdr->stamp_flags = TF_STAMP_CPU_INCREASING;
     tr_cmdline(hdr->cmdline, sizeof hdr->cmdline);
 }
