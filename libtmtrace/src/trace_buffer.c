@@ -71,16 +71,42 @@ static size_t chunk_bytes(void)
 
 /* Every chunk is mapped with its pages populated: taking a page fault per
  * 4 KiB inside the event path costs more than the record itself (on this
- * VM, 30-90 ns per 32-byte record against about 1 ns for a page already
- * resident). MAP_POPULATE does the same work in one system call, and the
- * pool does it ahead of demand (pool_fill), off the event path. */
+ * VM, 10-90 ns per 32-byte record against about 1 ns for a page already
+ * resident). The pool does it ahead of demand (pool_fill), off the event
+ * path, in steps of TB_POPULATE_STEP: populating holds the process's
+ * mmap lock, and a single MAP_POPULATE of a whole chunk held it for
+ * 0.3-3 ms, during which the program's own brk/mmap (malloc growing its
+ * heap) waited in the kernel (rbtree, 1 thread, all: the worker spent half
+ * its wall time blocked there). */
+#define TB_POPULATE_STEP ((size_t)64 << 10)
+
+static int chunk_populate(void *p, size_t total)
+{
+    for (size_t off = 0; off < total; off += TB_POPULATE_STEP) {
+        size_t n = total - off < TB_POPULATE_STEP ? total - off : TB_POPULATE_STEP;
+        if (madvise((char *)p + off, n, MADV_POPULATE_WRITE) != 0) {
+            if (errno != EINVAL)
+                return -1;
+            /* A kernel before 5.14: touch each page (one fault each, the
+             * lock held only for that page). */
+            for (size_t i = 0; i < n; i += 4096)
+                ((volatile char *)p)[off + i] = 0;
+        }
+    }
+    return 0;
+}
+
 static struct tb_chunk *chunk_alloc(size_t cap, int truth)
 {
     size_t bytes = sizeof(struct tb_chunk) + cap * sizeof(struct tf_record);
     size_t total = bytes + (truth ? cap * sizeof(uint64_t) : 0);
-    void *p = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+    void *p = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED)
         return NULL;
+    if (chunk_populate(p, total) != 0) {
+        munmap(p, total);
+        return NULL;
+    }
     struct tb_chunk *c = p;
     memset(c, 0, sizeof *c);
     c->mapped = total;
