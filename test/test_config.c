@@ -46,7 +46,7 @@ static const struct kv bad[] = {
     { "TMTRACE_SEED", "-3" },           { "TMTRACE_STAMP", "sometimes" },
     { "TMTRACE_PREFAULT", "1X" },        { "TMTRACE_WRITER_CPU", "-2" },
     { "TMTRACE_SERIAL_AFTER", "0" },
-    { "TMTRACE_WRITER_NICE", "20" },
+    { "TMTRACE_WRITER_NICE", "20" },      { "TMTRACE_WRITER_DEFER", "lots" },
 };
 
 static void every_variable_rejects_a_bad_value_naming_itself(void **state)

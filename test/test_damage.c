@@ -680,6 +680,9 @@ static int killed_run(const char *path, int sig, int ms)
         setenv("TMTRACE_HTM", "emulate", 1);
         setenv("TMTRACE_SAMPLE_MS", "20", 1);
         setenv("TMTRACE_FILE", path, 1);
+        /* What a SIGKILL leaves is what was written: write at once (the
+         * default lets a backlog wait in memory while the CPUs are busy). */
+        setenv("TMTRACE_WRITER_DEFER", "0", 1);
         const char *exe = tu_build("tmbench/tmbench");
         execl(exe, exe, "stress", "--threads", "2", "--duration", "30", (char *)NULL);
         _exit(127);

@@ -33,6 +33,9 @@ static void child_env(const char *const *env)
         putenv((char *)*env);
 }
 
+/* Runs in the child before tmt_init when set (e.g. to narrow its CPUs). */
+static void (*child_pre_init)(void);
+
 /* The child runs body after tmt_init and exits with its result without
  * calling tmt_shutdown: the trace must be finished at exit. */
 static int run_child(const char *const *env, int (*body)(void))
@@ -43,6 +46,8 @@ static int run_child(const char *const *env, int (*body)(void))
     if (pid == 0) {
         child_env(env);
         setenv("TMT_KEEP_TMP", "1", 1); /* the parent's temporary directory outlives this exit() */
+        if (child_pre_init)
+            child_pre_init();
         if (tmt_init() != 0) {
             fprintf(stderr, "child: %s\n", tmt_error());
             exit(90);
@@ -476,7 +481,7 @@ static void writer_events_cpu_time_and_trace_bytes_match_the_file_written(void *
     char file[300];
     snprintf(file, sizeof file, "TMTRACE_FILE=%s", tu_path("writer.bin"));
     const char *env[] = { file, "TMTRACE_SAMPLE_MS=5", "TMTRACE_HTM=off", "TMTRACE_MODE=stream",
-                          "TMTRACE_BUFFER=4k", NULL };
+                          "TMTRACE_BUFFER=4k", "TMTRACE_WRITER_DEFER=0", NULL };
     int status = run_child(env, body_writer);
     assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
     size_t len;
@@ -602,6 +607,68 @@ static void a_steady_all_level_run_takes_its_buffers_from_the_writers_reserve(vo
     free(st);
 }
 
+/* The child may run on one CPU only, which its one traced thread uses. */
+static void one_cpu(void)
+{
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(sched_getcpu() >= 0 ? sched_getcpu() : 0, &one);
+    if (sched_setaffinity(0, sizeof one, &one) != 0)
+        exit(91);
+}
+
+static int body_defer(void)
+{
+    tmt_tx *tx = tmt_thread_enter();
+    if (tx == NULL)
+        return 10;
+    pass_counter(tx, WRITER_TXS);
+    /* The writer wakes every 50 ms: 300 ms leave it several chances. */
+    nanosleep(&(struct timespec){ 0, 300000000 }, NULL);
+    struct writer_stats ws;
+    memset(&ws, 0, sizeof ws);
+    tmt_stats_get(&ws.during);
+    tmt_thread_exit();
+    /* No thread runs now: the writer catches up without waiting for the end. */
+    for (int ms = 0; ms < 5000; ms++) {
+        tmt_stats_get(&ws.after);
+        if (ws.after.writer_events >= ws.during.events_recorded)
+            break;
+        nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
+    }
+    return save_for_parent("defer-stats.bin", &ws, sizeof ws);
+}
+
+static void while_every_cpu_runs_a_traced_thread_the_writer_defers_until_one_exits(void **state)
+{
+    (void)state;
+    char file[300];
+    snprintf(file, sizeof file, "TMTRACE_FILE=%s", tu_path("defer.bin"));
+    const char *env[] = { file, "TMTRACE_SAMPLE_MS=5", "TMTRACE_HTM=off", "TMTRACE_MODE=stream",
+                          "TMTRACE_BUFFER=4k", "TMTRACE_WRITER_DEFER=64M", NULL };
+    child_pre_init = one_cpu;
+    int status = run_child(env, body_defer);
+    child_pre_init = NULL;
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    size_t len;
+    struct writer_stats *ws = (struct writer_stats *)tu_read_file(tu_path("defer-stats.bin"), &len);
+    assert_non_null(ws);
+    assert_int_equal(len, sizeof *ws);
+    /* About 600 full buffers were handed over while the thread ran, and
+     * none was written: the writer did not take the CPU from it. */
+    assert_true(ws->during.events_recorded >= (uint64_t)WRITER_TXS * 4 - 4096 / 32);
+    assert_int_equal(ws->during.writer_events, 0);
+    /* Once it exited, everything it recorded was written. */
+    assert_int_equal(ws->after.writer_events, ws->after.events_recorded);
+    assert_int_equal(ws->after.events_dropped, 0);
+    struct trace t;
+    load(tu_path("defer.bin"), &t);
+    assert_true(t.have_end);
+    assert_int_equal(t.n, (size_t)WRITER_TXS * 4);
+    free(t.ev);
+    free(ws);
+}
+
 static void a_writer_cpu_outside_the_affinity_mask_fails_init(void **state)
 {
     (void)state;
@@ -626,6 +693,7 @@ int main(void)
         cmocka_unit_test(writer_events_cpu_time_and_trace_bytes_match_the_file_written),
         cmocka_unit_test(memory_mode_records_into_buffers_populated_at_init),
         cmocka_unit_test(a_steady_all_level_run_takes_its_buffers_from_the_writers_reserve),
+        cmocka_unit_test(while_every_cpu_runs_a_traced_thread_the_writer_defers_until_one_exits),
         cmocka_unit_test(a_writer_cpu_outside_the_affinity_mask_fails_init),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

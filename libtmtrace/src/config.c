@@ -100,6 +100,11 @@ static const struct config_var vars[] = {
     { "TMTRACE_WRITER_NICE", VAR_INT, OFF(writer_nice), 0, 19, { 0 }, "5",
       "nice value of the writer thread: how much it yields to the program's threads on a busy CPU (higher = "
       "yields more; a writer that falls behind holds more memory and its buffers must be mapped anew)", NULL },
+    { "TMTRACE_WRITER_DEFER", VAR_SIZE, OFF(writer_defer), 0, 1LL << 40, { 0 }, "256M",
+      "stream mode: while every CPU the process may use runs a traced thread, the writer leaves full buffers "
+      "queued (they stay in memory) until they hold this many bytes, instead of taking CPU time from the program; "
+      "it writes them once a traced thread exits, the backlog reaches the limit or the trace ends; at most "
+      "TMTRACE_MEMORY/4; 0 = write at once", NULL },
 };
 
 #define NVARS (sizeof vars / sizeof vars[0])

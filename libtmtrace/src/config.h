@@ -46,6 +46,7 @@ struct config {
     int64_t writer_cpu;      /* TMTRACE_WRITER_CPU, -1 = automatic */
     int64_t serial_after;    /* TMTRACE_SERIAL_AFTER: conflict aborts before a serial attempt */
     int64_t writer_nice;     /* TMTRACE_WRITER_NICE */
+    int64_t writer_defer;    /* TMTRACE_WRITER_DEFER, bytes; 0 = never defer */
 };
 
 /* The values in force; defaults until config_load() succeeds. */

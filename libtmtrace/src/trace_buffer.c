@@ -220,6 +220,8 @@ static size_t pool_ahead(void) { return __atomic_load_n(&pool_nfree, __ATOMIC_RE
 
 int tb_pool_low(void) { return pool_ahead() < pool_want(); }
 
+size_t tb_threads_attached(void) { return __atomic_load_n(&pool_threads, __ATOMIC_RELAXED); }
+
 /* pool_bytes only grows during a run; teardown keeps its last value here so
  * tmt_stats still reports it after shutdown. */
 static uint64_t pool_bytes_last; /* atomic */
