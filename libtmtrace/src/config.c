@@ -92,7 +92,8 @@ static const struct config_var vars[] = {
       "stamp", NULL },
     { "TMTRACE_PREFAULT", VAR_SIZE, OFF(prefault_bytes), 0, 1LL << 40, { 0 }, "0",
       "bytes of trace buffers mapped with their pages populated at tmt_init, so no event takes a page fault; "
-      "0 = 4 buffers per CPU (stream mode) or 64M (memory mode); the writer thread keeps a reserve of free buffers "
+      "0 = 256M at TMTRACE_EVENTS=all (at most TMTRACE_MEMORY/4), otherwise 4 buffers per CPU (stream mode) or 64M "
+      "(memory mode); the writer thread keeps a reserve of free buffers "
       "ahead of demand (4 per traced thread, more at a high recording rate, at most TMTRACE_MEMORY/8); never more than TMTRACE_MEMORY", NULL },
     { "TMTRACE_WRITER_CPU", VAR_INT, OFF(writer_cpu), -1, CPU_SETSIZE - 1, { 0 }, "-1",
       "CPU the writer thread is pinned to (it must be in the affinity mask); -1 = a CPU of the mask that no "

@@ -177,6 +177,25 @@ static size_t pool_fill(size_t want)
 #define TB_RESERVE 4
 /* TMTRACE_PREFAULT=0 in memory mode: the arena mapped at init. */
 #define TB_PREFAULT_MEMORY ((int64_t)64 << 20)
+/* TMTRACE_PREFAULT=0 at TMTRACE_EVENTS=all, either mode (at most
+ * TMTRACE_MEMORY/4). Recording every access fills memory at 1-5 GB/s per
+ * thread (STAMP vacation: 600 MB in 0.12 s at 2 threads), faster than any
+ * writer encodes; what is not populated before the run is populated during
+ * it, at 0.3-3 ms per MiB on this VM, which is as much CPU time as the
+ * program's own work. 256 MiB mapped at init took STAMP's all/off at 2
+ * threads from 2.0-3.5x to 1.0-2.1x (genome 2.79x -> 1.34x, yada 2.00x ->
+ * 1.30x), for 80-800 ms at tmt_init and that much resident memory. */
+#define TB_PREFAULT_ALL ((int64_t)256 << 20)
+
+/* The bytes tmt_init maps when TMTRACE_PREFAULT is 0 (automatic). */
+static int64_t pool_prefault_auto(void)
+{
+    if (config.events == CONFIG_EVENTS_ALL)
+        return TB_PREFAULT_ALL < pool_limit / 4 ? TB_PREFAULT_ALL : pool_limit / 4;
+    if (config.mode == CONFIG_MODE_MEMORY)
+        return TB_PREFAULT_MEMORY;
+    return (int64_t)(TB_RESERVE * (size_t)tb_ncpus * chunk_bytes());
+}
 static size_t pool_threads;  /* atomic: threads attached */
 static size_t pool_reserve;  /* atomic: the adaptive part of the reserve, in chunks */
 static uint64_t pool_taken;  /* atomic: chunks handed to recording threads */
@@ -551,8 +570,7 @@ int tb_setup(uint64_t tsc_hz, const int *cpus, int ncpus)
     /* The arena recording starts in, populated before the first event. */
     int64_t prefault = config.prefault_bytes;
     if (prefault == 0)
-        prefault = config.mode == CONFIG_MODE_MEMORY ? TB_PREFAULT_MEMORY
-                                                     : (int64_t)(TB_RESERVE * (size_t)tb_ncpus * chunk_bytes());
+        prefault = pool_prefault_auto();
     __atomic_store_n(&pool_halt, 0, __ATOMIC_RELEASE);
     pool_fill((size_t)(prefault / (int64_t)chunk_bytes()));
     __atomic_store_n(&tb_open, 1, __ATOMIC_RELEASE);
