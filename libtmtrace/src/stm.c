@@ -135,6 +135,11 @@ static void stm_windex(struct tx_stm *s, uint32_t idx)
  * that outgrows STM_WLINEAR is indexed on its first lookup past that size. */
 static struct tx_wentry *stm_wfind(struct tx_stm *s, uintptr_t w)
 {
+    /* Read-modify-write code (x = x + d, field by field) looks up the word
+     * it wrote last: answer that without a search (kmeans spent 17 % of its
+     * instructions searching its 17-entry redo log). */
+    if (s->wn > 0 && s->wset[s->wn - 1].addr == w)
+        return &s->wset[s->wn - 1];
     if (s->wn <= STM_WLINEAR) {
         for (uint32_t i = 0; i < s->wn; i++)
             if (s->wset[i].addr == w)
