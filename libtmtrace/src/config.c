@@ -92,8 +92,7 @@ static const struct config_var vars[] = {
       "stamp", NULL },
     { "TMTRACE_PREFAULT", VAR_SIZE, OFF(prefault_bytes), 0, 1LL << 40, { 0 }, "0",
       "bytes of trace buffers mapped with their pages populated at tmt_init, so no event takes a page fault; "
-      "0 = 256M at TMTRACE_EVENTS=all (at most TMTRACE_MEMORY/4), otherwise 4 buffers per CPU (stream mode) or 64M "
-      "(memory mode); the writer thread keeps a reserve of free buffers "
+      "0 = 256M at TMTRACE_EVENTS=all, else 64M (at most TMTRACE_MEMORY/4); the writer thread keeps a reserve of free buffers "
       "ahead of demand (4 per traced thread, more at a high recording rate, at most TMTRACE_MEMORY/8); never more than TMTRACE_MEMORY", NULL },
     { "TMTRACE_WRITER_CPU", VAR_INT, OFF(writer_cpu), -1, CPU_SETSIZE - 1, { 0 }, "-1",
       "CPU the writer thread is pinned to (it must be in the affinity mask); -1 = a CPU of the mask that no "
@@ -103,9 +102,9 @@ static const struct config_var vars[] = {
       "yields more; a writer that falls behind holds more memory and its buffers must be mapped anew)", NULL },
     { "TMTRACE_WRITER_DEFER", VAR_SIZE, OFF(writer_defer), 0, 1LL << 40, { 0 }, "256M",
       "stream mode: while every CPU the process may use runs a traced thread, the writer leaves full buffers "
-      "queued (they stay in memory) until they hold this many bytes, instead of taking CPU time from the program; "
-      "it writes them once a traced thread exits, the backlog reaches the limit or the trace ends; at most "
-      "TMTRACE_MEMORY/4; 0 = write at once", NULL },
+      "queued (they stay in memory) instead of taking CPU time from the program, as long as the pool has "
+      "populated buffers to spare and the backlog is below this many bytes (at most TMTRACE_MEMORY/4); it "
+      "writes them 100 ms after the CPUs stop being all busy, or at the end; 0 = write at once", NULL },
 };
 
 #define NVARS (sizeof vars / sizeof vars[0])

@@ -175,7 +175,9 @@ static size_t pool_fill(size_t want)
  * threads hold beyond the chunks in circulation, and spends its time on
  * the backlog that recycles them rather than on mapping more. */
 #define TB_RESERVE 4
-/* TMTRACE_PREFAULT=0 in memory mode: the arena mapped at init. */
+/* TMTRACE_PREFAULT=0 below TMTRACE_EVENTS=all: the arena mapped at init,
+ * in stream mode also the room the writer defers into while the program
+ * uses every CPU (TMTRACE_WRITER_DEFER); 20-200 ms at tmt_init here. */
 #define TB_PREFAULT_MEMORY ((int64_t)64 << 20)
 /* TMTRACE_PREFAULT=0 at TMTRACE_EVENTS=all, either mode (at most
  * TMTRACE_MEMORY/4). Recording every access fills memory at 1-5 GB/s per
@@ -190,11 +192,8 @@ static size_t pool_fill(size_t want)
 /* The bytes tmt_init maps when TMTRACE_PREFAULT is 0 (automatic). */
 static int64_t pool_prefault_auto(void)
 {
-    if (config.events == CONFIG_EVENTS_ALL)
-        return TB_PREFAULT_ALL < pool_limit / 4 ? TB_PREFAULT_ALL : pool_limit / 4;
-    if (config.mode == CONFIG_MODE_MEMORY)
-        return TB_PREFAULT_MEMORY;
-    return (int64_t)(TB_RESERVE * (size_t)tb_ncpus * chunk_bytes());
+    int64_t want = config.events == CONFIG_EVENTS_ALL ? TB_PREFAULT_ALL : TB_PREFAULT_MEMORY;
+    return want < pool_limit / 4 ? want : pool_limit / 4;
 }
 static size_t pool_threads;  /* atomic: threads attached */
 static size_t pool_reserve;  /* atomic: the adaptive part of the reserve, in chunks */
