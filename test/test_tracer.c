@@ -617,26 +617,78 @@ static void one_cpu(void)
         exit(91);
 }
 
+/* WRITER_TXS transactions in 150 bursts 2 ms apart: about 0.3 s in which
+ * the thread records in every one of the writer's looks (one per 20-50 ms)
+ * without ever filling the populated pool. */
+static void record_steadily(tmt_tx *tx)
+{
+    for (int i = 0; i < 150; i++) {
+        pass_counter(tx, WRITER_TXS / 150);
+        nanosleep(&(struct timespec){ 0, 2000000 }, NULL);
+    }
+}
+
+/* Waits up to 5 s for the writer to have written `n` events. */
+static void wait_written(tmt_stats *st, uint64_t n)
+{
+    for (int ms = 0; ms < 5000; ms++) {
+        tmt_stats_get(st);
+        if (st->writer_events >= n)
+            break;
+        nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
+    }
+}
+
 static int body_defer(void)
 {
     tmt_tx *tx = tmt_thread_enter();
     if (tx == NULL)
         return 10;
-    pass_counter(tx, WRITER_TXS);
-    /* The writer wakes every 50 ms: 300 ms leave it several chances. */
-    nanosleep(&(struct timespec){ 0, 300000000 }, NULL);
+    record_steadily(tx);
     struct writer_stats ws;
     memset(&ws, 0, sizeof ws);
     tmt_stats_get(&ws.during);
     tmt_thread_exit();
     /* No thread runs now: the writer catches up without waiting for the end. */
-    for (int ms = 0; ms < 5000; ms++) {
-        tmt_stats_get(&ws.after);
-        if (ws.after.writer_events >= ws.during.events_recorded)
-            break;
-        nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
-    }
+    wait_written(&ws.after, ws.during.events_recorded);
     return save_for_parent("defer-stats.bin", &ws, sizeof ws);
+}
+
+static int body_idle(void)
+{
+    tmt_tx *tx = tmt_thread_enter();
+    if (tx == NULL)
+        return 10;
+    pass_counter(tx, WRITER_TXS);
+    /* Attached but recording nothing (as a main thread in pthread_join):
+     * the CPU is free, so the writer writes what was handed over. */
+    struct writer_stats ws;
+    memset(&ws, 0, sizeof ws);
+    tmt_stats_get(&ws.during);
+    wait_written(&ws.after, ws.during.events_recorded);
+    tmt_thread_exit();
+    return save_for_parent("idle-stats.bin", &ws, sizeof ws);
+}
+
+static void an_attached_thread_that_records_nothing_leaves_the_writer_free(void **state)
+{
+    (void)state;
+    char file[300];
+    snprintf(file, sizeof file, "TMTRACE_FILE=%s", tu_path("idle.bin"));
+    const char *env[] = { file, "TMTRACE_SAMPLE_MS=5", "TMTRACE_HTM=off", "TMTRACE_MODE=stream",
+                          "TMTRACE_BUFFER=4k", "TMTRACE_WRITER_DEFER=64M", NULL };
+    child_pre_init = one_cpu;
+    int status = run_child(env, body_idle);
+    child_pre_init = NULL;
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    size_t len;
+    struct writer_stats *ws = (struct writer_stats *)tu_read_file(tu_path("idle-stats.bin"), &len);
+    assert_non_null(ws);
+    assert_int_equal(len, sizeof *ws);
+    /* Written while the thread was still attached. */
+    assert_true(ws->during.events_recorded > 0);
+    assert_true(ws->after.writer_events >= ws->during.events_recorded);
+    free(ws);
 }
 
 static void while_every_cpu_runs_a_traced_thread_the_writer_defers_until_one_exits(void **state)
@@ -654,9 +706,9 @@ static void while_every_cpu_runs_a_traced_thread_the_writer_defers_until_one_exi
     struct writer_stats *ws = (struct writer_stats *)tu_read_file(tu_path("defer-stats.bin"), &len);
     assert_non_null(ws);
     assert_int_equal(len, sizeof *ws);
-    /* About 600 full buffers were handed over while the thread ran, and
-     * none was written: the writer did not take the CPU from it. */
-    assert_true(ws->during.events_recorded >= (uint64_t)WRITER_TXS * 4 - 4096 / 32);
+    /* About 600 full buffers were handed over while the thread recorded,
+     * and none was written: the writer did not take the CPU from it. */
+    assert_true(ws->during.events_recorded >= (uint64_t)(WRITER_TXS / 150) * 150 * 4 - 4096 / 32);
     assert_int_equal(ws->during.writer_events, 0);
     /* Once it exited, everything it recorded was written. */
     assert_int_equal(ws->after.writer_events, ws->after.events_recorded);
@@ -664,7 +716,7 @@ static void while_every_cpu_runs_a_traced_thread_the_writer_defers_until_one_exi
     struct trace t;
     load(tu_path("defer.bin"), &t);
     assert_true(t.have_end);
-    assert_int_equal(t.n, (size_t)WRITER_TXS * 4);
+    assert_int_equal(t.n, (size_t)(WRITER_TXS / 150) * 150 * 4);
     free(t.ev);
     free(ws);
 }
@@ -694,6 +746,7 @@ int main(void)
         cmocka_unit_test(memory_mode_records_into_buffers_populated_at_init),
         cmocka_unit_test(a_steady_all_level_run_takes_its_buffers_from_the_writers_reserve),
         cmocka_unit_test(while_every_cpu_runs_a_traced_thread_the_writer_defers_until_one_exits),
+        cmocka_unit_test(an_attached_thread_that_records_nothing_leaves_the_writer_free),
         cmocka_unit_test(a_writer_cpu_outside_the_affinity_mask_fails_init),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -319,6 +319,7 @@ struct tb_reg {
     uint32_t os_tid;
     uint64_t dropped;         /* final count once detached */
     int announced;
+    const struct tf_record *seen_cur; /* live->cur at the last tb_threads_active() */
 };
 
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -377,6 +378,21 @@ size_t tb_threads_new(struct tf_thread_info *out, size_t max)
         }
     pthread_mutex_unlock(&reg_lock);
     return k;
+}
+
+size_t tb_threads_active(void)
+{
+    size_t n = 0;
+    pthread_mutex_lock(&reg_lock);
+    for (size_t i = 0; i < nreg; i++) {
+        if (reg[i].live == NULL)
+            continue;
+        const struct tf_record *cur = __atomic_load_n(&reg[i].live->cur, __ATOMIC_RELAXED);
+        n += cur != reg[i].seen_cur;
+        reg[i].seen_cur = cur;
+    }
+    pthread_mutex_unlock(&reg_lock);
+    return n;
 }
 
 size_t tb_threads_all(struct tf_thread_info *out, size_t max)

@@ -129,6 +129,9 @@ void tb_refill_halt(void);
 uint64_t tb_pool_bytes(void);
 /* Threads attached (recording) now. */
 size_t tb_threads_attached(void);
+/* Attached threads that recorded an event since the previous call (the
+ * writer's: it calls it once per pass). */
+size_t tb_threads_active(void);
 uint64_t tb_inline_growths(void);
 /* Thread table: those attached since the last call, or all with drop counts. */
 size_t tb_threads_new(struct tf_thread_info *out, size_t max);

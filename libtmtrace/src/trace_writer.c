@@ -281,12 +281,29 @@ void tw_write_now(struct tb_chunk *c)
  * next phase begins (kmeans, 2 threads, tx: 1.23x of untraced without it). */
 #define TW_DEFER_LINGER_NS 100000000u
 static uint64_t tw_busy_ns; /* atomic: CLOCK_MONOTONIC when every CPU last ran a traced thread */
+/* Threads that recorded during the writer's last wait (tb_threads_active),
+ * or SIZE_MAX before its first pass: attached threads then. An attached
+ * thread that records nothing (a main thread waiting in pthread_join) does
+ * not keep a CPU busy. */
+static size_t tw_active = SIZE_MAX; /* atomic */
+static uint64_t tw_active_at;        /* writer only: when tw_active was counted */
+#define TW_ACTIVE_PERIOD_NS 20000000u
 
 static uint64_t tw_now_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Recounts the recording threads once per TW_ACTIVE_PERIOD_NS (writer). */
+static void tw_count_active(void)
+{
+    uint64_t now = tw_now_ns();
+    if (now - tw_active_at < TW_ACTIVE_PERIOD_NS)
+        return;
+    __atomic_store_n(&tw_active, tb_threads_active(), __ATOMIC_RELAXED);
+    tw_active_at = now;
 }
 
 /* Whether the writer leaves the queue alone for now (TMTRACE_WRITER_DEFER).
@@ -311,7 +328,10 @@ static int tw_deferring(void)
         return 0;
     int ncpu = CPU_COUNT(&tw_mask);
     uint64_t now = tw_now_ns();
-    if (ncpu > 0 && tb_threads_attached() >= (size_t)ncpu) {
+    size_t active = __atomic_load_n(&tw_active, __ATOMIC_RELAXED);
+    if (active == SIZE_MAX)
+        active = tb_threads_attached();
+    if (ncpu > 0 && active >= (size_t)ncpu) {
         __atomic_store_n(&tw_busy_ns, now, __ATOMIC_RELAXED);
         return 1;
     }
@@ -404,6 +424,7 @@ static void *tw_main(void *arg)
             return NULL;
         }
         int stop = __atomic_load_n(&tw_stop_req, __ATOMIC_ACQUIRE);
+        tw_count_active();
         /* Size the reserve from what the threads took since the last pass
          * and top it up before writing a backlog, which takes a while. */
         if (!stop) {
@@ -438,6 +459,8 @@ int tw_start(struct tf_writer *w, int mode, void (*on_signal)(void), const char 
     tw_queue = NULL;
     tw_queued = 0;
     tw_busy_ns = 0;
+    tw_active = SIZE_MAX;
+    tw_active_at = tw_now_ns();
     tw_stop_req = tw_sig_req = tw_sig_done = 0;
     tw_nerrors = tw_nlost = tw_nwritten = 0;
     /* A new run: a new writer thread, whose CPU clock starts again at 0, and
