@@ -670,21 +670,29 @@ static int body_idle(void)
     return save_for_parent("idle-stats.bin", &ws, sizeof ws);
 }
 
-static void an_attached_thread_that_records_nothing_leaves_the_writer_free(void **state)
+/* Runs `body` in a child confined to one CPU, the trace in `trace`, stream
+ * mode with deferral on; returns the writer_stats it saved as `stats`. */
+static struct writer_stats *one_cpu_run(const char *trace, int (*body)(void), const char *stats)
 {
-    (void)state;
     char file[300];
-    snprintf(file, sizeof file, "TMTRACE_FILE=%s", tu_path("idle.bin"));
+    snprintf(file, sizeof file, "TMTRACE_FILE=%s", tu_path(trace));
     const char *env[] = { file, "TMTRACE_SAMPLE_MS=5", "TMTRACE_HTM=off", "TMTRACE_MODE=stream",
                           "TMTRACE_BUFFER=4k", "TMTRACE_WRITER_DEFER=64M", NULL };
     child_pre_init = one_cpu;
-    int status = run_child(env, body_idle);
+    int status = run_child(env, body);
     child_pre_init = NULL;
     assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
     size_t len;
-    struct writer_stats *ws = (struct writer_stats *)tu_read_file(tu_path("idle-stats.bin"), &len);
+    struct writer_stats *ws = (struct writer_stats *)tu_read_file(tu_path(stats), &len);
     assert_non_null(ws);
     assert_int_equal(len, sizeof *ws);
+    return ws;
+}
+
+static void an_attached_thread_that_records_nothing_leaves_the_writer_free(void **state)
+{
+    (void)state;
+    struct writer_stats *ws = one_cpu_run("idle.bin", body_idle, "idle-stats.bin");
     /* Written while the thread was still attached. */
     assert_true(ws->during.events_recorded > 0);
     assert_true(ws->after.writer_events >= ws->during.events_recorded);
@@ -694,18 +702,7 @@ static void an_attached_thread_that_records_nothing_leaves_the_writer_free(void 
 static void while_every_cpu_runs_a_traced_thread_the_writer_defers_until_one_exits(void **state)
 {
     (void)state;
-    char file[300];
-    snprintf(file, sizeof file, "TMTRACE_FILE=%s", tu_path("defer.bin"));
-    const char *env[] = { file, "TMTRACE_SAMPLE_MS=5", "TMTRACE_HTM=off", "TMTRACE_MODE=stream",
-                          "TMTRACE_BUFFER=4k", "TMTRACE_WRITER_DEFER=64M", NULL };
-    child_pre_init = one_cpu;
-    int status = run_child(env, body_defer);
-    child_pre_init = NULL;
-    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-    size_t len;
-    struct writer_stats *ws = (struct writer_stats *)tu_read_file(tu_path("defer-stats.bin"), &len);
-    assert_non_null(ws);
-    assert_int_equal(len, sizeof *ws);
+    struct writer_stats *ws = one_cpu_run("defer.bin", body_defer, "defer-stats.bin");
     /* About 600 full buffers were handed over while the thread recorded,
      * and none was written: the writer did not take the CPU from it. */
     assert_true(ws->during.events_recorded >= (uint64_t)(WRITER_TXS / 150) * 150 * 4 - 4096 / 32);
