@@ -19,7 +19,7 @@
 #define HTM_STARTED 0xffffffffu /* what _xbegin returns when the attempt runs */
 #define HTM_EMU_ABORT_WINDOW 16 /* injected aborts strike at one of the first 16 accesses */
 
-static int htm_rtm;
+int htm_rtm;
 
 /* Software transactions running now. Hardware attempts read it right after
  * they begin, so a software start (which writes it) aborts them. */
@@ -44,15 +44,6 @@ void htm_init(void)
 }
 
 int htm_rtm_usable(void) { return htm_rtm; }
-
-int htm_path(void)
-{
-    switch (config.htm) {
-    case CONFIG_HTM_EMULATE: return TX_MODE_HTM_EMU;
-    case CONFIG_HTM_AUTO: return htm_rtm ? TX_MODE_HTM : TX_MODE_NONE;
-    default: return TX_MODE_NONE;
-    }
-}
 
 /* ---- real RTM ----------------------------------------------------------- */
 
@@ -312,10 +303,4 @@ void htm_fork_child(int self_counted)
     __atomic_store_n(&htm_emu.held, 0, __ATOMIC_RELEASE);
 }
 
-void htm_sw_leave(struct tmt_tx *tx)
-{
-    if (!tx->htm.sw_counted)
-        return;
-    tx->htm.sw_counted = 0;
-    __atomic_sub_fetch(&htm_sw.n, 1, __ATOMIC_RELEASE);
-}
+void htm_sw_release(void) { __atomic_sub_fetch(&htm_sw.n, 1, __ATOMIC_RELEASE); }

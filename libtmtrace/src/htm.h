@@ -15,6 +15,7 @@
 
 #include <stdint.h>
 
+#include "config.h"
 #include "tx.h"
 
 /* Explicit abort codes the runtime itself uses (bits 24..31 of the status). */
@@ -29,9 +30,19 @@
 void htm_init(void);
 /* RTM present and not disabled by microcode (RTM_ALWAYS_ABORT). */
 int htm_rtm_usable(void);
+/* Set by htm_init only; read here so that every transaction's start asks
+ * for its path without a call. */
+extern int htm_rtm __attribute__((visibility("hidden")));
 /* The hardware path in force now: TX_MODE_HTM, TX_MODE_HTM_EMU or
  * TX_MODE_NONE (off, or auto without usable RTM: exactly like off). */
-int htm_path(void);
+static inline int htm_path(void)
+{
+    switch (config.htm) {
+    case CONFIG_HTM_EMULATE: return TX_MODE_HTM_EMU;
+    case CONFIG_HTM_AUTO: return htm_rtm ? TX_MODE_HTM : TX_MODE_NONE;
+    default: return TX_MODE_NONE;
+    }
+}
 
 /* A new transaction: no hardware attempt made yet. */
 static inline void htm_prepare(struct tmt_tx *tx)
@@ -63,7 +74,15 @@ void htm_rollback(struct tmt_tx *tx, uint32_t status);
 /* Software transactions announce themselves (start) and leave (commit or
  * abort); only needed while a hardware path is in force. */
 void htm_sw_enter(struct tmt_tx *tx);
-void htm_sw_leave(struct tmt_tx *tx);
+void htm_sw_release(void);
+/* Inline: every commit and abort asks, and only attempts that entered pay. */
+static inline void htm_sw_leave(struct tmt_tx *tx)
+{
+    if (!tx->htm.sw_counted)
+        return;
+    tx->htm.sw_counted = 0;
+    htm_sw_release();
+}
 
 /* fork(): prepare keeps hardware attempts out like a software transaction
  * and waits out a running emulated one; parent undoes that; child resets
