@@ -127,12 +127,12 @@ void tb_refill_halt(void);
 /* Bytes of chunks the pool holds (free, filling or queued), and how many
  * chunks a recording thread had to map itself because the reserve ran dry. */
 uint64_t tb_pool_bytes(void);
-/* Threads attached (recording) now. */
+uint64_t tb_inline_growths(void);
+/* Threads attached now. */
 size_t tb_threads_attached(void);
 /* Attached threads that recorded an event since the previous call (the
  * writer's: it calls it once per pass). */
 size_t tb_threads_active(void);
-uint64_t tb_inline_growths(void);
 /* Thread table: those attached since the last call, or all with drop counts. */
 size_t tb_threads_new(struct tf_thread_info *out, size_t max);
 size_t tb_threads_all(struct tf_thread_info *out, size_t max);
