@@ -331,16 +331,21 @@ static void test_nested_block_asking_for_the_stm_moves_the_whole_transaction(voi
 /* ---- where the event hooks fire ------------------------------------------------ */
 
 /* The records this thread wrote since `from` (the current chunk holds them:
- * a fresh thread's first chunk has room for thousands). */
+ * a fresh thread's first chunk has room for thousands), expanded from the
+ * event path's slots; the first of them is a full record (a START). */
 struct recs {
     const struct tf_record *r;
     size_t n;
 };
 
-static struct recs since(tmt_tx *tx, const struct tf_record *from)
+static struct recs since(tmt_tx *tx, const struct tf_slot *from)
 {
-    struct recs out = { from, (size_t)(tx->trace.cur - from) };
-    return out;
+    static struct tf_record out[64];
+    size_t n = (size_t)(tx->trace.cur - from), used;
+    long k = tf_slots_expand(from, n, NULL, NULL, out, NULL, 64, &used);
+    assert_true(k >= 0 && used == n);
+    struct recs got = { out, (size_t)k };
+    return got;
 }
 
 static void expect_kinds(struct recs got, const uint8_t *kinds, size_t n)
@@ -358,7 +363,7 @@ static void test_software_attempt_records_start_reads_writes_commit_in_order(voi
     assert_int_equal(tx->trace.level, CONFIG_EVENTS_ALL);
     static long a = 5, b;
     static int32_t c;
-    const struct tf_record *m = tx->trace.cur;
+    const struct tf_slot *m = tx->trace.cur;
     TMT_ATOMIC(tx, "hooks-sw") {
         long v = tmt_read_long(tx, &a);
         tmt_write_long(tx, &b, v + 1);
@@ -385,7 +390,7 @@ static void test_aborted_software_attempt_records_abort_then_a_retry_start(void 
     (void)s;
     config.htm = CONFIG_HTM_OFF;
     tmt_tx *tx = tmt_thread_enter();
-    const struct tf_record *m = tx->trace.cur;
+    const struct tf_slot *m = tx->trace.cur;
     volatile int runs = 0;
     TMT_ATOMIC_FLAGS(tx, "hooks-retry", TMT_TX_READ_ONLY) {
         if (runs++ == 0)
@@ -407,7 +412,7 @@ static void test_hardware_attempts_record_no_accesses_and_fallback_is_recorded(v
     (void)s;
     tmt_tx *tx = tmt_thread_enter();
     static long cell;
-    const struct tf_record *m = tx->trace.cur;
+    const struct tf_slot *m = tx->trace.cur;
     increment(tx, &cell, 2); /* commits in emulated hardware */
     struct recs got = since(tx, m);
     static const uint8_t hw[] = { TF_EV_START, TF_EV_COMMIT };

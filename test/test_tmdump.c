@@ -17,6 +17,11 @@
 #include "tmtrace.h"
 #include "trace_file.h"
 
+/* A record written positionally, in the order tmdump prints its fields. */
+#define REC(tsc_, aux_, kind_, reason_, site_, addr_, value_)                                            \
+    { .kind = (kind_), .reason = (reason_), .site = (site_), .aux = (aux_), .tsc = (tsc_), .addr = (addr_), \
+      .value = (value_) }
+
 static char out[1 << 16];
 
 /* Runs tmdump with `args`; stderr joins stdout when `with_stderr`. */
@@ -71,15 +76,15 @@ static const char *build_trace(void)
                                 { 110, 5010, 110, 40, 1, TF_PHASE_PRE, 0, 0 },
                                 { 900, 9000, 900, 35, 1, TF_PHASE_POST, 0, 0 } };
     assert_int_equal(tf_write_samples(w, smp, 3), 0);
-    struct tf_record t2a[3] = { { 1000, 1, TF_EV_START, 0, 2, 7, TF_START_HTM_EMU },
-                                { 1040, 1, TF_EV_READ, 8, 2, 0x5000, 3 },
-                                { 1090, 1, TF_EV_ABORT, TMT_ABORT_HTM, 2, 0x5000, 0x6 } };
-    struct tf_record t1[4] = { { 1010, 0, TF_EV_START, 0, 1, 3, 0 },
-                               { 1020, 0, TF_EV_WRITE, 8, 1, 0x6008, 9 },
-                               { 1030, 0, TF_EV_COMMIT, 0, 1, 4, 1ull << 32 },
-                               { 1035, 0, TF_EV_FALLBACK, TF_FB_CAPACITY, 1, 0, 0 } };
-    struct tf_record t2b[2] = { { 1200, 0, TF_EV_START, 0, 2, 8, TF_START_RETRY },
-                                { 1300, 0, TF_EV_COMMIT, 0, 2, 0, 1 } };
+    struct tf_record t2a[3] = { REC(1000, 1, TF_EV_START, 0, 2, 7, TF_START_HTM_EMU),
+                                REC(1040, 1, TF_EV_READ, 8, 2, 0x5000, 3),
+                                REC(1090, 1, TF_EV_ABORT, TMT_ABORT_HTM, 2, 0x5000, 0x6) };
+    struct tf_record t1[4] = { REC(1010, 0, TF_EV_START, 0, 1, 3, 0),
+                               REC(1020, 0, TF_EV_WRITE, 8, 1, 0x6008, 9),
+                               REC(1030, 0, TF_EV_COMMIT, 0, 1, 4, 1ull << 32),
+                               REC(1035, 0, TF_EV_FALLBACK, TF_FB_CAPACITY, 1, 0, 0) };
+    struct tf_record t2b[2] = { REC(1200, 0, TF_EV_START, 0, 2, 8, TF_START_RETRY),
+                                REC(1300, 0, TF_EV_COMMIT, 0, 2, 0, 1) };
     assert_int_equal(tf_write_records(w, 2, 0, 0, t2a, NULL, 3, TF_CODEC_LZ4, 1), 0);
     assert_int_equal(tf_write_records(w, 1, 0, 0, t1, NULL, 4, TF_CODEC_ZLIB, 1), 0);
     assert_int_equal(tf_write_records(w, 2, 3, 7, t2b, NULL, 2, TF_CODEC_NONE, 0), 0);
@@ -122,12 +127,12 @@ static const char *build_abort_trace(unsigned version)
     struct tf_writer *w = tf_create(path, &h, 0);
     assert_non_null(w);
     uint64_t held = version == 1 ? 2 : tf_abort_held(2, 9), found = version == 1 ? 0 : 42;
-    struct tf_record r[6] = { { 100, 0, TF_EV_START, 0, 0, 5, 0 },
-                              { 110, 0, TF_EV_ABORT, TMT_ABORT_READ_LOCKED, 0, 0x7000, held },
-                              { 120, 0, TF_EV_START, 0, 0, 6, TF_START_RETRY },
-                              { 130, 0, TF_EV_ABORT, TMT_ABORT_READ_VERSION, 0, 0x7008, found },
-                              { 140, 0, TF_EV_START, 0, 0, 7, TF_START_RETRY },
-                              { 150, 0, TF_EV_ABORT, TMT_ABORT_USER_RETRY, 0, 0, 0 } };
+    struct tf_record r[6] = { REC(100, 0, TF_EV_START, 0, 0, 5, 0),
+                              REC(110, 0, TF_EV_ABORT, TMT_ABORT_READ_LOCKED, 0, 0x7000, held),
+                              REC(120, 0, TF_EV_START, 0, 0, 6, TF_START_RETRY),
+                              REC(130, 0, TF_EV_ABORT, TMT_ABORT_READ_VERSION, 0, 0x7008, found),
+                              REC(140, 0, TF_EV_START, 0, 0, 7, TF_START_RETRY),
+                              REC(150, 0, TF_EV_ABORT, TMT_ABORT_USER_RETRY, 0, 0, 0) };
     assert_int_equal(tf_write_records(w, 1, 0, 0, r, NULL, 6, TF_CODEC_NONE, 0), 0);
     struct tf_thread_info ti[1] = { { 1, 501, 6, 0 } };
     assert_int_equal(tf_write_end(w, ti, 1, 0), 0);

@@ -294,6 +294,27 @@ static void boundary_stamps_make_reads_and_writes_repeat_the_previous_stamp(void
 
 /* Pins the calling thread to the CPU it runs on and attaches it to the
  * tracer: 0, 9 when it cannot be pinned, 10 when it cannot attach. */
+/* The thread's records so far in its current chunk, expanded from the
+ * event path's slots (with the truth column when the clock is injected);
+ * returns how many. */
+static struct tf_record chunk_recs[1 << 17];
+static uint64_t chunk_truth[1 << 17];
+
+static size_t chunk_records(const struct tb_thread *t)
+{
+    size_t used;
+    long n = tf_slots_expand(t->base, (size_t)(t->cur - t->base), t->truth, NULL, chunk_recs,
+                             t->truth ? chunk_truth : NULL, sizeof chunk_recs / sizeof chunk_recs[0], &used);
+    return n < 0 ? 0 : (size_t)n;
+}
+
+/* The k-th last record of the chunk (1: the last one). */
+static const struct tf_record *last_rec(const struct tb_thread *t, size_t k)
+{
+    size_t n = chunk_records(t);
+    return n >= k ? &chunk_recs[n - k] : &chunk_recs[0];
+}
+
 static int pin_and_attach(struct tb_thread *t)
 {
     cpu_set_t one;
@@ -325,17 +346,18 @@ static int body_raise(void *arg)
         t.last_raw += 4000;
         uint64_t ahead = t.last_raw;
         tb_ev_read(&t, &cells[0], 1, 8);
-        if (t.cur[-1].tsc <= ahead)
+        uint64_t got = last_rec(&t, 1)->tsc;
+        if (got <= ahead)
             rc = 11; /* recorded at or below the previous stamp */
         else if (tb_total_raised() != before)
-            rc = t.cur[-1].tsc == ahead + 1 && tb_total_raised() == before + 1 ? 0 : 11;
+            rc = got == ahead + 1 && tb_total_raised() == before + 1 ? 0 : 11;
         tb_ev_commit(&t, 0, 1, 0);
     }
     tb_ev_start(&t, 1, 5000, 0, 0);
     uint64_t raised = tb_total_raised();
     t.last_raw += 1000000000u;
     tb_ev_write(&t, &cells[0], 2, 8);
-    if (rc == 0 && (t.cur[-1].tsc >= t.cur[-2].tsc + 1000000000u || tb_total_raised() != raised))
+    if (rc == 0 && (last_rec(&t, 1)->tsc >= last_rec(&t, 2)->tsc + 1000000000u || tb_total_raised() != raised))
         rc = 13; /* a step back of a second is recorded as read */
     tb_ev_commit(&t, 0, 1, 1);
     tb_detach(&t);
@@ -348,6 +370,90 @@ static void a_stamp_that_would_go_back_on_its_cpu_is_raised_and_counted(void **s
 {
     (void)state;
     assert_child_ok(trace_child("raise.bin", "TMTRACE_RESAMPLE_MS=0", NULL, NULL, body_raise, NULL));
+}
+
+/* Reads and writes of 1, 2, 4 or 8 bytes on the CPU of the record before
+ * them, within TF_ACCESS_DELTA_MAX ticks of it, take one slot; anything else
+ * takes two; both expand back to exactly what was recorded. */
+static int body_compact(void *arg)
+{
+    (void)arg;
+    struct tb_thread t;
+    int pinned = pin_and_attach(&t);
+    if (pinned != 0)
+        return pinned;
+    tb_ev_start(&t, 3, 1, 0, 0);
+    const struct tf_slot *from = t.cur;
+    tb_ev_read(&t, &cells[0], 7, 8);                                /* compact */
+    tb_ev_write(&t, &cells[1], 0xffffffffffffffffull, 8);           /* compact */
+    tb_ev_read(&t, (char *)&cells[2] + 1, 0x42, 1);                 /* compact */
+    tb_ev_read(&t, &cells[2], 0x123456, 3);                         /* odd size: full */
+    tb_ev_write(&t, (void *)(uintptr_t)(UINT64_C(1) << 50), 9, 8);  /* high address: full */
+    struct timespec nap = { 0, 2000000 };
+    nanosleep(&nap, NULL);
+    tb_ev_read(&t, &cells[3], 5, 4);                                /* 2 ms later: full */
+    size_t slots = (size_t)(t.cur - from);
+    if (slots != 3 + 2 + 2 + 2)
+        return 11;
+    size_t n = chunk_records(&t);
+    if (n < 7)
+        return 12;
+    const struct tf_record *r = &chunk_recs[n - 7];
+    static const struct { uint8_t kind, size; uint64_t value; } want[6] = {
+        { TF_EV_READ, 8, 7 }, { TF_EV_WRITE, 8, 0xffffffffffffffffull }, { TF_EV_READ, 1, 0x42 },
+        { TF_EV_READ, 3, 0x123456 }, { TF_EV_WRITE, 8, 9 }, { TF_EV_READ, 4, 5 },
+    };
+    const uint64_t addr[6] = { (uintptr_t)&cells[0], (uintptr_t)&cells[1], (uintptr_t)&cells[2] + 1,
+                               (uintptr_t)&cells[2], UINT64_C(1) << 50, (uintptr_t)&cells[3] };
+    for (int i = 0; i < 6; i++) {
+        const struct tf_record *a = &r[i + 1];
+        if (a->kind != want[i].kind || a->reason != want[i].size || a->value != want[i].value ||
+            a->addr != addr[i] || a->site != 3 || a->aux != r[0].aux)
+            return 13 + i;
+        if (a->tsc <= r[i].tsc)
+            return 20; /* one CPU (pinned): every stamp after the one before */
+    }
+    if (r[6].tsc - r[5].tsc < TF_ACCESS_DELTA_MAX)
+        return 21;
+    tb_ev_commit(&t, 0, 4, 2);
+    tb_detach(&t);
+    return 0;
+}
+
+static void accesses_close_to_the_record_before_them_take_one_slot_and_expand_exactly(void **state)
+{
+    (void)state;
+    assert_child_ok(trace_child("compact.bin", "TMTRACE_RESAMPLE_MS=0", NULL, NULL, body_compact, NULL));
+    struct readback rb;
+    read_trace(tu_path("compact.bin"), &rb);
+    assert_false(rb.error);
+    assert_int_equal(rb.nev, 8);
+    assert_int_equal(rb.ev[1].addr, (uintptr_t)&cells[0]);
+    assert_int_equal(rb.ev[2].value, 0xffffffffffffffffull);
+    assert_int_equal(rb.ev[5].addr, UINT64_C(1) << 50);
+    free_trace(&rb);
+}
+
+static void a_slot_stream_that_starts_compact_or_ends_mid_record_is_refused(void **state)
+{
+    (void)state;
+    struct tf_slot s[3];
+    struct tf_record full = { .kind = TF_EV_START, .tsc = 100, .aux = 1, .site = 2, .addr = 5 };
+    memcpy(&s[0], &full, sizeof full);
+    s[2].head = tf_access_head(1, 4, 17, 0x1000);
+    s[2].value = 6;
+    struct tf_record out[3];
+    size_t used;
+    assert_int_equal(tf_slots_expand(s, 3, NULL, NULL, out, NULL, 3, &used), 2);
+    assert_true(out[1].kind == TF_EV_WRITE && out[1].reason == 4 && out[1].tsc == 117 && out[1].aux == 1 &&
+                out[1].site == 2 && out[1].addr == 0x1000 && out[1].value == 6);
+    assert_int_equal(tf_slots_records(s, 3), 2);
+    assert_int_equal(tf_slots_expand(&s[2], 1, NULL, NULL, out, NULL, 3, &used), -1); /* no record before */
+    assert_int_equal(used, 0);
+    assert_int_equal(tf_slots_expand(&s[2], 1, NULL, &full, out, NULL, 3, &used), 1); /* given one */
+    assert_int_equal(tf_slots_expand(s, 1, NULL, NULL, out, NULL, 3, &used), -1);     /* cut */
+    s[0].head = 0; /* kind 0 */
+    assert_int_equal(tf_slots_expand(s, 3, NULL, NULL, out, NULL, 3, &used), -1);
 }
 
 /* Under an injected clock 10% slow, stamps a tick apart must still strictly
@@ -365,14 +471,16 @@ static int body_inject_slow(void *arg)
     for (int i = 0; i < 200 && rc == 0; i++) {
         tb_ev_start(&t, 1, (uint64_t)i + 1, 0, 0);
         t.last_raw += 4000;
-        for (int k = 0; k < 10; k++) {
+        for (int k = 0; k < 10; k++)
             tb_ev_read(&t, &cells[0], 1, 8);
-            if (k > 0 && t.truth[t.cur - t.base - 1] == t.truth[t.cur - t.base - 2] + 1) {
+        /* Expanded after the reads: expanding takes longer than the 4000 ticks. */
+        size_t n = chunk_records(&t);
+        for (size_t k = n - 9; k < n; k++)
+            if (chunk_truth[k] == chunk_truth[k - 1] + 1) {
                 pairs++;
-                if (t.cur[-1].tsc <= t.cur[-2].tsc)
+                if (chunk_recs[k].tsc <= chunk_recs[k - 1].tsc)
                     rc = 11; /* the injected clock stood still or went back */
             }
-        }
         tb_ev_commit(&t, 0, 1, 0);
     }
     tb_detach(&t);
@@ -780,7 +888,7 @@ static int closed_under(struct tb_thread *t)
     if (t->base == NULL)
         return 10;
     tb_ev_start(t, 1, 1, 0, 0);
-    const volatile struct tf_record *first = t->base;
+    const volatile struct tf_record *first = (const volatile struct tf_record *)(void *)t->base;
     uint64_t stamp = first->tsc;
     size_t cap = (size_t)(t->end - t->base);
     uint64_t before = tb_total_dropped();
@@ -824,7 +932,8 @@ static void a_chunk_filled_after_hand_over_closed_is_dropped_and_stays_readable(
     assert_int_equal(rb.nev, 0);
     assert_int_equal(rb.nend, 1);
     assert_int_equal(rb.end[0].events, 0);
-    assert_int_equal(rb.end[0].dropped, 1 + 2 * (64 * 1024 / sizeof(struct tf_record) + 9));
+    /* closed_under's loop ran once per slot of the chunk but its last, plus 9 */
+    assert_int_equal(rb.end[0].dropped, 1 + 2 * (64 * 1024 / sizeof(struct tf_slot) - 1 + 9));
     free_trace(&rb);
 }
 
@@ -834,6 +943,8 @@ int main(void)
         cmocka_unit_test(every_record_kind_round_trips_through_the_file),
         cmocka_unit_test(boundary_stamps_make_reads_and_writes_repeat_the_previous_stamp),
         cmocka_unit_test(a_stamp_that_would_go_back_on_its_cpu_is_raised_and_counted),
+        cmocka_unit_test(accesses_close_to_the_record_before_them_take_one_slot_and_expand_exactly),
+        cmocka_unit_test(a_slot_stream_that_starts_compact_or_ends_mid_record_is_refused),
         cmocka_unit_test(an_injected_slow_clock_keeps_a_cpus_stamps_increasing),
         cmocka_unit_test(level_tx_records_no_reads_or_writes),
         cmocka_unit_test(level_off_writes_no_trace_file),

@@ -714,7 +714,7 @@ static void test_writer_refuses_invalid_records_and_unwritable_paths(void **s)
     assert_non_null(strstr(error_get(), "no/such/dir/x.bin"));
     struct tf_writer *w = tf_create(tu_path("inv.bin"), &h, 0);
     assert_non_null(w);
-    struct tf_record r[2] = { { 1, 0, TF_EV_START, 0, 0, 1, 0 }, { 2, 0, 9, 0, 0, 0, 0 } };
+    struct tf_record r[2] = { { .tsc = 1, .kind = TF_EV_START, .addr = 1 }, { .tsc = 2, .kind = 9 } };
     assert_int_equal(tf_write_records(w, 1, 0, 0, r, NULL, 2, TF_CODEC_NONE, 0), -1);
     assert_non_null(strstr(error_get(), "invalid kind 9"));
     assert_int_equal(tf_finish(w, 0), 0);

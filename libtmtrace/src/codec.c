@@ -549,20 +549,23 @@ static void codec_bench_stream(struct tf_record *r, size_t n)
         unsigned reads = 2 + (unsigned)((x >> 8) % 4), writes = 1 + (unsigned)((x >> 12) % 2);
         int abort = (x >> 16) % 10 == 0;
         const uint64_t base = arrays[(x >> 30) % 3];
-        r[i++] = (struct tf_record){ tsc += 30 + (x >> 40) % 270, aux, TF_EV_START, 0, site, inst++,
-                                     TF_START_HTM_EMU };
+        r[i++] = (struct tf_record){ .tsc = tsc += 30 + (x >> 40) % 270, .aux = aux, .kind = TF_EV_START,
+                                     .site = site, .addr = inst++, .value = TF_START_HTM_EMU };
         for (unsigned k = 0; k < reads + writes && i < n; k++) {
             x ^= x << 13, x ^= x >> 7, x ^= x << 17;
             uint64_t a = base + 8 * ((x >> 20) % 512);
             uint64_t v = (x >> 50) % 4 == 0 ? base + 64 * ((x >> 10) % 64) : (x >> 33) % 1000;
-            r[i++] = (struct tf_record){ tsc += 30 + (x >> 40) % 270, aux,
-                                         k < reads ? TF_EV_READ : TF_EV_WRITE, 8, site, a, v };
+            r[i++] = (struct tf_record){ .tsc = tsc += 30 + (x >> 40) % 270, .aux = aux,
+                                         .kind = k < reads ? TF_EV_READ : TF_EV_WRITE, .reason = 8,
+                                         .site = site, .addr = a, .value = v };
         }
         if (i < n)
-            r[i++] = abort ? (struct tf_record){ tsc += 30 + (x >> 45) % 270, aux, TF_EV_ABORT, 2,
-                                                  site, base + 8 * ((x >> 24) % 512), 0 }
-                           : (struct tf_record){ tsc += 30 + (x >> 45) % 270, aux, TF_EV_COMMIT, 0,
-                                                  site, ++version, reads | (uint64_t)writes << 32 };
+            r[i++] = abort ? (struct tf_record){ .tsc = tsc += 30 + (x >> 45) % 270, .aux = aux,
+                                                  .kind = TF_EV_ABORT, .reason = 2, .site = site,
+                                                  .addr = base + 8 * ((x >> 24) % 512) }
+                           : (struct tf_record){ .tsc = tsc += 30 + (x >> 45) % 270, .aux = aux,
+                                                  .kind = TF_EV_COMMIT, .site = site, .addr = ++version,
+                                                  .value = reads | (uint64_t)writes << 32 };
     }
 }
 

@@ -35,7 +35,7 @@ static struct tb_chunk *pool_free;      /* guarded by pool_lock */
 static size_t pool_nfree;               /* atomic: read without the lock */
 static int64_t pool_bytes;              /* atomic: bytes of pooled chunks allocated */
 static int64_t pool_limit;              /* TMTRACE_MEMORY */
-static size_t chunk_cap;                /* records per chunk */
+static size_t chunk_cap;                /* slots per chunk */
 static int pool_truth;                  /* chunks carry a truth column */
 static int tb_open;                     /* atomic: hand-over accepted */
 static uint64_t pool_inline;            /* atomic: chunks mapped on a recording thread (pool ran dry) */
@@ -65,7 +65,7 @@ static void chunk_retire(struct tb_chunk *c)
 
 static size_t chunk_bytes(void)
 {
-    return sizeof(struct tb_chunk) + chunk_cap * sizeof(struct tf_record) +
+    return sizeof(struct tb_chunk) + chunk_cap * sizeof(struct tf_slot) +
            (pool_truth ? chunk_cap * sizeof(uint64_t) : 0);
 }
 
@@ -98,7 +98,7 @@ static int chunk_populate(void *p, size_t total)
 
 static struct tb_chunk *chunk_alloc(size_t cap, int truth)
 {
-    size_t bytes = sizeof(struct tb_chunk) + cap * sizeof(struct tf_record);
+    size_t bytes = sizeof(struct tb_chunk) + cap * sizeof(struct tf_slot);
     size_t total = bytes + (truth ? cap * sizeof(uint64_t) : 0);
     void *p = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED)
@@ -319,7 +319,7 @@ struct tb_reg {
     uint32_t os_tid;
     uint64_t dropped;         /* final count once detached */
     int announced;
-    const struct tf_record *seen_cur; /* live->cur at the last tb_threads_active() */
+    const struct tf_slot *seen_cur; /* live->cur at the last tb_threads_active() */
 };
 
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -387,7 +387,7 @@ size_t tb_threads_active(void)
     for (size_t i = 0; i < nreg; i++) {
         if (reg[i].live == NULL)
             continue;
-        const struct tf_record *cur = __atomic_load_n(&reg[i].live->cur, __ATOMIC_RELAXED);
+        const struct tf_slot *cur = __atomic_load_n(&reg[i].live->cur, __ATOMIC_RELAXED);
         n += cur != reg[i].seen_cur;
         reg[i].seen_cur = cur;
     }
@@ -426,10 +426,12 @@ static void set_chunk(struct tb_thread *t, struct tb_chunk *c)
     __atomic_store_n(&c->thread, t->thread_id, __ATOMIC_RELAXED);
     __atomic_store_n(&c->seq, t->seq, __ATOMIC_RELAXED);
     __atomic_store_n(&c->first_instance, t->instance, __ATOMIC_RELAXED);
-    t->base = c->recs;
-    __atomic_store_n(&t->cur, c->recs, __ATOMIC_RELAXED);
-    t->end = c->recs + c->cap;
+    t->base = c->slots;
+    __atomic_store_n(&t->cur, c->slots, __ATOMIC_RELAXED);
+    t->end = c->slots + c->cap - 1; /* a full record needs two slots */
     t->truth = c->truth;
+    t->fulls = 0;
+    t->compact = 0; /* the chunk's first record is a full one */
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     __atomic_store_n(&t->chunk, c, __ATOMIC_RELEASE);
 }
@@ -440,12 +442,13 @@ static int hand_over(struct tb_thread *t)
 {
     struct tb_chunk *c = t->chunk;
     if (c != NULL) {
-        size_t n = (size_t)(t->cur - t->base);
+        size_t n = (size_t)(t->cur - t->base); /* slots */
+        size_t records = n - t->fulls;         /* a full record takes two */
         if (n == 0 && c->nsamples == 0)
             return 1; /* nothing to send: keep it */
         __atomic_store_n(&c->n, n, __ATOMIC_RELAXED); /* marks it handed over */
         __atomic_signal_fence(__ATOMIC_SEQ_CST);
-        t->seq += n;
+        t->seq += records;
         if (!__atomic_load_n(&tb_open, __ATOMIC_ACQUIRE) || tw_offer(c) != 0) {
             /* The trace is closed (exit or a signal raced with this
              * thread): the records cannot be written any more. The chunk
@@ -455,22 +458,22 @@ static int hand_over(struct tb_thread *t)
              * shutdown snapshot already copied into the trace are not
              * lost: only the rest counts as dropped. */
             size_t copied = __atomic_load_n(&c->copied, __ATOMIC_ACQUIRE);
-            size_t lost = n > copied ? n - copied : 0;
+            size_t lost = n > copied ? tf_slots_records(c->slots + copied, n - copied) : 0;
             __atomic_fetch_add(&total_dropped, lost, __ATOMIC_RELAXED);
             __atomic_store_n(&t->dropped, t->dropped + lost, __ATOMIC_RELAXED);
             set_chunk(t, pool_get());
             chunk_retire(c);
             return t->chunk != NULL;
         }
-        t->recorded += n;
-        __atomic_fetch_add(&total_recorded, n, __ATOMIC_RELAXED);
+        t->recorded += records;
+        __atomic_fetch_add(&total_recorded, records, __ATOMIC_RELAXED);
     }
     set_chunk(t, pool_get());
     return t->chunk != NULL;
 }
 
 
-__attribute__((noinline, cold)) static struct tf_record *tb_untraced(struct tb_thread *t)
+__attribute__((noinline, cold)) static struct tf_slot *tb_untraced(struct tb_thread *t)
 {
     static int said;
     if (!__atomic_exchange_n(&said, 1, __ATOMIC_ACQ_REL))
@@ -480,7 +483,7 @@ __attribute__((noinline, cold)) static struct tf_record *tb_untraced(struct tb_t
     return NULL;
 }
 
-struct tf_record *tb_chunk_full(struct tb_thread *t)
+struct tf_slot *tb_chunk_full(struct tb_thread *t)
 {
     if (TB_UNLIKELY(tb_untraced_child))
         return tb_untraced(t);
@@ -569,7 +572,7 @@ void tb_tick(struct tb_thread *t, uint64_t tsc)
 
 int tb_setup(uint64_t tsc_hz, const int *cpus, int ncpus)
 {
-    chunk_cap = (size_t)config.buffer_bytes / sizeof(struct tf_record);
+    chunk_cap = (size_t)config.buffer_bytes / sizeof(struct tf_slot);
     pool_truth = skew_active();
     pool_limit = config.memory_bytes;
     pool_bytes = 0;
@@ -680,7 +683,7 @@ void tb_snapshot_all(void (*emit)(struct tb_chunk *c))
         struct tb_chunk *src = t ? __atomic_load_n(&t->chunk, __ATOMIC_ACQUIRE) : NULL;
         if (src == NULL || __atomic_load_n(&src->n, __ATOMIC_ACQUIRE) != 0)
             continue; /* none, or already on its way to the writer */
-        struct tf_record *cur = __atomic_load_n(&t->cur, __ATOMIC_ACQUIRE);
+        struct tf_slot *cur = __atomic_load_n(&t->cur, __ATOMIC_ACQUIRE);
         /* The thread runs on: if it changed chunks between the two loads,
          * `cur` points into another chunk. */
         if (__atomic_load_n(&t->chunk, __ATOMIC_ACQUIRE) != src)
@@ -693,8 +696,8 @@ void tb_snapshot_all(void (*emit)(struct tb_chunk *c))
         if (__atomic_load_n(&src->thread, __ATOMIC_RELAXED) != t->thread_id)
             continue;
         uint64_t seq = __atomic_load_n(&src->seq, __ATOMIC_RELAXED);
-        size_t n = (size_t)((uintptr_t)cur - (uintptr_t)src->recs) / sizeof *cur;
-        if (cur < src->recs || n > src->cap)
+        size_t n = (size_t)((uintptr_t)cur - (uintptr_t)src->slots) / sizeof *cur;
+        if (cur < src->slots || n > src->cap)
             continue;
         struct tb_chunk *c = chunk_alloc(n ? n : 1, src->truth != NULL);
         if (c == NULL)
@@ -705,7 +708,7 @@ void tb_snapshot_all(void (*emit)(struct tb_chunk *c))
         c->n = n;
         c->nsamples = __atomic_load_n(&src->nsamples, __ATOMIC_ACQUIRE);
         memcpy(c->samples, src->samples, c->nsamples * sizeof c->samples[0]);
-        memcpy(c->recs, src->recs, n * sizeof c->recs[0]);
+        memcpy(c->slots, src->slots, n * sizeof c->slots[0]);
         if (c->truth)
             memcpy(c->truth, src->truth, n * sizeof c->truth[0]);
         /* Handed over (or recycled) while we copied: the original is
@@ -735,15 +738,16 @@ void tb_snapshot_all(void (*emit)(struct tb_chunk *c))
 }
 
 /* One calibration run: `n` read records through the real inline path into
- * a scratch buffer, in ns per record. */
-static double tb_cost_run(struct tf_record *buf, size_t n)
+ * a scratch buffer of 2n slots, in ns per record. */
+static double tb_cost_run(struct tf_slot *buf, size_t n)
 {
     struct tb_thread t;
     memset(&t, 0, sizeof t);
     t.base = t.cur = buf;
-    t.end = buf + n;
+    t.end = buf + 2 * n - 1;
     t.level = CONFIG_EVENTS_ALL;
     t.stamp_each = config.stamp == CONFIG_STAMP_EACH;
+    t.compact = 1; /* the common record: compact, as after a START */
     t.fast_stamp = (uint8_t)tb_fast;
     struct timespec a, b;
     clock_gettime(CLOCK_MONOTONIC, &a);
@@ -762,7 +766,7 @@ static int tb_cmp_double(const void *x, const void *y)
 double tb_event_cost_ns(void)
 {
     enum { N = 2048, RUNS = 7 };
-    struct tf_record *buf = malloc(N * sizeof *buf);
+    struct tf_slot *buf = malloc(2 * N * sizeof *buf);
     if (buf == NULL)
         return 0;
     double r[RUNS];

@@ -36,22 +36,24 @@ struct tb_chunk; /* trace_buffer.c: a chunk of records handed to the writer */
 
 struct tb_thread {
     /* Hot: touched by every event. */
-    struct tf_record *cur;     /* next free record of the current chunk */
-    struct tf_record *end;     /* one past the last record of the chunk */
+    struct tf_slot *cur;       /* next free slot of the current chunk */
+    struct tf_slot *end;       /* the chunk's last slot: a record starts before it (a full one takes two) */
     uint8_t level;             /* enum config_events; OFF also when not attached */
     uint8_t injecting;         /* clock faults injected: apply skew, keep truth */
     uint16_t site;             /* site of the transaction in progress */
     uint8_t stamp_each;        /* 1: reads/writes take their own stamp (TMTRACE_STAMP=each) */
     uint8_t fast_stamp;        /* 1: unordered stamps (rdpid; rdtsc; rdpid) where order is not needed */
-    uint8_t pad_[2];
+    uint8_t compact;           /* 1: the chunk holds a record an access can be compact against */
+    uint8_t pad_;
+    uint32_t fulls;            /* full (two-slot) records in the current chunk */
     /* The last stamp taken: what boundary-stamped reads/writes repeat and
      * what the next stamp on the same CPU must exceed. */
     uint64_t last_raw;         /* TSC as read (the truth when injecting) */
     uint64_t last_tsc;         /* TSC as recorded (injected when injecting) */
     uint32_t last_aux;
     uint64_t tick_tsc;         /* next in-run sample / migration is due at this TSC */
-    uint64_t *truth;           /* truth column of the current chunk (injecting only) */
-    struct tf_record *base;    /* first record of the current chunk */
+    uint64_t *truth;           /* truth column of the current chunk, per slot (injecting only) */
+    struct tf_slot *base;      /* first slot of the current chunk */
 
     /* Cold: the slow path's. */
     struct tb_chunk *chunk;
@@ -72,7 +74,7 @@ struct tb_thread {
 /* Slow paths (trace_buffer.c). */
 /* The chunk is full: hand it over, take a new one; returns the slot to use or
  * NULL when the event has to be dropped (counted). */
-struct tf_record *tb_chunk_full(struct tb_thread *t);
+struct tf_slot *tb_chunk_full(struct tb_thread *t);
 /* Periodic work on a transaction boundary: in-run clock sample, migration. */
 void tb_tick(struct tb_thread *t, uint64_t tsc);
 
@@ -141,33 +143,49 @@ uint64_t tb_total_dropped(void);
 /* Stamps raised above the previous one of their thread on the same CPU. */
 uint64_t tb_total_raised(void);
 
-/* The next free record, not yet counted: the caller fills it, then
- * tb_publish() makes it part of the chunk. */
-static inline struct tf_record *tb_slot(struct tb_thread *t)
+/* The next free slot with room for a full record after it, not yet
+ * counted: the caller fills one or two slots, then tb_publish() makes them
+ * part of the chunk. */
+static inline struct tf_slot *tb_slot(struct tb_thread *t)
 {
-    if (TB_UNLIKELY(t->cur == t->end))
+    if (TB_UNLIKELY(t->cur >= t->end))
         return tb_chunk_full(t);
     return t->cur;
 }
 
-/* A filled record joins the chunk. Filling before publishing is what lets a
+/* Filled slots join the chunk. Filling before publishing is what lets a
  * snapshot taken on a signal (tb_snapshot_all, from another thread) copy
  * only whole records; the release store is a plain move on x86. */
-static inline void tb_publish(struct tb_thread *t, struct tf_record *r)
+static inline void tb_publish(struct tb_thread *t, struct tf_slot *next)
 {
-    __atomic_store_n(&t->cur, r + 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&t->cur, next, __ATOMIC_RELEASE);
 }
 
-/* The stamped record's other fields, then publishes it. */
-static inline void tb_fill(struct tb_thread *t, struct tf_record *r, unsigned kind, unsigned reason,
+/* The stamped full record's other fields, then publishes it. Accesses
+ * after it may be compact against it (unless the clock is injected: the
+ * truth column runs per slot and is kept for full records alone). */
+static inline void tb_fill(struct tb_thread *t, struct tf_slot *s, unsigned kind, unsigned reason,
                            uint64_t addr, uint64_t value)
 {
+    struct tf_record *r = (struct tf_record *)(void *)s;
     r->kind = (uint8_t)kind;
     r->reason = (uint8_t)reason;
     r->site = t->site;
     r->addr = addr;
     r->value = value;
-    tb_publish(t, r);
+    t->fulls++;
+    t->compact = (uint8_t)!t->injecting;
+    tb_publish(t, s + 2);
+}
+
+/* A compact access record (trace_format.h) `delta` ticks after the
+ * previous record, on its CPU. */
+static inline void tb_fill_access(struct tb_thread *t, struct tf_slot *s, unsigned kind, unsigned size,
+                                  uint64_t delta, uint64_t addr, uint64_t value)
+{
+    s->head = tf_access_head(kind == TF_EV_WRITE, size, delta, addr);
+    s->value = value;
+    tb_publish(t, s + 1);
 }
 
 /* Records below this many TSC ticks of the thread's previous stamp on the
@@ -203,23 +221,32 @@ static inline uint64_t tb_stamp(struct tb_thread *t, int ordered, uint32_t *aux)
 }
 
 /* Stamps and fills one record; returns the (injected) TSC, or 0 if dropped. */
-static inline uint64_t tb_emit(struct tb_thread *t, int ordered, unsigned kind, unsigned reason, uint64_t addr,
-                               uint64_t value)
+/* The full record in slot `s` stamped `tsc` (as read) on `aux`. */
+static inline uint64_t tb_emit_at(struct tb_thread *t, struct tf_slot *s, uint64_t tsc, uint32_t aux,
+                                  uint32_t prev_aux, unsigned kind, unsigned reason, uint64_t addr,
+                                  uint64_t value)
 {
-    struct tf_record *r = tb_slot(t);
-    if (TB_UNLIKELY(r == NULL))
-        return 0;
-    uint32_t aux, prev_aux = t->last_aux;
-    uint64_t tsc = tb_stamp(t, ordered, &aux);
+    struct tf_record *r = (struct tf_record *)(void *)s;
     if (TB_UNLIKELY(t->injecting)) {
-        t->truth[r - t->base] = tsc;
+        t->truth[s - t->base] = tsc;
         tsc = tb_inject(t, tsc, aux, prev_aux);
     }
     t->last_tsc = tsc;
     r->tsc = tsc;
     r->aux = aux;
-    tb_fill(t, r, kind, reason, addr, value);
+    tb_fill(t, s, kind, reason, addr, value);
     return tsc;
+}
+
+static inline uint64_t tb_emit(struct tb_thread *t, int ordered, unsigned kind, unsigned reason, uint64_t addr,
+                               uint64_t value)
+{
+    struct tf_slot *s = tb_slot(t);
+    if (TB_UNLIKELY(s == NULL))
+        return 0;
+    uint32_t aux, prev_aux = t->last_aux;
+    uint64_t tsc = tb_stamp(t, ordered, &aux);
+    return tb_emit_at(t, s, tsc, aux, prev_aux, kind, reason, addr, value);
 }
 
 /* A transaction attempt starts (take the stamp before _xbegin). `flags` are
@@ -238,22 +265,37 @@ static inline void tb_ev_start(struct tb_thread *t, uint32_t site, uint64_t inst
 
 /* A read or write record: an unordered stamp of its own, or with
  * TMTRACE_STAMP=boundary the stamp and CPU of the thread's previous stamped
- * record (no clock read at all). */
+ * record (no clock read at all). Compact (one slot) when it fits: same CPU
+ * as the previous record, a step of at most TF_ACCESS_DELTA_MAX ticks. */
 static inline void tb_emit_access(struct tb_thread *t, unsigned kind, unsigned size, uint64_t addr,
                                   uint64_t value)
 {
+    struct tf_slot *s = tb_slot(t);
+    if (TB_UNLIKELY(s == NULL))
+        return;
+    int fits = t->compact && tf_access_fits(addr, size);
     if (TB_LIKELY(t->stamp_each)) {
-        tb_emit(t, 0, kind, size, addr, value);
+        uint32_t aux, prev_aux = t->last_aux;
+        uint64_t prev = t->last_tsc;
+        uint64_t tsc = tb_stamp(t, 0, &aux);
+        if (TB_LIKELY(fits && aux == prev_aux && tsc - prev <= TF_ACCESS_DELTA_MAX)) {
+            t->last_tsc = tsc;
+            tb_fill_access(t, s, kind, size, tsc - prev, addr, value);
+        } else {
+            tb_emit_at(t, s, tsc, aux, prev_aux, kind, size, addr, value);
+        }
         return;
     }
-    struct tf_record *r = tb_slot(t);
-    if (TB_UNLIKELY(r == NULL))
+    if (TB_LIKELY(fits)) {
+        tb_fill_access(t, s, kind, size, 0, addr, value);
         return;
+    }
+    struct tf_record *r = (struct tf_record *)(void *)s;
     r->tsc = t->last_tsc;
     r->aux = t->last_aux;
     if (TB_UNLIKELY(t->injecting))
-        t->truth[r - t->base] = t->last_raw;
-    tb_fill(t, r, kind, size, addr, value);
+        t->truth[s - t->base] = t->last_raw;
+    tb_fill(t, s, kind, size, addr, value);
 }
 
 /* Whether reads and writes are recorded (level all): the accessors test it

@@ -2,7 +2,8 @@
  * trace_format.c - the printed names of the trace format's vocabulary.
  *
  * Owns: the one name table of each enum in trace_format.h (event kinds,
- * abort, fallback and serial reasons, chunk kinds, codecs).
+ * abort, fallback and serial reasons, chunk kinds, codecs) and the
+ * expansion of the event path's slot stream into records.
  * Never: allocates, prints, or names anything the header does not define.
  */
 #include "trace_format.h"
@@ -48,4 +49,43 @@ const char *tf_codec_name(unsigned codec)
 {
     static const char *const names[TF_CODECS] = { "none", "zlib", "lz4" };
     return codec < TF_CODECS ? names[codec] : "?";
+}
+
+long tf_slots_expand(const struct tf_slot *s, size_t n, const uint64_t *truth_in, const struct tf_record *ref,
+                     struct tf_record *out, uint64_t *truth_out, size_t max, size_t *used)
+{
+    size_t i = 0, k = 0;
+    for (; i < n && k < max; k++) {
+        struct tf_record *r = &out[k];
+        if (tf_slot_is_access(&s[i])) {
+            const struct tf_record *prev = k ? &out[k - 1] : ref;
+            if (prev == NULL)
+                break; /* no record before it to take the stamp from */
+            uint64_t h = s[i].head;
+            *r = *prev;
+            r->kind = (h >> 6 & 1u) ? TF_EV_WRITE : TF_EV_READ;
+            r->reason = (uint8_t)(1u << (h >> 4 & 3u));
+            r->tsc += (h & 15u) | (h >> 8 & 0xffu) << 4;
+            r->addr = h >> 16;
+            r->value = s[i].value;
+        } else {
+            const struct tf_record *f = (const struct tf_record *)(const void *)&s[i];
+            if (n - i < 2 || f->kind == 0 || f->kind >= TF_EV_KINDS)
+                break;
+            *r = *f;
+        }
+        if (truth_out)
+            truth_out[k] = truth_in[i];
+        i += tf_slot_is_access(&s[i]) ? 1 : 2;
+    }
+    *used = i;
+    return i < n && k < max ? -1 : (long)k;
+}
+
+size_t tf_slots_records(const struct tf_slot *s, size_t n)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n; k++)
+        i += tf_slot_is_access(&s[i]) ? 1 : 2;
+    return k;
 }

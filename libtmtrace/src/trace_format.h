@@ -85,7 +85,7 @@ const char *tf_serial_reason_name(unsigned reason);
 const char *tf_chunk_kind_name(unsigned kind);
 const char *tf_codec_name(unsigned codec);
 
-/* ---- the event record (the event path writes these, 32 bytes each) ---- */
+/* ---- the event record (32 bytes; most accesses are stored in 16, below) ---- */
 
 /*
  * One event as the event path stores it: fixed size, no pointers. Field use
@@ -118,16 +118,85 @@ const char *tf_codec_name(unsigned codec);
  * thread's program order.
  */
 struct tf_record {
-    uint64_t tsc;
-    uint32_t aux;
-    uint8_t kind;
+    uint8_t kind;   /* first: its byte tells a full record from a compact one (below) */
     uint8_t reason;
     uint16_t site;
+    uint32_t aux;
+    uint64_t tsc;
     uint64_t addr;
     uint64_t value;
 };
 
 _Static_assert(sizeof(struct tf_record) == 32, "tf_record is 32 bytes");
+
+/*
+ * The event path's stream is an array of 16-byte slots. A full record
+ * (struct tf_record) takes two; most reads and writes take one, as a
+ * compact access record that leaves out what the record before it in the
+ * same stream already says:
+ *
+ *   head   bits 0-3    stamp delta, low 4 bits
+ *          bits 4-5    log2 of the access size (1, 2, 4 or 8 bytes)
+ *          bit 6       1 = WRITE, 0 = READ
+ *          bit 7       1 (TF_ACCESS_TAG; a full record's first byte is its
+ *                      kind, always below 0x80)
+ *          bits 8-15   stamp delta, high 8 bits
+ *          bits 16-63  the address (user-space addresses have 47 bits)
+ *   value  the value read or written (zero-extended)
+ *
+ * Its stamp is the previous record's plus the delta (0 .. TF_ACCESS_DELTA_MAX
+ * ticks), its CPU (aux) and site are the previous record's. The first
+ * record of a stream is therefore always full, and so is any access that
+ * does not fit: another CPU, a larger step, an odd size, a high address,
+ * an injected clock (whose truth column runs per slot). Halving the bytes
+ * of the common record halves the memory the event path fills, which is
+ * what `all` costs beyond its clock reads.
+ */
+struct tf_slot {
+    uint64_t head;
+    uint64_t value;
+};
+
+_Static_assert(sizeof(struct tf_slot) * 2 == sizeof(struct tf_record), "a full record is two slots");
+
+#define TF_ACCESS_TAG 0x80u
+#define TF_ACCESS_DELTA_MAX 0xfffu
+#define TF_ACCESS_ADDR_BITS 48
+
+/* Whether an access of `size` bytes at `addr` can be a compact record
+ * (the stamp step and the CPU are the caller's to check). */
+static inline int tf_access_fits(uint64_t addr, unsigned size)
+{
+    return (size == 1 || size == 2 || size == 4 || size == 8) && (addr >> TF_ACCESS_ADDR_BITS) == 0;
+}
+
+/* The head of a compact access record; `delta` <= TF_ACCESS_DELTA_MAX and
+ * tf_access_fits(addr, size). */
+static inline uint64_t tf_access_head(int write, unsigned size, uint64_t delta, uint64_t addr)
+{
+    unsigned lg = size == 8 ? 3u : size == 4 ? 2u : size == 2 ? 1u : 0u;
+    return addr << 16 | (delta >> 4) << 8 | TF_ACCESS_TAG | (unsigned)(write != 0) << 6 | lg << 4 |
+           (delta & 15u);
+}
+
+/* Read as a byte: a full record's first byte was stored as its kind. */
+static inline int tf_slot_is_access(const struct tf_slot *s)
+{
+    return (*(const unsigned char *)s & TF_ACCESS_TAG) != 0;
+}
+
+/*
+ * Expands slots into at most `max` records: from s[0] on, until `n` slots
+ * are used or `max` records made; *used gets the slots used. `ref` is the
+ * record before s[0] in the stream (NULL at its start). The truth column,
+ * when `truth_in` is given, has one value per slot in and gets one per
+ * record out. Returns the number of records, or -1 when the stream is not
+ * well formed (a compact record with no record before it, a full record cut
+ * at the end, a kind out of range): *used then gets the bad slot's index.
+ */
+long tf_slots_expand(const struct tf_slot *s, size_t n, const uint64_t *truth_in, const struct tf_record *ref,
+                     struct tf_record *out, uint64_t *truth_out, size_t max, size_t *used);
+size_t tf_slots_records(const struct tf_slot *s, size_t n);
 
 /* START value: the flags in the low 16 bits, the attempt number above. */
 static inline uint64_t tf_start_value(uint32_t flags, uint32_t attempt)

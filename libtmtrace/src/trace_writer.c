@@ -152,13 +152,11 @@ static int tw_free_cpu(const cpu_set_t *busy)
     return -1;
 }
 
-static void tw_note_chunk_cpu(const struct tb_chunk *c)
+static void tw_note_chunk_cpu(const struct tf_record *last)
 {
-    if (c->n > 0) {
-        unsigned cpu = tf_aux_cpu(c->recs[c->n - 1].aux);
-        if (cpu < CPU_SETSIZE)
-            CPU_SET(cpu, &tw_seen);
-    }
+    unsigned cpu = tf_aux_cpu(last->aux);
+    if (cpu < CPU_SETSIZE)
+        CPU_SET(cpu, &tw_seen);
 }
 
 /* At start: away from the CPU that initialises the tracer. After a drain:
@@ -242,25 +240,66 @@ void tw_write_new_sites(void)
     }
 }
 
+/* A chunk's slots become full records in pieces of this many (the scratch
+ * stays in cache; static, so that a signal's flush allocates nothing). The
+ * writer thread and the exit path write one chunk at a time. */
+#define TW_PIECE 16384
+static struct tf_record tw_piece[TW_PIECE];
+static uint64_t tw_piece_truth[TW_PIECE];
+
+/* Writes a chunk's records; *records gets how many it holds (written or
+ * not). 0 or -1 (error set, or errno). */
+static int tw_write_slots(const struct tb_chunk *c, size_t *records)
+{
+    struct tf_record ref;
+    uint64_t seq = c->seq, instance = c->first_instance;
+    size_t i = 0;
+    *records = 0;
+    while (i < c->n) {
+        size_t used;
+        long m = tf_slots_expand(c->slots + i, c->n - i, c->truth ? c->truth + i : NULL, i ? &ref : NULL,
+                                 tw_piece, c->truth ? tw_piece_truth : NULL, TW_PIECE, &used);
+        if (m < 0) {
+            *records += tf_slots_records(c->slots + i, c->n - i);
+            return error_set("trace writer: a chunk of thread %u is damaged at slot %zu of %zu", c->thread,
+                             i + used, c->n);
+        }
+        *records += (size_t)m;
+        if (tf_write_records(tw_file, c->thread, seq, instance, tw_piece, c->truth ? tw_piece_truth : NULL,
+                             (size_t)m, tw_codec, tw_level) != 0) {
+            *records += tf_slots_records(c->slots + i + used, c->n - i - used);
+            return -1;
+        }
+        for (long k = 0; k < m; k++)
+            if (tw_piece[k].kind == TF_EV_START)
+                instance = tw_piece[k].addr;
+        ref = tw_piece[m - 1];
+        seq += (size_t)m;
+        i += used;
+    }
+    if (*records)
+        tw_note_chunk_cpu(&ref);
+    return 0;
+}
+
 void tw_write_now(struct tb_chunk *c)
 {
     tw_announce();
     tw_write_new_sites(); /* a chunk's sites are named before its events */
     errno = 0;
+    size_t records = 0;
     if (tw_failed) {
-        tw_note_error(c->n, c->thread);
+        tw_note_error(tf_slots_records(c->slots, c->n), c->thread);
     } else if (c->nsamples && tf_write_samples(tw_file, c->samples, c->nsamples) != 0) {
-        tw_note_error(c->n, c->thread);
-    } else if (c->n && tf_write_records(tw_file, c->thread, c->seq, c->first_instance, c->recs, c->truth,
-                                        c->n, tw_codec, tw_level) != 0) {
-        tw_note_error(c->n, c->thread);
+        tw_note_error(tf_slots_records(c->slots, c->n), c->thread);
+    } else if (tw_write_slots(c, &records) != 0) {
+        tw_note_error(records, c->thread);
     } else {
         tw_grow(c->thread);
-        tw_note_chunk_cpu(c);
         if (c->thread < tw_nthreads)
-            tw_written[c->thread] += c->n;
+            tw_written[c->thread] += records;
         __atomic_fetch_add(&tw_nwritten, 1, __ATOMIC_RELAXED);
-        __atomic_fetch_add(&tw_nrecords, c->n, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&tw_nrecords, records, __ATOMIC_RELAXED);
     }
     tw_note_bytes(); /* also after a failure: a partial write still grew the file */
     /* After a fatal signal the interrupted thread may hold the pool's lock;
@@ -347,7 +386,7 @@ int tw_offer(struct tb_chunk *c)
             return -1;
         c->next = head;
     } while (!__atomic_compare_exchange_n(&tw_queue, &head, c, 1, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE));
-    __atomic_fetch_add(&tw_queued, (uint64_t)c->n * sizeof(struct tf_record), __ATOMIC_RELAXED);
+    __atomic_fetch_add(&tw_queued, (uint64_t)c->n * sizeof(struct tf_slot), __ATOMIC_RELAXED);
     /* Memory mode writes nothing until exit, but the writer still tops up
      * the pool's reserve of populated chunks when it runs low. */
     if ((tw_mode == CONFIG_MODE_STREAM && !tw_deferring()) || tb_pool_low())
@@ -365,7 +404,7 @@ static void tw_take_and_write(int seal, int writer)
     struct tb_chunk *c = __atomic_exchange_n(&tw_queue, seal ? TW_SEALED : NULL, __ATOMIC_ACQ_REL), *rev = NULL;
     while (c != NULL) {
         struct tb_chunk *next = c->next;
-        __atomic_fetch_sub(&tw_queued, (uint64_t)c->n * sizeof(struct tf_record), __ATOMIC_RELAXED);
+        __atomic_fetch_sub(&tw_queued, (uint64_t)c->n * sizeof(struct tf_slot), __ATOMIC_RELAXED);
         c->next = rev;
         rev = c;
         c = next;

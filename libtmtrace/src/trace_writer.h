@@ -24,16 +24,16 @@ struct tb_chunk {
     struct tb_chunk *next;    /* queue / free-list link */
     uint32_t thread;          /* owner's tracer thread id */
     uint32_t nsamples;
-    uint64_t seq;             /* program-order index of recs[0] */
-    uint64_t first_instance;  /* instance id in force at recs[0] */
-    size_t n;                 /* records filled */
-    size_t copied;            /* atomic: records a shutdown/signal snapshot already put in the trace */
-    size_t cap;               /* records that fit */
-    uint64_t *truth;          /* uninjected TSC per record, or NULL */
+    uint64_t seq;             /* program-order index of the first record */
+    uint64_t first_instance;  /* instance id in force at the first record */
+    size_t n;                 /* slots filled (records: tf_slots_records) */
+    size_t copied;            /* atomic: slots a shutdown/signal snapshot already put in the trace */
+    size_t cap;               /* slots that fit */
+    uint64_t *truth;          /* uninjected TSC per slot, or NULL */
     int pooled;               /* 1: belongs to the pool (counted in TMTRACE_MEMORY) */
     size_t mapped;            /* bytes mmap'ed, 0 if from malloc */
     struct tf_sample samples[TB_CHUNK_SAMPLES];
-    struct tf_record recs[];
+    struct tf_slot slots[];   /* the event path's stream (trace_format.h) */
 };
 
 /* Starts the writer on an open trace file. `mode` is enum config_mode;
