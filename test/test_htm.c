@@ -332,7 +332,7 @@ static void test_nested_block_asking_for_the_stm_moves_the_whole_transaction(voi
 
 /* The records this thread wrote since `from` (the current chunk holds them:
  * a fresh thread's first chunk has room for thousands), expanded from the
- * event path's slots; the first of them is a full record (a START). */
+ * event path's slots. */
 struct recs {
     const struct tf_record *r;
     size_t n;
@@ -340,11 +340,15 @@ struct recs {
 
 static struct recs since(tmt_tx *tx, const struct tf_slot *from)
 {
-    static struct tf_record out[64];
-    size_t n = (size_t)(tx->trace.cur - from), used;
-    long k = tf_slots_expand(from, n, NULL, NULL, out, NULL, 64, &used);
+    /* Compact records take their stamp from the record before them: the
+     * chunk is expanded from its start. */
+    static struct tf_record out[1 << 16];
+    const struct tb_thread *t = &tx->trace;
+    size_t n = (size_t)(t->cur - t->base), used;
+    long k = tf_slots_expand(t->base, n, NULL, NULL, out, NULL, 1 << 16, &used);
     assert_true(k >= 0 && used == n);
-    struct recs got = { out, (size_t)k };
+    size_t before = tf_slots_records(t->base, (size_t)(from - t->base));
+    struct recs got = { out + before, (size_t)k - before };
     return got;
 }
 

@@ -373,8 +373,9 @@ static void a_stamp_that_would_go_back_on_its_cpu_is_raised_and_counted(void **s
 }
 
 /* Reads and writes of 1, 2, 4 or 8 bytes on the CPU of the record before
- * them, within TF_ACCESS_DELTA_MAX ticks of it, take one slot; anything else
- * takes two; both expand back to exactly what was recorded. */
+ * them, within TF_ACCESS_STEP_MAX ticks of it, take one slot, and so do
+ * starts and commits within TF_BOUNDARY_STEP_MAX ticks; anything else takes
+ * two; both expand back to exactly what was recorded. */
 static int body_compact(void *arg)
 {
     (void)arg;
@@ -400,12 +401,12 @@ static int body_compact(void *arg)
     /* Which accesses were compact follows from what was recorded: with
      * boundary stamps (step 0, one CPU) the three that fit and the last one;
      * with a stamp each, those that fit and came on the START's CPU within
-     * TF_ACCESS_DELTA_MAX ticks of the record before (a sanitizer's slow
+     * TF_ACCESS_STEP_MAX ticks of the record before (a sanitizer's slow
      * build may take longer), never the one 2 ms later. */
     size_t want_slots = 0;
     for (int i = 1; i <= 6; i++)
         want_slots += tf_access_fits(r[i].addr, r[i].reason) && r[i].aux == r[i - 1].aux &&
-                              r[i].tsc - r[i - 1].tsc <= TF_ACCESS_DELTA_MAX
+                              r[i].tsc - r[i - 1].tsc <= TF_ACCESS_STEP_MAX
                           ? 1
                           : 2;
     if (slots != want_slots || (!t.stamp_each && slots != 3 + 2 + 2 + 1))
@@ -424,9 +425,22 @@ static int body_compact(void *arg)
         if (t.stamp_each ? a->tsc <= r[i].tsc : a->tsc != r[0].tsc)
             return 20; /* one CPU (pinned): every stamp after the one before, or the START's */
     }
-    if (t.stamp_each && r[6].tsc - r[5].tsc <= TF_ACCESS_DELTA_MAX)
+    if (t.stamp_each && r[6].tsc - r[5].tsc <= TF_ACCESS_STEP_MAX)
         return 21;
-    tb_ev_commit(&t, 0, 4, 2);
+    tb_ev_commit(&t, 77, 4, 2);
+    /* A START and a COMMIT right after the record before them: one slot each. */
+    const struct tf_slot *at = t.cur;
+    tb_ev_start(&t, 9, 2, TF_START_RETRY | TF_START_READ_ONLY, 1);
+    tb_ev_commit(&t, 0, 70000, 3); /* a read set of 65536 or more: full */
+    if (t.cur - at != 1 + 2)
+        return 22;
+    n = chunk_records(&t);
+    r = &chunk_recs[n - 3];
+    if (r[0].kind != TF_EV_COMMIT || r[0].addr != 77 || r[0].value != tf_commit_value(4, 2) || r[0].site != 3 ||
+        r[1].kind != TF_EV_START || r[1].site != 9 || r[1].addr != 2 || r[1].aux != r[0].aux ||
+        r[1].value != tf_start_value(TF_START_RETRY | TF_START_READ_ONLY, 1) || r[1].tsc <= r[0].tsc ||
+        r[2].kind != TF_EV_COMMIT || r[2].site != 9 || r[2].value != tf_commit_value(70000, 3))
+        return 23;
     tb_detach(&t);
     return 0;
 }
@@ -441,8 +455,10 @@ static void accesses_close_to_the_record_before_them_take_one_slot_and_expand_ex
         struct readback rb;
         read_trace(tu_path("compact.bin"), &rb);
         assert_false(rb.error);
-        assert_int_equal(rb.nev, 8);
+        assert_int_equal(rb.nev, 10);
         assert_int_equal(rb.ev[1].addr, (uintptr_t)&cells[0]);
+        assert_int_equal(rb.ev[8].site, 9);
+        assert_int_equal(rb.ev[8].instance, 2);
         assert_int_equal(rb.ev[2].value, 0xffffffffffffffffull);
         assert_int_equal(rb.ev[5].addr, UINT64_C(1) << 50);
         free_trace(&rb);
@@ -467,6 +483,20 @@ static void a_slot_stream_that_starts_compact_or_ends_mid_record_is_refused(void
     assert_int_equal(used, 0);
     assert_int_equal(tf_slots_expand(&s[2], 1, NULL, &full, out, NULL, 3, &used), 1); /* given one */
     assert_int_equal(tf_slots_expand(s, 1, NULL, NULL, out, NULL, 3, &used), -1);     /* cut */
+    /* compact START and COMMIT after a full record */
+    s[1].head = tf_start_head(TF_START_RETRY, 1000, 7, 3);
+    s[1].value = 6;
+    s[2].head = tf_commit_head(TF_BOUNDARY_STEP_MAX, 65535, 1);
+    s[2].value = 99;
+    struct tf_slot t3[4];
+    memcpy(t3, &full, sizeof full);
+    t3[2] = s[1];
+    t3[3] = s[2];
+    assert_int_equal(tf_slots_expand(t3, 4, NULL, NULL, out, NULL, 3, &used), 3);
+    assert_true(out[1].kind == TF_EV_START && out[1].tsc == 1100 && out[1].site == 7 && out[1].addr == 6 &&
+                out[1].value == tf_start_value(TF_START_RETRY, 3) && out[1].aux == 1 && out[1].reason == 0);
+    assert_true(out[2].kind == TF_EV_COMMIT && out[2].tsc == 1100 + TF_BOUNDARY_STEP_MAX && out[2].site == 7 &&
+                out[2].addr == 99 && out[2].value == tf_commit_value(65535, 1));
     s[0].head = 0; /* kind 0 */
     assert_int_equal(tf_slots_expand(s, 3, NULL, NULL, out, NULL, 3, &used), -1);
 }

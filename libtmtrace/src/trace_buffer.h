@@ -249,6 +249,29 @@ static inline uint64_t tb_emit(struct tb_thread *t, int ordered, unsigned kind, 
     return tb_emit_at(t, s, tsc, aux, prev_aux, kind, reason, addr, value);
 }
 
+/* A START or COMMIT record: compact (`head`, trace_format.h, with the step
+ * added) when `fits` and it is stamped on the previous record's CPU within
+ * TF_BOUNDARY_STEP_MAX ticks of it, else full. Returns the (injected) TSC,
+ * or 0 if dropped. */
+static inline uint64_t tb_emit_boundary(struct tb_thread *t, unsigned kind, uint64_t head, int fits, uint64_t addr,
+                                        uint64_t value)
+{
+    struct tf_slot *s = tb_slot(t);
+    if (TB_UNLIKELY(s == NULL))
+        return 0;
+    uint32_t aux, prev_aux = t->last_aux;
+    uint64_t prev = t->last_tsc;
+    uint64_t tsc = tb_stamp(t, 0, &aux);
+    if (TB_LIKELY(fits && t->compact && aux == prev_aux && tsc - prev <= TF_BOUNDARY_STEP_MAX)) {
+        t->last_tsc = tsc;
+        s->head = head | (tsc - prev) << 8;
+        s->value = addr;
+        tb_publish(t, s + 1);
+        return tsc;
+    }
+    return tb_emit_at(t, s, tsc, aux, prev_aux, kind, 0, addr, value);
+}
+
 /* A transaction attempt starts (take the stamp before _xbegin). `flags` are
  * enum tf_start_flags; `attempt` counts retries of this transaction from 0. */
 static inline void tb_ev_start(struct tb_thread *t, uint32_t site, uint64_t instance, unsigned flags,
@@ -258,7 +281,9 @@ static inline void tb_ev_start(struct tb_thread *t, uint32_t site, uint64_t inst
         return;
     t->site = (uint16_t)site;
     t->instance = instance;
-    uint64_t tsc = tb_emit(t, 0, TF_EV_START, 0, instance, tf_start_value(flags, attempt));
+    uint64_t tsc = tb_emit_boundary(t, TF_EV_START, tf_start_head(flags, 0, site, attempt),
+                                    flags < 32 && site < 65536 && attempt < 65536, instance,
+                                    tf_start_value(flags, attempt));
     if (TB_UNLIKELY(tsc >= t->tick_tsc))
         tb_tick(t, tsc);
 }
@@ -266,7 +291,7 @@ static inline void tb_ev_start(struct tb_thread *t, uint32_t site, uint64_t inst
 /* A read or write record: an unordered stamp of its own, or with
  * TMTRACE_STAMP=boundary the stamp and CPU of the thread's previous stamped
  * record (no clock read at all). Compact (one slot) when it fits: same CPU
- * as the previous record, a step of at most TF_ACCESS_DELTA_MAX ticks. */
+ * as the previous record, a step of at most TF_ACCESS_STEP_MAX ticks. */
 static inline void tb_emit_access(struct tb_thread *t, unsigned kind, unsigned size, uint64_t addr,
                                   uint64_t value)
 {
@@ -278,7 +303,7 @@ static inline void tb_emit_access(struct tb_thread *t, unsigned kind, unsigned s
         uint32_t aux, prev_aux = t->last_aux;
         uint64_t prev = t->last_tsc;
         uint64_t tsc = tb_stamp(t, 0, &aux);
-        if (TB_LIKELY(fits && aux == prev_aux && tsc - prev <= TF_ACCESS_DELTA_MAX)) {
+        if (TB_LIKELY(fits && aux == prev_aux && tsc - prev <= TF_ACCESS_STEP_MAX)) {
             t->last_tsc = tsc;
             tb_fill_access(t, s, kind, size, tsc - prev, addr, value);
         } else {
@@ -330,7 +355,8 @@ static inline void tb_ev_commit(struct tb_thread *t, uint64_t write_version, uin
 {
     if (t->level == CONFIG_EVENTS_OFF)
         return;
-    tb_emit(t, 0, TF_EV_COMMIT, 0, write_version, tf_commit_value(read_set, write_set));
+    tb_emit_boundary(t, TF_EV_COMMIT, tf_commit_head(0, read_set, write_set),
+                     read_set < 65536 && write_set < 65536, write_version, tf_commit_value(read_set, write_set));
 }
 
 /* An attempt aborted: `reason` is enum tmt_abort_reason, `where` the

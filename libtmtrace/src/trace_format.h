@@ -131,26 +131,34 @@ _Static_assert(sizeof(struct tf_record) == 32, "tf_record is 32 bytes");
 
 /*
  * The event path's stream is an array of 16-byte slots. A full record
- * (struct tf_record) takes two; most reads and writes take one, as a
- * compact access record that leaves out what the record before it in the
- * same stream already says:
+ * (struct tf_record) takes two; the common records take one, as a compact
+ * record that leaves out what the record before it in the same stream
+ * already says: its CPU (aux) and most of its stamp, which is the previous
+ * record's plus a step. The first byte of a slot tells them apart: a full
+ * record's is its kind (below 0x80), a compact one's has TF_COMPACT_TAG and
+ * its class in bits 0-1.
  *
- *   head   bits 0-3    stamp delta, low 4 bits
- *          bits 4-5    log2 of the access size (1, 2, 4 or 8 bytes)
- *          bit 6       1 = WRITE, 0 = READ
- *          bit 7       1 (TF_ACCESS_TAG; a full record's first byte is its
- *                      kind, always below 0x80)
- *          bits 8-15   stamp delta, high 8 bits
- *          bits 16-63  the address (user-space addresses have 47 bits)
- *   value  the value read or written (zero-extended)
+ *   READ / WRITE (class 0 / 1): an access of 1, 2, 4 or 8 bytes
+ *     head   bits 2-3 log2 of the size, bits 4-6 and 8-16 the step (low 3
+ *            and high 9 bits, at most TF_ACCESS_STEP_MAX), bits 17-63 the
+ *            address (user-space addresses have 47 bits)
+ *     value  the value read or written (zero-extended); site: the previous
+ *            record's
+ *   START (class 2)
+ *     head   bits 2-6 the start flags, bits 8-31 the step (at most
+ *            TF_BOUNDARY_STEP_MAX), bits 32-47 the site, bits 48-63 the
+ *            attempt
+ *     value  the instance id
+ *   COMMIT (class 3)
+ *     head   bits 8-31 the step, bits 32-47 the read-set size, bits 48-63
+ *            the write-set size
+ *     value  the write version; site: the previous record's
  *
- * Its stamp is the previous record's plus the delta (0 .. TF_ACCESS_DELTA_MAX
- * ticks), its CPU (aux) and site are the previous record's. The first
- * record of a stream is therefore always full, and so is any access that
- * does not fit: another CPU, a larger step, an odd size, a high address,
- * an injected clock (whose truth column runs per slot). Halving the bytes
- * of the common record halves the memory the event path fills, which is
- * what `all` costs beyond its clock reads.
+ * The first record of a stream is therefore always full, and so is any
+ * record that does not fit: another CPU, a larger step, an odd size, a high
+ * address, a set of 65536 or more, an injected clock (whose truth column
+ * runs per slot). Halving the bytes of the common records halves the memory
+ * the event path fills, which is what tracing costs beyond its clock reads.
  */
 struct tf_slot {
     uint64_t head;
@@ -159,30 +167,45 @@ struct tf_slot {
 
 _Static_assert(sizeof(struct tf_slot) * 2 == sizeof(struct tf_record), "a full record is two slots");
 
-#define TF_ACCESS_TAG 0x80u
-#define TF_ACCESS_DELTA_MAX 0xfffu
-#define TF_ACCESS_ADDR_BITS 48
+#define TF_COMPACT_TAG 0x80u
+enum tf_compact_class { TF_COMPACT_READ = 0, TF_COMPACT_WRITE = 1, TF_COMPACT_START = 2, TF_COMPACT_COMMIT = 3 };
+#define TF_ACCESS_STEP_MAX 0xfffu
+#define TF_BOUNDARY_STEP_MAX 0xffffffu
+#define TF_ACCESS_ADDR_BITS 47
 
 /* Whether an access of `size` bytes at `addr` can be a compact record
- * (the stamp step and the CPU are the caller's to check). */
+ * (the step and the CPU are the caller's to check). */
 static inline int tf_access_fits(uint64_t addr, unsigned size)
 {
     return (size == 1 || size == 2 || size == 4 || size == 8) && (addr >> TF_ACCESS_ADDR_BITS) == 0;
 }
 
-/* The head of a compact access record; `delta` <= TF_ACCESS_DELTA_MAX and
+/* The head of a compact access record; `step` <= TF_ACCESS_STEP_MAX and
  * tf_access_fits(addr, size). */
-static inline uint64_t tf_access_head(int write, unsigned size, uint64_t delta, uint64_t addr)
+static inline uint64_t tf_access_head(int write, unsigned size, uint64_t step, uint64_t addr)
 {
     unsigned lg = size == 8 ? 3u : size == 4 ? 2u : size == 2 ? 1u : 0u;
-    return addr << 16 | (delta >> 4) << 8 | TF_ACCESS_TAG | (unsigned)(write != 0) << 6 | lg << 4 |
-           (delta & 15u);
+    return addr << 17 | (step >> 3) << 8 | TF_COMPACT_TAG | (step & 7u) << 4 | lg << 2 |
+           (write ? TF_COMPACT_WRITE : TF_COMPACT_READ);
+}
+
+/* The head of a compact START (`flags` < 32, `site` and `attempt` < 65536,
+ * `step` <= TF_BOUNDARY_STEP_MAX) and of a compact COMMIT (set sizes below
+ * 65536). */
+static inline uint64_t tf_start_head(unsigned flags, uint64_t step, unsigned site, unsigned attempt)
+{
+    return (uint64_t)attempt << 48 | (uint64_t)site << 32 | step << 8 | TF_COMPACT_TAG | flags << 2 |
+           TF_COMPACT_START;
+}
+static inline uint64_t tf_commit_head(uint64_t step, uint32_t read_set, uint32_t write_set)
+{
+    return (uint64_t)write_set << 48 | (uint64_t)read_set << 32 | step << 8 | TF_COMPACT_TAG | TF_COMPACT_COMMIT;
 }
 
 /* Read as a byte: a full record's first byte was stored as its kind. */
-static inline int tf_slot_is_access(const struct tf_slot *s)
+static inline int tf_slot_is_compact(const struct tf_slot *s)
 {
-    return (*(const unsigned char *)s & TF_ACCESS_TAG) != 0;
+    return (*(const unsigned char *)s & TF_COMPACT_TAG) != 0;
 }
 
 /*
