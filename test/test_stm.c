@@ -362,6 +362,77 @@ static void test_read_only_transaction_keeps_no_read_set(void **s)
     tmt_thread_exit();
 }
 
+/* A read-only attempt adds nothing to its read set however much it reads
+ * (its reads rewrite one slot), so the set never grows for it. */
+static void test_read_only_reads_never_grow_the_read_set(void **s)
+{
+    (void)s;
+    tmt_tx *tx = tmt_thread_enter();
+    enum { N = 4096 };
+    static long data[N];
+    for (int i = 0; i < N; i++)
+        data[i] = i;
+    uint32_t cap_before = tx->stm.rcap;
+    volatile long sum = 0;
+    volatile uint32_t rn = 99;
+    TMT_ATOMIC_FLAGS(tx, "ro-many", TMT_TX_READ_ONLY) {
+        sum = 0;
+        for (int i = 0; i < N; i++)
+            sum += tmt_read_long(tx, &data[i]);
+        rn = tx->stm.rn;
+    } TMT_END;
+    assert_int_equal(sum, (long)N * (N - 1) / 2);
+    assert_int_equal(rn, 0);
+    assert_true(cap_before >= 1 && cap_before < N);
+    assert_int_equal(tx->stm.rcap, cap_before);
+    tmt_thread_exit();
+}
+
+/* The accessors' gate (tx_stm.gate) is open only inside an untraced
+ * software attempt and only for words it has not written; everywhere else
+ * the accessors take the dispatching path. */
+static void gate_run(int events)
+{
+    int saved = config.events;
+    config.events = events; /* the thread's trace level is taken when it enters */
+    tmt_tx *tx = tmt_thread_enter();
+    config.events = saved;
+    uint64_t closed = UINT64_MAX, bit = ~(uint64_t)0;
+    static long cell[2] = { 5, 6 };
+    volatile uint64_t inside = 1, after_write = 0;
+    volatile long own = 0;
+    assert_true(tx->stm.gate == UINT64_MAX);
+    assert_int_equal(tmt_read_long(tx, &cell[0]), 5); /* outside: a plain load */
+    TMT_ATOMIC(tx, "gate") {
+        inside = tx->stm.gate;
+        tmt_write_long(tx, &cell[1], 60);
+        after_write = tx->stm.gate;
+        own = tmt_read_long(tx, &cell[1]);
+    } TMT_END;
+    if (events != CONFIG_EVENTS_ALL) {
+        closed = 0; /* open: nothing written yet */
+        bit = (uint64_t)1 << (((uintptr_t)&cell[1] >> 3) & 63);
+    }
+    assert_true(inside == closed);
+    assert_true(after_write == bit);
+    assert_int_equal(own, 60);
+    assert_true(tx->stm.gate == UINT64_MAX);
+    tmt_write_long(tx, &cell[0], 50); /* outside: a plain store */
+    assert_int_equal(cell[0], 50);
+    assert_int_equal(cell[1], 60);
+    cell[0] = 5;
+    cell[1] = 6;
+    tmt_thread_exit();
+}
+
+static void test_the_accessor_gate_opens_only_inside_software_attempts(void **s)
+{
+    (void)s;
+    gate_run(CONFIG_EVENTS_OFF);
+    gate_run(CONFIG_EVENTS_TX);
+    gate_run(CONFIG_EVENTS_ALL); /* recording accesses: never open */
+}
+
 static void test_read_only_block_that_writes_reruns_as_an_update(void **s)
 {
     (void)s;
@@ -804,6 +875,8 @@ int main(void)
         cmocka_unit_test(test_narrow_reads_see_the_transactions_own_writes),
         cmocka_unit_test(test_narrow_writes_stay_exact_under_concurrent_neighbour_writes),
         cmocka_unit_test(test_read_only_transaction_keeps_no_read_set),
+        cmocka_unit_test(test_read_only_reads_never_grow_the_read_set),
+        cmocka_unit_test(test_the_accessor_gate_opens_only_inside_software_attempts),
         cmocka_unit_test(test_read_only_block_that_writes_reruns_as_an_update),
         cmocka_unit_test(test_read_of_a_newer_stripe_aborts_with_read_version),
         cmocka_unit_test(test_overwritten_read_set_aborts_at_commit_validation),

@@ -208,7 +208,9 @@ __attribute__((noinline)) static uint64_t api_read_serial(tmt_tx *tx, const vola
     return v;
 }
 
-static inline uint64_t api_read(tmt_tx *tx, const volatile void *addr, unsigned size)
+/* Every read the gate turns away: outside transactions, a word the attempt
+ * may have written, tracing, serial and hardware attempts. */
+__attribute__((noinline)) static uint64_t api_read_slow(tmt_tx *tx, const volatile void *addr, unsigned size)
 {
     uintptr_t a = (uintptr_t)addr;
     if (TX_LIKELY(tx->mode == TX_MODE_STM)) {
@@ -221,6 +223,17 @@ static inline uint64_t api_read(tmt_tx *tx, const volatile void *addr, unsigned 
     if (tx->mode == TX_MODE_SERIAL)
         return api_read_serial(tx, addr, size);
     return htm_read(tx, a, size);
+}
+
+/* The gate (tx_stm.gate) is open only in an untraced software attempt, for
+ * words it has not written: then the read is the STM's checked load and
+ * nothing else is tested. */
+static inline uint64_t api_read(tmt_tx *tx, const volatile void *addr, unsigned size)
+{
+    uintptr_t a = (uintptr_t)addr;
+    if (TX_LIKELY(stm_gate_open(tx, a)))
+        return stm_load_checked(tx, a, size);
+    return api_read_slow(tx, addr, size);
 }
 
 /* A software write recorded in the trace (see api_read_traced). */
@@ -237,7 +250,9 @@ __attribute__((noinline)) static void api_write_serial(tmt_tx *tx, volatile void
     tb_ev_write(&tx->trace, addr, v, size);
 }
 
-static inline void api_write(tmt_tx *tx, volatile void *addr, uint64_t v, unsigned size)
+/* Every write the gate turns away (see api_read_slow), and the write that
+ * fills the redo log or is the first of a read-only attempt. */
+__attribute__((noinline)) static void api_write_slow(tmt_tx *tx, volatile void *addr, uint64_t v, unsigned size)
 {
     uintptr_t a = (uintptr_t)addr;
     if (TX_LIKELY(tx->mode == TX_MODE_STM)) {
@@ -256,6 +271,13 @@ static inline void api_write(tmt_tx *tx, volatile void *addr, uint64_t v, unsign
     } else {
         htm_write(tx, a, v, size);
     }
+}
+
+static inline void api_write(tmt_tx *tx, volatile void *addr, uint64_t v, unsigned size)
+{
+    if (TX_LIKELY(stm_write_fast(tx, (uintptr_t)addr, v, size)))
+        return;
+    api_write_slow(tx, addr, v, size);
 }
 
 TMT_API uintptr_t tmt_read_word(tmt_tx *tx, const volatile uintptr_t *addr)

@@ -39,6 +39,7 @@ static struct {
 
 uintptr_t *stm_stripes; /* stm_barrier.h reads them on every access */
 unsigned stm_log2;
+uint64_t stm_mask;
 
 /* 1 once membarrier(2) is registered for the process: a begin then announces
  * its start version with a plain store, and the rare threads that must see
@@ -99,6 +100,7 @@ int stm_init(void)
         munmap(stm_stripes, ((size_t)1 << stm_log2) * sizeof *stm_stripes);
     stm_stripes = table;
     stm_log2 = log2;
+    stm_mask = ((uint64_t)1 << log2) - 1;
     return 0;
 }
 
@@ -163,6 +165,7 @@ __attribute__((noinline)) static void stm_wgrow(struct tx_stm *s)
 {
     if (s->wn == s->wcap)
         s->wset = tx_grow(s->wset, &s->wcap, sizeof *s->wset, 16);
+    s->wlimit = s->wcap; /* only update attempts (and stm_thread_enter) grow it */
     uint32_t want = s->wslot_bits ? s->wslot_bits : 6;
     while ((1u << want) < 2 * s->wcap)
         want++;
@@ -208,16 +211,28 @@ __attribute__((noinline, cold)) static void stm_serial_wait(struct tx_stm *s)
     } while (stm_serial_owner(__ATOMIC_SEQ_CST) != 0);
 }
 
-void stm_begin(struct tmt_tx *tx, int read_only)
+void stm_thread_enter(struct tmt_tx *tx)
+{
+    struct tx_stm *s = &tx->stm;
+    s->gate = UINT64_MAX;
+    if (s->wslots == NULL)
+        stm_wgrow(s);
+    if (s->rcap == 0)
+        stm_rgrow(s);
+}
+
+/* The sets are allocated (stm_thread_enter). */
+void stm_begin(struct tmt_tx *tx, int read_only, int fast)
 {
     struct tx_stm *s = &tx->stm;
     s->ro = read_only;
+    s->rinc = !read_only;
+    s->wlimit = read_only ? 0 : s->wcap;
     s->rn = 0;
     s->wn = 0;
     s->nlocked = 0;
     s->bloom = 0;
-    if (TX_UNLIKELY(s->wslots == NULL))
-        stm_wgrow(s);
+    s->gate = fast ? 0 : UINT64_MAX;
     s->windexed = 0;
     if (TX_UNLIKELY(++s->wgen == 0)) {
         memset(s->wslots, 0, ((size_t)1 << s->wslot_bits) * sizeof *s->wslots);
@@ -427,6 +442,7 @@ static void stm_writeback(const struct tx_stm *s)
 
 static inline void stm_idle(struct tx_stm *s)
 {
+    s->gate = UINT64_MAX;
     s->consecutive_aborts = 0;
     __atomic_store_n(&s->active_rv, UINT64_MAX, __ATOMIC_RELEASE);
 }
@@ -493,6 +509,7 @@ void stm_rollback(struct tmt_tx *tx)
 {
     struct tx_stm *s = &tx->stm;
     stm_release(s, 0);
+    s->gate = UINT64_MAX;
     s->rn = 0;
     s->wn = 0;
     s->bloom = 0;
@@ -604,4 +621,5 @@ void stm_free(struct tmt_tx *tx)
     free(s->undo);
     memset(s, 0, sizeof *s);
     s->active_rv = UINT64_MAX;
+    s->gate = UINT64_MAX;
 }

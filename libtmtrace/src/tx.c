@@ -35,6 +35,7 @@ struct tmt_tx *tx_thread_enter(void)
     tx->depth = 0;
     uint64_t seed = config.seed ? (uint64_t)config.seed : __rdtsc() ^ (uintptr_t)tx;
     tx->rng = (seed + 0x9E3779B97F4A7C15ull * tx->thread_id) | 1;
+    stm_thread_enter(tx);
     if (tb_attach(&tx->trace) != 0) {
         txreg_abandon(tx);
         return NULL;
@@ -144,7 +145,7 @@ static void tx_start_stm(struct tmt_tx *tx, int path)
     int ro = (tx->flags & TMT_TX_READ_ONLY) && !tx->ro_demoted;
     tx->mode = TX_MODE_STM;
     tx_attempt_starts(tx, ro ? TF_START_READ_ONLY : 0);
-    stm_begin(tx, ro);
+    stm_begin(tx, ro, !tb_records_accesses(&tx->trace));
 }
 
 int tx_start(struct tmt_tx *tx)

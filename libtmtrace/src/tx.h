@@ -97,13 +97,21 @@ struct tx_undo {
 };
 
 struct tx_stm {
+    /* The accessors' one test (api.c): a read or write of word w takes the
+     * inline fast path when bit (w >> 3) & 63 is clear here. During an
+     * untraced software attempt it is the redo log's bloom filter; in every
+     * other state (no attempt, traced, hardware, serial) all ones, so that
+     * the mode and the trace level need no test of their own. */
+    uint64_t gate;
     uint64_t rv;                 /* start version (snapshot the reads are valid at) */
-    int ro;                      /* no read set kept */
-    uint64_t bloom;              /* one bit per (word >> 3) & 63 in the redo log */
     uintptr_t *rset;             /* addresses read (their stripes are re-checked at commit) */
-    uint32_t rn, rcap;
+    uint32_t rn, rcap;           /* rcap >= 1 once the descriptor ran a software attempt */
+    uint32_t rinc;               /* what a read adds to rn: 1, or 0 when no read set is kept */
+    int ro;                      /* no read set kept, no write allowed */
+    uint64_t bloom;              /* one bit per (word >> 3) & 63 in the redo log */
     struct tx_wentry *wset;
     uint32_t wn, wcap;
+    uint32_t wlimit;             /* wcap, or 0 in a read-only attempt: the fast write's bound */
     struct tx_wslot *wslots;
     uint32_t wslot_bits, wgen;
     uint32_t windexed;           /* redo-log entries [0, windexed) are in the index */
