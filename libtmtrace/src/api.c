@@ -357,6 +357,13 @@ TMT_API void tmt_write_double(tmt_tx *tx, volatile double *addr, double value)
 
 /* ---- allocation ---------------------------------------------------------------- */
 
+/* The ALLOC record, out of line: inlined, the hook's stamping made every
+ * tmt_malloc save six registers for it, traced or not. */
+__attribute__((noinline)) static void api_record_alloc(tmt_tx *tx, void *p, size_t size, const void *caller)
+{
+    tb_ev_alloc(&tx->trace, p, size, caller);
+}
+
 TMT_API void *tmt_malloc(tmt_tx *tx, size_t size)
 {
     if (tx == NULL)
@@ -365,8 +372,8 @@ TMT_API void *tmt_malloc(tmt_tx *tx, size_t size)
     /* The allocation site, for tools that name heap addresses (a wrapper
      * that tail-calls this, like the TL2 layer's TxAlloc, passes its own
      * caller's). No trace record inside a real hardware transaction. */
-    if (p != NULL && tx->mode != TX_MODE_HTM)
-        tb_ev_alloc(&tx->trace, p, size, __builtin_return_address(0));
+    if (TX_UNLIKELY(tx->trace.level != CONFIG_EVENTS_OFF) && p != NULL && tx->mode != TX_MODE_HTM)
+        api_record_alloc(tx, p, size, __builtin_return_address(0));
     return p;
 }
 

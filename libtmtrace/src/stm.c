@@ -132,6 +132,16 @@ static void stm_windex(struct tx_stm *s, uint32_t idx)
     s->wslots[i].gen = s->wgen;
 }
 
+/* The first lookup of this attempt that needs the index: a new generation
+ * makes every slot of earlier attempts stale, so a begin clears nothing. */
+static void stm_wnew_index(struct tx_stm *s)
+{
+    if (TX_UNLIKELY(++s->wgen == 0)) {
+        memset(s->wslots, 0, ((size_t)1 << s->wslot_bits) * sizeof *s->wslots);
+        s->wgen = 1;
+    }
+}
+
 /* The redo-log entry of word w, or NULL. Short logs (most transactions') are
  * searched linearly and never indexed, so appending costs no hashing; a log
  * that outgrows STM_WLINEAR is indexed on its first lookup past that size. */
@@ -148,6 +158,8 @@ static struct tx_wentry *stm_wfind(struct tx_stm *s, uintptr_t w)
                 return &s->wset[i];
         return NULL;
     }
+    if (s->windexed == 0)
+        stm_wnew_index(s);
     while (s->windexed < s->wn)
         stm_windex(s, s->windexed++);
     uint32_t mask = (1u << s->wslot_bits) - 1;
@@ -221,7 +233,8 @@ void stm_thread_enter(struct tmt_tx *tx)
         stm_rgrow(s);
 }
 
-/* The sets are allocated (stm_thread_enter). */
+/* The sets are allocated (stm_thread_enter) and no lock is held (every
+ * commit and rollback released its locks). */
 void stm_begin(struct tmt_tx *tx, int read_only, int fast)
 {
     struct tx_stm *s = &tx->stm;
@@ -230,14 +243,9 @@ void stm_begin(struct tmt_tx *tx, int read_only, int fast)
     s->wlimit = read_only ? 0 : s->wcap;
     s->rn = 0;
     s->wn = 0;
-    s->nlocked = 0;
     s->bloom = 0;
     s->gate = fast ? 0 : UINT64_MAX;
     s->windexed = 0;
-    if (TX_UNLIKELY(++s->wgen == 0)) {
-        memset(s->wslots, 0, ((size_t)1 << s->wslot_bits) * sizeof *s->wslots);
-        s->wgen = 1;
-    }
     s->rv = __atomic_load_n(&stm_clock.now, __ATOMIC_ACQUIRE);
     /* The announcement must be ordered before the loads that follow (a full
      * fence): either a reclaiming thread sees this attempt running, or this
@@ -352,11 +360,17 @@ static inline int stm_lock_is_mine(const struct tx_stm *s, uintptr_t v)
     return (v & 1) && r >= s->locks && r < s->locks + s->nlocked;
 }
 
+/* Unlocks every stripe this commit locked: with the new version, or with
+ * the version each lock replaced (an abort). */
 static void stm_release(struct tx_stm *s, uintptr_t value_or_zero)
 {
-    for (uint32_t i = 0; i < s->nlocked; i++) {
-        struct tx_lockrec *r = &s->locks[i];
-        __atomic_store_n(r->stripe, value_or_zero ? value_or_zero : r->old, __ATOMIC_RELEASE);
+    const struct tx_lockrec *r = s->locks, *end = r + s->nlocked;
+    if (value_or_zero != 0) {
+        for (; r != end; r++)
+            __atomic_store_n(r->stripe, value_or_zero, __ATOMIC_RELEASE);
+    } else {
+        for (; r != end; r++)
+            __atomic_store_n(r->stripe, r->old, __ATOMIC_RELEASE);
     }
     s->nlocked = 0;
 }
@@ -418,25 +432,30 @@ static int stm_validate(struct tx_stm *s, uintptr_t *bad, uint64_t *found)
     return 0;
 }
 
-static void stm_writeback(const struct tx_stm *s)
+/* Exact sizes: a partly written word stores only the bytes this
+ * transaction wrote, never rewriting one it did not. Out of line: most
+ * entries are whole words. */
+__attribute__((noinline)) static void stm_writeback_part(const struct tx_wentry *e)
 {
-    for (uint32_t i = 0; i < s->wn; i++) {
-        const struct tx_wentry *e = &s->wset[i];
-        if (e->mask == 0xffu) {
-            tx_mem_store(e->addr, e->value, 8);
+    for (unsigned half = 0; half < 2; half++) {
+        uint32_t hm = (e->mask >> (4 * half)) & 0xfu;
+        if (hm == 0xfu) {
+            tx_mem_store(e->addr + 4 * half, e->value >> (32 * half), 4);
             continue;
         }
-        /* Exact sizes: never rewrite a byte this transaction did not write. */
-        for (unsigned half = 0; half < 2; half++) {
-            uint32_t hm = (e->mask >> (4 * half)) & 0xfu;
-            if (hm == 0xfu) {
-                tx_mem_store(e->addr + 4 * half, e->value >> (32 * half), 4);
-                continue;
-            }
-            for (unsigned b = 0; b < 4; b++)
-                if (hm & (1u << b))
-                    tx_mem_store(e->addr + 4 * half + b, e->value >> (8 * (4 * half + b)), 1);
-        }
+        for (unsigned b = 0; b < 4; b++)
+            if (hm & (1u << b))
+                tx_mem_store(e->addr + 4 * half + b, e->value >> (8 * (4 * half + b)), 1);
+    }
+}
+
+static void stm_writeback(const struct tx_stm *s)
+{
+    for (const struct tx_wentry *e = s->wset, *end = e + s->wn; e != end; e++) {
+        if (TX_LIKELY(e->mask == 0xffu))
+            tx_mem_store(e->addr, e->value, 8);
+        else
+            stm_writeback_part(e);
     }
 }
 
@@ -466,6 +485,48 @@ __attribute__((noinline, cold)) static void stm_lgrow(struct tx_stm *s)
 void (*stm_test_locked_hook)(const struct tmt_tx *tx);
 #endif
 
+/* Locks the stripes of the redo-log entries from `e` on, the general way
+ * (stm_lock_one: this commit's own lock on a stripe two entries share is
+ * recognised, another's is waited for), and aborts when one stays busy. */
+__attribute__((noinline)) static void stm_lock_rest(struct tmt_tx *tx, const struct tx_wentry *e)
+{
+    struct tx_stm *s = &tx->stm;
+    for (const struct tx_wentry *end = s->wset + s->wn; e != end; e++) {
+        uint64_t holder = stm_lock_one(s, e->addr, tx->trace.thread_id, tx->instance);
+        if (holder != 0)
+            stm_abort(tx, TMT_ABORT_COMMIT_LOCKED, e->addr, holder);
+    }
+}
+
+/* Locks the stripe of every redo-log entry (lcap >= wn, nothing locked
+ * yet). The loop makes no call, so it needs no saved registers: a stripe
+ * found locked, or a lost race for one, hands the rest of the log to
+ * stm_lock_rest. */
+static void stm_lock_all(struct tmt_tx *tx)
+{
+    struct tx_stm *s = &tx->stm;
+    uint32_t me = tx->trace.thread_id, instance = (uint32_t)tx->instance;
+    struct tx_lockrec *r = s->locks;
+    const struct tx_wentry *e = s->wset, *end = e + s->wn;
+    for (; e != end; e++, r++) {
+        uintptr_t *stripe = stm_stripe(e->addr);
+        uintptr_t v = __atomic_load_n(stripe, __ATOMIC_ACQUIRE);
+        if (TX_UNLIKELY(v & 1))
+            break;
+        r->stripe = stripe;
+        r->old = v;
+        __atomic_store_n(&r->owner, me, __ATOMIC_RELAXED);
+        __atomic_store_n(&r->owner_instance, instance, __ATOMIC_RELAXED);
+        /* Release as well as acquire: see stm_lock_one. */
+        if (TX_UNLIKELY(!__atomic_compare_exchange_n(stripe, &v, (uintptr_t)r | 1, 0, __ATOMIC_ACQ_REL,
+                                                     __ATOMIC_RELAXED)))
+            break;
+    }
+    s->nlocked = (uint32_t)(r - s->locks);
+    if (TX_UNLIKELY(e != end))
+        stm_lock_rest(tx, e);
+}
+
 uint64_t stm_commit(struct tmt_tx *tx)
 {
     struct tx_stm *s = &tx->stm;
@@ -476,11 +537,7 @@ uint64_t stm_commit(struct tmt_tx *tx)
     }
     if (TX_UNLIKELY(s->lcap < s->wn))
         stm_lgrow(s);
-    for (uint32_t i = 0; i < s->wn; i++) {
-        uint64_t holder = stm_lock_one(s, s->wset[i].addr, tx->trace.thread_id, tx->instance);
-        if (holder != 0)
-            stm_abort(tx, TMT_ABORT_COMMIT_LOCKED, s->wset[i].addr, holder);
-    }
+    stm_lock_all(tx);
 #ifdef TMT_TEST_HOOKS
     if (stm_test_locked_hook)
         stm_test_locked_hook(tx);
