@@ -337,6 +337,7 @@ void stm_wappend_grow(struct tmt_tx *tx, uintptr_t w, uint64_t val, uint32_t byt
     e->value = val;
     e->mask = bytes;
     s->bloom |= bb;
+    s->gate |= bb; /* as stm_wappend: the fast paths must not pass this word */
 }
 
 /* A write to a word the bloom filter says this attempt may have written:
