@@ -35,6 +35,17 @@ static int setup(void **state)
     return 0;
 }
 
+/* Enters the calling thread with the trace level `events` (taken when a
+ * thread enters): the accessors' fast paths serve untraced attempts only. */
+static tmt_tx *enter_at(int events)
+{
+    int saved = config.events;
+    config.events = events;
+    tmt_tx *tx = tmt_thread_enter();
+    config.events = saved;
+    return tx;
+}
+
 /* ---- bank ------------------------------------------------------------------ */
 
 #define ACCOUNTS 32
@@ -362,6 +373,74 @@ static void test_read_only_transaction_keeps_no_read_set(void **s)
     tmt_thread_exit();
 }
 
+/* A read-only attempt adds nothing to its read set however much it reads
+ * (its reads rewrite one slot), so the set never grows for it. */
+static void test_read_only_reads_never_grow_the_read_set(void **s)
+{
+    (void)s;
+    tmt_tx *tx = tmt_thread_enter();
+    enum { N = 4096 };
+    static long data[N];
+    for (int i = 0; i < N; i++)
+        data[i] = i;
+    uint32_t cap_before = tx->stm.rcap;
+    volatile long sum = 0;
+    volatile uint32_t rn = 99;
+    TMT_ATOMIC_FLAGS(tx, "ro-many", TMT_TX_READ_ONLY) {
+        sum = 0;
+        for (int i = 0; i < N; i++)
+            sum += tmt_read_long(tx, &data[i]);
+        rn = tx->stm.rn;
+    } TMT_END;
+    assert_int_equal(sum, (long)N * (N - 1) / 2);
+    assert_int_equal(rn, 0);
+    assert_true(cap_before >= 1 && cap_before < N);
+    assert_int_equal(tx->stm.rcap, cap_before);
+    tmt_thread_exit();
+}
+
+/* The accessors' gate (tx_stm.gate) is open only inside an untraced
+ * software attempt and only for words it has not written; everywhere else
+ * the accessors take the dispatching path. */
+static void gate_run(int events)
+{
+    tmt_tx *tx = enter_at(events);
+    uint64_t closed = UINT64_MAX, bit = ~(uint64_t)0;
+    static long cell[2] = { 5, 6 };
+    volatile uint64_t inside = 1, after_write = 0;
+    volatile long own = 0;
+    assert_true(tx->stm.gate == UINT64_MAX);
+    assert_int_equal(tmt_read_long(tx, &cell[0]), 5); /* outside: a plain load */
+    TMT_ATOMIC(tx, "gate") {
+        inside = tx->stm.gate;
+        tmt_write_long(tx, &cell[1], 60);
+        after_write = tx->stm.gate;
+        own = tmt_read_long(tx, &cell[1]);
+    } TMT_END;
+    if (events != CONFIG_EVENTS_ALL) {
+        closed = 0; /* open: nothing written yet */
+        bit = (uint64_t)1 << (((uintptr_t)&cell[1] >> 3) & 63);
+    }
+    assert_true(inside == closed);
+    assert_true(after_write == bit);
+    assert_int_equal(own, 60);
+    assert_true(tx->stm.gate == UINT64_MAX);
+    tmt_write_long(tx, &cell[0], 50); /* outside: a plain store */
+    assert_int_equal(cell[0], 50);
+    assert_int_equal(cell[1], 60);
+    cell[0] = 5;
+    cell[1] = 6;
+    tmt_thread_exit();
+}
+
+static void test_the_accessor_gate_opens_only_inside_software_attempts(void **s)
+{
+    (void)s;
+    gate_run(CONFIG_EVENTS_OFF);
+    gate_run(CONFIG_EVENTS_TX);
+    gate_run(CONFIG_EVENTS_ALL); /* recording accesses: never open */
+}
+
 static void test_read_only_block_that_writes_reruns_as_an_update(void **s)
 {
     (void)s;
@@ -584,10 +663,9 @@ static void test_rewrites_in_a_long_redo_log_merge_into_their_entries(void **s)
     tmt_thread_exit();
 }
 
-static void test_large_write_sets_grow_and_commit(void **s)
+static void large_write_set_run(int events)
 {
-    (void)s;
-    tmt_tx *tx = tmt_thread_enter();
+    tmt_tx *tx = enter_at(events);
     enum { N = 5000 };
     static long big[N];
     volatile long check = 0;
@@ -599,9 +677,51 @@ static void test_large_write_sets_grow_and_commit(void **s)
             check += tmt_read_long(tx, &big[i]);
     } TMT_END;
     assert_int_equal(check, (long)N * (N + 1) / 2);
-    for (int i = 0; i < N; i++)
+    for (int i = 0; i < N; i++) {
         assert_int_equal(big[i], i + 1);
+        big[i] = 0;
+    }
     tmt_thread_exit();
+}
+
+static void test_large_write_sets_grow_and_commit(void **s)
+{
+    (void)s;
+    large_write_set_run(CONFIG_EVENTS_OFF);
+    large_write_set_run(CONFIG_EVENTS_TX);
+    large_write_set_run(CONFIG_EVENTS_ALL);
+}
+
+/* The word appended when the redo log grows must close the accessors' gate
+ * like any other: read back at once, it is the transaction's own value.
+ * The log keeps its size across transactions, so the block fills what it
+ * holds now with words 64 apart (one filter bit for all of them) and then
+ * writes the word after the first, whose bit no other write sets. */
+static void grow_then_read_run(int events)
+{
+    tmt_tx *tx = enter_at(events);
+    uint32_t cap = tx->stm.wcap;
+    long *cells = calloc((size_t)cap * 64, sizeof *cells);
+    assert_non_null(cells);
+    volatile long seen = 0;
+    TMT_ATOMIC(tx, "grow-read") {
+        for (uint32_t i = 0; i < cap; i++)
+            tmt_write_long(tx, &cells[(size_t)i * 64], 1);
+        tmt_write_long(tx, &cells[1], 2);
+        seen = tmt_read_long(tx, &cells[1]);
+    } TMT_END;
+    assert_true(tx->stm.wcap > cap);
+    assert_int_equal(seen, 2);
+    assert_int_equal(cells[1], 2);
+    free(cells);
+    tmt_thread_exit();
+}
+
+static void test_a_word_appended_as_the_redo_log_grows_is_read_back(void **s)
+{
+    (void)s;
+    grow_then_read_run(CONFIG_EVENTS_OFF);
+    grow_then_read_run(CONFIG_EVENTS_ALL);
 }
 
 /* ---- serial mode and contention management ----------------------------------- */
@@ -804,6 +924,8 @@ int main(void)
         cmocka_unit_test(test_narrow_reads_see_the_transactions_own_writes),
         cmocka_unit_test(test_narrow_writes_stay_exact_under_concurrent_neighbour_writes),
         cmocka_unit_test(test_read_only_transaction_keeps_no_read_set),
+        cmocka_unit_test(test_read_only_reads_never_grow_the_read_set),
+        cmocka_unit_test(test_the_accessor_gate_opens_only_inside_software_attempts),
         cmocka_unit_test(test_read_only_block_that_writes_reruns_as_an_update),
         cmocka_unit_test(test_read_of_a_newer_stripe_aborts_with_read_version),
         cmocka_unit_test(test_overwritten_read_set_aborts_at_commit_validation),
@@ -812,6 +934,7 @@ int main(void)
         cmocka_unit_test(test_a_word_and_its_sub_words_share_one_stripe),
         cmocka_unit_test(test_rewrites_in_a_long_redo_log_merge_into_their_entries),
         cmocka_unit_test(test_large_write_sets_grow_and_commit),
+        cmocka_unit_test(test_a_word_appended_as_the_redo_log_grows_is_read_back),
         cmocka_unit_test(test_a_long_transaction_commits_within_serial_after_plus_one_attempts),
         cmocka_unit_test(test_an_irrevocable_block_runs_alone_and_commits_in_place),
         cmocka_unit_test(test_cancel_and_retry_undo_an_irrevocable_block),

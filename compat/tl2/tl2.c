@@ -138,15 +138,26 @@ jmp_buf *TxPrepareAt(Thread *Self, int readOnly, TxSite *site)
     return tmt_tx_prepare(Self->tx, (tmt_site *)(void *)site, readOnly ? TMT_TX_READ_ONLY : 0u);
 }
 
-void TxBegin(Thread *Self)
+/* TxBegin with TxStoreLocal writes logged: at an outermost start (a
+ * restart) they are undone. Out of line, so that TxBegin saves nothing. */
+__attribute__((noinline)) static void tl2_begin_with_locals(Thread *Self)
 {
     tmt_tx *tx = Self->tx;
+    if (tmt_tx_depth(tx) == 0)
+        tl2_undo_locals(Self);
+    tmt_tx_start(tx);
+}
+
+void TxBegin(Thread *Self)
+{
     /* Outermost (the first attempt or a restart): undo the locals an
      * aborted attempt stored; the first attempt has none, and most
      * transactions store none, so the depth is asked only then. */
-    if (Self->nundo > 0 && tmt_tx_depth(tx) == 0)
-        tl2_undo_locals(Self);
-    tmt_tx_start(tx);
+    if (__builtin_expect(Self->nundo > 0, 0)) {
+        tl2_begin_with_locals(Self);
+        return;
+    }
+    tmt_tx_start(Self->tx);
 }
 
 /* The function behind the TxStart macro (tl2.h), for callers without it:
@@ -156,13 +167,21 @@ void (TxStart)(Thread *Self, jmp_buf *envPtr, int *ROFlag)
     TxStartAt(Self, envPtr, ROFlag, (TxSite *)(void *)&tl2_default_site);
 }
 
-int TxCommit(Thread *Self)
+/* After a commit that may have ended the TxStartAt protocol or kept
+ * TxStoreLocal writes: forgets both once the outermost block committed. */
+__attribute__((noinline)) static void tl2_committed_with_state(Thread *Self)
 {
-    tmt_tx_commit(Self->tx);
-    if ((Self->in_tx || Self->nundo > 0) && tmt_tx_depth(Self->tx) == 0) {
+    if (tmt_tx_depth(Self->tx) == 0) {
         Self->in_tx = 0;
         Self->nundo = 0;
     }
+}
+
+int TxCommit(Thread *Self)
+{
+    tmt_tx_commit(Self->tx);
+    if (__builtin_expect(Self->in_tx || Self->nundo > 0, 0))
+        tl2_committed_with_state(Self);
     return 1;
 }
 

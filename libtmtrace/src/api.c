@@ -208,19 +208,34 @@ __attribute__((noinline)) static uint64_t api_read_serial(tmt_tx *tx, const vola
     return v;
 }
 
-static inline uint64_t api_read(tmt_tx *tx, const volatile void *addr, unsigned size)
+/* Every read the gate turns away: outside transactions, a word the attempt
+ * may have written, tracing, serial and hardware attempts. */
+__attribute__((noinline)) static uint64_t api_read_slow(tmt_tx *tx, const volatile void *addr, unsigned size)
 {
     uintptr_t a = (uintptr_t)addr;
     if (TX_LIKELY(tx->mode == TX_MODE_STM)) {
         if (TX_UNLIKELY(tb_records_accesses(&tx->trace)))
             return api_read_traced(tx, addr, size);
-        return stm_read(tx, a, size);
+        /* Untraced, the gate is the bloom filter: its bit is set, so
+         * stm_read would go to stm_read_own; no second test. */
+        return stm_read_own(tx, a, size);
     }
     if (tx->mode == TX_MODE_NONE)
         return tx_mem_load(a, size);
     if (tx->mode == TX_MODE_SERIAL)
         return api_read_serial(tx, addr, size);
     return htm_read(tx, a, size);
+}
+
+/* The gate (tx_stm.gate) is open only in an untraced software attempt, for
+ * words it has not written: then the read is the STM's checked load and
+ * nothing else is tested. */
+static inline uint64_t api_read(tmt_tx *tx, const volatile void *addr, unsigned size)
+{
+    uintptr_t a = (uintptr_t)addr;
+    if (TX_LIKELY(stm_gate_open(tx, a)))
+        return stm_load_checked(tx, a, size);
+    return api_read_slow(tx, addr, size);
 }
 
 /* A software write recorded in the trace (see api_read_traced). */
@@ -237,7 +252,9 @@ __attribute__((noinline)) static void api_write_serial(tmt_tx *tx, volatile void
     tb_ev_write(&tx->trace, addr, v, size);
 }
 
-static inline void api_write(tmt_tx *tx, volatile void *addr, uint64_t v, unsigned size)
+/* Every write the gate turns away (see api_read_slow), and the write that
+ * fills the redo log or is the first of a read-only attempt. */
+__attribute__((noinline)) static void api_write_slow(tmt_tx *tx, volatile void *addr, uint64_t v, unsigned size)
 {
     uintptr_t a = (uintptr_t)addr;
     if (TX_LIKELY(tx->mode == TX_MODE_STM)) {
@@ -256,6 +273,13 @@ static inline void api_write(tmt_tx *tx, volatile void *addr, uint64_t v, unsign
     } else {
         htm_write(tx, a, v, size);
     }
+}
+
+static inline void api_write(tmt_tx *tx, volatile void *addr, uint64_t v, unsigned size)
+{
+    if (TX_LIKELY(stm_write_fast(tx, (uintptr_t)addr, v, size)))
+        return;
+    api_write_slow(tx, addr, v, size);
 }
 
 TMT_API uintptr_t tmt_read_word(tmt_tx *tx, const volatile uintptr_t *addr)
@@ -335,6 +359,13 @@ TMT_API void tmt_write_double(tmt_tx *tx, volatile double *addr, double value)
 
 /* ---- allocation ---------------------------------------------------------------- */
 
+/* The ALLOC record, out of line: inlined, the hook's stamping made every
+ * tmt_malloc save six registers for it, traced or not. */
+__attribute__((noinline)) static void api_record_alloc(tmt_tx *tx, void *p, size_t size, const void *caller)
+{
+    tb_ev_alloc(&tx->trace, p, size, caller);
+}
+
 TMT_API void *tmt_malloc(tmt_tx *tx, size_t size)
 {
     if (tx == NULL)
@@ -343,8 +374,8 @@ TMT_API void *tmt_malloc(tmt_tx *tx, size_t size)
     /* The allocation site, for tools that name heap addresses (a wrapper
      * that tail-calls this, like the TL2 layer's TxAlloc, passes its own
      * caller's). No trace record inside a real hardware transaction. */
-    if (p != NULL && tx->mode != TX_MODE_HTM)
-        tb_ev_alloc(&tx->trace, p, size, __builtin_return_address(0));
+    if (TX_UNLIKELY(tx->trace.level != CONFIG_EVENTS_OFF) && p != NULL && tx->mode != TX_MODE_HTM)
+        api_record_alloc(tx, p, size, __builtin_return_address(0));
     return p;
 }
 

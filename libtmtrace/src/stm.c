@@ -39,6 +39,7 @@ static struct {
 
 uintptr_t *stm_stripes; /* stm_barrier.h reads them on every access */
 unsigned stm_log2;
+uint64_t stm_mask;
 
 /* 1 once membarrier(2) is registered for the process: a begin then announces
  * its start version with a plain store, and the rare threads that must see
@@ -99,6 +100,7 @@ int stm_init(void)
         munmap(stm_stripes, ((size_t)1 << stm_log2) * sizeof *stm_stripes);
     stm_stripes = table;
     stm_log2 = log2;
+    stm_mask = ((uint64_t)1 << log2) - 1;
     return 0;
 }
 
@@ -130,31 +132,59 @@ static void stm_windex(struct tx_stm *s, uint32_t idx)
     s->wslots[i].gen = s->wgen;
 }
 
+/* The first lookup of this attempt that needs the index: a new generation
+ * makes every slot of earlier attempts stale, so a begin clears nothing. */
+static void stm_wnew_index(struct tx_stm *s)
+{
+    if (TX_UNLIKELY(++s->wgen == 0)) {
+        memset(s->wslots, 0, ((size_t)1 << s->wslot_bits) * sizeof *s->wslots);
+        s->wgen = 1;
+    }
+}
+
+/* Brings the index up to the redo log: a new generation at the attempt's
+ * first indexed lookup, then the entries appended since the last one. Out
+ * of line, so that a lookup saves no registers. */
+__attribute__((noinline)) static void stm_windex_sync(struct tx_stm *s)
+{
+    if (s->windexed == 0)
+        stm_wnew_index(s);
+    while (s->windexed < s->wn)
+        stm_windex(s, s->windexed++);
+}
+
+/* Whether a lookup must first bring the index up to the log (see
+ * stm_wfind). */
+static inline int stm_windex_stale(const struct tx_stm *s) { return s->wn > STM_WLINEAR && s->windexed != s->wn; }
+
 /* The redo-log entry of word w, or NULL. Short logs (most transactions') are
  * searched linearly and never indexed, so appending costs no hashing; a log
- * that outgrows STM_WLINEAR is indexed on its first lookup past that size. */
-static struct tx_wentry *stm_wfind(struct tx_stm *s, uintptr_t w)
+ * that outgrows STM_WLINEAR is indexed on its first lookup past that size:
+ * the caller syncs the index first (stm_windex_stale) and calls back, so
+ * that the lookup itself makes no call and its callers save no registers
+ * (STAMP yada's lookups find the word 98 % of the time). */
+static inline __attribute__((always_inline)) struct tx_wentry *stm_wfind(struct tx_stm *s, uintptr_t w)
 {
+    struct tx_wentry *ws = s->wset;
+    uint32_t wn = s->wn;
     /* Read-modify-write code (x = x + d, field by field) looks up the word
      * it wrote last: answer that without a search (kmeans spent 17 % of its
      * instructions searching its 17-entry redo log). */
-    if (s->wn > 0 && s->wset[s->wn - 1].addr == w)
-        return &s->wset[s->wn - 1];
-    if (s->wn <= STM_WLINEAR) {
-        for (uint32_t i = 0; i < s->wn; i++)
-            if (s->wset[i].addr == w)
-                return &s->wset[i];
+    if (wn > 0 && ws[wn - 1].addr == w)
+        return &ws[wn - 1];
+    if (wn <= STM_WLINEAR) {
+        for (uint32_t i = 0; i < wn; i++)
+            if (ws[i].addr == w)
+                return &ws[i];
         return NULL;
     }
-    while (s->windexed < s->wn)
-        stm_windex(s, s->windexed++);
-    uint32_t mask = (1u << s->wslot_bits) - 1;
+    const struct tx_wslot *slots = s->wslots;
+    uint32_t gen = s->wgen, mask = (1u << s->wslot_bits) - 1;
     for (uint32_t i = stm_slot_hash(w, s->wslot_bits);; i = (i + 1) & mask) {
-        struct tx_wslot *sl = &s->wslots[i];
-        if (sl->gen != s->wgen)
+        if (slots[i].gen != gen)
             return NULL;
-        if (sl->addr == w)
-            return &s->wset[sl->idx];
+        if (slots[i].addr == w)
+            return &ws[slots[i].idx];
     }
 }
 
@@ -163,6 +193,7 @@ __attribute__((noinline)) static void stm_wgrow(struct tx_stm *s)
 {
     if (s->wn == s->wcap)
         s->wset = tx_grow(s->wset, &s->wcap, sizeof *s->wset, 16);
+    s->wlimit = s->wcap; /* only update attempts (and stm_thread_enter) grow it */
     uint32_t want = s->wslot_bits ? s->wslot_bits : 6;
     while ((1u << want) < 2 * s->wcap)
         want++;
@@ -208,21 +239,29 @@ __attribute__((noinline, cold)) static void stm_serial_wait(struct tx_stm *s)
     } while (stm_serial_owner(__ATOMIC_SEQ_CST) != 0);
 }
 
-void stm_begin(struct tmt_tx *tx, int read_only)
+void stm_thread_enter(struct tmt_tx *tx)
+{
+    struct tx_stm *s = &tx->stm;
+    s->gate = UINT64_MAX;
+    if (s->wslots == NULL)
+        stm_wgrow(s);
+    if (s->rcap == 0)
+        stm_rgrow(s);
+}
+
+/* The sets are allocated (stm_thread_enter) and no lock is held (every
+ * commit and rollback released its locks). */
+void stm_begin(struct tmt_tx *tx, int read_only, int fast)
 {
     struct tx_stm *s = &tx->stm;
     s->ro = read_only;
+    s->rinc = !read_only;
+    s->wlimit = read_only ? 0 : s->wcap;
     s->rn = 0;
     s->wn = 0;
-    s->nlocked = 0;
     s->bloom = 0;
-    if (TX_UNLIKELY(s->wslots == NULL))
-        stm_wgrow(s);
+    s->gate = fast ? 0 : UINT64_MAX;
     s->windexed = 0;
-    if (TX_UNLIKELY(++s->wgen == 0)) {
-        memset(s->wslots, 0, ((size_t)1 << s->wslot_bits) * sizeof *s->wslots);
-        s->wgen = 1;
-    }
     s->rv = __atomic_load_n(&stm_clock.now, __ATOMIC_ACQUIRE);
     /* The announcement must be ordered before the loads that follow (a full
      * fence): either a reclaiming thread sees this attempt running, or this
@@ -285,21 +324,41 @@ uint64_t stm_rset_push_grow(struct tmt_tx *tx, uintptr_t a, uint64_t val)
     return val;
 }
 
+/* A read of a word part of which this transaction wrote: memory for the
+ * rest (none of it when the read's bytes are all unwritten). */
+__attribute__((noinline)) static uint64_t stm_read_part(struct tmt_tx *tx, uintptr_t a, unsigned size,
+                                                        const struct tx_wentry *e)
+{
+    uint32_t mine = e->mask & stm_byte_mask(a, size);
+    uint64_t value = e->value;
+    if (mine == 0)
+        return stm_load_checked(tx, a, size);
+    uint64_t mem = stm_load_checked(tx, a, size) << (8 * (a & 7u));
+    uint64_t own = stm_bits(mine);
+    return stm_extract((mem & ~own) | (value & own), a, size);
+}
+
+__attribute__((noinline)) static uint64_t stm_read_own_sync(struct tmt_tx *tx, uintptr_t a, unsigned size)
+{
+    stm_windex_sync(&tx->stm);
+    return stm_read_own(tx, a, size);
+}
+
 /* A read of a word this attempt wrote (or a bloom filter false positive):
- * off the fast path, which then needs no registers for the redo log. */
+ * off the fast path, which then needs no registers for the redo log. The
+ * usual case (the word found, all its bytes written) makes no call. */
 uint64_t stm_read_own(struct tmt_tx *tx, uintptr_t a, unsigned size)
 {
     struct tx_stm *s = &tx->stm;
+    if (TX_UNLIKELY(stm_windex_stale(s)))
+        return stm_read_own_sync(tx, a, size);
     struct tx_wentry *e = stm_wfind(s, a & ~(uintptr_t)7);
     if (e == NULL)
         return stm_load_checked(tx, a, size);
     uint32_t need = stm_byte_mask(a, size);
-    if ((e->mask & need) == need)
-        return stm_extract(e->value, a, size);
-    /* Partly written by this transaction: memory for the rest. */
-    uint64_t mem = stm_load_checked(tx, a, size) << (8 * (a & 7u));
-    uint64_t own = stm_bits(e->mask & need);
-    return stm_extract((mem & ~own) | (e->value & own), a, size);
+    if (TX_UNLIKELY((e->mask & need) != need))
+        return stm_read_part(tx, a, size, e);
+    return stm_extract(e->value, a, size);
 }
 
 /* ---- writes: the slow halves (fast ones in stm_barrier.h) ------------------ */
@@ -314,12 +373,15 @@ void stm_wappend_grow(struct tmt_tx *tx, uintptr_t w, uint64_t val, uint32_t byt
     e->value = val;
     e->mask = bytes;
     s->bloom |= bb;
+    s->gate |= bb; /* as stm_wappend: the fast paths must not pass this word */
 }
 
 /* A write to a word the bloom filter says this attempt may have written:
  * merges into its entry, or appends (a false positive). Out of line. */
 void stm_write_again(struct tmt_tx *tx, uintptr_t w, uint64_t val, uint64_t bits, uint32_t bytes, uint64_t bb)
 {
+    if (TX_UNLIKELY(stm_windex_stale(&tx->stm)))
+        stm_windex_sync(&tx->stm);
     struct tx_wentry *e = stm_wfind(&tx->stm, w);
     if (e == NULL) {
         stm_wappend(tx, w, val, bytes, bb);
@@ -337,11 +399,17 @@ static inline int stm_lock_is_mine(const struct tx_stm *s, uintptr_t v)
     return (v & 1) && r >= s->locks && r < s->locks + s->nlocked;
 }
 
+/* Unlocks every stripe this commit locked: with the new version, or with
+ * the version each lock replaced (an abort). */
 static void stm_release(struct tx_stm *s, uintptr_t value_or_zero)
 {
-    for (uint32_t i = 0; i < s->nlocked; i++) {
-        struct tx_lockrec *r = &s->locks[i];
-        __atomic_store_n(r->stripe, value_or_zero ? value_or_zero : r->old, __ATOMIC_RELEASE);
+    const struct tx_lockrec *r = s->locks, *end = r + s->nlocked;
+    if (value_or_zero != 0) {
+        for (; r != end; r++)
+            __atomic_store_n(r->stripe, value_or_zero, __ATOMIC_RELEASE);
+    } else {
+        for (; r != end; r++)
+            __atomic_store_n(r->stripe, r->old, __ATOMIC_RELEASE);
     }
     s->nlocked = 0;
 }
@@ -403,30 +471,36 @@ static int stm_validate(struct tx_stm *s, uintptr_t *bad, uint64_t *found)
     return 0;
 }
 
-static void stm_writeback(const struct tx_stm *s)
+/* Exact sizes: a partly written word stores only the bytes this
+ * transaction wrote, never rewriting one it did not. Out of line: most
+ * entries are whole words. */
+__attribute__((noinline)) static void stm_writeback_part(const struct tx_wentry *e)
 {
-    for (uint32_t i = 0; i < s->wn; i++) {
-        const struct tx_wentry *e = &s->wset[i];
-        if (e->mask == 0xffu) {
-            tx_mem_store(e->addr, e->value, 8);
+    for (unsigned half = 0; half < 2; half++) {
+        uint32_t hm = (e->mask >> (4 * half)) & 0xfu;
+        if (hm == 0xfu) {
+            tx_mem_store(e->addr + 4 * half, e->value >> (32 * half), 4);
             continue;
         }
-        /* Exact sizes: never rewrite a byte this transaction did not write. */
-        for (unsigned half = 0; half < 2; half++) {
-            uint32_t hm = (e->mask >> (4 * half)) & 0xfu;
-            if (hm == 0xfu) {
-                tx_mem_store(e->addr + 4 * half, e->value >> (32 * half), 4);
-                continue;
-            }
-            for (unsigned b = 0; b < 4; b++)
-                if (hm & (1u << b))
-                    tx_mem_store(e->addr + 4 * half + b, e->value >> (8 * (4 * half + b)), 1);
-        }
+        for (unsigned b = 0; b < 4; b++)
+            if (hm & (1u << b))
+                tx_mem_store(e->addr + 4 * half + b, e->value >> (8 * (4 * half + b)), 1);
+    }
+}
+
+static void stm_writeback(const struct tx_stm *s)
+{
+    for (const struct tx_wentry *e = s->wset, *end = e + s->wn; e != end; e++) {
+        if (TX_LIKELY(e->mask == 0xffu))
+            tx_mem_store(e->addr, e->value, 8);
+        else
+            stm_writeback_part(e);
     }
 }
 
 static inline void stm_idle(struct tx_stm *s)
 {
+    s->gate = UINT64_MAX;
     s->consecutive_aborts = 0;
     __atomic_store_n(&s->active_rv, UINT64_MAX, __ATOMIC_RELEASE);
 }
@@ -450,6 +524,48 @@ __attribute__((noinline, cold)) static void stm_lgrow(struct tx_stm *s)
 void (*stm_test_locked_hook)(const struct tmt_tx *tx);
 #endif
 
+/* Locks the stripes of the redo-log entries from `e` on, the general way
+ * (stm_lock_one: this commit's own lock on a stripe two entries share is
+ * recognised, another's is waited for), and aborts when one stays busy. */
+__attribute__((noinline)) static void stm_lock_rest(struct tmt_tx *tx, const struct tx_wentry *e)
+{
+    struct tx_stm *s = &tx->stm;
+    for (const struct tx_wentry *end = s->wset + s->wn; e != end; e++) {
+        uint64_t holder = stm_lock_one(s, e->addr, tx->trace.thread_id, tx->instance);
+        if (holder != 0)
+            stm_abort(tx, TMT_ABORT_COMMIT_LOCKED, e->addr, holder);
+    }
+}
+
+/* Locks the stripe of every redo-log entry (lcap >= wn, nothing locked
+ * yet). The loop makes no call, so it needs no saved registers: a stripe
+ * found locked, or a lost race for one, hands the rest of the log to
+ * stm_lock_rest. */
+static void stm_lock_all(struct tmt_tx *tx)
+{
+    struct tx_stm *s = &tx->stm;
+    uint32_t me = tx->trace.thread_id, instance = (uint32_t)tx->instance;
+    struct tx_lockrec *r = s->locks;
+    const struct tx_wentry *e = s->wset, *end = e + s->wn;
+    for (; e != end; e++, r++) {
+        uintptr_t *stripe = stm_stripe(e->addr);
+        uintptr_t v = __atomic_load_n(stripe, __ATOMIC_ACQUIRE);
+        if (TX_UNLIKELY(v & 1))
+            break;
+        r->stripe = stripe;
+        r->old = v;
+        __atomic_store_n(&r->owner, me, __ATOMIC_RELAXED);
+        __atomic_store_n(&r->owner_instance, instance, __ATOMIC_RELAXED);
+        /* Release as well as acquire: see stm_lock_one. */
+        if (TX_UNLIKELY(!__atomic_compare_exchange_n(stripe, &v, (uintptr_t)r | 1, 0, __ATOMIC_ACQ_REL,
+                                                     __ATOMIC_RELAXED)))
+            break;
+    }
+    s->nlocked = (uint32_t)(r - s->locks);
+    if (TX_UNLIKELY(e != end))
+        stm_lock_rest(tx, e);
+}
+
 uint64_t stm_commit(struct tmt_tx *tx)
 {
     struct tx_stm *s = &tx->stm;
@@ -460,11 +576,7 @@ uint64_t stm_commit(struct tmt_tx *tx)
     }
     if (TX_UNLIKELY(s->lcap < s->wn))
         stm_lgrow(s);
-    for (uint32_t i = 0; i < s->wn; i++) {
-        uint64_t holder = stm_lock_one(s, s->wset[i].addr, tx->trace.thread_id, tx->instance);
-        if (holder != 0)
-            stm_abort(tx, TMT_ABORT_COMMIT_LOCKED, s->wset[i].addr, holder);
-    }
+    stm_lock_all(tx);
 #ifdef TMT_TEST_HOOKS
     if (stm_test_locked_hook)
         stm_test_locked_hook(tx);
@@ -493,6 +605,7 @@ void stm_rollback(struct tmt_tx *tx)
 {
     struct tx_stm *s = &tx->stm;
     stm_release(s, 0);
+    s->gate = UINT64_MAX;
     s->rn = 0;
     s->wn = 0;
     s->bloom = 0;
@@ -604,4 +717,5 @@ void stm_free(struct tmt_tx *tx)
     free(s->undo);
     memset(s, 0, sizeof *s);
     s->active_rv = UINT64_MAX;
+    s->gate = UINT64_MAX;
 }

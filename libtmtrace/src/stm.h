@@ -31,8 +31,14 @@ uintptr_t *stm_stripe_word(uintptr_t addr);
 /* The global version clock (for tests and the commit record). */
 uint64_t stm_clock_now(void);
 
-/* Starts a software attempt: takes the start version, empties the sets. */
-void stm_begin(struct tmt_tx *tx, int read_only);
+/* A thread takes the descriptor: the accessors' gate closed (tx_stm.gate),
+ * the read set and the redo log's index allocated, so that stm_begin tests
+ * for neither. */
+void stm_thread_enter(struct tmt_tx *tx);
+/* Starts a software attempt: takes the start version, empties the sets.
+ * `fast`: the accessors' inline paths serve the attempt (opens the gate);
+ * 0 when the tracer records accesses, whose path runs stm_read/stm_write. */
+void stm_begin(struct tmt_tx *tx, int read_only, int fast);
 
 /* Transactional accesses (stm_read, stm_write) are static inline in
  * stm_barrier.h, which the accessors include. */

@@ -26,11 +26,17 @@
  * the GOT. */
 extern uintptr_t *stm_stripes __attribute__((visibility("hidden")));
 extern unsigned stm_log2 __attribute__((visibility("hidden")));
+extern uint64_t stm_mask __attribute__((visibility("hidden"))); /* 2^stm_log2 - 1 */
 
 /* Words (addr >> 3) hash onto stripes; folding the bits above the table size
  * back in keeps arrays placed a multiple of the table size apart from
- * sharing every stripe. */
-static inline uint64_t stm_hash(uintptr_t addr) { return tf_stripe_index(addr, stm_log2); }
+ * sharing every stripe. tf_stripe_index with the mask kept ready (one AND
+ * instead of four instructions on every access). */
+static inline uint64_t stm_hash(uintptr_t addr)
+{
+    uint64_t w = addr >> 3;
+    return (w ^ (w >> stm_log2)) & stm_mask;
+}
 static inline uintptr_t *stm_stripe(uintptr_t addr) { return &stm_stripes[stm_hash(addr)]; }
 
 /* ---- exact-size memory access -------------------------------------------- */
@@ -65,6 +71,14 @@ static inline uint64_t stm_extract(uint64_t word, uintptr_t a, unsigned size)
 
 static inline uint64_t stm_bloom_bit(uintptr_t w) { return (uint64_t)1 << ((w >> 3) & 63); }
 
+/* Whether the filter `f` has the bit of the word holding `a` (a bit test,
+ * no mask built). */
+static inline int stm_bloom_has(uint64_t f, uintptr_t a) { return (int)((f >> ((a >> 3) & 63)) & 1); }
+
+/* The fast paths' one test (tx_stm.gate): clear means an untraced software
+ * attempt runs and has not written the word holding `a`. */
+static inline int stm_gate_open(const struct tmt_tx *tx, uintptr_t a) { return !stm_bloom_has(tx->stm.gate, a); }
+
 /* ---- slow halves (stm.c), out of line so that the fast paths keep nothing
  * live across a call ---- */
 
@@ -84,10 +98,14 @@ __attribute__((noinline)) void stm_write_again(struct tmt_tx *tx, uintptr_t w, u
 
 /* ---- reads ---- */
 
+/* A stripe word rotated right by one: an unlocked word (version << 1) gives
+ * its version, a locked one (address | 1) a value with the top bit set,
+ * above every version. */
+static inline uint64_t stm_word_version(uintptr_t v) { return (v >> 1) | ((uint64_t)v << 63); }
+
 /* TL2 read: the stripe unlocked and unchanged around the data load, and not
  * newer than the start version, means the value belongs to the snapshot rv.
- * An unlocked stripe word is version << 1, so "unlocked and not newer than
- * rv" is "even and <= 2 rv". */
+ * "Unlocked and not newer than rv" is one comparison on the rotated word. */
 static inline uint64_t stm_load_checked(struct tmt_tx *tx, uintptr_t a, unsigned size)
 {
     struct tx_stm *s = &tx->stm;
@@ -95,15 +113,15 @@ static inline uint64_t stm_load_checked(struct tmt_tx *tx, uintptr_t a, unsigned
     uintptr_t v1 = __atomic_load_n(stripe, __ATOMIC_ACQUIRE);
     uint64_t val = tx_mem_load(a, size);
     uintptr_t v2 = __atomic_load_n(stripe, __ATOMIC_ACQUIRE);
-    if (TX_UNLIKELY(v1 != v2 || (v1 & 1) || v1 > (uintptr_t)s->rv << 1))
+    if (TX_UNLIKELY(v1 != v2 || stm_word_version(v1) > s->rv))
         stm_read_conflict(tx, a, v1, v2);
-    if (!s->ro) {
-        uint32_t n = s->rn;
-        if (TX_UNLIKELY(n == s->rcap))
-            return stm_rset_push_grow(tx, a, val);
-        s->rset[n] = a;
-        s->rn = n + 1;
-    }
+    /* A read-only attempt keeps no read set: it adds 0 (rinc) and so
+     * rewrites rset[0] (rcap >= 1) instead of testing a flag. */
+    uint32_t n = s->rn;
+    if (TX_UNLIKELY(n == s->rcap))
+        return stm_rset_push_grow(tx, a, val);
+    s->rset[n] = a;
+    s->rn = n + s->rinc;
     return val;
 }
 
@@ -111,7 +129,7 @@ static inline uint64_t stm_load_checked(struct tmt_tx *tx, uintptr_t a, unsigned
  * it sees the transaction's own earlier writes. */
 static inline uint64_t stm_read(struct tmt_tx *tx, uintptr_t a, unsigned size)
 {
-    if (TX_UNLIKELY(tx->stm.bloom & stm_bloom_bit(a & ~(uintptr_t)7)))
+    if (TX_UNLIKELY(stm_bloom_has(tx->stm.bloom, a)))
         return stm_read_own(tx, a, size);
     return stm_load_checked(tx, a, size);
 }
@@ -134,6 +152,7 @@ static inline void stm_wappend(struct tmt_tx *tx, uintptr_t w, uint64_t val, uin
     e->mask = bytes;
     s->wn = idx + 1;
     s->bloom |= bb;
+    s->gate |= bb; /* no change unless the gate is the filter */
 }
 
 /* A transactional write of 1, 4 or 8 naturally aligned bytes (the low
@@ -153,6 +172,30 @@ static inline void stm_write(struct tmt_tx *tx, uintptr_t a, uint64_t v, unsigne
         return;
     }
     stm_wappend(tx, w, val, bytes, bb);
+}
+
+/* The accessors' write: appends to the redo log and returns 1 when the gate
+ * is open for the word and the log has room (wlimit is 0 in a read-only
+ * attempt); else 0 and nothing done: the caller takes its slow path, which
+ * dispatches on the mode and the trace level and calls stm_write. */
+static inline int stm_write_fast(struct tmt_tx *tx, uintptr_t a, uint64_t v, unsigned size)
+{
+    struct tx_stm *s = &tx->stm;
+    if (size == 8)
+        a &= ~(uintptr_t)7; /* aligned by contract: lets the masks fold to constants */
+    uintptr_t w = a & ~(uintptr_t)7;
+    uint64_t bb = stm_bloom_bit(w);
+    uint32_t idx = s->wn;
+    if (TX_UNLIKELY((s->gate & bb) || idx == s->wlimit))
+        return 0;
+    struct tx_wentry *e = &s->wset[idx];
+    e->addr = w;
+    e->value = (v << (8 * (a & 7u))) & stm_size_bits(a, size);
+    e->mask = stm_byte_mask(a, size);
+    s->wn = idx + 1;
+    s->bloom |= bb;
+    s->gate |= bb;
+    return 1;
 }
 
 #endif

@@ -35,6 +35,7 @@ struct tmt_tx *tx_thread_enter(void)
     tx->depth = 0;
     uint64_t seed = config.seed ? (uint64_t)config.seed : __rdtsc() ^ (uintptr_t)tx;
     tx->rng = (seed + 0x9E3779B97F4A7C15ull * tx->thread_id) | 1;
+    stm_thread_enter(tx);
     if (tb_attach(&tx->trace) != 0) {
         txreg_abandon(tx);
         return NULL;
@@ -59,6 +60,18 @@ void tx_thread_exit(struct tmt_tx *tx)
 
 /* ---- a transaction ------------------------------------------------------------ */
 
+/* A site's first transaction in this thread (or in the process): registers
+ * the site and grows the thread's per-site counters. Out of line, so that
+ * tx_prepare saves no registers. */
+__attribute__((noinline, cold)) static jmp_buf *tx_prepare_new_site(struct tmt_tx *tx, tmt_site *site,
+                                                                     unsigned flags)
+{
+    uint32_t id = site_id(site);
+    if (id >= tx->nsite_stats)
+        txreg_grow_sites(tx, id);
+    return tx_prepare(tx, site, flags);
+}
+
 jmp_buf *tx_prepare(struct tmt_tx *tx, tmt_site *site, unsigned flags)
 {
     if (tx->depth > 0) {
@@ -66,9 +79,9 @@ jmp_buf *tx_prepare(struct tmt_tx *tx, tmt_site *site, unsigned flags)
         tx->nested_flags = flags;
         return &tx->scratch;
     }
-    uint32_t id = site_id(site);
-    if (TX_UNLIKELY(id >= tx->nsite_stats))
-        txreg_grow_sites(tx, id);
+    uint32_t id = __atomic_load_n(&site->id, __ATOMIC_ACQUIRE);
+    if (TX_UNLIKELY(id == 0 || id >= tx->nsite_stats))
+        return tx_prepare_new_site(tx, site, flags);
     tx->site_id = id;
     tx->restart = NULL;
     tx->flags = flags;
@@ -126,7 +139,7 @@ void tx_serial_now(struct tmt_tx *tx, unsigned why)
 
 /* A nested begin: flat nesting, but the inner block's flags may move the
  * whole transaction to the STM or to serial mode. */
-static int tx_start_nested(struct tmt_tx *tx)
+__attribute__((noinline)) static int tx_start_nested(struct tmt_tx *tx)
 {
     if ((tx->nested_flags & TMT_TX_NO_HTM) && (tx->mode == TX_MODE_HTM || tx->mode == TX_MODE_HTM_EMU))
         htm_abort_code(tx, HTM_CODE_NEED_STM);
@@ -136,7 +149,7 @@ static int tx_start_nested(struct tmt_tx *tx)
     return 1;
 }
 
-static void tx_start_stm(struct tmt_tx *tx, int path)
+static inline void tx_start_stm(struct tmt_tx *tx, int path)
 {
     stm_backoff(tx);
     if (path != TX_MODE_NONE)
@@ -144,13 +157,13 @@ static void tx_start_stm(struct tmt_tx *tx, int path)
     int ro = (tx->flags & TMT_TX_READ_ONLY) && !tx->ro_demoted;
     tx->mode = TX_MODE_STM;
     tx_attempt_starts(tx, ro ? TF_START_READ_ONLY : 0);
-    stm_begin(tx, ro);
+    stm_begin(tx, ro, !tb_records_accesses(&tx->trace));
 }
 
-int tx_start(struct tmt_tx *tx)
+/* An outermost start that is not a plain software attempt: the block was
+ * cancelled, the attempt runs serially, or a hardware path is in force. */
+__attribute__((noinline)) static int tx_start_other(struct tmt_tx *tx, int path)
 {
-    if (tx->depth > 0)
-        return tx_start_nested(tx);
     if (tx->cancelled) {
         tx->cancelled = 0;
         return 0;
@@ -160,8 +173,7 @@ int tx_start(struct tmt_tx *tx)
         tx_start_serial(tx);
         return 1;
     }
-    int path = htm_path();
-    if (path != TX_MODE_NONE && !(tx->flags & TMT_TX_NO_HTM) && !tx->htm.fell_back && config.htm_retries > 0) {
+    if (!(tx->flags & TMT_TX_NO_HTM) && !tx->htm.fell_back && config.htm_retries > 0) {
         switch (htm_start(tx, path)) {
         case HTM_RUNNING:
             tx->mode = path; /* inside the hardware attempt: rolled back with it */
@@ -181,7 +193,33 @@ int tx_start(struct tmt_tx *tx)
     return 1;
 }
 
+int tx_start(struct tmt_tx *tx)
+{
+    if (tx->depth > 0)
+        return tx_start_nested(tx);
+    int path = htm_path();
+    if (TX_UNLIKELY(tx->cancelled | tx->serial_next) || path != TX_MODE_NONE)
+        return tx_start_other(tx, path);
+    tx->depth = 1;
+    tx_start_stm(tx, TX_MODE_NONE);
+    return 1;
+}
+
 /* ---- commit --------------------------------------------------------------------- */
+
+/* The START record (see tx.h). */
+__attribute__((noinline)) void tx_record_start(struct tmt_tx *tx, unsigned flags)
+{
+    tb_ev_start(&tx->trace, tx->site_id, tx->instance, flags | (tx->attempt ? TF_START_RETRY : 0),
+                tx->attempt);
+}
+
+/* A software commit's record, out of line for the same reason as
+ * tx_record_start. */
+__attribute__((noinline)) static void tx_record_commit(struct tmt_tx *tx, uint64_t wv, uint32_t rn, uint32_t wn)
+{
+    tb_ev_commit(&tx->trace, wv, rn, wn);
+}
 
 /* A commit took effect (and was recorded): frees, counters. */
 static inline void tx_committed(struct tmt_tx *tx, uint64_t wv)
@@ -202,7 +240,10 @@ static void tx_commit_serial(struct tmt_tx *tx)
     tx_committed(tx, wv);
 }
 
-void tx_commit(struct tmt_tx *tx)
+/* Every commit but an outermost software one: nested ends, a commit outside
+ * a transaction, serial and hardware attempts. Out of line, so that the
+ * software commit saves no registers for their records. */
+__attribute__((noinline)) static void tx_commit_other(struct tmt_tx *tx)
 {
     if (tx->depth > 1) {
         tx->depth--;
@@ -210,18 +251,6 @@ void tx_commit(struct tmt_tx *tx)
     }
     if (tx->depth == 0)
         return; /* not in a transaction: nothing to commit */
-    if (TX_LIKELY(tx->mode == TX_MODE_STM)) {
-        uint32_t rn = tx->stm.rn, wn = tx->stm.wn;
-        uint64_t wv = stm_commit(tx);
-        /* Stamped at the linearisation point: the write version is taken and
-         * the locks are still held, so every attempt that sees this commit's
-         * version aborts after this stamp. */
-        tb_ev_commit(&tx->trace, wv, rn, wn);
-        stm_commit_finish(tx, wv);
-        htm_sw_leave(tx);
-        tx_committed(tx, wv);
-        return;
-    }
     if (tx->mode == TX_MODE_SERIAL) {
         tx_commit_serial(tx);
         return;
@@ -230,6 +259,23 @@ void tx_commit(struct tmt_tx *tx)
     tx_committed(tx, 0);
     tx_count(&tx->stats.htm_commits);
     tb_ev_commit(&tx->trace, 0, 0, 0);
+}
+
+void tx_commit(struct tmt_tx *tx)
+{
+    if (TX_UNLIKELY(tx->depth != 1 || tx->mode != TX_MODE_STM)) {
+        tx_commit_other(tx);
+        return;
+    }
+    uint64_t wv = stm_commit(tx); /* leaves the set sizes as they were */
+    /* Stamped at the linearisation point: the write version is taken and
+     * the locks are still held, so every attempt that sees this commit's
+     * version aborts after this stamp. */
+    if (TX_UNLIKELY(tx->trace.level != CONFIG_EVENTS_OFF))
+        tx_record_commit(tx, wv, tx->stm.rn, tx->stm.wn);
+    stm_commit_finish(tx, wv);
+    htm_sw_leave(tx);
+    tx_committed(tx, wv);
 }
 
 /* ---- abort and restart ------------------------------------------------------------ */

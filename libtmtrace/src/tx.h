@@ -97,13 +97,21 @@ struct tx_undo {
 };
 
 struct tx_stm {
+    /* The accessors' one test (api.c): a read or write of word w takes the
+     * inline fast path when bit (w >> 3) & 63 is clear here. During an
+     * untraced software attempt it is the redo log's bloom filter; in every
+     * other state (no attempt, traced, hardware, serial) all ones, so that
+     * the mode and the trace level need no test of their own. */
+    uint64_t gate;
     uint64_t rv;                 /* start version (snapshot the reads are valid at) */
-    int ro;                      /* no read set kept */
-    uint64_t bloom;              /* one bit per (word >> 3) & 63 in the redo log */
     uintptr_t *rset;             /* addresses read (their stripes are re-checked at commit) */
-    uint32_t rn, rcap;
+    uint32_t rn, rcap;           /* rcap >= 1 once the descriptor ran a software attempt */
+    uint32_t rinc;               /* what a read adds to rn: 1, or 0 when no read set is kept */
+    int ro;                      /* no read set kept, no write allowed */
+    uint64_t bloom;              /* one bit per (word >> 3) & 63 in the redo log */
     struct tx_wentry *wset;
     uint32_t wn, wcap;
+    uint32_t wlimit;             /* wcap, or 0 in a read-only attempt: the fast write's bound */
     struct tx_wslot *wslots;
     uint32_t wslot_bits, wgen;
     uint32_t windexed;           /* redo-log entries [0, windexed) are in the index */
@@ -257,14 +265,19 @@ static inline int tx_is_serial(const struct tmt_tx *tx) { return tx->mode == TX_
  * relaxed loads, so no read-modify-write is needed. */
 static inline void tx_count(uint64_t *c) { __atomic_store_n(c, *c + 1, __ATOMIC_RELAXED); }
 
+/* The START record of the attempt tx_attempt_starts begins (tx.c). Out of
+ * line: inlined, the hook's stamping made every start save six registers
+ * for it, traced or not. */
+void tx_record_start(struct tmt_tx *tx, unsigned flags);
+
 /* An attempt of the current transaction starts: a new instance id and its
  * START record (`flags`: enum tf_start_flags; RETRY is added after an abort).
  * Hardware attempts call it before _xbegin. */
 static inline void tx_attempt_starts(struct tmt_tx *tx, unsigned flags)
 {
     tx->instance++;
-    tb_ev_start(&tx->trace, tx->site_id, tx->instance, flags | (tx->attempt ? TF_START_RETRY : 0),
-                tx->attempt);
+    if (TX_UNLIKELY(tx->trace.level != CONFIG_EVENTS_OFF))
+        tx_record_start(tx, flags);
 }
 
 /* xorshift64* on the descriptor's state. */

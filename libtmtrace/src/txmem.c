@@ -27,10 +27,16 @@
 
 static uint64_t txmem_order; /* only ever the target of a fencing no-op */
 
-static void txmem_log(void ***log, uint32_t *n, uint32_t *cap, void *p)
+/* A full log: grows it (out of line, so that txmem_log saves nothing). */
+__attribute__((noinline, cold)) static void txmem_log_grow(void ***log, uint32_t *cap)
 {
-    if (*n == *cap)
-        *log = tx_grow(*log, cap, sizeof **log, 16);
+    *log = tx_grow(*log, cap, sizeof **log, 16);
+}
+
+static inline void txmem_log(void ***log, uint32_t *n, uint32_t *cap, void *p)
+{
+    if (TX_UNLIKELY(*n == *cap))
+        txmem_log_grow(log, cap);
     (*log)[(*n)++] = p;
 }
 
@@ -75,12 +81,9 @@ static void txmem_reclaim(struct tx_mem *m)
     m->nlimbo = kept;
 }
 
-void txmem_commit(struct tmt_tx *tx, uint64_t wv)
+void txmem_commit_frees(struct tmt_tx *tx, uint64_t wv)
 {
     struct tx_mem *m = &tx->mem;
-    m->nallocs = 0;
-    if (m->nfrees == 0)
-        return;
     if (tx->mode != TX_MODE_STM) {
         for (uint32_t i = 0; i < m->nfrees; i++)
             free(m->frees[i]);

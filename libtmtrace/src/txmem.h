@@ -23,8 +23,15 @@ struct tx_limbo {
 void *txmem_malloc(struct tmt_tx *tx, size_t size);
 void txmem_free(struct tmt_tx *tx, void *ptr);
 /* The transaction committed with write version wv (0: it wrote nothing, or
- * ran on the hardware path): allocations stay, frees take effect. */
-void txmem_commit(struct tmt_tx *tx, uint64_t wv);
+ * ran on the hardware path): allocations stay, frees take effect. Inline:
+ * most transactions free nothing, and then it is two instructions. */
+void txmem_commit_frees(struct tmt_tx *tx, uint64_t wv);
+static inline void txmem_commit(struct tmt_tx *tx, uint64_t wv)
+{
+    tx->mem.nallocs = 0;
+    if (TX_UNLIKELY(tx->mem.nfrees != 0))
+        txmem_commit_frees(tx, wv);
+}
 /* The attempt aborted: its allocations are released, its frees forgotten. */
 void txmem_abort(struct tmt_tx *tx);
 /* The thread leaves: waits until its limbo can be reclaimed, then frees it. */
