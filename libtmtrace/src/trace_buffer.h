@@ -43,7 +43,7 @@ struct tb_thread {
     uint16_t site;             /* site of the transaction in progress */
     uint8_t stamp_each;        /* 1: reads/writes take their own stamp (TMTRACE_STAMP=each) */
     uint8_t fast_stamp;        /* 1: unordered stamps (rdpid; rdtsc; rdpid) where order is not needed */
-    uint8_t compact;           /* 1: the chunk holds a record an access can be compact against */
+    uint8_t compact;           /* 1: the chunk holds a record the next one can be compact against */
     uint8_t pad_;
     uint32_t fulls;            /* full (two-slot) records in the current chunk */
     /* The last stamp taken: what boundary-stamped reads/writes repeat and
@@ -178,12 +178,12 @@ static inline void tb_fill(struct tb_thread *t, struct tf_slot *s, unsigned kind
     tb_publish(t, s + 2);
 }
 
-/* A compact access record (trace_format.h) `delta` ticks after the
+/* A compact access record (trace_format.h) `step` ticks after the
  * previous record, on its CPU. */
 static inline void tb_fill_access(struct tb_thread *t, struct tf_slot *s, unsigned kind, unsigned size,
-                                  uint64_t delta, uint64_t addr, uint64_t value)
+                                  uint64_t step, uint64_t addr, uint64_t value)
 {
-    s->head = tf_access_head(kind == TF_EV_WRITE, size, delta, addr);
+    s->head = tf_access_head(kind == TF_EV_WRITE, size, step, addr);
     s->value = value;
     tb_publish(t, s + 1);
 }
@@ -220,8 +220,8 @@ static inline uint64_t tb_stamp(struct tb_thread *t, int ordered, uint32_t *aux)
     return tsc;
 }
 
-/* Stamps and fills one record; returns the (injected) TSC, or 0 if dropped. */
-/* The full record in slot `s` stamped `tsc` (as read) on `aux`. */
+/* The full record in slot `s` stamped `tsc` (as read) on `aux`; returns the
+ * (injected) TSC. */
 static inline uint64_t tb_emit_at(struct tb_thread *t, struct tf_slot *s, uint64_t tsc, uint32_t aux,
                                   uint32_t prev_aux, unsigned kind, unsigned reason, uint64_t addr,
                                   uint64_t value)
@@ -238,38 +238,34 @@ static inline uint64_t tb_emit_at(struct tb_thread *t, struct tf_slot *s, uint64
     return tsc;
 }
 
-static inline uint64_t tb_emit(struct tb_thread *t, int ordered, unsigned kind, unsigned reason, uint64_t addr,
-                               uint64_t value)
-{
-    struct tf_slot *s = tb_slot(t);
-    if (TB_UNLIKELY(s == NULL))
-        return 0;
-    uint32_t aux, prev_aux = t->last_aux;
-    uint64_t tsc = tb_stamp(t, ordered, &aux);
-    return tb_emit_at(t, s, tsc, aux, prev_aux, kind, reason, addr, value);
-}
-
-/* A START or COMMIT record: compact (`head`, trace_format.h, with the step
- * added) when `fits` and it is stamped on the previous record's CPU within
- * TF_BOUNDARY_STEP_MAX ticks of it, else full. Returns the (injected) TSC,
- * or 0 if dropped. */
-static inline uint64_t tb_emit_boundary(struct tb_thread *t, unsigned kind, uint64_t head, int fits, uint64_t addr,
-                                        uint64_t value)
+/* Stamps one record: compact (`head`, trace_format.h, with the step added
+ * at bit 8) when `fits` and it is stamped on the previous record's CPU
+ * within TF_BOUNDARY_STEP_MAX ticks of it, else full. Returns the
+ * (injected) TSC, or 0 if dropped. */
+static inline uint64_t tb_emit_as(struct tb_thread *t, int ordered, unsigned kind, unsigned reason, uint64_t head,
+                                  int fits, uint64_t addr, uint64_t value)
 {
     struct tf_slot *s = tb_slot(t);
     if (TB_UNLIKELY(s == NULL))
         return 0;
     uint32_t aux, prev_aux = t->last_aux;
     uint64_t prev = t->last_tsc;
-    uint64_t tsc = tb_stamp(t, 0, &aux);
-    if (TB_LIKELY(fits && t->compact && aux == prev_aux && tsc - prev <= TF_BOUNDARY_STEP_MAX)) {
+    uint64_t tsc = tb_stamp(t, ordered, &aux);
+    if (fits && TB_LIKELY(t->compact && aux == prev_aux && tsc - prev <= TF_BOUNDARY_STEP_MAX)) {
         t->last_tsc = tsc;
         s->head = head | (tsc - prev) << 8;
         s->value = addr;
         tb_publish(t, s + 1);
         return tsc;
     }
-    return tb_emit_at(t, s, tsc, aux, prev_aux, kind, 0, addr, value);
+    return tb_emit_at(t, s, tsc, aux, prev_aux, kind, reason, addr, value);
+}
+
+/* A full record (ABORT, FALLBACK, ALLOC, SERIAL). */
+static inline uint64_t tb_emit(struct tb_thread *t, int ordered, unsigned kind, unsigned reason, uint64_t addr,
+                               uint64_t value)
+{
+    return tb_emit_as(t, ordered, kind, reason, 0, 0, addr, value);
 }
 
 /* A transaction attempt starts (take the stamp before _xbegin). `flags` are
@@ -281,9 +277,9 @@ static inline void tb_ev_start(struct tb_thread *t, uint32_t site, uint64_t inst
         return;
     t->site = (uint16_t)site;
     t->instance = instance;
-    uint64_t tsc = tb_emit_boundary(t, TF_EV_START, tf_start_head(flags, 0, site, attempt),
-                                    flags < 32 && site < 65536 && attempt < 65536, instance,
-                                    tf_start_value(flags, attempt));
+    uint64_t tsc = tb_emit_as(t, 0, TF_EV_START, 0, tf_start_head(flags, 0, site, attempt),
+                              flags < 32 && site < 65536 && attempt < 65536, instance,
+                              tf_start_value(flags, attempt));
     if (TB_UNLIKELY(tsc >= t->tick_tsc))
         tb_tick(t, tsc);
 }
@@ -355,8 +351,8 @@ static inline void tb_ev_commit(struct tb_thread *t, uint64_t write_version, uin
 {
     if (t->level == CONFIG_EVENTS_OFF)
         return;
-    tb_emit_boundary(t, TF_EV_COMMIT, tf_commit_head(0, read_set, write_set),
-                     read_set < 65536 && write_set < 65536, write_version, tf_commit_value(read_set, write_set));
+    tb_emit_as(t, 0, TF_EV_COMMIT, 0, tf_commit_head(0, read_set, write_set), read_set < 65536 && write_set < 65536,
+               write_version, tf_commit_value(read_set, write_set));
 }
 
 /* An attempt aborted: `reason` is enum tmt_abort_reason, `where` the

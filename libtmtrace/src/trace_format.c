@@ -88,7 +88,8 @@ long tf_slots_expand(const struct tf_slot *s, size_t n, const uint64_t *truth_in
 {
     size_t i = 0, k = 0;
     for (; i < n && k < max; k++) {
-        if (tf_slot_is_compact(&s[i])) {
+        int compact = tf_slot_is_compact(&s[i]);
+        if (compact) {
             const struct tf_record *prev = k ? &out[k - 1] : ref;
             if (prev == NULL)
                 break; /* no record before it to take the stamp from */
@@ -101,7 +102,7 @@ long tf_slots_expand(const struct tf_slot *s, size_t n, const uint64_t *truth_in
         }
         if (truth_out)
             truth_out[k] = truth_in[i];
-        i += tf_slot_is_compact(&s[i]) ? 1 : 2;
+        i += compact ? 1 : 2;
     }
     *used = i;
     return i < n && k < max ? -1 : (long)k;
