@@ -85,6 +85,111 @@ static void test_records_round_trip_exactly_even_with_extreme_values(void **s)
     free(r), free(truth), free(buf), free(ev);
 }
 
+/* A slot stream as the event path fills it: full records (two slots) with
+ * wild fields, and compact accesses, STARTs and COMMITs (one slot) between
+ * them, each with a random step. Returns the slots used (at most cap). */
+static size_t fill_slots(struct tf_slot *sl, uint64_t *truth, size_t cap)
+{
+    size_t i = 0;
+    while (i + 2 <= cap) {
+        unsigned pick = (unsigned)(rnd() % 8);
+        if (i == 0 || pick == 0) {
+            struct tf_record r = { 0 };
+            r.kind = (uint8_t)(1 + rnd() % (TF_EV_KINDS - 1));
+            r.reason = (uint8_t)rnd();
+            r.site = (uint16_t)rnd();
+            r.aux = (uint32_t)rnd();
+            r.tsc = wild();
+            r.addr = wild();
+            r.value = wild();
+            memcpy(&sl[i], &r, sizeof r);
+            truth[i] = wild();
+            truth[i + 1] = 0;
+            i += 2;
+            continue;
+        }
+        uint64_t head, addr = rnd() >> 17;
+        if (pick <= 5)
+            head = tf_access_head(pick & 1, 1u << (rnd() % 4), rnd() % (TF_ACCESS_STEP_MAX + 1), addr);
+        else if (pick == 6)
+            head = tf_start_head((unsigned)(rnd() % 32), rnd() % (TF_BOUNDARY_STEP_MAX + 1),
+                                 (unsigned)(rnd() % 65536), (unsigned)(rnd() % 65536));
+        else
+            head = tf_commit_head(rnd() % (TF_BOUNDARY_STEP_MAX + 1), (uint32_t)(rnd() % 65536),
+                                  (uint32_t)(rnd() % 65536));
+        sl[i].head = head;
+        sl[i].value = wild();
+        truth[i] = wild();
+        i++;
+    }
+    return i;
+}
+
+/* The writer encodes the slots straight away; what it writes must be what
+ * encoding their expansion writes, piece for piece: every byte the same,
+ * with the previous record, sequence number and instance carried across. */
+static void test_slots_encode_to_the_bytes_of_their_expanded_records(void **s)
+{
+    (void)s;
+    enum { N = 30000 };
+    struct tf_slot *sl = malloc(N * sizeof *sl);
+    uint64_t *truth = malloc(N * sizeof *truth), *rtruth = malloc(N * sizeof *rtruth);
+    struct tf_record *rec = malloc(N * sizeof *rec);
+    uint8_t *a = malloc(codec_events_bound(N)), *b = malloc(codec_events_bound(N));
+    assert_true(sl && truth && rtruth && rec && a && b);
+    size_t n = fill_slots(sl, truth, N);
+    for (int with_truth = 0; with_truth < 2; with_truth++) {
+        struct tf_slot_stream ss = { .s = sl, .truth = with_truth ? truth : NULL, .left = n, .seq = 77,
+                                     .instance = 5 };
+        struct tf_record ref;
+        size_t i = 0, pieces = 0;
+        uint64_t seq = 77, inst = 5;
+        while (i < n) {
+            size_t max = 1 + rnd() % 3000, used, got;
+            long m = tf_slots_expand(sl + i, n - i, truth + i, i ? &ref : NULL, rec, rtruth, max, &used);
+            assert_true(m > 0);
+            unsigned fa, fb;
+            size_t la = codec_encode_records(a, rec, with_truth ? rtruth : NULL, (size_t)m, seq, inst, &fa);
+            long lb = codec_encode_slots(b, &ss, max, &got, &fb);
+            assert_int_equal(got, (size_t)m);
+            assert_int_equal(lb, (long)la);
+            assert_int_equal(fb, fa);
+            assert_memory_equal(a, b, la);
+            for (long k = 0; k < m; k++)
+                if (rec[k].kind == TF_EV_START)
+                    inst = rec[k].addr;
+            ref = rec[m - 1];
+            seq += (uint64_t)m;
+            i += used;
+            assert_int_equal(ss.left, n - i);
+            assert_int_equal(ss.seq, seq);
+            assert_int_equal(ss.instance, inst);
+            pieces++;
+        }
+        assert_true(pieces > 5);
+    }
+    /* A compact record first, a full record cut short, a kind 0: refused. */
+    struct tf_slot bad[2] = { { tf_commit_head(1, 2, 3), 9 }, { 0, 0 } };
+    struct tf_slot_stream ss = { .s = bad, .left = 1 };
+    size_t got = 1;
+    unsigned fl;
+    assert_int_equal(codec_encode_slots(b, &ss, 10, &got, &fl), -1);
+    assert_int_equal(got, 0);
+    assert_int_equal(ss.left, 1); /* not advanced */
+    memcpy(bad, &rec[0], sizeof rec[0]);
+    bad[0].head = (bad[0].head & ~(uint64_t)0xff) | TF_EV_READ;
+    ss = (struct tf_slot_stream){ .s = bad, .left = 1 };
+    assert_int_equal(codec_encode_slots(b, &ss, 10, &got, &fl), -1);
+    bad[0].head &= ~(uint64_t)0xff;
+    ss = (struct tf_slot_stream){ .s = bad, .left = 2 };
+    assert_int_equal(codec_encode_slots(b, &ss, 10, &got, &fl), -1);
+    bad[0].head |= TF_EV_READ;
+    ss = (struct tf_slot_stream){ .s = bad, .left = 2 };
+    assert_true(codec_encode_slots(b, &ss, 10, &got, &fl) > 0);
+    assert_int_equal(got, 1);
+    free(sl), free(truth), free(rtruth), free(rec), free(a), free(b);
+}
+
 static void test_decoded_events_round_trip_merged_or_per_thread(void **s)
 {
     (void)s;
@@ -224,6 +329,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_records_round_trip_exactly_even_with_extreme_values),
+        cmocka_unit_test(test_slots_encode_to_the_bytes_of_their_expanded_records),
         cmocka_unit_test(test_decoded_events_round_trip_merged_or_per_thread),
         cmocka_unit_test(test_every_truncated_or_padded_payload_is_rejected),
         cmocka_unit_test(test_corrupted_payloads_never_read_out_of_bounds),

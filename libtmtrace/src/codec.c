@@ -236,6 +236,68 @@ size_t codec_encode_records(uint8_t *out, const struct tf_record *recs, const ui
     return (size_t)(p - out);
 }
 
+/* The loop of codec_encode_slots, for one value of `fl` (inlined with it
+ * constant: the truth column's test leaves the loop). */
+static inline __attribute__((always_inline)) long codec_slots_loop(uint8_t *out, struct tf_slot_stream *ss,
+                                                                 size_t max, size_t *count, unsigned fl)
+{
+    struct codec_pred st;
+    codec_pred_init(&st, ss->seq, ss->instance, fl); /* no table: cannot fail */
+    uint8_t *p = codec_put_varint(codec_put_varint(out, ss->seq), ss->instance);
+    const struct tf_slot *s = ss->s;
+    const uint64_t *truth = ss->truth;
+    size_t left = ss->left, k = 0;
+    struct tf_record r = ss->prev;
+    int have = ss->have_prev;
+    uint64_t instance = ss->instance;
+    struct codec_item it = { 0 };
+    for (; k < max && left; k++) {
+        unsigned took = tf_slot_read(s, left, have, &r);
+        if (took == 0)
+            break;
+        have = 1;
+        it.tsc = r.tsc;
+        it.truth = (fl & CODEC_EV_TRUTH) ? *truth : 0;
+        it.addr = r.addr;
+        it.value = r.value;
+        it.site = r.site;
+        it.aux = r.aux;
+        it.kind = r.kind;
+        it.reason = r.reason;
+        p = codec_encode_one(p, &st, &it, fl);
+        if (r.kind == TF_EV_START)
+            instance = r.addr;
+        s += took;
+        left -= took;
+        if (fl & CODEC_EV_TRUTH)
+            truth += took;
+    }
+    *count = k;
+    if (k < max && left) /* stopped at a malformed slot */
+        return -1;
+    ss->s = s;
+    ss->truth = truth;
+    ss->left = left;
+    ss->prev = r;
+    ss->have_prev = have;
+    ss->seq += k;
+    ss->instance = instance;
+    return p - out;
+}
+
+long codec_encode_slots(uint8_t *out, struct tf_slot_stream *ss, size_t max, size_t *count, unsigned *flags)
+{
+    *flags = ss->truth ? CODEC_EV_TRUTH : 0;
+    long len = ss->truth ? codec_slots_loop(out, ss, max, count, CODEC_EV_TRUTH)
+                         : codec_slots_loop(out, ss, max, count, 0);
+    if (len < 0) {
+        size_t good = *count;
+        *count = 0;
+        return error_set("the slot after record %zu of the piece is not a well-formed record", good);
+    }
+    return len;
+}
+
 size_t codec_encode_events(uint8_t *out, const struct tf_event *ev, size_t n, uint32_t thread,
                            unsigned *flags)
 {

@@ -1003,6 +1003,27 @@ int tf_write_records(struct tf_writer *w, uint32_t thread, uint64_t first_seq, u
     return 0;
 }
 
+int tf_write_slots(struct tf_writer *w, uint32_t thread, struct tf_slot_stream *ss, int codec, int level)
+{
+    while (ss->left) {
+        if (tf_raw_room(w, codec_events_bound(TF_SLOTS_PIECE)) != 0)
+            return -1;
+        uint64_t seq = ss->seq;
+        size_t m;
+        unsigned fl;
+        long len = codec_encode_slots(w->raw, ss, TF_SLOTS_PIECE, &m, &fl);
+        if (len < 0) {
+            char why[256];
+            snprintf(why, sizeof why, "%s", error_get());
+            return error_set("%s: thread %u: records from %llu on are damaged: %s", w->path, thread,
+                             (unsigned long long)seq, why);
+        }
+        if (tf_put_chunk(w, TF_CHUNK_EVENTS, fl, thread, m, (size_t)len, codec, level) != 0)
+            return -1;
+    }
+    return 0;
+}
+
 int tf_write_events(struct tf_writer *w, uint32_t thread, const struct tf_event *ev, size_t n,
                     int codec, int level)
 {

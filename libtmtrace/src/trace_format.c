@@ -51,58 +51,21 @@ const char *tf_codec_name(unsigned codec)
     return codec < TF_CODECS ? names[codec] : "?";
 }
 
-/* A compact record: the previous record with what the slot changes. */
-static void tf_compact_expand(const struct tf_slot *s, const struct tf_record *prev, struct tf_record *r)
-{
-    uint64_t h = s->head;
-    *r = *prev;
-    switch (h & 3u) {
-    case TF_COMPACT_READ:
-    case TF_COMPACT_WRITE:
-        r->kind = (h & 3u) == TF_COMPACT_WRITE ? TF_EV_WRITE : TF_EV_READ;
-        r->reason = (uint8_t)(1u << (h >> 2 & 3u));
-        r->tsc += (h >> 4 & 7u) | (h >> 8 & 0x1ffu) << 3;
-        r->addr = h >> 17;
-        r->value = s->value;
-        return;
-    case TF_COMPACT_START:
-        r->kind = TF_EV_START;
-        r->reason = 0;
-        r->tsc += h >> 8 & TF_BOUNDARY_STEP_MAX;
-        r->site = (uint16_t)(h >> 32);
-        r->addr = s->value;
-        r->value = tf_start_value((uint32_t)(h >> 2 & 31u), (uint32_t)(h >> 48));
-        return;
-    default:
-        r->kind = TF_EV_COMMIT;
-        r->reason = 0;
-        r->tsc += h >> 8 & TF_BOUNDARY_STEP_MAX;
-        r->addr = s->value;
-        r->value = tf_commit_value((uint32_t)(h >> 32 & 0xffffu), (uint32_t)(h >> 48));
-        return;
-    }
-}
-
 long tf_slots_expand(const struct tf_slot *s, size_t n, const uint64_t *truth_in, const struct tf_record *ref,
                      struct tf_record *out, uint64_t *truth_out, size_t max, size_t *used)
 {
     size_t i = 0, k = 0;
     for (; i < n && k < max; k++) {
-        int compact = tf_slot_is_compact(&s[i]);
-        if (compact) {
-            const struct tf_record *prev = k ? &out[k - 1] : ref;
-            if (prev == NULL)
-                break; /* no record before it to take the stamp from */
-            tf_compact_expand(&s[i], prev, &out[k]);
-        } else {
-            const struct tf_record *f = (const struct tf_record *)(const void *)&s[i];
-            if (n - i < 2 || f->kind == 0 || f->kind >= TF_EV_KINDS)
-                break;
-            out[k] = *f;
-        }
+        if (k)
+            out[k] = out[k - 1];
+        else if (ref)
+            out[k] = *ref;
+        unsigned took = tf_slot_read(&s[i], n - i, k || ref, &out[k]);
+        if (took == 0)
+            break;
         if (truth_out)
             truth_out[k] = truth_in[i];
-        i += compact ? 1 : 2;
+        i += took;
     }
     *used = i;
     return i < n && k < max ? -1 : (long)k;

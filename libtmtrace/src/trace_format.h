@@ -208,19 +208,6 @@ static inline int tf_slot_is_compact(const struct tf_slot *s)
     return (*(const unsigned char *)s & TF_COMPACT_TAG) != 0;
 }
 
-/*
- * Expands slots into at most `max` records: from s[0] on, until `n` slots
- * are used or `max` records made; *used gets the slots used. `ref` is the
- * record before s[0] in the stream (NULL at its start). The truth column,
- * when `truth_in` is given, has one value per slot in and gets one per
- * record out. Returns the number of records, or -1 when the stream is not
- * well formed (a compact record with no record before it, a full record cut
- * at the end, a kind out of range): *used then gets the bad slot's index.
- */
-long tf_slots_expand(const struct tf_slot *s, size_t n, const uint64_t *truth_in, const struct tf_record *ref,
-                     struct tf_record *out, uint64_t *truth_out, size_t max, size_t *used);
-size_t tf_slots_records(const struct tf_slot *s, size_t n);
-
 /* START value: the flags in the low 16 bits, the attempt number above. */
 static inline uint64_t tf_start_value(uint32_t flags, uint32_t attempt)
 {
@@ -236,6 +223,83 @@ static inline uint64_t tf_commit_value(uint32_t read_set, uint32_t write_set)
 }
 static inline uint32_t tf_commit_read_set(uint64_t value) { return (uint32_t)value; }
 static inline uint32_t tf_commit_write_set(uint64_t value) { return (uint32_t)(value >> 32); }
+
+/* A compact record: the previous record `r` with what the slot changes. */
+static inline void tf_compact_apply(const struct tf_slot *s, struct tf_record *r)
+{
+    uint64_t h = s->head;
+    switch (h & 3u) {
+    case TF_COMPACT_READ:
+    case TF_COMPACT_WRITE:
+        r->kind = (h & 3u) == TF_COMPACT_WRITE ? TF_EV_WRITE : TF_EV_READ;
+        r->reason = (uint8_t)(1u << (h >> 2 & 3u));
+        r->tsc += (h >> 4 & 7u) | (h >> 8 & 0x1ffu) << 3;
+        r->addr = h >> 17;
+        r->value = s->value;
+        return;
+    case TF_COMPACT_START:
+        r->kind = TF_EV_START;
+        r->reason = 0;
+        r->tsc += h >> 8 & TF_BOUNDARY_STEP_MAX;
+        r->site = (uint16_t)(h >> 32);
+        r->addr = s->value;
+        r->value = tf_start_value((uint32_t)(h >> 2 & 31u), (uint32_t)(h >> 48));
+        return;
+    default:
+        r->kind = TF_EV_COMMIT;
+        r->reason = 0;
+        r->tsc += h >> 8 & TF_BOUNDARY_STEP_MAX;
+        r->addr = s->value;
+        r->value = tf_commit_value((uint32_t)(h >> 32 & 0xffffu), (uint32_t)(h >> 48));
+        return;
+    }
+}
+
+/* Reads the record that starts at s[0], with `n` slots left, into *r, which
+ * holds the record before it on entry when `have_prev` (a compact record
+ * takes its CPU, site and stamp from there). Returns the slots the record
+ * takes (1 or 2), or 0 where the stream is not well formed: a compact
+ * record with no record before it, a full record cut at the end, a kind
+ * out of range. */
+static inline unsigned tf_slot_read(const struct tf_slot *s, size_t n, int have_prev, struct tf_record *r)
+{
+    if (tf_slot_is_compact(s)) {
+        if (!have_prev)
+            return 0;
+        tf_compact_apply(s, r);
+        return 1;
+    }
+    const struct tf_record *f = (const struct tf_record *)(const void *)s;
+    if (n < 2 || f->kind == 0 || f->kind >= TF_EV_KINDS)
+        return 0;
+    *r = *f;
+    return 2;
+}
+
+/* A thread's slot stream, read one piece at a time (codec_encode_slots,
+ * tf_write_slots): the reader advances it. */
+struct tf_slot_stream {
+    const struct tf_slot *s;  /* the next slot */
+    const uint64_t *truth;    /* NULL, or one uninjected TSC per slot, from s on */
+    size_t left;              /* slots left */
+    struct tf_record prev;    /* the record before s, when have_prev */
+    int have_prev;
+    uint64_t seq;             /* sequence number of the record at s */
+    uint64_t instance;        /* instance id of the latest START before s */
+};
+
+/*
+ * Expands slots into at most `max` records: from s[0] on, until `n` slots
+ * are used or `max` records made; *used gets the slots used. `ref` is the
+ * record before s[0] in the stream (NULL at its start). The truth column,
+ * when `truth_in` is given, has one value per slot in and gets one per
+ * record out. Returns the number of records, or -1 when the stream is not
+ * well formed (a compact record with no record before it, a full record cut
+ * at the end, a kind out of range): *used then gets the bad slot's index.
+ */
+long tf_slots_expand(const struct tf_slot *s, size_t n, const uint64_t *truth_in, const struct tf_record *ref,
+                     struct tf_record *out, uint64_t *truth_out, size_t max, size_t *used);
+size_t tf_slots_records(const struct tf_slot *s, size_t n);
 
 /* TSC_AUX -> CPU: Linux keeps (node << 12) | cpu there, so a CPU number has
  * 12 bits and there are at most TF_AUX_CPUS of them. */

@@ -240,45 +240,19 @@ void tw_write_new_sites(void)
     }
 }
 
-/* A chunk's slots become full records in pieces of this many (the scratch
- * stays in cache; static, so that a signal's flush allocates nothing). The
- * writer thread and the exit path write one chunk at a time. */
-#define TW_PIECE 16384
-static struct tf_record tw_piece[TW_PIECE];
-static uint64_t tw_piece_truth[TW_PIECE];
-
-/* Writes a chunk's records; *records gets how many it holds (written or
- * not). 0 or -1 (error set, or errno). */
+/* Writes a chunk's records, encoded straight from its slots; *records gets
+ * how many it holds (written or not). 0 or -1 (error set, or errno). */
 static int tw_write_slots(const struct tb_chunk *c, size_t *records)
 {
-    struct tf_record ref;
-    uint64_t seq = c->seq, instance = c->first_instance;
-    size_t i = 0;
-    *records = 0;
-    while (i < c->n) {
-        size_t used;
-        long m = tf_slots_expand(c->slots + i, c->n - i, c->truth ? c->truth + i : NULL, i ? &ref : NULL,
-                                 tw_piece, c->truth ? tw_piece_truth : NULL, TW_PIECE, &used);
-        if (m < 0) {
-            *records += tf_slots_records(c->slots + i, c->n - i);
-            return error_set("trace writer: a chunk of thread %u is damaged at slot %zu of %zu", c->thread,
-                             i + used, c->n);
-        }
-        *records += (size_t)m;
-        if (tf_write_records(tw_file, c->thread, seq, instance, tw_piece, c->truth ? tw_piece_truth : NULL,
-                             (size_t)m, tw_codec, tw_level) != 0) {
-            *records += tf_slots_records(c->slots + i + used, c->n - i - used);
-            return -1;
-        }
-        for (long k = 0; k < m; k++)
-            if (tw_piece[k].kind == TF_EV_START)
-                instance = tw_piece[k].addr;
-        ref = tw_piece[m - 1];
-        seq += (size_t)m;
-        i += used;
+    struct tf_slot_stream ss = { .s = c->slots, .truth = c->truth, .left = c->n, .seq = c->seq,
+                              .instance = c->first_instance };
+    if (tf_write_slots(tw_file, c->thread, &ss, tw_codec, tw_level) != 0) {
+        *records = tf_slots_records(c->slots, c->n);
+        return -1;
     }
+    *records = (size_t)(ss.seq - c->seq);
     if (*records)
-        tw_note_chunk_cpu(&ref);
+        tw_note_chunk_cpu(&ss.prev);
     return 0;
 }
 
