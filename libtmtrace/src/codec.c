@@ -104,6 +104,23 @@ struct codec_item {
     uint8_t kind, reason;
 };
 
+/* A READ's or WRITE's own fields: the address as a delta from the last
+ * access, the value relative to the address when that is shorter (ALT in
+ * *tag). */
+static inline __attribute__((always_inline)) uint8_t *codec_put_access(uint8_t *p, struct codec_pred *st,
+                                                                      unsigned *tag, uint64_t addr,
+                                                                      uint64_t value)
+{
+    p = codec_put_varint(p, codec_zz(addr - st->addr));
+    st->addr = addr;
+    uint64_t d = codec_zz(value - addr);
+    if (d < value) {
+        *tag |= CODEC_TAG_ALT;
+        return codec_put_varint(p, d);
+    }
+    return codec_put_varint(p, value);
+}
+
 static inline __attribute__((always_inline)) uint8_t *codec_encode_one(uint8_t *p, struct codec_pred *st, const struct codec_item *it,
                                         unsigned flags)
 {
@@ -143,15 +160,7 @@ static inline __attribute__((always_inline)) uint8_t *codec_encode_one(uint8_t *
         break;
     case TF_EV_READ:
     case TF_EV_WRITE:
-        p = codec_put_varint(p, codec_zz(it->addr - st->addr));
-        st->addr = it->addr;
-        d = codec_zz(it->value - it->addr);
-        if (d < it->value) {
-            t |= CODEC_TAG_ALT;
-            p = codec_put_varint(p, d);
-        } else {
-            p = codec_put_varint(p, it->value);
-        }
+        p = codec_put_access(p, st, &t, it->addr, it->value);
         break;
     case TF_EV_COMMIT:
         p = codec_put_varint(p, codec_zz(it->addr - st->version));
@@ -252,6 +261,36 @@ static inline __attribute__((always_inline)) long codec_slots_loop(uint8_t *out,
     uint64_t instance = ss->instance;
     struct codec_item it = { 0 };
     for (; k < max && left; k++) {
+        if (k && tf_slot_is_compact(s) && tf_compact_is_access(s)) {
+            /* The common record, encoded from its slot: after the piece's
+             * first record the predictor's site and CPU are the previous
+             * record's, which a compact access keeps, and its stamp step
+             * is the slot's. The same bytes as codec_encode_one. */
+            uint64_t h = s->head, step = tf_compact_step(s);
+            r.kind = tf_compact_kind(s);
+            r.reason = (uint8_t)tf_compact_size(s);
+            r.tsc += step;
+            r.addr = h >> 17;
+            r.value = s->value;
+            uint8_t *tag = p++;
+            unsigned t = r.kind;
+            p = codec_put_varint(p, step << 1); /* codec_zz of a step >= 0 */
+            st.tsc = r.tsc;
+            if (r.reason != st.reason[r.kind]) {
+                t |= CODEC_TAG_REASON;
+                *p++ = r.reason;
+                st.reason[r.kind] = r.reason;
+            }
+            p = codec_put_access(p, &st, &t, r.addr, r.value);
+            if (fl & CODEC_EV_TRUTH) {
+                p = codec_put_varint(p, codec_zz(*truth - r.tsc));
+                truth++;
+            }
+            *tag = (uint8_t)t;
+            s++;
+            left--;
+            continue;
+        }
         unsigned took = tf_slot_read(s, left, have, &r);
         if (took == 0)
             break;

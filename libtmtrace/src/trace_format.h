@@ -224,6 +224,18 @@ static inline uint64_t tf_commit_value(uint32_t read_set, uint32_t write_set)
 static inline uint32_t tf_commit_read_set(uint64_t value) { return (uint32_t)value; }
 static inline uint32_t tf_commit_write_set(uint64_t value) { return (uint32_t)(value >> 32); }
 
+/* A compact access's class, kind, size in bytes and stamp step. */
+static inline int tf_compact_is_access(const struct tf_slot *s) { return (s->head & 2u) == 0; }
+static inline unsigned tf_compact_kind(const struct tf_slot *s)
+{
+    return (s->head & 3u) == TF_COMPACT_WRITE ? TF_EV_WRITE : TF_EV_READ;
+}
+static inline unsigned tf_compact_size(const struct tf_slot *s) { return 1u << (s->head >> 2 & 3u); }
+static inline uint64_t tf_compact_step(const struct tf_slot *s)
+{
+    return (s->head >> 4 & 7u) | (s->head >> 8 & 0x1ffu) << 3;
+}
+
 /* A compact record: the previous record `r` with what the slot changes. */
 static inline void tf_compact_apply(const struct tf_slot *s, struct tf_record *r)
 {
@@ -231,9 +243,9 @@ static inline void tf_compact_apply(const struct tf_slot *s, struct tf_record *r
     switch (h & 3u) {
     case TF_COMPACT_READ:
     case TF_COMPACT_WRITE:
-        r->kind = (h & 3u) == TF_COMPACT_WRITE ? TF_EV_WRITE : TF_EV_READ;
-        r->reason = (uint8_t)(1u << (h >> 2 & 3u));
-        r->tsc += (h >> 4 & 7u) | (h >> 8 & 0x1ffu) << 3;
+        r->kind = (uint8_t)tf_compact_kind(s);
+        r->reason = (uint8_t)tf_compact_size(s);
+        r->tsc += tf_compact_step(s);
         r->addr = h >> 17;
         r->value = s->value;
         return;
