@@ -1006,7 +1006,10 @@ int tf_write_records(struct tf_writer *w, uint32_t thread, uint64_t first_seq, u
 int tf_write_slots(struct tf_writer *w, uint32_t thread, struct tf_slot_stream *ss, int codec, int level)
 {
     while (ss->left) {
-        if (tf_raw_room(w, codec_events_bound(TF_SLOTS_PIECE)) != 0)
+        /* Room for the records the piece can hold (no more than its
+         * slots): a short chunk does not grow the buffers to a full piece. */
+        size_t most = ss->left < TF_SLOTS_PIECE ? ss->left : TF_SLOTS_PIECE;
+        if (tf_raw_room(w, codec_events_bound(most)) != 0)
             return -1;
         uint64_t seq = ss->seq;
         size_t m;
