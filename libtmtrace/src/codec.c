@@ -20,6 +20,9 @@
 #include "error.h"
 #include "trace_file.h"
 
+/* LZ4's acceleration for event chunks (see codec_compress). */
+#define CODEC_LZ4_ACCELERATION 2
+
 /* Tag byte: kind in bits 0-2 (0: the kind, 8 and up, follows as one byte
  * after the tag), then which fields follow. */
 enum {
@@ -579,10 +582,12 @@ size_t codec_compress(int codec, int level, const void *in, size_t n, void *out,
     case TF_CODEC_LZ4: {
         if (n > (size_t)LZ4_MAX_INPUT_SIZE || cap > (size_t)INT32_MAX)
             return 0;
-        /* TMTRACE_CODEC_LEVEL is zlib's: LZ4 always runs at its default
-         * acceleration (a row-encoded chunk is already a few bytes per
-         * event, and LZ4 takes under a third of the writer's instructions). */
-        int got = LZ4_compress_default(in, out, (int)n, (int)cap);
+        /* TMTRACE_CODEC_LEVEL is zlib's. LZ4 runs at acceleration 2: on a
+         * row-encoded chunk with a stamp per access (whose steps leave few
+         * long matches) that took 27 % fewer instructions than the default
+         * for a file 0.4 % larger (tmbench vacation at all, callgrind; with
+         * boundary stamps 10 % fewer for 3 % larger; 4 would cost 7-8 %). */
+        int got = LZ4_compress_fast(in, out, (int)n, (int)cap, CODEC_LZ4_ACCELERATION);
         (void)level;
         return got > 0 && (size_t)got < n ? (size_t)got : 0;
     }
