@@ -124,6 +124,27 @@ static inline __attribute__((always_inline)) uint8_t *codec_put_access(uint8_t *
     return codec_put_varint(p, value);
 }
 
+/* The stamp, as a delta from the previous event's. */
+static inline uint8_t *codec_put_stamp(uint8_t *p, struct codec_pred *st, uint64_t tsc)
+{
+    p = codec_put_varint(p, codec_zz(tsc - st->tsc));
+    st->tsc = tsc;
+    return p;
+}
+
+/* The reason (an access's size), when it differs from the last event of the
+ * same kind (REASON in *tag). */
+static inline uint8_t *codec_put_reason(uint8_t *p, struct codec_pred *st, unsigned *tag, unsigned kind,
+                                        uint8_t reason)
+{
+    if (reason == st->reason[kind])
+        return p;
+    *tag |= CODEC_TAG_REASON;
+    *p++ = reason;
+    st->reason[kind] = reason;
+    return p;
+}
+
 static inline __attribute__((always_inline)) uint8_t *codec_encode_one(uint8_t *p, struct codec_pred *st, const struct codec_item *it,
                                         unsigned flags)
 {
@@ -138,8 +159,7 @@ static inline __attribute__((always_inline)) uint8_t *codec_encode_one(uint8_t *
         p = codec_put_varint(p, it->thread);
         st->tp = (it->thread < CODEC_THREAD_SLOTS) ? &st->slots[it->thread] : &st->slots[0];
     }
-    p = codec_put_varint(p, codec_zz(it->tsc - st->tsc));
-    st->tsc = it->tsc;
+    p = codec_put_stamp(p, st, it->tsc);
     if (it->site != st->site) {
         t |= CODEC_TAG_SITE;
         p = codec_put_varint(p, it->site);
@@ -150,11 +170,7 @@ static inline __attribute__((always_inline)) uint8_t *codec_encode_one(uint8_t *
         p = codec_put_varint(p, codec_zz((uint64_t)it->aux - st->aux));
         st->aux = it->aux;
     }
-    if (it->reason != st->reason[ki]) {
-        t |= CODEC_TAG_REASON;
-        *p++ = it->reason;
-        st->reason[ki] = it->reason;
-    }
+    p = codec_put_reason(p, st, &t, ki, it->reason);
     uint64_t d;
     switch (ki) {
     case TF_EV_START:
@@ -269,21 +285,15 @@ static inline __attribute__((always_inline)) long codec_slots_loop(uint8_t *out,
              * first record the predictor's site and CPU are the previous
              * record's, which a compact access keeps, and its stamp step
              * is the slot's. The same bytes as codec_encode_one. */
-            uint64_t h = s->head, step = tf_compact_step(s);
-            r.kind = tf_compact_kind(s);
+            r.kind = (uint8_t)tf_compact_kind(s);
             r.reason = (uint8_t)tf_compact_size(s);
-            r.tsc += step;
-            r.addr = h >> 17;
+            r.tsc += tf_compact_step(s);
+            r.addr = s->head >> 17;
             r.value = s->value;
             uint8_t *tag = p++;
             unsigned t = r.kind;
-            p = codec_put_varint(p, step << 1); /* codec_zz of a step >= 0 */
-            st.tsc = r.tsc;
-            if (r.reason != st.reason[r.kind]) {
-                t |= CODEC_TAG_REASON;
-                *p++ = r.reason;
-                st.reason[r.kind] = r.reason;
-            }
+            p = codec_put_stamp(p, &st, r.tsc);
+            p = codec_put_reason(p, &st, &t, r.kind, r.reason);
             p = codec_put_access(p, &st, &t, r.addr, r.value);
             if (fl & CODEC_EV_TRUTH) {
                 p = codec_put_varint(p, codec_zz(*truth - r.tsc));

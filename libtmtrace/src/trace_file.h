@@ -185,16 +185,16 @@ enum tf_writer_flags {
 
 /* Creates the file and writes the header. NULL on error. */
 struct tf_writer *tf_create(const char *path, const struct tf_header *hdr, unsigned flags);
-/* Raw records of one thread (the library's writer). `truth` is NULL or one
- * uninjected TSC per record. Encodes, compresses with `codec` and appends one
- * EVENTS chunk. */
-/* A thread's slot stream (the library's writer; codec.h, struct tf_slot_stream):
- * encoded straight from the slots, in EVENTS chunks of at most
- * TF_SLOTS_PIECE records, the same bytes tf_write_records writes for the
- * expanded records in pieces of that size. The stream advances as chunks
- * are appended; 0, or -1 with the stream at the piece that failed. */
+/* A thread's slot stream (the library's writer; struct tf_slot_stream,
+ * trace_format.h): encoded straight from the slots, in EVENTS chunks of at
+ * most TF_SLOTS_PIECE records, the same bytes tf_write_records writes for
+ * the expanded records in pieces of that size. The stream advances as
+ * chunks are appended; 0, or -1 with the stream at the piece that failed. */
 #define TF_SLOTS_PIECE 16384
 int tf_write_slots(struct tf_writer *w, uint32_t thread, struct tf_slot_stream *ss, int codec, int level);
+/* Raw records of one thread (the tests make traces with it). `truth` is
+ * NULL or one uninjected TSC per record. Encodes, compresses with `codec`
+ * and appends EVENTS chunks of at most CODEC_MAX_EVENTS records. */
 int tf_write_records(struct tf_writer *w, uint32_t thread, uint64_t first_seq, uint64_t first_instance,
                      const struct tf_record *recs, const uint64_t *truth, size_t n, int codec, int level);
 /* Decoded events (the tools): one EVENTS chunk; thread = 0 for a merged chunk
