@@ -191,13 +191,44 @@ TMT_API int tmt_tx_depth(const tmt_tx *tx) { return tx ? tx->depth : 0; }
 
 /* ---- accesses -------------------------------------------------------------------- */
 
-/* A software read recorded in the trace: out of line, so that the untraced
- * path ends in a tail call into the STM and keeps nothing across a call. */
-__attribute__((noinline)) static uint64_t api_read_traced(tmt_tx *tx, const volatile void *addr, unsigned size)
+/* A software read recorded in the trace, every case (a word the attempt
+ * may have written, a full read set). */
+__attribute__((noinline)) static uint64_t api_read_traced_any(tmt_tx *tx, const volatile void *addr, unsigned size)
 {
     uint64_t v = stm_read(tx, (uintptr_t)addr, size);
     tb_ev_read(&tx->trace, addr, v, size);
     return v;
+}
+
+/* The common traced read, for one size: a word the attempt has not written
+ * and room in the read set (tested before the load, so that no call comes
+ * between the load and the record); the record itself ends in a tail call
+ * when it is not the common one, so this path saves no registers. */
+static inline __attribute__((always_inline)) uint64_t api_read_traced_sized(tmt_tx *tx, const volatile void *addr,
+                                                                            unsigned size)
+{
+    uintptr_t a = (uintptr_t)addr;
+    if (TX_UNLIKELY(stm_bloom_has(tx->stm.bloom, a) || !stm_rset_room(&tx->stm)))
+        return api_read_traced_any(tx, addr, size);
+    uint64_t v = stm_load_valid(tx, a, size);
+    stm_rset_put(&tx->stm, a);
+    return tb_access(&tx->trace, TF_EV_READ, size, a, v);
+}
+
+/* A software read recorded in the trace: out of line, so that the untraced
+ * path ends in a tail call into the STM and keeps nothing across a call;
+ * one copy per size, so that the size's masks and the record's head fold
+ * to constants. */
+__attribute__((noinline)) static uint64_t api_read_traced(tmt_tx *tx, const volatile void *addr, unsigned size)
+{
+    switch (size) {
+    case 8:
+        return api_read_traced_sized(tx, addr, 8);
+    case 4:
+        return api_read_traced_sized(tx, addr, 4);
+    default:
+        return api_read_traced_any(tx, addr, size);
+    }
 }
 
 /* A serial read, recorded at level all (out of line like api_read_traced). */
@@ -238,11 +269,41 @@ static inline uint64_t api_read(tmt_tx *tx, const volatile void *addr, unsigned 
     return api_read_slow(tx, addr, size);
 }
 
-/* A software write recorded in the trace (see api_read_traced). */
-__attribute__((noinline)) static void api_write_traced(tmt_tx *tx, volatile void *addr, uint64_t v, unsigned size)
+/* A software write recorded in the trace, every case (see
+ * api_read_traced_any). */
+__attribute__((noinline)) static void api_write_traced_any(tmt_tx *tx, volatile void *addr, uint64_t v, unsigned size)
 {
     stm_write(tx, (uintptr_t)addr, v, size);
     tb_ev_write(&tx->trace, addr, v, size);
+}
+
+/* The common traced write, for one size: a word new to the redo log, with
+ * room (see api_read_traced_sized). */
+static inline __attribute__((always_inline)) void api_write_traced_sized(tmt_tx *tx, volatile void *addr, uint64_t v,
+                                                                         unsigned size)
+{
+    uintptr_t a = (uintptr_t)addr;
+    if (TX_UNLIKELY(!stm_write_new(tx, tx->stm.bloom, a, v, size))) {
+        api_write_traced_any(tx, addr, v, size);
+        return;
+    }
+    (void)tb_access(&tx->trace, TF_EV_WRITE, size, a, v);
+}
+
+/* A software write recorded in the trace (see api_read_traced). */
+__attribute__((noinline)) static void api_write_traced(tmt_tx *tx, volatile void *addr, uint64_t v, unsigned size)
+{
+    switch (size) {
+    case 8:
+        api_write_traced_sized(tx, addr, v, 8);
+        return;
+    case 4:
+        api_write_traced_sized(tx, addr, v, 4);
+        return;
+    default:
+        api_write_traced_any(tx, addr, v, size);
+        return;
+    }
 }
 
 /* A serial write, recorded at level all (out of line like api_write_traced). */

@@ -105,23 +105,38 @@ static inline uint64_t stm_word_version(uintptr_t v) { return (v >> 1) | ((uint6
 
 /* TL2 read: the stripe unlocked and unchanged around the data load, and not
  * newer than the start version, means the value belongs to the snapshot rv.
- * "Unlocked and not newer than rv" is one comparison on the rotated word. */
-static inline uint64_t stm_load_checked(struct tmt_tx *tx, uintptr_t a, unsigned size)
+ * "Unlocked and not newer than rv" is one comparison on the rotated word.
+ * The read set is the caller's (stm_load_checked, or a traced read that
+ * made sure of room first, stm_rset_room). */
+static inline uint64_t stm_load_valid(struct tmt_tx *tx, uintptr_t a, unsigned size)
 {
-    struct tx_stm *s = &tx->stm;
     uintptr_t *stripe = stm_stripe(a);
     uintptr_t v1 = __atomic_load_n(stripe, __ATOMIC_ACQUIRE);
     uint64_t val = tx_mem_load(a, size);
     uintptr_t v2 = __atomic_load_n(stripe, __ATOMIC_ACQUIRE);
-    if (TX_UNLIKELY(v1 != v2 || stm_word_version(v1) > s->rv))
+    if (TX_UNLIKELY(v1 != v2 || stm_word_version(v1) > tx->stm.rv))
         stm_read_conflict(tx, a, v1, v2);
-    /* A read-only attempt keeps no read set: it adds 0 (rinc) and so
-     * rewrites rset[0] (rcap >= 1) instead of testing a flag. */
+    return val;
+}
+
+static inline int stm_rset_room(const struct tx_stm *s) { return s->rn != s->rcap; }
+
+/* A read-only attempt keeps no read set: it adds 0 (rinc) and so rewrites
+ * rset[0] (rcap >= 1) instead of testing a flag. */
+static inline void stm_rset_put(struct tx_stm *s, uintptr_t a)
+{
     uint32_t n = s->rn;
-    if (TX_UNLIKELY(n == s->rcap))
-        return stm_rset_push_grow(tx, a, val);
     s->rset[n] = a;
     s->rn = n + s->rinc;
+}
+
+/* The checked load and its read-set entry. */
+static inline uint64_t stm_load_checked(struct tmt_tx *tx, uintptr_t a, unsigned size)
+{
+    uint64_t val = stm_load_valid(tx, a, size);
+    if (TX_UNLIKELY(!stm_rset_room(&tx->stm)))
+        return stm_rset_push_grow(tx, a, val);
+    stm_rset_put(&tx->stm, a);
     return val;
 }
 
@@ -174,11 +189,10 @@ static inline void stm_write(struct tmt_tx *tx, uintptr_t a, uint64_t v, unsigne
     stm_wappend(tx, w, val, bytes, bb);
 }
 
-/* The accessors' write: appends to the redo log and returns 1 when the gate
- * is open for the word and the log has room (wlimit is 0 in a read-only
- * attempt); else 0 and nothing done: the caller takes its slow path, which
- * dispatches on the mode and the trace level and calls stm_write. */
-static inline int stm_write_fast(struct tmt_tx *tx, uintptr_t a, uint64_t v, unsigned size)
+/* Appends a write to the redo log and returns 1 when the word's bit is clear
+ * in `filter` and the log has room (wlimit is 0 in a read-only attempt);
+ * else 0 and nothing done. */
+static inline int stm_write_new(struct tmt_tx *tx, uint64_t filter, uintptr_t a, uint64_t v, unsigned size)
 {
     struct tx_stm *s = &tx->stm;
     if (size == 8)
@@ -186,7 +200,7 @@ static inline int stm_write_fast(struct tmt_tx *tx, uintptr_t a, uint64_t v, uns
     uintptr_t w = a & ~(uintptr_t)7;
     uint64_t bb = stm_bloom_bit(w);
     uint32_t idx = s->wn;
-    if (TX_UNLIKELY((s->gate & bb) || idx == s->wlimit))
+    if (TX_UNLIKELY((filter & bb) || idx == s->wlimit))
         return 0;
     struct tx_wentry *e = &s->wset[idx];
     e->addr = w;
@@ -196,6 +210,14 @@ static inline int stm_write_fast(struct tmt_tx *tx, uintptr_t a, uint64_t v, uns
     s->bloom |= bb;
     s->gate |= bb;
     return 1;
+}
+
+/* The accessors' write: stm_write_new against the gate. When it returns 0
+ * the caller takes its slow path, which dispatches on the mode and the
+ * trace level and calls stm_write. */
+static inline int stm_write_fast(struct tmt_tx *tx, uintptr_t a, uint64_t v, unsigned size)
+{
+    return stm_write_new(tx, tx->stm.gate, a, v, size);
 }
 
 #endif

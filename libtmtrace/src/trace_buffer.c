@@ -506,6 +506,21 @@ void tb_flush(struct tb_thread *t)
         hand_over(t);
 }
 
+/* ---- the access records tb_access does not take inline ---------------- */
+
+uint64_t tb_access_slow(struct tb_thread *t, unsigned kind, unsigned size, uint64_t addr, uint64_t value)
+{
+    tb_emit_access(t, kind, size, addr, value);
+    return value;
+}
+
+uint64_t tb_access_late(struct tb_thread *t, unsigned kind, unsigned size, uint64_t addr, uint64_t value,
+                        uint64_t tsc, uint32_t aux)
+{
+    tb_emit_access_at(t, t->cur, 1, kind, size, addr, value, tsc, aux);
+    return value;
+}
+
 /* ---- raised stamps, ticks (in-run samples, migrations) ------------------ */
 
 void tb_raised(struct tb_thread *t) { __atomic_store_n(&t->raised, t->raised + 1, __ATOMIC_RELAXED); }

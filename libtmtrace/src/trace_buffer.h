@@ -200,24 +200,36 @@ void tb_raised(struct tb_thread *t);
  * kept above the thread's previous injected stamp on the same CPU (cold). */
 uint64_t tb_inject(struct tb_thread *t, uint64_t truth, uint32_t aux, uint32_t prev_aux);
 
-/* Reads the clock for one record: the ordered rdtscp when `ordered` (or the
- * CPU has no rdpid), else the unordered rdtsc with its CPU. An unordered
- * read may execute before an earlier stamp of the same thread, so on the
+/* Keeps a stamp read (unordered) on `aux` in the thread's order: on the
  * same CPU a stamp that does not exceed the previous one by a step of at
- * most TB_RAISE_MAX ticks is raised to previous + 1: the thread's stamps on
- * one CPU stay strictly increasing, which is what the recorded program order
- * means. Stamps on different CPUs are never compared, so a skew between
- * CPUs (real or injected) reaches the trace untouched. */
-static inline uint64_t tb_stamp(struct tb_thread *t, int ordered, uint32_t *aux)
+ * most TB_RAISE_MAX ticks is raised to previous + 1, so the thread's stamps
+ * on one CPU stay strictly increasing, which is what the recorded program
+ * order means. Stamps on different CPUs are never compared, so a skew
+ * between CPUs (real or injected) reaches the trace untouched. */
+static inline uint64_t tb_stamp_keep(struct tb_thread *t, uint64_t tsc, uint32_t aux)
 {
-    uint64_t tsc = (ordered || !t->fast_stamp) ? clock_rdtscp(aux) : clock_rdtsc_on_cpu(aux);
-    if (TB_UNLIKELY(*aux == t->last_aux && tsc - t->last_raw - 1 >= UINT64_MAX - TB_RAISE_MAX)) {
+    if (TB_UNLIKELY(aux == t->last_aux && tsc - t->last_raw - 1 >= UINT64_MAX - TB_RAISE_MAX)) {
         tsc = t->last_raw + 1;
         tb_raised(t);
     }
     t->last_raw = tsc;
-    t->last_aux = *aux;
+    t->last_aux = aux;
     return tsc;
+}
+
+/* Reads the clock for one record: the ordered rdtscp when `ordered` (or the
+ * CPU has no rdpid), else the unordered rdtsc with its CPU (an unordered
+ * read may execute before an earlier stamp of the same thread, hence
+ * tb_stamp_keep). */
+static inline uint64_t tb_clock(const struct tb_thread *t, int ordered, uint32_t *aux)
+{
+    return (ordered || !t->fast_stamp) ? clock_rdtscp(aux) : clock_rdtsc_on_cpu(aux);
+}
+
+static inline uint64_t tb_stamp(struct tb_thread *t, int ordered, uint32_t *aux)
+{
+    uint64_t tsc = tb_clock(t, ordered, aux);
+    return tb_stamp_keep(t, tsc, *aux);
 }
 
 /* The full record in slot `s` stamped `tsc` (as read) on `aux`; returns the
@@ -284,10 +296,28 @@ static inline void tb_ev_start(struct tb_thread *t, uint32_t site, uint64_t inst
         tb_tick(t, tsc);
 }
 
-/* A read or write record: an unordered stamp of its own, or with
- * TMTRACE_STAMP=boundary the stamp and CPU of the thread's previous stamped
- * record (no clock read at all). Compact (one slot) when it fits: same CPU
- * as the previous record, a step of at most TF_ACCESS_STEP_MAX ticks. */
+/* A read or write record stamped `tsc` (as read, unordered) on `aux`, in
+ * slot `s`: compact when `fits` and the stamp is on the previous record's
+ * CPU within TF_ACCESS_STEP_MAX ticks of it, else full. */
+static inline void tb_emit_access_at(struct tb_thread *t, struct tf_slot *s, int fits, unsigned kind, unsigned size,
+                                     uint64_t addr, uint64_t value, uint64_t tsc, uint32_t aux)
+{
+    uint32_t prev_aux = t->last_aux;
+    uint64_t prev = t->last_tsc;
+    tsc = tb_stamp_keep(t, tsc, aux);
+    if (TB_LIKELY(fits && aux == prev_aux && tsc - prev <= TF_ACCESS_STEP_MAX)) {
+        t->last_tsc = tsc;
+        tb_fill_access(t, s, kind, size, tsc - prev, addr, value);
+    } else {
+        tb_emit_at(t, s, tsc, aux, prev_aux, kind, size, addr, value);
+    }
+}
+
+/* A read or write record, every case: an unordered stamp of its own, or
+ * with TMTRACE_STAMP=boundary the stamp and CPU of the thread's previous
+ * stamped record (no clock read at all). Compact (one slot) when it fits:
+ * same CPU as the previous record, a step of at most TF_ACCESS_STEP_MAX
+ * ticks. tb_access takes the common cases inline and this one out of line. */
 static inline void tb_emit_access(struct tb_thread *t, unsigned kind, unsigned size, uint64_t addr,
                                   uint64_t value)
 {
@@ -296,15 +326,9 @@ static inline void tb_emit_access(struct tb_thread *t, unsigned kind, unsigned s
         return;
     int fits = t->compact && tf_access_fits(addr, size);
     if (TB_LIKELY(t->stamp_each)) {
-        uint32_t aux, prev_aux = t->last_aux;
-        uint64_t prev = t->last_tsc;
-        uint64_t tsc = tb_stamp(t, 0, &aux);
-        if (TB_LIKELY(fits && aux == prev_aux && tsc - prev <= TF_ACCESS_STEP_MAX)) {
-            t->last_tsc = tsc;
-            tb_fill_access(t, s, kind, size, tsc - prev, addr, value);
-        } else {
-            tb_emit_at(t, s, tsc, aux, prev_aux, kind, size, addr, value);
-        }
+        uint32_t aux;
+        uint64_t tsc = tb_clock(t, 0, &aux);
+        tb_emit_access_at(t, s, fits, kind, size, addr, value, tsc, aux);
         return;
     }
     if (TB_LIKELY(fits)) {
@@ -319,6 +343,43 @@ static inline void tb_emit_access(struct tb_thread *t, unsigned kind, unsigned s
     tb_fill(t, s, kind, size, addr, value);
 }
 
+/* The out-of-line halves of tb_access (trace_buffer.c); both return
+ * `value`, so that tb_access's callers end in a tail call and their inline
+ * path saves no registers. tb_access_slow records the access from scratch;
+ * tb_access_late records it with the stamp tb_access already read (its
+ * slot is free and the record fits, but the stamp is on another CPU than
+ * the previous record, too far from it, or not above it). */
+uint64_t tb_access_slow(struct tb_thread *t, unsigned kind, unsigned size, uint64_t addr, uint64_t value);
+uint64_t tb_access_late(struct tb_thread *t, unsigned kind, unsigned size, uint64_t addr, uint64_t value,
+                        uint64_t tsc, uint32_t aux);
+
+/* A read or write record (the level is the caller's to test); returns
+ * `value`. Inline, it takes the common case: a compact record in a chunk
+ * with room, no clock faults injected, and with TMTRACE_STAMP=each a stamp
+ * on the previous record's CPU 1 to TF_ACCESS_STEP_MAX ticks after it that
+ * needs no raising (tb_stamp_keep).
+ * Everything else goes to tb_access_slow / tb_access_late as a tail call. */
+static inline uint64_t tb_access(struct tb_thread *t, unsigned kind, unsigned size, uint64_t addr, uint64_t value)
+{
+    struct tf_slot *s = t->cur;
+    /* compact is 0 at a chunk's start and whenever clock faults are injected. */
+    if (TB_UNLIKELY(s >= t->end || !t->compact || !tf_access_fits(addr, size)))
+        return tb_access_slow(t, kind, size, addr, value);
+    uint64_t step = 0;
+    if (TB_LIKELY(t->stamp_each)) {
+        uint32_t aux;
+        uint64_t tsc = tb_clock(t, 0, &aux);
+        step = tsc - t->last_tsc;
+        if (TB_UNLIKELY(aux != t->last_aux || step - 1 >= TF_ACCESS_STEP_MAX ||
+                        tsc - t->last_raw - 1 >= UINT64_MAX - TB_RAISE_MAX))
+            return tb_access_late(t, kind, size, addr, value, tsc, aux);
+        t->last_raw = tsc;
+        t->last_tsc = tsc;
+    }
+    tb_fill_access(t, s, kind, size, step, addr, value);
+    return value;
+}
+
 /* Whether reads and writes are recorded (level all): the accessors test it
  * first and keep the recording off their untraced path. */
 static inline int tb_records_accesses(const struct tb_thread *t) { return t->level == CONFIG_EVENTS_ALL; }
@@ -327,14 +388,14 @@ static inline void tb_ev_read(struct tb_thread *t, const volatile void *addr, ui
 {
     if (!tb_records_accesses(t))
         return;
-    tb_emit_access(t, TF_EV_READ, size, (uint64_t)(uintptr_t)addr, value);
+    (void)tb_access(t, TF_EV_READ, size, (uint64_t)(uintptr_t)addr, value);
 }
 
 static inline void tb_ev_write(struct tb_thread *t, const volatile void *addr, uint64_t value, unsigned size)
 {
     if (!tb_records_accesses(t))
         return;
-    tb_emit_access(t, TF_EV_WRITE, size, (uint64_t)(uintptr_t)addr, value);
+    (void)tb_access(t, TF_EV_WRITE, size, (uint64_t)(uintptr_t)addr, value);
 }
 
 /* At the commit's linearisation point: software commits with the write
