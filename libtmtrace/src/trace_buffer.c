@@ -521,6 +521,26 @@ uint64_t tb_access_late(struct tb_thread *t, unsigned kind, unsigned size, uint6
     return value;
 }
 
+/* ---- the START and COMMIT records tb_boundary does not take inline ----- */
+
+/* A START's periodic work once its stamp `tsc` (0: dropped) was taken. */
+static void boundary_done(struct tb_thread *t, unsigned kind, uint64_t tsc)
+{
+    if (kind == TF_EV_START && tsc >= t->tick_tsc)
+        tb_tick(t, tsc);
+}
+
+void tb_boundary_slow(struct tb_thread *t, unsigned kind, uint64_t head, int fits, uint64_t addr, uint64_t value)
+{
+    boundary_done(t, kind, tb_emit_as(t, 0, kind, 0, head, fits, addr, value));
+}
+
+void tb_boundary_late(struct tb_thread *t, unsigned kind, uint64_t head, uint64_t addr, uint64_t value, uint64_t tsc,
+                      uint32_t aux)
+{
+    boundary_done(t, kind, tb_emit_as_at(t, t->cur, kind, 0, head, 1, addr, value, tsc, aux));
+}
+
 /* ---- raised stamps, ticks (in-run samples, migrations) ------------------ */
 
 void tb_raised(struct tb_thread *t) { __atomic_store_n(&t->raised, t->raised + 1, __ATOMIC_RELAXED); }

@@ -250,19 +250,17 @@ static inline uint64_t tb_emit_at(struct tb_thread *t, struct tf_slot *s, uint64
     return tsc;
 }
 
-/* Stamps one record: compact (`head`, trace_format.h, with the step added
- * at bit 8) when `fits` and it is stamped on the previous record's CPU
- * within TF_BOUNDARY_STEP_MAX ticks of it, else full. Returns the
- * (injected) TSC, or 0 if dropped. */
-static inline uint64_t tb_emit_as(struct tb_thread *t, int ordered, unsigned kind, unsigned reason, uint64_t head,
-                                  int fits, uint64_t addr, uint64_t value)
+/* One record stamped `tsc` (as read) on `aux`, in slot `s`: compact
+ * (`head`, trace_format.h, with the step added at bit 8) when `fits` and
+ * the stamp is on the previous record's CPU within TF_BOUNDARY_STEP_MAX
+ * ticks of it, else full. Returns the (injected) TSC. */
+static inline uint64_t tb_emit_as_at(struct tb_thread *t, struct tf_slot *s, unsigned kind, unsigned reason,
+                                     uint64_t head, int fits, uint64_t addr, uint64_t value, uint64_t tsc,
+                                     uint32_t aux)
 {
-    struct tf_slot *s = tb_slot(t);
-    if (TB_UNLIKELY(s == NULL))
-        return 0;
-    uint32_t aux, prev_aux = t->last_aux;
+    uint32_t prev_aux = t->last_aux;
     uint64_t prev = t->last_tsc;
-    uint64_t tsc = tb_stamp(t, ordered, &aux);
+    tsc = tb_stamp_keep(t, tsc, aux);
     if (fits && TB_LIKELY(t->compact && aux == prev_aux && tsc - prev <= TF_BOUNDARY_STEP_MAX)) {
         t->last_tsc = tsc;
         s->head = head | (tsc - prev) << 8;
@@ -273,11 +271,62 @@ static inline uint64_t tb_emit_as(struct tb_thread *t, int ordered, unsigned kin
     return tb_emit_at(t, s, tsc, aux, prev_aux, kind, reason, addr, value);
 }
 
+/* Stamps one record (tb_emit_as_at), ordered when asked; returns the
+ * (injected) TSC, or 0 if dropped. */
+static inline uint64_t tb_emit_as(struct tb_thread *t, int ordered, unsigned kind, unsigned reason, uint64_t head,
+                                  int fits, uint64_t addr, uint64_t value)
+{
+    struct tf_slot *s = tb_slot(t);
+    if (TB_UNLIKELY(s == NULL))
+        return 0;
+    uint32_t aux;
+    uint64_t tsc = tb_clock(t, ordered, &aux);
+    return tb_emit_as_at(t, s, kind, reason, head, fits, addr, value, tsc, aux);
+}
+
 /* A full record (ABORT, FALLBACK, ALLOC, SERIAL). */
 static inline uint64_t tb_emit(struct tb_thread *t, int ordered, unsigned kind, unsigned reason, uint64_t addr,
                                uint64_t value)
 {
     return tb_emit_as(t, ordered, kind, reason, 0, 0, addr, value);
+}
+
+/* The out-of-line halves of tb_boundary (trace_buffer.c), the same split
+ * as tb_access_slow / tb_access_late; a START's also do its periodic work
+ * (tb_tick). */
+void tb_boundary_slow(struct tb_thread *t, unsigned kind, uint64_t head, int fits, uint64_t addr, uint64_t value);
+void tb_boundary_late(struct tb_thread *t, unsigned kind, uint64_t head, uint64_t addr, uint64_t value, uint64_t tsc,
+                      uint32_t aux);
+
+/* A START or COMMIT record. Inline, it takes the common case: a compact
+ * record (`fits`, head `head`) in a chunk with room, no clock faults
+ * injected, stamped on the previous record's CPU 1 to TF_BOUNDARY_STEP_MAX
+ * ticks after it with no raising needed; everything else goes to
+ * tb_boundary_slow / tb_boundary_late as a tail call, so that the callers'
+ * path saves no registers. */
+static inline void tb_boundary(struct tb_thread *t, unsigned kind, uint64_t head, int fits, uint64_t addr,
+                               uint64_t value)
+{
+    struct tf_slot *s = t->cur;
+    if (TB_UNLIKELY(s >= t->end || !t->compact || !fits)) {
+        tb_boundary_slow(t, kind, head, fits, addr, value);
+        return;
+    }
+    uint32_t aux;
+    uint64_t tsc = tb_clock(t, 0, &aux);
+    uint64_t step = tsc - t->last_tsc;
+    if (TB_UNLIKELY(aux != t->last_aux || step - 1 >= TF_BOUNDARY_STEP_MAX ||
+                    tsc - t->last_raw - 1 >= UINT64_MAX - TB_RAISE_MAX)) {
+        tb_boundary_late(t, kind, head, addr, value, tsc, aux);
+        return;
+    }
+    t->last_raw = tsc;
+    t->last_tsc = tsc;
+    s->head = head | step << 8;
+    s->value = addr;
+    tb_publish(t, s + 1);
+    if (kind == TF_EV_START && TB_UNLIKELY(tsc >= t->tick_tsc))
+        tb_tick(t, tsc);
 }
 
 /* A transaction attempt starts (take the stamp before _xbegin). `flags` are
@@ -289,11 +338,8 @@ static inline void tb_ev_start(struct tb_thread *t, uint32_t site, uint64_t inst
         return;
     t->site = (uint16_t)site;
     t->instance = instance;
-    uint64_t tsc = tb_emit_as(t, 0, TF_EV_START, 0, tf_start_head(flags, 0, site, attempt),
-                              flags < 32 && site < 65536 && attempt < 65536, instance,
-                              tf_start_value(flags, attempt));
-    if (TB_UNLIKELY(tsc >= t->tick_tsc))
-        tb_tick(t, tsc);
+    tb_boundary(t, TF_EV_START, tf_start_head(flags, 0, site, attempt),
+                flags < 32 && site < 65536 && attempt < 65536, instance, tf_start_value(flags, attempt));
 }
 
 /* A read or write record stamped `tsc` (as read, unordered) on `aux`, in
@@ -412,8 +458,8 @@ static inline void tb_ev_commit(struct tb_thread *t, uint64_t write_version, uin
 {
     if (t->level == CONFIG_EVENTS_OFF)
         return;
-    tb_emit_as(t, 0, TF_EV_COMMIT, 0, tf_commit_head(0, read_set, write_set), read_set < 65536 && write_set < 65536,
-               write_version, tf_commit_value(read_set, write_set));
+    tb_boundary(t, TF_EV_COMMIT, tf_commit_head(0, read_set, write_set), read_set < 65536 && write_set < 65536,
+                write_version, tf_commit_value(read_set, write_set));
 }
 
 /* An attempt aborted: `reason` is enum tmt_abort_reason, `where` the
