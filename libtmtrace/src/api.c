@@ -200,11 +200,13 @@ __attribute__((noinline)) static uint64_t api_read_traced_any(tmt_tx *tx, const 
     return v;
 }
 
-/* The common traced read, for one size: a word the attempt has not written
- * and room in the read set (tested before the load, so that no call comes
- * between the load and the record); the record itself ends in a tail call
- * when it is not the common one, so this path saves no registers. */
-static inline __attribute__((always_inline)) uint64_t api_read_traced_sized(tmt_tx *tx, const volatile void *addr,
+/* A software read recorded in the trace, inlined into api_read_slow_N, so
+ * the size is a constant. The common case: a word the attempt has not
+ * written and room in the read set (tested before the load, so that no call
+ * comes between the load and the record); everything else, and a record
+ * that is not the common one, ends in a tail call, so this path saves no
+ * registers. */
+static inline __attribute__((always_inline)) uint64_t api_read_traced(tmt_tx *tx, const volatile void *addr,
                                                                             unsigned size)
 {
     uintptr_t a = (uintptr_t)addr;
@@ -215,23 +217,8 @@ static inline __attribute__((always_inline)) uint64_t api_read_traced_sized(tmt_
     return tb_access(&tx->trace, TF_EV_READ, size, a, v);
 }
 
-/* A software read recorded in the trace: out of line, so that the untraced
- * path ends in a tail call into the STM and keeps nothing across a call;
- * one copy per size, so that the size's masks and the record's head fold
- * to constants. */
-__attribute__((noinline)) static uint64_t api_read_traced(tmt_tx *tx, const volatile void *addr, unsigned size)
-{
-    switch (size) {
-    case 8:
-        return api_read_traced_sized(tx, addr, 8);
-    case 4:
-        return api_read_traced_sized(tx, addr, 4);
-    default:
-        return api_read_traced_any(tx, addr, size);
-    }
-}
-
-/* A serial read, recorded at level all (out of line like api_read_traced). */
+/* A serial read, recorded at level all (out of line: serial attempts are
+ * rare). */
 __attribute__((noinline)) static uint64_t api_read_serial(tmt_tx *tx, const volatile void *addr, unsigned size)
 {
     uint64_t v = stm_serial_read(tx, (uintptr_t)addr, size);
@@ -240,8 +227,12 @@ __attribute__((noinline)) static uint64_t api_read_serial(tmt_tx *tx, const vola
 }
 
 /* Every read the gate turns away: outside transactions, a word the attempt
- * may have written, tracing, serial and hardware attempts. */
-__attribute__((noinline)) static uint64_t api_read_slow(tmt_tx *tx, const volatile void *addr, unsigned size)
+ * may have written, tracing, serial and hardware attempts. Out of line, so
+ * that the untraced path ends in a tail call into the STM and keeps nothing
+ * across a call; one copy per size (api_read_slow_N), so that a traced
+ * read's masks and record head fold to constants. */
+static inline __attribute__((always_inline)) uint64_t api_read_slow(tmt_tx *tx, const volatile void *addr,
+                                                                    unsigned size)
 {
     uintptr_t a = (uintptr_t)addr;
     if (TX_LIKELY(tx->mode == TX_MODE_STM)) {
@@ -258,15 +249,28 @@ __attribute__((noinline)) static uint64_t api_read_slow(tmt_tx *tx, const volati
     return htm_read(tx, a, size);
 }
 
+__attribute__((noinline)) static uint64_t api_read_slow_1(tmt_tx *tx, const volatile void *addr)
+{
+    return api_read_slow(tx, addr, 1);
+}
+__attribute__((noinline)) static uint64_t api_read_slow_4(tmt_tx *tx, const volatile void *addr)
+{
+    return api_read_slow(tx, addr, 4);
+}
+__attribute__((noinline)) static uint64_t api_read_slow_8(tmt_tx *tx, const volatile void *addr)
+{
+    return api_read_slow(tx, addr, 8);
+}
+
 /* The gate (tx_stm.gate) is open only in an untraced software attempt, for
  * words it has not written: then the read is the STM's checked load and
- * nothing else is tested. */
+ * nothing else is tested. `size` is a constant: 1, 4 or 8. */
 static inline uint64_t api_read(tmt_tx *tx, const volatile void *addr, unsigned size)
 {
     uintptr_t a = (uintptr_t)addr;
     if (TX_LIKELY(stm_gate_open(tx, a)))
         return stm_load_checked(tx, a, size);
-    return api_read_slow(tx, addr, size);
+    return size == 8 ? api_read_slow_8(tx, addr) : size == 4 ? api_read_slow_4(tx, addr) : api_read_slow_1(tx, addr);
 }
 
 /* A software write recorded in the trace, every case (see
@@ -277,9 +281,9 @@ __attribute__((noinline)) static void api_write_traced_any(tmt_tx *tx, volatile 
     tb_ev_write(&tx->trace, addr, v, size);
 }
 
-/* The common traced write, for one size: a word new to the redo log, with
- * room (see api_read_traced_sized). */
-static inline __attribute__((always_inline)) void api_write_traced_sized(tmt_tx *tx, volatile void *addr, uint64_t v,
+/* A software write recorded in the trace (see api_read_traced): the common
+ * case is a word new to the redo log, with room. */
+static inline __attribute__((always_inline)) void api_write_traced(tmt_tx *tx, volatile void *addr, uint64_t v,
                                                                          unsigned size)
 {
     uintptr_t a = (uintptr_t)addr;
@@ -290,23 +294,7 @@ static inline __attribute__((always_inline)) void api_write_traced_sized(tmt_tx 
     (void)tb_access(&tx->trace, TF_EV_WRITE, size, a, v);
 }
 
-/* A software write recorded in the trace (see api_read_traced). */
-__attribute__((noinline)) static void api_write_traced(tmt_tx *tx, volatile void *addr, uint64_t v, unsigned size)
-{
-    switch (size) {
-    case 8:
-        api_write_traced_sized(tx, addr, v, 8);
-        return;
-    case 4:
-        api_write_traced_sized(tx, addr, v, 4);
-        return;
-    default:
-        api_write_traced_any(tx, addr, v, size);
-        return;
-    }
-}
-
-/* A serial write, recorded at level all (out of line like api_write_traced). */
+/* A serial write, recorded at level all (out of line, see api_read_serial). */
 __attribute__((noinline)) static void api_write_serial(tmt_tx *tx, volatile void *addr, uint64_t v, unsigned size)
 {
     stm_serial_write(tx, (uintptr_t)addr, v, size);
@@ -314,8 +302,10 @@ __attribute__((noinline)) static void api_write_serial(tmt_tx *tx, volatile void
 }
 
 /* Every write the gate turns away (see api_read_slow), and the write that
- * fills the redo log or is the first of a read-only attempt. */
-__attribute__((noinline)) static void api_write_slow(tmt_tx *tx, volatile void *addr, uint64_t v, unsigned size)
+ * fills the redo log or is the first of a read-only attempt; one copy per
+ * size (api_write_slow_N). */
+static inline __attribute__((always_inline)) void api_write_slow(tmt_tx *tx, volatile void *addr, uint64_t v,
+                                                                 unsigned size)
 {
     uintptr_t a = (uintptr_t)addr;
     if (TX_LIKELY(tx->mode == TX_MODE_STM)) {
@@ -336,11 +326,30 @@ __attribute__((noinline)) static void api_write_slow(tmt_tx *tx, volatile void *
     }
 }
 
+__attribute__((noinline)) static void api_write_slow_1(tmt_tx *tx, volatile void *addr, uint64_t v)
+{
+    api_write_slow(tx, addr, v, 1);
+}
+__attribute__((noinline)) static void api_write_slow_4(tmt_tx *tx, volatile void *addr, uint64_t v)
+{
+    api_write_slow(tx, addr, v, 4);
+}
+__attribute__((noinline)) static void api_write_slow_8(tmt_tx *tx, volatile void *addr, uint64_t v)
+{
+    api_write_slow(tx, addr, v, 8);
+}
+
+/* `size` is a constant: 1, 4 or 8 (see api_read). */
 static inline void api_write(tmt_tx *tx, volatile void *addr, uint64_t v, unsigned size)
 {
     if (TX_LIKELY(stm_write_fast(tx, (uintptr_t)addr, v, size)))
         return;
-    api_write_slow(tx, addr, v, size);
+    if (size == 8)
+        api_write_slow_8(tx, addr, v);
+    else if (size == 4)
+        api_write_slow_4(tx, addr, v);
+    else
+        api_write_slow_1(tx, addr, v);
 }
 
 TMT_API uintptr_t tmt_read_word(tmt_tx *tx, const volatile uintptr_t *addr)
