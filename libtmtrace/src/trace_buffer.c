@@ -548,7 +548,7 @@ void tb_raised(struct tb_thread *t) { __atomic_store_n(&t->raised, t->raised + 1
 /* An injected clock whose drift is negative runs slower than the TSC, so
  * now and then it maps two true stamps a tick apart (unordered stamps can be
  * that close) to one tick. A real TSC never stands still: the injected stamp
- * keeps tb_stamp's promise (a thread's stamps on one CPU strictly increase)
+ * keeps tb_stamp_keep's promise (a thread's stamps on one CPU strictly increase)
  * by becoming the previous one + 1, an error of one tick. Not counted as
  * raised: it is the injection's rounding, not the CPU's reordering. */
 uint64_t tb_inject(struct tb_thread *t, uint64_t truth, uint32_t aux, uint32_t prev_aux)

@@ -189,7 +189,7 @@ static inline void tb_fill_access(struct tb_thread *t, struct tf_slot *s, unsign
 }
 
 /* Records below this many TSC ticks of the thread's previous stamp on the
- * same CPU are raised above it (see tb_stamp); a larger step back is left
+ * same CPU are raised above it (see tb_stamp_keep); a larger step back is left
  * for the tools to see. */
 #define TB_RAISE_MAX 4096u
 
@@ -226,10 +226,20 @@ static inline uint64_t tb_clock(const struct tb_thread *t, int ordered, uint32_t
     return (ordered || !t->fast_stamp) ? clock_rdtscp(aux) : clock_rdtsc_on_cpu(aux);
 }
 
-static inline uint64_t tb_stamp(struct tb_thread *t, int ordered, uint32_t *aux)
+/* The unordered stamp of a compact record, read into *tsc and *aux: 1 when
+ * it is the common case, on the previous record's CPU 1 to `max` ticks
+ * after it with no raising needed (then it is the thread's last stamp and
+ * *step its distance from the previous record's), 0 when the caller must
+ * hand it to tb_emit_as_at or tb_emit_access_at. */
+static inline int tb_stamp_next(struct tb_thread *t, uint64_t max, uint64_t *tsc, uint32_t *aux, uint64_t *step)
 {
-    uint64_t tsc = tb_clock(t, ordered, aux);
-    return tb_stamp_keep(t, tsc, *aux);
+    *tsc = tb_clock(t, 0, aux);
+    *step = *tsc - t->last_tsc;
+    if (TB_UNLIKELY(*aux != t->last_aux || *step - 1 >= max || *tsc - t->last_raw - 1 >= UINT64_MAX - TB_RAISE_MAX))
+        return 0;
+    t->last_raw = *tsc;
+    t->last_tsc = *tsc;
+    return 1;
 }
 
 /* The full record in slot `s` stamped `tsc` (as read) on `aux`; returns the
@@ -300,8 +310,8 @@ void tb_boundary_late(struct tb_thread *t, unsigned kind, uint64_t head, uint64_
 
 /* A START or COMMIT record. Inline, it takes the common case: a compact
  * record (`fits`, head `head`) in a chunk with room, no clock faults
- * injected, stamped on the previous record's CPU 1 to TF_BOUNDARY_STEP_MAX
- * ticks after it with no raising needed; everything else goes to
+ * injected, a stamp that is the common case of tb_stamp_next; everything
+ * else goes to
  * tb_boundary_slow / tb_boundary_late as a tail call, so that the callers'
  * path saves no registers. */
 static inline void tb_boundary(struct tb_thread *t, unsigned kind, uint64_t head, int fits, uint64_t addr,
@@ -313,15 +323,11 @@ static inline void tb_boundary(struct tb_thread *t, unsigned kind, uint64_t head
         return;
     }
     uint32_t aux;
-    uint64_t tsc = tb_clock(t, 0, &aux);
-    uint64_t step = tsc - t->last_tsc;
-    if (TB_UNLIKELY(aux != t->last_aux || step - 1 >= TF_BOUNDARY_STEP_MAX ||
-                    tsc - t->last_raw - 1 >= UINT64_MAX - TB_RAISE_MAX)) {
+    uint64_t tsc, step;
+    if (TB_UNLIKELY(!tb_stamp_next(t, TF_BOUNDARY_STEP_MAX, &tsc, &aux, &step))) {
         tb_boundary_late(t, kind, head, addr, value, tsc, aux);
         return;
     }
-    t->last_raw = tsc;
-    t->last_tsc = tsc;
     s->head = head | step << 8;
     s->value = addr;
     tb_publish(t, s + 1);
@@ -402,9 +408,8 @@ uint64_t tb_access_late(struct tb_thread *t, unsigned kind, unsigned size, uint6
 /* A read or write record (the level is the caller's to test); returns
  * `value`. Inline, it takes the common case: a compact record in a chunk
  * with room, no clock faults injected, and with TMTRACE_STAMP=each a stamp
- * on the previous record's CPU 1 to TF_ACCESS_STEP_MAX ticks after it that
- * needs no raising (tb_stamp_keep).
- * Everything else goes to tb_access_slow / tb_access_late as a tail call. */
+ * that is the common case of tb_stamp_next. Everything else goes to
+ * tb_access_slow / tb_access_late as a tail call. */
 static inline uint64_t tb_access(struct tb_thread *t, unsigned kind, unsigned size, uint64_t addr, uint64_t value)
 {
     struct tf_slot *s = t->cur;
@@ -414,13 +419,9 @@ static inline uint64_t tb_access(struct tb_thread *t, unsigned kind, unsigned si
     uint64_t step = 0;
     if (TB_LIKELY(t->stamp_each)) {
         uint32_t aux;
-        uint64_t tsc = tb_clock(t, 0, &aux);
-        step = tsc - t->last_tsc;
-        if (TB_UNLIKELY(aux != t->last_aux || step - 1 >= TF_ACCESS_STEP_MAX ||
-                        tsc - t->last_raw - 1 >= UINT64_MAX - TB_RAISE_MAX))
+        uint64_t tsc;
+        if (TB_UNLIKELY(!tb_stamp_next(t, TF_ACCESS_STEP_MAX, &tsc, &aux, &step)))
             return tb_access_late(t, kind, size, addr, value, tsc, aux);
-        t->last_raw = tsc;
-        t->last_tsc = tsc;
     }
     tb_fill_access(t, s, kind, size, step, addr, value);
     return value;
