@@ -98,6 +98,22 @@ static void an_unknown_application_is_refused(void **state)
     assert_int_equal(lines(out), 1);
 }
 
+/* Levels: tx, all and all/boundary; anything else is one line naming them. */
+static void an_unknown_level_is_refused_naming_the_levels(void **state)
+{
+    (void)state;
+    char out[4096], args[2048];
+    snprintf(args, sizeof args, "'%s' --levels all,all/bogus", fake_stamp());
+    assert_int_equal(harness(args, out, sizeof out), 2);
+    assert_non_null(strstr(out, "--levels"));
+    assert_non_null(strstr(out, "'all,all/bogus'"));
+    assert_non_null(strstr(out, "all/boundary"));
+    assert_int_equal(lines(out), 1);
+    snprintf(args, sizeof args, "'%s' --levels all,all", fake_stamp());
+    assert_int_equal(harness(args, out, sizeof out), 2);
+    assert_int_equal(lines(out), 1);
+}
+
 static void arguments_that_set_the_thread_count_are_refused(void **state)
 {
     (void)state;
@@ -116,6 +132,7 @@ int main(void)
         cmocka_unit_test(a_directory_that_is_not_stamp_is_refused),
         cmocka_unit_test(a_directory_that_is_not_tinystm_is_refused),
         cmocka_unit_test(an_unknown_application_is_refused),
+        cmocka_unit_test(an_unknown_level_is_refused_naming_the_levels),
         cmocka_unit_test(arguments_that_set_the_thread_count_are_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

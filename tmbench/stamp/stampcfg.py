@@ -3,8 +3,9 @@
 Owns: the list of applications, their arguments at each size, their thread
 option, the line each prints with its parallel-phase time, the input files
 their arguments name, the checks that a directory holds STAMP or TinySTM
-sources, the TL2-style stm.h written for TinySTM, and the parsing of the
-commit/abort line libtl2 prints at TxShutdown. Builds and runs nothing.
+sources, the TL2-style stm.h written for TinySTM, the traced levels and
+their TMTRACE_* variables, and the parsing of the commit/abort line libtl2
+prints at TxShutdown. Builds and runs nothing.
 """
 import argparse
 import re
@@ -76,12 +77,24 @@ def app_list(text):
     return apps
 
 
+# The traced levels: TMTRACE_EVENTS, and the TMTRACE_STAMP each one runs with
+# (set for every traced run, so that a TMTRACE_STAMP in the caller's
+# environment cannot make "all" mean something else than its name says).
+LEVELS = {"tx": ("tx", "each"), "all": ("all", "each"), "all/boundary": ("all", "boundary")}
+
+
 def level_list(text):
     levels = [x for x in text.split(",") if x]
-    bad = [x for x in levels if x not in ("tx", "all")]
-    if bad:
-        raise argparse.ArgumentTypeError("'%s': traced levels are tx and all" % text)
+    bad = [x for x in levels if x not in LEVELS]
+    if bad or len(set(levels)) != len(levels):
+        raise argparse.ArgumentTypeError("'%s': traced levels are %s, each at most once" % (text, ", ".join(LEVELS)))
     return levels
+
+
+def level_env(level):
+    """The TMTRACE_* variables a traced level runs with."""
+    events, stamp = LEVELS[level]
+    return {"TMTRACE_EVENTS": events, "TMTRACE_STAMP": stamp}
 
 
 def app_args(apps, size, overrides):
