@@ -207,7 +207,7 @@ __attribute__((noinline)) static uint64_t api_read_traced_any(tmt_tx *tx, const 
  * that is not the common one, ends in a tail call, so this path saves no
  * registers. */
 static inline __attribute__((always_inline)) uint64_t api_read_traced(tmt_tx *tx, const volatile void *addr,
-                                                                            unsigned size)
+                                                                      unsigned size)
 {
     uintptr_t a = (uintptr_t)addr;
     if (TX_UNLIKELY(stm_bloom_has(tx->stm.bloom, a) || !stm_rset_room(&tx->stm)))
@@ -284,7 +284,7 @@ __attribute__((noinline)) static void api_write_traced_any(tmt_tx *tx, volatile 
 /* A software write recorded in the trace (see api_read_traced): the common
  * case is a word new to the redo log, with room. */
 static inline __attribute__((always_inline)) void api_write_traced(tmt_tx *tx, volatile void *addr, uint64_t v,
-                                                                         unsigned size)
+                                                                   unsigned size)
 {
     uintptr_t a = (uintptr_t)addr;
     if (TX_UNLIKELY(!stm_write_new(tx, tx->stm.bloom, a, v, size))) {

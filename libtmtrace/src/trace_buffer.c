@@ -508,16 +508,62 @@ void tb_flush(struct tb_thread *t)
 
 /* ---- the access records tb_access does not take inline ---------------- */
 
+/* A read or write record stamped `tsc` (as read, unordered) on `aux`, in
+ * slot `s`: compact when `fits` and the stamp is on the previous record's
+ * CPU within TF_ACCESS_STEP_MAX ticks of it, else full. */
+static void emit_access_at(struct tb_thread *t, struct tf_slot *s, int fits, unsigned kind, unsigned size,
+                           uint64_t addr, uint64_t value, uint64_t tsc, uint32_t aux)
+{
+    uint32_t prev_aux = t->last_aux;
+    uint64_t prev = t->last_tsc;
+    tsc = tb_stamp_keep(t, tsc, aux);
+    if (TB_LIKELY(fits && aux == prev_aux && tsc - prev <= TF_ACCESS_STEP_MAX)) {
+        t->last_tsc = tsc;
+        tb_fill_access(t, s, kind, size, tsc - prev, addr, value);
+    } else {
+        tb_emit_at(t, s, tsc, aux, prev_aux, kind, size, addr, value);
+    }
+}
+
+/* A read or write record, every case: an unordered stamp of its own, or
+ * with TMTRACE_STAMP=boundary the stamp and CPU of the thread's previous
+ * stamped record (no clock read at all). Compact (one slot) when it fits:
+ * same CPU as the previous record, a step of at most TF_ACCESS_STEP_MAX
+ * ticks. tb_access (trace_buffer.h) takes the common cases inline. */
+static void emit_access(struct tb_thread *t, unsigned kind, unsigned size, uint64_t addr, uint64_t value)
+{
+    struct tf_slot *s = tb_slot(t);
+    if (TB_UNLIKELY(s == NULL))
+        return;
+    int fits = t->compact && tf_access_fits(addr, size);
+    if (TB_LIKELY(t->stamp_each)) {
+        uint32_t aux;
+        uint64_t tsc = tb_clock(t, 0, &aux);
+        emit_access_at(t, s, fits, kind, size, addr, value, tsc, aux);
+        return;
+    }
+    if (TB_LIKELY(fits)) {
+        tb_fill_access(t, s, kind, size, 0, addr, value);
+        return;
+    }
+    struct tf_record *r = (struct tf_record *)(void *)s;
+    r->tsc = t->last_tsc;
+    r->aux = t->last_aux;
+    if (TB_UNLIKELY(t->injecting))
+        t->truth[s - t->base] = t->last_raw;
+    tb_fill(t, s, kind, size, addr, value);
+}
+
 uint64_t tb_access_slow(struct tb_thread *t, unsigned kind, unsigned size, uint64_t addr, uint64_t value)
 {
-    tb_emit_access(t, kind, size, addr, value);
+    emit_access(t, kind, size, addr, value);
     return value;
 }
 
 uint64_t tb_access_late(struct tb_thread *t, unsigned kind, unsigned size, uint64_t addr, uint64_t value,
                         uint64_t tsc, uint32_t aux)
 {
-    tb_emit_access_at(t, t->cur, 1, kind, size, addr, value, tsc, aux);
+    emit_access_at(t, t->cur, 1, kind, size, addr, value, tsc, aux);
     return value;
 }
 
