@@ -200,11 +200,15 @@ static int conflict_case(const char *name, uint64_t vaddr, uint64_t caddr, uint6
     return check(name, th, 2, 0, extra);
 }
 
-/* An address on the same stripe as `a` (default 2^20 stripes), other word. */
+/* An address on the same stripe as `a` (the generated trace's stripes), in
+ * another block, so another word: its high bits fold back onto a's. */
 static uint64_t same_stripe_other_word(uint64_t a)
 {
-    uint64_t w = a >> 3, w2 = (1ull << 20) + (w ^ 1);
-    return w2 << 3;
+    uint64_t w = a >> TG_STRIPE_SHIFT, w2 = (1ull << TG_STRIPES_LOG2) + (w ^ 1);
+    uint64_t other = w2 << TG_STRIPE_SHIFT;
+    assert_true(tf_stripe_index(other, TG_STRIPES_LOG2, TG_STRIPE_SHIFT) ==
+                tf_stripe_index(a, TG_STRIPES_LOG2, TG_STRIPE_SHIFT));
+    return other;
 }
 
 static void attribution_true_conflict_names_the_culprit(void **st)
@@ -247,7 +251,7 @@ static int validate_case(const char *name, uint64_t caddr)
     struct tg_thread th[2] = { 0 };
     tg_ev(&th[0], 100, TF_EV_START, 0, 1, 1, 0);
     tg_ev(&th[0], 110, TF_EV_READ, 8, 1, A1, 0);
-    tg_ev(&th[0], 200, TF_EV_ABORT, TMT_ABORT_COMMIT_VALIDATE, 1, tf_stripe_index(A1, 20), 0);
+    tg_ev(&th[0], 200, TF_EV_ABORT, TMT_ABORT_COMMIT_VALIDATE, 1, tf_stripe_index(A1, TG_STRIPES_LOG2, TG_STRIPE_SHIFT), 0);
     tg_ev(&th[0], 210, TF_EV_START, 0, 1, 2, TF_START_RETRY);
     tg_ev(&th[0], 230, TF_EV_COMMIT, 0, 1, 3, 0);
     tg_ev(&th[1], 130, TF_EV_START, 0, 2, 7, 0);

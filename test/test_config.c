@@ -45,7 +45,7 @@ static const struct kv bad[] = {
     { "TMTRACE_HTM_EMU_EXPLICIT", "x" }, { "TMTRACE_STRIPES", "5" },
     { "TMTRACE_SEED", "-3" },           { "TMTRACE_STAMP", "sometimes" },
     { "TMTRACE_PREFAULT", "1X" },        { "TMTRACE_WRITER_CPU", "-2" },
-    { "TMTRACE_SERIAL_AFTER", "0" },
+    { "TMTRACE_SERIAL_AFTER", "0" },      { "TMTRACE_STRIPE_SHIFT", "2" },
     { "TMTRACE_WRITER_NICE", "20" },      { "TMTRACE_WRITER_DEFER", "lots" },
 };
 

@@ -30,6 +30,7 @@
 #include "trace_gen.h"
 
 #define STRIPES_LOG2 10            /* small, so that a global array has a false-sharing pair */
+#define STRIPE_SHIFT 5             /* the default, set so that find_pair hashes as the runtime does */
 
 long explain_hot_word;             /* global, so that its symbol is in the table */
 long explain_pair[4096];
@@ -94,8 +95,8 @@ static void run_until_aborts(int which, const char *label)
 static void find_pair(void)
 {
     for (size_t j = 1; j < 4096; j++)
-        if (tf_stripe_index((uintptr_t)&explain_pair[j], STRIPES_LOG2) ==
-            tf_stripe_index((uintptr_t)&explain_pair[0], STRIPES_LOG2)) {
+        if (tf_stripe_index((uintptr_t)&explain_pair[j], STRIPES_LOG2, STRIPE_SHIFT) ==
+            tf_stripe_index((uintptr_t)&explain_pair[0], STRIPES_LOG2, STRIPE_SHIFT)) {
             explain_pair_a = &explain_pair[0];
             explain_pair_b = &explain_pair[j];
             return;
@@ -246,11 +247,13 @@ static void aborts_are_named_by_symbol_and_allocation_site_and_classified_by_ide
 {
     (void)st;
     const char *trace = tu_path("explain.bin"), *synced = tu_path("explain.sync.bin");
-    char stripes[8];
+    char stripes[8], shift[8];
     snprintf(stripes, sizeof stripes, "%d", STRIPES_LOG2);
+    snprintf(shift, sizeof shift, "%d", STRIPE_SHIFT);
     setenv("TMTRACE_FILE", trace, 1);
     setenv("TMTRACE_EVENTS", "all", 1);
     setenv("TMTRACE_STRIPES", stripes, 1);
+    setenv("TMTRACE_STRIPE_SHIFT", shift, 1);
     setenv("TMTRACE_HTM", "off", 1);
     find_pair();
     tmt_tx *tx = tmt_thread_enter();

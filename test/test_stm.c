@@ -623,16 +623,29 @@ static void test_commit_that_cannot_lock_a_stripe_aborts_with_commit_locked(void
     hold_stripe_until_aborted(1, TMT_ABORT_COMMIT_LOCKED);
 }
 
-static void test_a_word_and_its_sub_words_share_one_stripe(void **s)
+/* Every byte of one block of 2^TMTRACE_STRIPE_SHIFT bytes maps to one
+ * stripe and the next block to another, at the default width and at 8 bytes
+ * (a new width takes effect at the next stm_init, with no transaction
+ * running). */
+static void test_a_block_of_the_stripe_width_shares_one_stripe_and_the_next_does_not(void **s)
 {
     (void)s;
-    static uint64_t w[4] __attribute__((aligned(8)));
-    uintptr_t a = (uintptr_t)&w[1];
-    for (int i = 0; i < 8; i++)
-        assert_true(stm_stripe_index(a + i) == stm_stripe_index(a));
-    assert_true(stm_stripe_index(a) < ((uint64_t)1 << stm_stripes_log2()));
-    /* Neighbouring words spread over different stripes. */
-    assert_true(stm_stripe_index(a) != stm_stripe_index(a + 8));
+    static uint64_t w[16] __attribute__((aligned(64)));
+    uintptr_t a = (uintptr_t)&w[4];
+    int64_t saved = config.stripe_shift;
+    for (int64_t shift = 5; shift >= 3; shift -= 2) {
+        config.stripe_shift = shift;
+        assert_int_equal(stm_init(), 0);
+        assert_int_equal(stm_stripe_shift(), (unsigned)shift);
+        uintptr_t width = (uintptr_t)1 << shift;
+        for (uintptr_t i = 0; i < width; i++)
+            assert_true(stm_stripe_index(a + i) == stm_stripe_index(a));
+        assert_true(stm_stripe_index(a) < ((uint64_t)1 << stm_stripes_log2()));
+        assert_true(stm_stripe_index(a + width) != stm_stripe_index(a));
+        assert_true(stm_stripe_index(a) == tf_stripe_index(a, stm_stripes_log2(), (unsigned)shift));
+    }
+    config.stripe_shift = saved;
+    assert_int_equal(stm_init(), 0);
 }
 
 /* Past the redo log's linear-search size every entry is found again: each
@@ -931,7 +944,7 @@ int main(void)
         cmocka_unit_test(test_overwritten_read_set_aborts_at_commit_validation),
         cmocka_unit_test(test_read_of_a_locked_stripe_aborts_with_read_locked),
         cmocka_unit_test(test_commit_that_cannot_lock_a_stripe_aborts_with_commit_locked),
-        cmocka_unit_test(test_a_word_and_its_sub_words_share_one_stripe),
+        cmocka_unit_test(test_a_block_of_the_stripe_width_shares_one_stripe_and_the_next_does_not),
         cmocka_unit_test(test_rewrites_in_a_long_redo_log_merge_into_their_entries),
         cmocka_unit_test(test_large_write_sets_grow_and_commit),
         cmocka_unit_test(test_a_word_appended_as_the_redo_log_grows_is_read_back),

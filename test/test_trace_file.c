@@ -105,6 +105,7 @@ static struct tf_header make_header(void)
     h.pid = 4242;
     h.events_level = 2;
     h.stripes_log2 = 17;
+    h.stripe_shift = 6;
     h.wall_start_ns = -12345;
     snprintf(h.cmdline, sizeof h.cmdline, "tmbench --threads 2 rbtree");
     return h;
@@ -272,6 +273,7 @@ static void round_trip_all_kinds(int codec)
     assert_int_equal(rh->pid, h.pid);
     assert_int_equal(rh->events_level, h.events_level);
     assert_int_equal(rh->stripes_log2, h.stripes_log2);
+    assert_int_equal(rh->stripe_shift, h.stripe_shift);
     assert_int_equal(rh->wall_start_ns, h.wall_start_ns);
     assert_string_equal(rh->cmdline, h.cmdline);
 
@@ -542,6 +544,35 @@ static void test_newer_format_version_is_refused(void **s)
     assert_string_equal(error_get(), want);
 }
 
+/* Version 3 gave the stripe width a byte of its own (offset 45, beside the
+ * stripe count's log2); a version 2 file has none there, and its stripes
+ * were 8-byte words. */
+static void test_a_version_2_header_reads_as_word_stripes_and_version_3_keeps_its_width(void **s)
+{
+    (void)s;
+    for (uint32_t version = 2; version <= 3; version++) {
+        const char *path = tu_path(version == 2 ? "v2.bin" : "v3.bin");
+        struct tf_header h = make_header();
+        h.version = version;
+        struct tf_writer *w = tf_create(path, &h, 0);
+        assert_non_null(w);
+        assert_int_equal(tf_finish(w, 0), 0);
+        size_t n;
+        unsigned char *buf = (unsigned char *)tu_read_file(path, &n);
+        assert_non_null(buf);
+        assert_int_equal(buf[44], 17);
+        assert_int_equal(buf[45], version == 2 ? 0 : 6);
+        free(buf);
+        struct tf_reader *rd = tf_open(path, 0);
+        assert_non_null(rd);
+        const struct tf_header *rh = tf_reader_header(rd);
+        assert_int_equal(rh->version, version);
+        assert_int_equal(rh->stripes_log2, 17);
+        assert_int_equal(rh->stripe_shift, version == 2 ? TF_STRIPE_SHIFT_V2 : 6);
+        tf_close(rd);
+    }
+}
+
 static void test_flipped_bit_in_file_header_is_detected(void **s)
 {
     (void)s;
@@ -732,6 +763,7 @@ int main(void)
         cmocka_unit_test(test_torn_tail_is_an_error_or_skipped_bytes_with_salvage),
         cmocka_unit_test(test_truncated_or_foreign_header_is_refused),
         cmocka_unit_test(test_newer_format_version_is_refused),
+        cmocka_unit_test(test_a_version_2_header_reads_as_word_stripes_and_version_3_keeps_its_width),
         cmocka_unit_test(test_flipped_bit_in_file_header_is_detected),
         cmocka_unit_test(test_flipped_bit_in_chunk_header_skips_exactly_that_chunk),
         cmocka_unit_test(test_flipped_bit_in_payload_is_a_crc_mismatch),

@@ -26,7 +26,9 @@ struct ca_state *ca_create(const struct ca_opts *o)
         return NULL;
     s->o = *o;
     if (s->o.stripes_log2 < 1 || s->o.stripes_log2 > 40)
-        s->o.stripes_log2 = 20;
+        s->o.stripes_log2 = CA_STRIPES_LOG2_DEFAULT;
+    if (s->o.stripe_shift < 3 || s->o.stripe_shift > 20) /* at least a word */
+        s->o.stripe_shift = CA_STRIPE_SHIFT_DEFAULT;
     if (!(s->o.ns_per_unit > 0))
         s->o.ns_per_unit = 1;
     if (!(s->o.lock_hold_ns > 0))
@@ -50,7 +52,9 @@ void ca_opts_for_trace(const struct trace_index *ix, unsigned stripes_log2, stru
         if (ix->models[i].max_ns > u)
             u = ix->models[i].max_ns;
     *o = (struct ca_opts){
-        .stripes_log2 = stripes_log2 ? stripes_log2 : ix->hdr.stripes_log2 ? ix->hdr.stripes_log2 : 20,
+        .stripes_log2 = stripes_log2 ? stripes_log2 : ix->hdr.stripes_log2 ? ix->hdr.stripes_log2
+                                                                        : CA_STRIPES_LOG2_DEFAULT,
+        .stripe_shift = ix->hdr.stripe_shift,
         .uncertainty = (uint64_t)(u + 0.999),
         .ns_per_unit = synced || !ix->hdr.tsc_hz ? 1.0 : 1e9 / (double)ix->hdr.tsc_hz,
         .have_accesses = ix->hdr.events_level >= 2,

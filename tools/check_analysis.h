@@ -56,6 +56,7 @@ enum ca_class {
 
 struct ca_opts {
     unsigned stripes_log2;   /* the runtime's TMTRACE_STRIPES (default 20) */
+    unsigned stripe_shift;   /* its TMTRACE_STRIPE_SHIFT (0 = not recorded: the runtime's default 5) */
     unsigned format_version; /* of the trace: 2 and up records what aborts found */
     double desched_gap_ns;   /* a gap this long inside an attempt is a deschedule (0 = default) */
     uint64_t uncertainty;    /* u, in trace time units (0 for raw traces) */
@@ -84,6 +85,10 @@ struct ca_opts {
 #define CA_UNORDERED_SLACK_NS 2000.0
 /* tmbench eventcost's median on the reference machine (docs/tracer.md) */
 #define CA_EVENT_COST_NS_DEFAULT 25.0
+/* The runtime's defaults of TMTRACE_STRIPES and TMTRACE_STRIPE_SHIFT, for a
+ * trace that does not record them. */
+#define CA_STRIPES_LOG2_DEFAULT 20u
+#define CA_STRIPE_SHIFT_DEFAULT 5u
 
 /* Where a thread's (or a site's) time went, in ns. The thread's wall time
  * (first to last event) is split into committed attempts, aborted attempts
@@ -180,8 +185,8 @@ struct ca_attribution {
 struct ca_state;
 struct trace_index;
 
-/* The options for the trace of `ix`: the stripes as recorded (or
- * `stripes_log2` when non-zero), the abort window widened by the clock
+/* The options for the trace of `ix`: the stripes as recorded (their count's
+ * log2 `stripes_log2` instead when non-zero), the abort window widened by the clock
  * uncertainty tmsync recorded (its models' largest residual), the time unit
  * of a raw trace (a TSC tick), whether reads and writes were recorded. */
 void ca_opts_for_trace(const struct trace_index *ix, unsigned stripes_log2, struct ca_opts *o);
@@ -203,7 +208,10 @@ const struct ca_hot *ca_hot_addresses(const struct ca_state *s, size_t *n);  /* 
 void ca_on_attribution(struct ca_state *s, void (*fn)(void *, const struct ca_attribution *), void *ctx);
 
 /* The runtime's stripe of an address: the one function the STM locks with. */
-static inline uint64_t ca_stripe(uint64_t addr, unsigned log2) { return tf_stripe_index(addr, log2); }
+static inline uint64_t ca_stripe(const struct ca_opts *o, uint64_t addr)
+{
+    return tf_stripe_index(addr, o->stripes_log2, o->stripe_shift);
+}
 
 const char *ca_htm_class_name(unsigned c);
 const char *ca_class_name(unsigned c);     /* "true-conflict", "holder-preempted", ... */

@@ -264,8 +264,9 @@ static void text_triage(FILE *f, const struct cr_input *in, const struct ca_site
                 "than cores, or shorter commits\n", (unsigned long long)held,
                 t->cls_wasted_ns[CA_CL_HOLDER_PREEMPTED] / 1e6);
     if (t->cls[CA_CL_FALSE])
-        fprintf(f, "  %llu false conflicts (different words on one stripe): more stripes (TMTRACE_STRIPES) or "
-                "padding\n", (unsigned long long)t->cls[CA_CL_FALSE]);
+        fprintf(f, "  %llu false conflicts (different words on one stripe; a stripe covers %u bytes): "
+                "narrower stripes (TMTRACE_STRIPE_SHIFT), more stripes (TMTRACE_STRIPES) or padding\n",
+                (unsigned long long)t->cls[CA_CL_FALSE], 1u << in->stripe_shift);
     if (t->cls[CA_CL_HTM_CAPACITY])
         fprintf(f, "  %llu hardware capacity aborts: smaller transactions at those sites\n",
                 (unsigned long long)t->cls[CA_CL_HTM_CAPACITY]);

@@ -93,7 +93,7 @@ static int store_add(struct ca_state *s, uint64_t addr, uint64_t commit, const s
     if (dropped < 0)
         return -1;
     s->store_truncated += (uint64_t)dropped;
-    uint64_t st = ca_stripe(addr, s->o.stripes_log2);
+    uint64_t st = ca_stripe(&s->o, addr);
     size_t b = hash_bucket(st);
     struct centry *e = &s->ring[s->rhead & (s->rcap - 1)];
     e->stripe = st;
@@ -258,11 +258,10 @@ static uint64_t window_end(const struct ca_state *s, const struct pending *p)
 static void search_recorded(const struct ca_state *s, const struct pending *p, uint64_t lo, uint64_t hi,
                             int earliest, struct best *b, uint64_t *match)
 {
-    unsigned L = s->o.stripes_log2;
     if (p->a.reason != TMT_ABORT_COMMIT_VALIDATE || s->o.format_version >= 2) {
         /* Every other abort (and every abort from format version 2 on)
          * records the address it failed on. */
-        search(s, p, ca_stripe(p->rec, L), 1, p->rec >> 3, 1, lo, hi, earliest, b);
+        search(s, p, ca_stripe(&s->o, p->rec), 1, p->rec >> 3, 1, lo, hi, earliest, b);
         return;
     }
     /* Commit-time validation knows only the stripe that changed. Which word
@@ -270,10 +269,10 @@ static void search_recorded(const struct ca_state *s, const struct pending *p, u
      * that very word is a true conflict, even though the abort record names
      * a stripe. Without recorded accesses on the stripe, true and false
      * cannot be told apart and the match counts as false. */
-    uint64_t stripe = p->rec & ((UINT64_C(1) << L) - 1);
+    uint64_t stripe = p->rec & ((UINT64_C(1) << s->o.stripes_log2) - 1);
     int seen = 0;
     for (size_t i = 0; i < p->nacc; i++) {
-        if (ca_stripe(p->acc[i].addr, L) != stripe)
+        if (ca_stripe(&s->o, p->acc[i].addr) != stripe)
             continue;
         const struct best before = *b;
         search(s, p, stripe, 1, p->acc[i].addr >> 3, 1, lo, hi, earliest, b);
@@ -290,14 +289,13 @@ static void resolve_by_time(struct ca_state *s, struct pending *p)
 {
     uint64_t u = s->o.uncertainty;
     uint64_t lo = p->a.start > u ? p->a.start - u : 0, hi = p->a.abort + u;
-    unsigned L = s->o.stripes_log2;
     struct best b = { 0, NULL };
     uint64_t match_addr = 0;
     if (p->rec)
         search_recorded(s, p, lo, hi, 0, &b, &match_addr);
     for (size_t i = 0; i < p->nacc; i++) {
         const struct best before = b;
-        search(s, p, ca_stripe(p->acc[i].addr, L), 1, p->acc[i].addr >> 3, 0, lo, hi, 0, &b);
+        search(s, p, ca_stripe(&s->o, p->acc[i].addr), 1, p->acc[i].addr >> 3, 0, lo, hi, 0, &b);
         if (b.e != before.e)
             match_addr = p->acc[i].addr;
     }
@@ -322,7 +320,7 @@ static void resolve_by_time(struct ca_state *s, struct pending *p)
  * not in the store: events level tx, dropped, or it never committed). */
 static int word_match(const struct ca_state *s, const struct pending *p)
 {
-    uint64_t stripe = ca_stripe(p->rec, s->o.stripes_log2);
+    uint64_t stripe = ca_stripe(&s->o, p->rec);
     int seen = 0;
     for (uint64_t i = s->bucket[hash_bucket(stripe)]; i != 0 && i - 1 >= s->rtail;) {
         const struct centry *e = &s->ring[(i - 1) & (s->rcap - 1)];

@@ -213,6 +213,7 @@ static void json_totals(struct jw *w, const struct cr_input *in, const struct ca
     jw_ku64(w, "reorder_window_overflows", t->window_overflows);
     jw_knum(w, "uncertainty_ns", in->uncertainty_ns, 3);
     jw_ku64(w, "stripes_log2", in->stripes_log2);
+    jw_ku64(w, "stripe_shift", in->stripe_shift);
     static const char *const attr[3] = { "conflict_free_aborts", "true_conflicts", "false_conflicts" };
     const uint64_t attr_n[3] = { t->conflict_free, t->true_conflicts, t->false_conflicts };
     for (int k = 0; k < 3; k++)

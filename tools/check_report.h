@@ -27,6 +27,7 @@ struct cr_input {
     uint64_t skipped_chunks;
     double uncertainty_ns;
     unsigned stripes_log2;
+    unsigned stripe_shift;      /* log2 of the bytes a stripe covers */
     unsigned format_version;
     double event_cost_ns;       /* the tracer's estimated cost per event */
     int event_cost_measured;    /* calibrated by the traced run (RUNINFO), else assumed */

@@ -173,6 +173,7 @@ static int check(const struct check_args *a, const struct trace_index *ix, uint6
         .skipped_chunks = skipped + tf_reader_skipped(r),
         .uncertainty_ns = synced ? (double)o.uncertainty : 0.0,
         .stripes_log2 = o.stripes_log2,
+        .stripe_shift = o.stripe_shift,
         .format_version = ix->hdr.version,
         .event_cost_ns = o.event_cost_ns > 0 ? o.event_cost_ns : CA_EVENT_COST_NS_DEFAULT,
         .event_cost_measured = o.event_cost_ns > 0,

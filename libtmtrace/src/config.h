@@ -40,6 +40,7 @@ struct config {
     int64_t htm_emu_capacity;   /* TMTRACE_HTM_EMU_CAPACITY */
     int64_t htm_emu_explicit_pct; /* TMTRACE_HTM_EMU_EXPLICIT */
     int64_t stripes_log2;    /* TMTRACE_STRIPES */
+    int64_t stripe_shift;    /* TMTRACE_STRIPE_SHIFT: log2 of the bytes one stripe covers */
     int64_t seed;            /* TMTRACE_SEED, 0 = from the clock */
     int stamp;               /* enum config_stamp    TMTRACE_STAMP */
     int64_t prefault_bytes;  /* TMTRACE_PREFAULT, 0 = automatic */

@@ -40,6 +40,7 @@ static struct {
 uintptr_t *stm_stripes; /* stm_barrier.h reads them on every access */
 unsigned stm_log2;
 uint64_t stm_mask;
+unsigned stm_shift;
 
 /* 1 once membarrier(2) is registered for the process: a begin then announces
  * its start version with a plain store, and the rare threads that must see
@@ -88,6 +89,9 @@ int stm_init(void)
     if (!stm_asym_fence && stm_membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0)
         stm_asym_fence = 1;
     unsigned log2 = (unsigned)config.stripes_log2;
+    /* A new width needs no new table: no transaction runs now, so every
+     * attempt after this reads a clock at or above any version stored. */
+    stm_shift = (unsigned)config.stripe_shift;
     if (stm_stripes != NULL && log2 == stm_log2)
         return 0;
     /* Only reached before any transaction ran (tmt_init) or with a new table
@@ -105,6 +109,8 @@ int stm_init(void)
 }
 
 unsigned stm_stripes_log2(void) { return stm_log2; }
+
+unsigned stm_stripe_shift(void) { return stm_shift; }
 
 uint64_t stm_stripe_index(uintptr_t addr) { return stm_hash(addr); }
 

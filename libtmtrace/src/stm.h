@@ -23,8 +23,10 @@ int stm_init(void);
  * running the process (membarrier), or nothing when begins fence themselves.
  * For the threads that scan the announcements (reclamation, serial drain). */
 void stm_fence_others(void);
-/* log2 of the stripe count in force, and the stripe an address maps to. */
+/* log2 of the stripe count in force, log2 of the bytes a stripe covers, and
+ * the stripe an address maps to. */
 unsigned stm_stripes_log2(void);
+unsigned stm_stripe_shift(void);
 uint64_t stm_stripe_index(uintptr_t addr);
 /* The stripe word itself (tests lock stripes by hand through it). */
 uintptr_t *stm_stripe_word(uintptr_t addr);

@@ -27,14 +27,17 @@
 extern uintptr_t *stm_stripes __attribute__((visibility("hidden")));
 extern unsigned stm_log2 __attribute__((visibility("hidden")));
 extern uint64_t stm_mask __attribute__((visibility("hidden"))); /* 2^stm_log2 - 1 */
+extern unsigned stm_shift __attribute__((visibility("hidden"))); /* TMTRACE_STRIPE_SHIFT */
 
-/* Words (addr >> 3) hash onto stripes; folding the bits above the table size
- * back in keeps arrays placed a multiple of the table size apart from
- * sharing every stripe. tf_stripe_index with the mask kept ready (one AND
- * instead of four instructions on every access). */
+/* Blocks of 2^stm_shift bytes (32 by default, so that neighbouring fields
+ * share one stripe check and one cache line of the table) hash onto stripes;
+ * folding the bits above the table size back in keeps arrays placed a
+ * multiple of the table's reach apart from sharing every stripe.
+ * tf_stripe_index with the mask kept ready (one AND instead of four
+ * instructions on every access). */
 static inline uint64_t stm_hash(uintptr_t addr)
 {
-    uint64_t w = addr >> 3;
+    uint64_t w = addr >> stm_shift;
     return (w ^ (w >> stm_log2)) & stm_mask;
 }
 static inline uintptr_t *stm_stripe(uintptr_t addr) { return &stm_stripes[stm_hash(addr)]; }

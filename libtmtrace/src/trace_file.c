@@ -88,7 +88,13 @@ static void tf_header_encode(uint8_t *b, const struct tf_header *h)
     codec_put_u32(b + 32, h->ncpus);
     codec_put_u32(b + 36, h->pid);
     codec_put_u32(b + 40, h->events_level);
+    /* Version 3 splits what was one u32 (whose value never reached 256):
+     * byte 44 the stripe count's log2, byte 45 the stripe width's. */
     codec_put_u32(b + 44, h->stripes_log2);
+    if ((h->version ? h->version : TF_VERSION) >= 3) {
+        b[44] = (uint8_t)h->stripes_log2;
+        b[45] = (uint8_t)h->stripe_shift;
+    }
     codec_put_u64(b + 48, (uint64_t)h->wall_start_ns);
     size_t n = strnlen(h->cmdline, sizeof h->cmdline - 1);
     memcpy(b + TF_CMDLINE_AT, h->cmdline, n);
@@ -464,7 +470,8 @@ static void tf_parse_header(struct tf_header *h, const uint8_t *b, uint32_t vers
     h->ncpus = codec_get_u32(b + 32);
     h->pid = codec_get_u32(b + 36);
     h->events_level = codec_get_u32(b + 40);
-    h->stripes_log2 = codec_get_u32(b + 44);
+    h->stripes_log2 = version >= 3 ? b[44] : codec_get_u32(b + 44);
+    h->stripe_shift = version >= 3 ? b[45] : TF_STRIPE_SHIFT_V2;
     h->wall_start_ns = (int64_t)codec_get_u64(b + 48);
     memcpy(h->cmdline, b + TF_CMDLINE_AT, sizeof h->cmdline - 1);
     h->cmdline[sizeof h->cmdline - 1] = '\0';

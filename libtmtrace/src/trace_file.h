@@ -120,6 +120,7 @@ struct tf_header {
     uint32_t pid;
     uint32_t events_level;     /* 0 off, 1 tx, 2 all */
     uint32_t stripes_log2;     /* the run's TMTRACE_STRIPES; 0 = not recorded */
+    uint32_t stripe_shift;     /* the run's TMTRACE_STRIPE_SHIFT; version 2 and before: 3 */
     int64_t wall_start_ns;     /* CLOCK_REALTIME at init */
     char cmdline[512];
     /* Version 2: enum tf_stamp of reads/writes, of start/abort/fallback and

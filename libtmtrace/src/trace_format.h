@@ -20,7 +20,7 @@
 #include "tmtrace.h" /* enum tmt_abort_reason: the ABORT record's reason */
 
 #define TF_MAGIC "TMTRACE\0"           /* 8 bytes at offset 0 */
-#define TF_VERSION 2                   /* bump on any incompatible change; readers keep reading 1 */
+#define TF_VERSION 3                   /* bump on any incompatible change; readers keep reading 1 and 2 */
 #define TF_CHUNK_MAGIC 0x4b4e4843u     /* "CHNK" little-endian */
 
 /* ---- event kinds and their reasons -------------------------------------- */
@@ -340,14 +340,16 @@ static inline uint64_t tf_abort_holder_instance(uint64_t value)
 }
 
 /*
- * The lock stripe an address maps to, in a table of 2^log2 stripes. The STM
- * locks with it and the tools attribute conflicts with it, so it lives here,
- * once. Words (addr >> 3) fold their high bits in, so that arrays placed a
- * multiple of the table size apart do not share every stripe.
+ * The lock stripe an address maps to, in a table of 2^log2 stripes each
+ * covering 2^shift bytes. The STM locks with it and the tools attribute
+ * conflicts with it, so it lives here, once. Blocks (addr >> shift) fold their
+ * high bits in, so that arrays placed a multiple of the table's reach apart do
+ * not share every stripe. Traces before version 3 hashed 8-byte words.
  */
-static inline uint64_t tf_stripe_index(uint64_t addr, unsigned log2)
+#define TF_STRIPE_SHIFT_V2 3u
+static inline uint64_t tf_stripe_index(uint64_t addr, unsigned log2, unsigned shift)
 {
-    uint64_t w = addr >> 3;
+    uint64_t w = addr >> shift;
     return (w ^ (w >> log2)) & ((UINT64_C(1) << log2) - 1);
 }
 

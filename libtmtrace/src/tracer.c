@@ -280,6 +280,7 @@ static void tr_fill_header(struct tf_header *hdr, uint64_t hz)
     hdr->pid = (uint32_t)getpid();
     hdr->events_level = (uint32_t)config.events;
     hdr->stripes_log2 = (uint32_t)config.stripes_log2;
+    hdr->stripe_shift = (uint32_t)config.stripe_shift;
     /* Must match tb_clock: unordered where the CPU has
      * rdpid (only SERIAL records stay ordered); boundary reads/writes repeat. */
     uint8_t cheap = clock_has_rdpid() ? TF_STAMP_UNORDERED : TF_STAMP_ORDERED;

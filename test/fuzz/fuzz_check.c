@@ -33,6 +33,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     struct ca_opts o = {
         .stripes_log2 = 1 + data[0] % 24,
+        .stripe_shift = data[0] >> 5,   /* 0-7: 0-2 fall back to the default */
         .uncertainty = data[1] & 0x80 ? data[1] & 0x7f : 0,
         .ns_per_unit = data[2] & 1 ? 1.0 : 0.37,
         .have_accesses = data[2] >> 1 & 1,

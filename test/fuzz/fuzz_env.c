@@ -27,7 +27,7 @@ static const char *const fuzz_names[] = {
     "TMTRACE_FILE", "TMTRACE_HTM", "TMTRACE_HTM_EMU_ABORT", "TMTRACE_HTM_EMU_CAPACITY",
     "TMTRACE_HTM_EMU_EXPLICIT", "TMTRACE_HTM_RETRIES", "TMTRACE_MEMORY", "TMTRACE_MIGRATE", "TMTRACE_MODE",
     "TMTRACE_RESAMPLE_MS", "TMTRACE_SAMPLE_MS", "TMTRACE_SEED", "TMTRACE_SKEW", "TMTRACE_STAMP",
-    "TMTRACE_STRIPES",
+    "TMTRACE_STRIPES", "TMTRACE_STRIPE_SHIFT",
 };
 #define FUZZ_NNAMES (sizeof fuzz_names / sizeof fuzz_names[0])
 
@@ -58,7 +58,7 @@ static void fuzz_config_sane(void)
     if (config.buffer_bytes <= 0 || config.memory_bytes < 0 || config.sample_ms < 0 || config.resample_ms < 0 ||
         config.migrate_ms < 0 || config.htm_retries < 0 || config.htm_emu_abort_pct < 0 ||
         config.htm_emu_abort_pct > 100 || config.htm_emu_explicit_pct < 0 || config.htm_emu_explicit_pct > 100 ||
-        config.stripes_log2 < 1 || config.stripes_log2 > 40)
+        config.stripes_log2 < 1 || config.stripes_log2 > 40 || config.stripe_shift < 3 || config.stripe_shift > 12)
         abort();
     if (!config.file || !config.skew)
         abort();
