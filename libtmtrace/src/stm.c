@@ -545,19 +545,25 @@ __attribute__((noinline)) static void stm_lock_rest(struct tmt_tx *tx, const str
 
 /* Locks the stripe of every redo-log entry (lcap >= wn, nothing locked
  * yet). The loop makes no call, so it needs no saved registers: a stripe
- * found locked, or a lost race for one, hands the rest of the log to
- * stm_lock_rest. */
+ * found locked by another, or a lost race for one, hands the rest of the log
+ * to stm_lock_rest. A stripe this loop already locked (two words of one
+ * block, or a hash collision) is passed over here: with stripes wider than a
+ * word, neighbouring fields written together make that common. */
 static void stm_lock_all(struct tmt_tx *tx)
 {
     struct tx_stm *s = &tx->stm;
     uint32_t me = tx->trace.thread_id, instance = (uint32_t)tx->instance;
     struct tx_lockrec *r = s->locks;
     const struct tx_wentry *e = s->wset, *end = e + s->wn;
-    for (; e != end; e++, r++) {
+    for (; e != end; e++) {
         uintptr_t *stripe = stm_stripe(e->addr);
         uintptr_t v = __atomic_load_n(stripe, __ATOMIC_ACQUIRE);
-        if (TX_UNLIKELY(v & 1))
+        if (TX_UNLIKELY(v & 1)) {
+            const struct tx_lockrec *held = (const struct tx_lockrec *)(v & ~(uintptr_t)1);
+            if (held >= s->locks && held < r)
+                continue;
             break;
+        }
         r->stripe = stripe;
         r->old = v;
         __atomic_store_n(&r->owner, me, __ATOMIC_RELAXED);
@@ -566,6 +572,7 @@ static void stm_lock_all(struct tmt_tx *tx)
         if (TX_UNLIKELY(!__atomic_compare_exchange_n(stripe, &v, (uintptr_t)r | 1, 0, __ATOMIC_ACQ_REL,
                                                      __ATOMIC_RELAXED)))
             break;
+        r++;
     }
     s->nlocked = (uint32_t)(r - s->locks);
     if (TX_UNLIKELY(e != end))
