@@ -200,15 +200,38 @@ static int conflict_case(const char *name, uint64_t vaddr, uint64_t caddr, uint6
     return check(name, th, 2, 0, extra);
 }
 
+/* The stripe width tmcheck reads from a generated trace: recorded from
+ * version 3 on, 8-byte words before. */
+static unsigned gen_shift(void) { return fmt >= 3 ? TG_STRIPE_SHIFT : TF_STRIPE_SHIFT_V2; }
+
 /* An address on the same stripe as `a` (the generated trace's stripes), in
  * another block, so another word: its high bits fold back onto a's. */
 static uint64_t same_stripe_other_word(uint64_t a)
 {
-    uint64_t w = a >> TG_STRIPE_SHIFT, w2 = (1ull << TG_STRIPES_LOG2) + (w ^ 1);
-    uint64_t other = w2 << TG_STRIPE_SHIFT;
-    assert_true(tf_stripe_index(other, TG_STRIPES_LOG2, TG_STRIPE_SHIFT) ==
-                tf_stripe_index(a, TG_STRIPES_LOG2, TG_STRIPE_SHIFT));
+    uint64_t w = a >> gen_shift(), w2 = (1ull << TG_STRIPES_LOG2) + (w ^ 1);
+    uint64_t other = w2 << gen_shift();
+    assert_true(tf_stripe_index(other, TG_STRIPES_LOG2, gen_shift()) ==
+                tf_stripe_index(a, TG_STRIPES_LOG2, gen_shift()));
     return other;
+}
+
+/* The word next to A1 shares its 32-byte stripe in a version 3 trace (a
+ * false conflict) but not the 8-byte one of a version 2 trace (no conflict):
+ * tmcheck hashes with the width the trace records. */
+static void a_neighbouring_word_conflicts_falsely_only_within_the_recorded_stripe_width(void **st)
+{
+    (void)st;
+    fmt = 3;
+    int rc3 = conflict_case("width3.bin", A1, A1 + 8, 150, NULL);
+    double false3 = J("false_conflicts"), free3 = J("conflict_free_aborts");
+    fmt = 2;
+    int rc2 = conflict_case("width2.bin", A1, A1 + 8, 150, NULL);
+    fmt = 1;
+    assert_int_equal(rc3, 0);
+    assert_true(false3 == 1 && free3 == 0);
+    assert_int_equal(rc2, 0);
+    assert_true(J("false_conflicts") == 0);
+    assert_true(J("conflict_free_aborts") == 1);
 }
 
 static void attribution_true_conflict_names_the_culprit(void **st)
@@ -251,7 +274,7 @@ static int validate_case(const char *name, uint64_t caddr)
     struct tg_thread th[2] = { 0 };
     tg_ev(&th[0], 100, TF_EV_START, 0, 1, 1, 0);
     tg_ev(&th[0], 110, TF_EV_READ, 8, 1, A1, 0);
-    tg_ev(&th[0], 200, TF_EV_ABORT, TMT_ABORT_COMMIT_VALIDATE, 1, tf_stripe_index(A1, TG_STRIPES_LOG2, TG_STRIPE_SHIFT), 0);
+    tg_ev(&th[0], 200, TF_EV_ABORT, TMT_ABORT_COMMIT_VALIDATE, 1, tf_stripe_index(A1, TG_STRIPES_LOG2, gen_shift()), 0);
     tg_ev(&th[0], 210, TF_EV_START, 0, 1, 2, TF_START_RETRY);
     tg_ev(&th[0], 230, TF_EV_COMMIT, 0, 1, 3, 0);
     tg_ev(&th[1], 130, TF_EV_START, 0, 2, 7, 0);
@@ -767,6 +790,7 @@ int main(void)
         cmocka_unit_test(attribution_true_conflict_names_the_culprit),
         cmocka_unit_test(attribution_false_conflict_is_same_stripe_other_address),
         cmocka_unit_test(a_failed_validation_is_true_when_the_culprit_wrote_the_word_read),
+        cmocka_unit_test(a_neighbouring_word_conflicts_falsely_only_within_the_recorded_stripe_width),
         cmocka_unit_test(abort_without_conflicting_commit_in_window_is_conflict_free),
         cmocka_unit_test(a_read_locked_abort_is_caused_by_the_holder_committing_after_it),
         cmocka_unit_test(a_read_locked_abort_whose_holder_aborted_is_conflict_free),
