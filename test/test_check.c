@@ -215,7 +215,7 @@ static uint64_t same_stripe_other_word(uint64_t a)
     return other;
 }
 
-/* The word next to A1 shares its 32-byte stripe in a version 3 trace (a
+/* The word next to A1 shares its 16-byte stripe in a version 3 trace (a
  * false conflict) but not the 8-byte one of a version 2 trace (no conflict):
  * tmcheck hashes with the width the trace records. */
 static void a_neighbouring_word_conflicts_falsely_only_within_the_recorded_stripe_width(void **st)

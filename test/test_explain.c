@@ -30,7 +30,7 @@
 #include "trace_gen.h"
 
 #define STRIPES_LOG2 10            /* small, so that a global array has a false-sharing pair */
-#define STRIPE_SHIFT 5             /* the default, set so that find_pair hashes as the runtime does */
+#define STRIPE_SHIFT 4             /* the default, set so that find_pair hashes as the runtime does */
 
 long explain_hot_word;             /* global, so that its symbol is in the table */
 long explain_pair[4096];

@@ -3,6 +3,7 @@
  * accesses, read-only transactions and the abort reasons TL2 detects.
  * Runs with TMTRACE_HTM=off semantics (config.htm forced to off).
  */
+#include <limits.h>
 #include <pthread.h>
 #include <sched.h>
 #include <semaphore.h>
@@ -617,6 +618,56 @@ static void test_read_of_a_locked_stripe_aborts_with_read_locked(void **s)
     hold_stripe_until_aborted(0, TMT_ABORT_READ_LOCKED);
 }
 
+/* stm_test_busy_hook: records the polls; releases the stripe at poll
+ * `busy_release_at`. */
+static uintptr_t *busy_stripe_seen;
+static unsigned busy_polls, busy_release_at;
+static uintptr_t busy_unlocked;
+static void busy_poll(uintptr_t *stripe, unsigned poll)
+{
+    busy_stripe_seen = stripe;
+    busy_polls = poll + 1;
+    if (poll == busy_release_at)
+        __atomic_store_n(stripe, busy_unlocked, __ATOMIC_RELEASE);
+}
+
+/* A read that meets a lock aborts; its retry first polls that stripe until
+ * the holder releases it (here at the 10th poll: the retry starts at the
+ * next), and gives up waiting after STM_LOCK_SPINS polls when it stays
+ * locked (here released by the retry itself, which then commits). */
+static void test_the_retry_of_a_read_that_met_a_lock_waits_for_its_release_within_a_bound(void **s)
+{
+    (void)s;
+    static long x = 7;
+    static struct tx_lockrec fake;
+    uintptr_t *stripe = stm_stripe_word((uintptr_t)&x);
+    tmt_tx *tx = tmt_thread_enter();
+    assert_non_null(tx);
+    for (int stays_locked = 0; stays_locked < 2; stays_locked++) {
+        busy_unlocked = __atomic_load_n(stripe, __ATOMIC_ACQUIRE);
+        fake.stripe = stripe;
+        fake.old = busy_unlocked;
+        __atomic_store_n(stripe, (uintptr_t)&fake | 1, __ATOMIC_RELEASE);
+        busy_release_at = stays_locked ? UINT_MAX : 9;
+        busy_polls = 0;
+        busy_stripe_seen = NULL;
+        stm_test_busy_hook = busy_poll;
+        volatile int attempts = 0;
+        volatile long v = 0;
+        TMT_ATOMIC(tx, "busy-read") {
+            if (++attempts == 2 && stays_locked)
+                __atomic_store_n(stripe, busy_unlocked, __ATOMIC_RELEASE);
+            v = tmt_read_long(tx, &x);
+        } TMT_END;
+        stm_test_busy_hook = NULL;
+        assert_int_equal(v, 7);
+        assert_int_equal(attempts, 2);
+        assert_ptr_equal(busy_stripe_seen, stripe);
+        assert_int_equal(busy_polls, stays_locked ? STM_LOCK_SPINS : 10);
+    }
+    tmt_thread_exit();
+}
+
 static void test_commit_that_cannot_lock_a_stripe_aborts_with_commit_locked(void **s)
 {
     (void)s;
@@ -624,7 +675,7 @@ static void test_commit_that_cannot_lock_a_stripe_aborts_with_commit_locked(void
 }
 
 /* Every byte of one block of 2^TMTRACE_STRIPE_SHIFT bytes maps to one
- * stripe and the next block to another, at the default width and at 8 bytes
+ * stripe and the next block to another, at 32, 16 (the default) and 8 bytes
  * (a new width takes effect at the next stm_init, with no transaction
  * running). */
 static void test_a_block_of_the_stripe_width_shares_one_stripe_and_the_next_does_not(void **s)
@@ -633,7 +684,7 @@ static void test_a_block_of_the_stripe_width_shares_one_stripe_and_the_next_does
     static uint64_t w[16] __attribute__((aligned(64)));
     uintptr_t a = (uintptr_t)&w[4];
     int64_t saved = config.stripe_shift;
-    for (int64_t shift = 5; shift >= 3; shift -= 2) {
+    for (int64_t shift = 5; shift >= 3; shift--) {
         config.stripe_shift = shift;
         assert_int_equal(stm_init(), 0);
         assert_int_equal(stm_stripe_shift(), (unsigned)shift);
@@ -945,6 +996,7 @@ int main(void)
         cmocka_unit_test(test_read_of_a_locked_stripe_aborts_with_read_locked),
         cmocka_unit_test(test_commit_that_cannot_lock_a_stripe_aborts_with_commit_locked),
         cmocka_unit_test(test_a_block_of_the_stripe_width_shares_one_stripe_and_the_next_does_not),
+        cmocka_unit_test(test_the_retry_of_a_read_that_met_a_lock_waits_for_its_release_within_a_bound),
         cmocka_unit_test(test_rewrites_in_a_long_redo_log_merge_into_their_entries),
         cmocka_unit_test(test_large_write_sets_grow_and_commit),
         cmocka_unit_test(test_a_word_appended_as_the_redo_log_grows_is_read_back),

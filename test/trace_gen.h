@@ -54,7 +54,7 @@ static inline void tg_free(struct tg_thread *t)
 
 /* The stripes a generated trace records: the runtime's defaults. */
 #define TG_STRIPES_LOG2 20u
-#define TG_STRIPE_SHIFT 5u
+#define TG_STRIPE_SHIFT 4u
 
 static inline struct tf_header tg_header(uint64_t tsc_hz, unsigned level, int injected)
 {

@@ -56,7 +56,7 @@ enum ca_class {
 
 struct ca_opts {
     unsigned stripes_log2;   /* the runtime's TMTRACE_STRIPES (default 20) */
-    unsigned stripe_shift;   /* its TMTRACE_STRIPE_SHIFT (0 = not recorded: the runtime's default 5) */
+    unsigned stripe_shift;   /* its TMTRACE_STRIPE_SHIFT (0 = not recorded: the runtime's default 4) */
     unsigned format_version; /* of the trace: 2 and up records what aborts found */
     double desched_gap_ns;   /* a gap this long inside an attempt is a deschedule (0 = default) */
     uint64_t uncertainty;    /* u, in trace time units (0 for raw traces) */
@@ -88,7 +88,7 @@ struct ca_opts {
 /* The runtime's defaults of TMTRACE_STRIPES and TMTRACE_STRIPE_SHIFT, for a
  * trace that does not record them. */
 #define CA_STRIPES_LOG2_DEFAULT 20u
-#define CA_STRIPE_SHIFT_DEFAULT 5u
+#define CA_STRIPE_SHIFT_DEFAULT 4u
 
 /* Where a thread's (or a site's) time went, in ns. The thread's wall time
  * (first to last event) is split into committed attempts, aborted attempts

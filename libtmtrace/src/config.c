@@ -81,9 +81,11 @@ static const struct config_var vars[] = {
       "emulation: percent of hardware attempts that abort with an unexplained status (no RETRY bit)", NULL },
     { "TMTRACE_STRIPES", VAR_INT, OFF(stripes_log2), 10, 28, { 0 }, "20",
       "log2 of the number of versioned write-lock stripes", NULL },
-    { "TMTRACE_STRIPE_SHIFT", VAR_INT, OFF(stripe_shift), 3, 12, { 0 }, "5",
+    { "TMTRACE_STRIPE_SHIFT", VAR_INT, OFF(stripe_shift), 3, 12, { 0 }, "4",
       "log2 of the bytes one stripe covers, the granularity at which conflicts are detected: 3 = one stripe "
-      "per 8-byte word, 5 = per 32 bytes (fewer stripe checks on neighbouring data, more false conflicts)", NULL },
+      "per 8-byte word, 4 = per 16 bytes (malloc's alignment, so which words share a stripe does not depend "
+      "on where a block was placed), 5 = per 32 bytes (fewer stripe misses, more false conflicts, which "
+      "come and go with the heap's layout)", NULL },
     { "TMTRACE_SEED", VAR_INT, OFF(seed), 0, INT64_MAX, { 0 }, "0",
       "seed of the runtime's random numbers (backoff, emulation); 0 = from the clock", NULL },
     { "TMTRACE_SERIAL_AFTER", VAR_INT, OFF(serial_after), 1, 1000000, { 0 }, "16",

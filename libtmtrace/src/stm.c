@@ -49,7 +49,6 @@ unsigned stm_shift;
 static int stm_asym_fence;
 
 #define STM_WLINEAR 16          /* redo logs up to this size are searched linearly */
-#define STM_LOCK_SPINS 256      /* commit: spins on a busy stripe before aborting */
 #define STM_BACKOFF_MAX_LOG2 16 /* backoff: at most 2^16 pauses per abort */
 
 static long stm_membarrier(int cmd) { return syscall(__NR_membarrier, cmd, 0, 0); }
@@ -313,8 +312,10 @@ __attribute__((noreturn, noinline, cold)) static void stm_abort(struct tmt_tx *t
 
 void stm_read_conflict(struct tmt_tx *tx, uintptr_t a, uintptr_t v1, uintptr_t v2)
 {
-    if ((v1 | v2) & 1)
+    if ((v1 | v2) & 1) {
+        tx->stm.busy_stripe = stm_stripe(a);
         stm_abort(tx, TMT_ABORT_READ_LOCKED, a, stm_lock_holder((v1 & 1) ? v1 : v2));
+    }
     /* The version found: the later of the two loads (the one that failed). */
     stm_abort(tx, TMT_ABORT_READ_VERSION, a, (v1 != v2 ? v2 : v1) >> 1);
 }
@@ -528,6 +529,7 @@ __attribute__((noinline, cold)) static void stm_lgrow(struct tx_stm *s)
 
 #ifdef TMT_TEST_HOOKS
 void (*stm_test_locked_hook)(const struct tmt_tx *tx);
+void (*stm_test_busy_hook)(uintptr_t *stripe, unsigned poll);
 #endif
 
 /* Locks the stripes of the redo-log entries from `e` on, the general way
@@ -628,7 +630,25 @@ void stm_rollback(struct tmt_tx *tx)
 
 void stm_backoff_wait(struct tmt_tx *tx)
 {
+    /* A read found this stripe locked: its holder is committing, and until
+     * it releases the stripe (with a version past this attempt's start, so
+     * the abort was due either way) a retry would only meet the same lock
+     * and abort again, over and over while the holder writes back. Wait for
+     * the release, as long as a commit waits for a busy stripe. */
+    uintptr_t *busy = tx->stm.busy_stripe;
+    tx->stm.busy_stripe = NULL;
+    for (unsigned spins = 0; busy != NULL && spins < STM_LOCK_SPINS; spins++) {
+        if (!(__atomic_load_n(busy, __ATOMIC_RELAXED) & 1))
+            break;
+#ifdef TMT_TEST_HOOKS
+        if (stm_test_busy_hook)
+            stm_test_busy_hook(busy, spins);
+#endif
+        tx_pause();
+    }
     uint32_t n = tx->stm.consecutive_aborts;
+    if (n < 2)
+        return;
     unsigned log2 = n + 3 < STM_BACKOFF_MAX_LOG2 ? n + 3 : STM_BACKOFF_MAX_LOG2;
     uint64_t spins = tx_rand(tx) & (((uint64_t)1 << log2) - 1);
     for (uint64_t i = 0; i < spins; i++)

@@ -58,7 +58,13 @@ uint64_t stm_commit(struct tmt_tx *tx);
  * lock of the commit held, before the write version is taken, so that a test
  * can deschedule a lock holder inside its commit path. */
 extern void (*stm_test_locked_hook)(const struct tmt_tx *tx);
+/* Test builds only: called on each poll (0, 1, ...) that finds locked the
+ * stripe a read met locked, while the retry waits for its release. */
+extern void (*stm_test_busy_hook)(uintptr_t *stripe, unsigned poll);
 #endif
+/* Polls of a busy stripe before a commit gives up on it, and before the
+ * retry of a read that met it starts anyway. */
+#define STM_LOCK_SPINS 256
 void stm_commit_finish(struct tmt_tx *tx, uint64_t wv);
 /* Undoes whatever a failed attempt holds (commit locks) and empties the sets. */
 void stm_rollback(struct tmt_tx *tx);
@@ -68,7 +74,8 @@ static inline void stm_prepare(struct tmt_tx *tx) { tx->stm.consecutive_aborts =
 void stm_backoff_wait(struct tmt_tx *tx);
 static inline void stm_backoff(struct tmt_tx *tx)
 {
-    if (TX_UNLIKELY(tx->stm.consecutive_aborts >= 2)) /* the first retry runs at once */
+    /* The first retry runs at once, unless its predecessor met a lock. */
+    if (TX_UNLIKELY(tx->stm.consecutive_aborts >= 2 || tx->stm.busy_stripe != NULL))
         stm_backoff_wait(tx);
 }
 /* Serial (irrevocable) mode, see tx.h. The serial lock admits one serial

@@ -29,8 +29,10 @@ extern unsigned stm_log2 __attribute__((visibility("hidden")));
 extern uint64_t stm_mask __attribute__((visibility("hidden"))); /* 2^stm_log2 - 1 */
 extern unsigned stm_shift __attribute__((visibility("hidden"))); /* TMTRACE_STRIPE_SHIFT */
 
-/* Blocks of 2^stm_shift bytes (32 by default, so that neighbouring fields
- * share one stripe check and one cache line of the table) hash onto stripes;
+/* Blocks of 2^stm_shift bytes (16 by default: two neighbouring words share
+ * a stripe, so the table takes fewer cache misses, and since malloc aligns
+ * blocks to 16 bytes which words share one depends on an object's layout,
+ * never on where the allocator put it) hash onto stripes;
  * folding the bits above the table size back in keeps arrays placed a
  * multiple of the table's reach apart from sharing every stripe.
  * tf_stripe_index with the mask kept ready (one AND instead of four

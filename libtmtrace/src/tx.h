@@ -122,6 +122,8 @@ struct tx_stm {
     uint32_t nlocked, lcap;
     uint64_t active_rv;          /* rv while a software attempt runs, UINT64_MAX when idle (shared) */
     uint32_t consecutive_aborts; /* software aborts of this transaction, for backoff */
+    uintptr_t *busy_stripe;      /* the stripe a read found locked by another: the retry
+                                  * waits (boundedly) for its release, stm_backoff_wait */
     /* Serial attempt: writes go to memory in place, their old bytes here
      * (for tmt_tx_retry / tmt_tx_cancel); reads are only counted. */
     struct tx_undo *undo;
