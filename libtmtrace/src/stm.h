@@ -68,8 +68,14 @@ extern void (*stm_test_busy_hook)(uintptr_t *stripe, unsigned poll);
 void stm_commit_finish(struct tmt_tx *tx, uint64_t wv);
 /* Undoes whatever a failed attempt holds (commit locks) and empties the sets. */
 void stm_rollback(struct tmt_tx *tx);
-/* A new transaction: no software abort yet (backoff starts over). */
-static inline void stm_prepare(struct tmt_tx *tx) { tx->stm.consecutive_aborts = 0; }
+/* A new transaction: no software abort yet (backoff starts over), and no
+ * stripe to wait for: one left by an attempt whose retry ran serially must
+ * not be polled later, when the table may have been replaced (stm_init). */
+static inline void stm_prepare(struct tmt_tx *tx)
+{
+    tx->stm.consecutive_aborts = 0;
+    tx->stm.busy_stripe = NULL;
+}
 /* Randomized exponential backoff after repeated aborts (bounded). */
 void stm_backoff_wait(struct tmt_tx *tx);
 static inline void stm_backoff(struct tmt_tx *tx)
