@@ -31,6 +31,7 @@ static unsigned level = 2;   /* TMTRACE_EVENTS of the generated traces */
 static unsigned fmt = 1;
 static uint8_t access_stamp; /* header stamp_access of the generated traces (enum tf_stamp) */
 static uint8_t commit_stamp; /* header stamp_commit of the generated traces (enum tf_stamp) */
+static unsigned stripe_shift; /* header stripe_shift of the generated traces; 0 = tg_header's */
 
 static int check(const char *name, struct tg_thread *th, size_t n, uint64_t dropped, const char *extra)
 {
@@ -38,6 +39,8 @@ static int check(const char *name, struct tg_thread *th, size_t n, uint64_t drop
     h.version = fmt;
     h.stamp_access = access_stamp;
     h.stamp_commit = commit_stamp;
+    if (stripe_shift)
+        h.stripe_shift = stripe_shift;
     const char *path = tu_path(name);
     assert_int_equal(tg_write(path, &h, th, n, NULL, 0, dropped, 1000), 0);
     char cmd[1024];
@@ -232,6 +235,21 @@ static void a_neighbouring_word_conflicts_falsely_only_within_the_recorded_strip
     assert_int_equal(rc2, 0);
     assert_true(J("false_conflicts") == 0);
     assert_true(J("conflict_free_aborts") == 1);
+}
+
+/* A width no runtime writes (a crafted header, CRC and all) is analysed and
+ * reported as the runtime's default, never used to shift by. */
+static void a_recorded_stripe_width_out_of_range_is_the_default_in_analysis_and_report(void **st)
+{
+    (void)st;
+    fmt = 3;
+    stripe_shift = 200;
+    int rc = conflict_case("width-bad.bin", A1, A1 + 8, 150, NULL);
+    stripe_shift = 0;
+    fmt = 1;
+    assert_int_equal(rc, 0);
+    assert_true(J("stripe_shift") == TG_STRIPE_SHIFT);
+    assert_true(J("false_conflicts") == 1);
 }
 
 static void attribution_true_conflict_names_the_culprit(void **st)
@@ -791,6 +809,7 @@ int main(void)
         cmocka_unit_test(attribution_false_conflict_is_same_stripe_other_address),
         cmocka_unit_test(a_failed_validation_is_true_when_the_culprit_wrote_the_word_read),
         cmocka_unit_test(a_neighbouring_word_conflicts_falsely_only_within_the_recorded_stripe_width),
+        cmocka_unit_test(a_recorded_stripe_width_out_of_range_is_the_default_in_analysis_and_report),
         cmocka_unit_test(abort_without_conflicting_commit_in_window_is_conflict_free),
         cmocka_unit_test(a_read_locked_abort_is_caused_by_the_holder_committing_after_it),
         cmocka_unit_test(a_read_locked_abort_whose_holder_aborted_is_conflict_free),

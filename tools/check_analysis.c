@@ -19,16 +19,24 @@
 #include "trace_index.h"
 #include "tmtrace.h"
 
+/* Stripes out of range (not recorded, or a damaged header read with
+ * --salvage) are the runtime's defaults: the analysis hashes with these and
+ * the report prints them, so both go through here. */
+static void ca_stripes_sane(struct ca_opts *o)
+{
+    if (o->stripes_log2 < 1 || o->stripes_log2 > 40)
+        o->stripes_log2 = CA_STRIPES_LOG2_DEFAULT;
+    if (o->stripe_shift < 3 || o->stripe_shift > 20) /* at least a word */
+        o->stripe_shift = CA_STRIPE_SHIFT_DEFAULT;
+}
+
 struct ca_state *ca_create(const struct ca_opts *o)
 {
     struct ca_state *s = calloc(1, sizeof *s);
     if (!s)
         return NULL;
     s->o = *o;
-    if (s->o.stripes_log2 < 1 || s->o.stripes_log2 > 40)
-        s->o.stripes_log2 = CA_STRIPES_LOG2_DEFAULT;
-    if (s->o.stripe_shift < 3 || s->o.stripe_shift > 20) /* at least a word */
-        s->o.stripe_shift = CA_STRIPE_SHIFT_DEFAULT;
+    ca_stripes_sane(&s->o);
     if (!(s->o.ns_per_unit > 0))
         s->o.ns_per_unit = 1;
     if (!(s->o.lock_hold_ns > 0))
@@ -52,8 +60,7 @@ void ca_opts_for_trace(const struct trace_index *ix, unsigned stripes_log2, stru
         if (ix->models[i].max_ns > u)
             u = ix->models[i].max_ns;
     *o = (struct ca_opts){
-        .stripes_log2 = stripes_log2 ? stripes_log2 : ix->hdr.stripes_log2 ? ix->hdr.stripes_log2
-                                                                        : CA_STRIPES_LOG2_DEFAULT,
+        .stripes_log2 = stripes_log2 ? stripes_log2 : ix->hdr.stripes_log2,
         .stripe_shift = ix->hdr.stripe_shift,
         .uncertainty = (uint64_t)(u + 0.999),
         .ns_per_unit = synced || !ix->hdr.tsc_hz ? 1.0 : 1e9 / (double)ix->hdr.tsc_hz,
@@ -62,6 +69,7 @@ void ca_opts_for_trace(const struct trace_index *ix, unsigned stripes_log2, stru
         .repeated_access = ix->hdr.stamp_access == TF_STAMP_REPEATED,
         .event_cost_ns = ix->runinfo.event_cost_ns,   /* 0: CA_EVENT_COST_NS_DEFAULT */
     };
+    ca_stripes_sane(o);
     if (ix->hdr.stamp_commit == TF_STAMP_UNORDERED)
         o->slack = (uint64_t)(CA_UNORDERED_SLACK_NS / o->ns_per_unit + 0.999);
 }
