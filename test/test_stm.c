@@ -727,6 +727,43 @@ static void test_rewrites_in_a_long_redo_log_merge_into_their_entries(void **s)
     tmt_thread_exit();
 }
 
+/* The index of a long redo log is never cleared, only made stale: a word an
+ * earlier transaction wrote, read by one whose own long log shares its
+ * filter bits, comes from memory; a word of the current log still comes
+ * from the log, and a word never written by either reads memory too. */
+static void test_an_index_entry_of_an_earlier_transaction_is_never_found(void **s)
+{
+    (void)s;
+    tmt_tx *tx = tmt_thread_enter();
+    enum { N = 40, APART = 64 }; /* words 64 apart share a filter bit */
+    long *cells = calloc(3 * APART, sizeof *cells);
+    assert_non_null(cells);
+    TMT_ATOMIC(tx, "first") {
+        for (int i = 0; i < N; i++)
+            tmt_write_long(tx, &cells[i], i);
+    } TMT_END;
+    for (int i = 0; i < N; i++) {
+        cells[i] = -i - 1;
+        cells[2 * APART + i] = 1000 + i;
+    }
+    volatile int old_seen = 0, own_seen = 0, never_seen = 0;
+    TMT_ATOMIC(tx, "second") {
+        for (int i = 0; i < N; i++)
+            tmt_write_long(tx, &cells[APART + i], 100 + i);
+        old_seen = own_seen = never_seen = 0;
+        for (int i = 0; i < N; i++) {
+            old_seen = old_seen + (tmt_read_long(tx, &cells[i]) == -i - 1);
+            own_seen = own_seen + (tmt_read_long(tx, &cells[APART + i]) == 100 + i);
+            never_seen = never_seen + (tmt_read_long(tx, &cells[2 * APART + i]) == 1000 + i);
+        }
+    } TMT_END;
+    assert_int_equal(old_seen, N);
+    assert_int_equal(own_seen, N);
+    assert_int_equal(never_seen, N);
+    free(cells);
+    tmt_thread_exit();
+}
+
 static void large_write_set_run(int events)
 {
     tmt_tx *tx = enter_at(events);
@@ -998,6 +1035,7 @@ int main(void)
         cmocka_unit_test(test_a_block_of_the_stripe_width_shares_one_stripe_and_the_next_does_not),
         cmocka_unit_test(test_the_retry_of_a_read_that_met_a_lock_waits_for_its_release_within_a_bound),
         cmocka_unit_test(test_rewrites_in_a_long_redo_log_merge_into_their_entries),
+        cmocka_unit_test(test_an_index_entry_of_an_earlier_transaction_is_never_found),
         cmocka_unit_test(test_large_write_sets_grow_and_commit),
         cmocka_unit_test(test_a_word_appended_as_the_redo_log_grows_is_read_back),
         cmocka_unit_test(test_a_long_transaction_commits_within_serial_after_plus_one_attempts),

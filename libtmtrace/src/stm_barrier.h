@@ -94,9 +94,9 @@ __attribute__((noreturn, noinline, cold)) void stm_read_conflict(struct tmt_tx *
 __attribute__((noinline, cold)) uint64_t stm_rset_push_grow(struct tmt_tx *tx, uintptr_t a, uint64_t val);
 /* A read of a word the bloom filter says this attempt may have written. */
 __attribute__((noinline)) uint64_t stm_read_own(struct tmt_tx *tx, uintptr_t a, unsigned size);
-/* The redo log is full: grows it, then appends. */
-__attribute__((noinline, cold)) void stm_wappend_grow(struct tmt_tx *tx, uintptr_t w, uint64_t val, uint32_t bytes,
-                                                      uint64_t bb);
+/* An append at or past wlimit: grows a full log, keeps a long one's index. */
+__attribute__((noinline)) void stm_wappend_slow(struct tmt_tx *tx, uintptr_t w, uint64_t val, uint32_t bytes,
+                                                uint64_t bb);
 /* A write to a word the bloom filter says this attempt may have written. */
 __attribute__((noinline)) void stm_write_again(struct tmt_tx *tx, uintptr_t w, uint64_t val, uint64_t bits,
                                                uint32_t bytes, uint64_t bb);
@@ -156,23 +156,31 @@ static inline uint64_t stm_read(struct tmt_tx *tx, uintptr_t a, unsigned size)
 
 /* ---- writes ---- */
 
-/* Appends a new word to the redo log (`tx`, not tx->stm, is what the slow
- * half takes: one register fewer on the fast path). */
-static inline void stm_wappend(struct tmt_tx *tx, uintptr_t w, uint64_t val, uint32_t bytes, uint64_t bb)
+/* Word w (filter bit bb) becomes redo-log entry idx, the log's next, which
+ * has room. The gate takes the bit too: no change unless the gate is the
+ * filter, and then the fast paths must not pass the word any more. */
+static inline void stm_wput(struct tx_stm *s, uint32_t idx, uintptr_t w, uint64_t val, uint32_t bytes, uint64_t bb)
 {
-    struct tx_stm *s = &tx->stm;
-    uint32_t idx = s->wn;
-    if (TX_UNLIKELY(idx == s->wcap)) {
-        stm_wappend_grow(tx, w, val, bytes, bb);
-        return;
-    }
     struct tx_wentry *e = &s->wset[idx];
     e->addr = w;
     e->value = val;
     e->mask = bytes;
     s->wn = idx + 1;
     s->bloom |= bb;
-    s->gate |= bb; /* no change unless the gate is the filter */
+    s->gate |= bb;
+}
+
+/* Appends a new word to the redo log (`tx`, not tx->stm, is what the slow
+ * half takes: one register fewer on the fast path). */
+static inline void stm_wappend(struct tmt_tx *tx, uintptr_t w, uint64_t val, uint32_t bytes, uint64_t bb)
+{
+    struct tx_stm *s = &tx->stm;
+    uint32_t idx = s->wn;
+    if (TX_UNLIKELY(idx >= s->wlimit)) {
+        stm_wappend_slow(tx, w, val, bytes, bb);
+        return;
+    }
+    stm_wput(s, idx, w, val, bytes, bb);
 }
 
 /* A transactional write of 1, 4 or 8 naturally aligned bytes (the low
@@ -195,8 +203,9 @@ static inline void stm_write(struct tmt_tx *tx, uintptr_t a, uint64_t v, unsigne
 }
 
 /* Appends a write to the redo log and returns 1 when the word's bit is clear
- * in `filter` and the log has room (wlimit is 0 in a read-only attempt);
- * else 0 and nothing done. */
+ * in `filter` and the log is short of wlimit (0 in a read-only attempt,
+ * STM_WLINEAR else: a longer log's appends also index it); else 0 and
+ * nothing done. */
 static inline int stm_write_new(struct tmt_tx *tx, uint64_t filter, uintptr_t a, uint64_t v, unsigned size)
 {
     struct tx_stm *s = &tx->stm;
@@ -205,15 +214,9 @@ static inline int stm_write_new(struct tmt_tx *tx, uint64_t filter, uintptr_t a,
     uintptr_t w = a & ~(uintptr_t)7;
     uint64_t bb = stm_bloom_bit(w);
     uint32_t idx = s->wn;
-    if (TX_UNLIKELY((filter & bb) || idx == s->wlimit))
+    if (TX_UNLIKELY((filter & bb) || idx >= s->wlimit))
         return 0;
-    struct tx_wentry *e = &s->wset[idx];
-    e->addr = w;
-    e->value = (v << (8 * (a & 7u))) & stm_size_bits(a, size);
-    e->mask = stm_byte_mask(a, size);
-    s->wn = idx + 1;
-    s->bloom |= bb;
-    s->gate |= bb;
+    stm_wput(s, idx, w, (v << (8 * (a & 7u))) & stm_size_bits(a, size), stm_byte_mask(a, size), bb);
     return 1;
 }
 

@@ -111,10 +111,11 @@ struct tx_stm {
     uint64_t bloom;              /* one bit per (word >> 3) & 63 in the redo log */
     struct tx_wentry *wset;
     uint32_t wn, wcap;
-    uint32_t wlimit;             /* wcap, or 0 in a read-only attempt: the fast write's bound */
-    struct tx_wslot *wslots;
-    uint32_t wslot_bits, wgen;
-    uint32_t windexed;           /* redo-log entries [0, windexed) are in the index */
+    uint32_t wlimit;             /* appends from this index on go out of line (stm_wappend_slow):
+                                  * STM_WLINEAR, or 0 in a read-only attempt */
+    struct tx_wslot *wslots;     /* the index of a log past STM_WLINEAR entries (stm.c) */
+    uint32_t wshift, wslot_mask; /* 64 - log2 of its slots; slots - 1 */
+    uint32_t wgen;               /* the live slots' generation */
     struct tx_lockrec *locks;    /* never freed while the descriptor lives: other
                                   * threads read `owner` through the stripe word */
     struct tx_lockrec **retired; /* earlier, smaller lock arrays */
