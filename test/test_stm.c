@@ -465,6 +465,7 @@ struct duel {
     long x, y;
     long pad[16];
     long z;
+    int also_z; /* the writer overwrites z too (what the victim read first) */
 };
 
 static void *duel_writer(void *arg)
@@ -474,6 +475,8 @@ static void *duel_writer(void *arg)
     sem_wait(&d->go);
     TMT_ATOMIC(tx, "duel-writer") {
         tmt_write_long(tx, &d->x, tmt_read_long(tx, &d->x) + 1);
+        if (d->also_z)
+            tmt_write_long(tx, &d->z, 5);
     } TMT_END;
     sem_post(&d->done);
     tmt_thread_exit();
@@ -491,12 +494,19 @@ static uint64_t site_aborts(const char *label, unsigned reason)
     return total;
 }
 
-/* `read_after`: the victim reads x only after the writer committed (read
- * finds a newer version); else it read x before (commit validation fails). */
-static void duel(int read_after, const char *label, unsigned expect_reason)
+/* `read_after`: the victim reads z, then x only after the writer committed
+ * (the read finds a newer version: the snapshot extends unless the writer
+ * overwrote z too, `also_z`, or the block is read-only, `flags`); else it
+ * read x before (commit validation fails). `attempts_expected` is 1 when
+ * the victim commits at its first attempt, 2 when it aborts once for
+ * `expect_reason`, counted at the site `label` (the read-after block's is
+ * "duel-read-after"). */
+static void duel(int read_after, int also_z, unsigned flags, const char *label, unsigned expect_reason,
+                 int attempts_expected)
 {
     static struct duel d;
     memset(&d, 0, sizeof d);
+    d.also_z = also_z;
     sem_init(&d.go, 0, 0);
     sem_init(&d.done, 0, 0);
     pthread_t w;
@@ -506,15 +516,18 @@ static void duel(int read_after, const char *label, unsigned expect_reason)
     volatile int attempts = 0;
     volatile long seen = -1;
     if (read_after) {
-        TMT_ATOMIC(tx, "duel-read-version") {
+        TMT_ATOMIC_FLAGS(tx, "duel-read-after", flags) {
+            (void)tmt_read_long(tx, &d.z); /* the snapshot is taken */
             if (attempts++ == 0) {
-                (void)tmt_read_long(tx, &d.z); /* the snapshot is taken */
                 sem_post(&d.go);
                 sem_wait(&d.done);
             }
             seen = tmt_read_long(tx, &d.x);
-            tmt_write_long(tx, &d.y, seen);
+            if (!(flags & TMT_TX_READ_ONLY))
+                tmt_write_long(tx, &d.y, seen);
         } TMT_END;
+        if (flags & TMT_TX_READ_ONLY)
+            d.y = seen;
     } else {
         TMT_ATOMIC(tx, "duel-validate") {
             seen = tmt_read_long(tx, &d.x);
@@ -526,25 +539,37 @@ static void duel(int read_after, const char *label, unsigned expect_reason)
         } TMT_END;
     }
     pthread_join(w, NULL);
-    assert_int_equal(attempts, 2);
+    assert_int_equal(attempts, attempts_expected);
     assert_int_equal(seen, 1);
     assert_int_equal(d.y, 1);
-    assert_int_equal(site_aborts(label, expect_reason) - before, 1);
+    assert_int_equal(site_aborts(label, expect_reason) - before, attempts_expected - 1);
     tmt_thread_exit();
     sem_destroy(&d.go);
     sem_destroy(&d.done);
 }
 
-static void test_read_of_a_newer_stripe_aborts_with_read_version(void **s)
+static void test_read_of_a_newer_stripe_extends_the_snapshot_when_earlier_reads_still_hold(void **s)
 {
     (void)s;
-    duel(1, "duel-read-version", TMT_ABORT_READ_VERSION);
+    duel(1, 0, 0, "duel-read-after", TMT_ABORT_READ_VERSION, 1);
+}
+
+static void test_read_of_a_newer_stripe_aborts_with_read_version_when_an_earlier_read_changed(void **s)
+{
+    (void)s;
+    duel(1, 1, 0, "duel-read-after", TMT_ABORT_READ_VERSION, 2);
+}
+
+static void test_read_only_block_cannot_extend_and_aborts_with_read_version(void **s)
+{
+    (void)s;
+    duel(1, 0, TMT_TX_READ_ONLY, "duel-read-after", TMT_ABORT_READ_VERSION, 2);
 }
 
 static void test_overwritten_read_set_aborts_at_commit_validation(void **s)
 {
     (void)s;
-    duel(0, "duel-validate", TMT_ABORT_COMMIT_VALIDATE);
+    duel(0, 0, 0, "duel-validate", TMT_ABORT_COMMIT_VALIDATE, 2);
 }
 
 /* A stripe held locked by hand (as a committer in the middle of its commit
@@ -631,11 +656,12 @@ static void busy_poll(uintptr_t *stripe, unsigned poll)
         __atomic_store_n(stripe, busy_unlocked, __ATOMIC_RELEASE);
 }
 
-/* A read that meets a lock aborts; its retry first polls that stripe until
- * the holder releases it (here at the 10th poll: the retry starts at the
- * next), and gives up waiting after STM_LOCK_SPINS polls when it stays
- * locked (here released by the retry itself, which then commits). */
-static void test_the_retry_of_a_read_that_met_a_lock_waits_for_its_release_within_a_bound(void **s)
+/* A read that meets a lock polls the stripe until the holder releases it
+ * (here at the 10th poll) and reads on in the same attempt. When the lock
+ * stays held it gives up after STM_LOCK_SPINS polls and aborts, and its
+ * retry first polls the stripe as long again (here the retry then releases
+ * it itself, and commits). */
+static void test_a_read_that_meets_a_lock_waits_for_its_release_within_a_bound(void **s)
 {
     (void)s;
     static long x = 7;
@@ -661,7 +687,7 @@ static void test_the_retry_of_a_read_that_met_a_lock_waits_for_its_release_withi
         } TMT_END;
         stm_test_busy_hook = NULL;
         assert_int_equal(v, 7);
-        assert_int_equal(attempts, 2);
+        assert_int_equal(attempts, stays_locked ? 2 : 1);
         assert_ptr_equal(busy_stripe_seen, stripe);
         assert_int_equal(busy_polls, stays_locked ? STM_LOCK_SPINS : 10);
     }
@@ -1028,12 +1054,14 @@ int main(void)
         cmocka_unit_test(test_read_only_reads_never_grow_the_read_set),
         cmocka_unit_test(test_the_accessor_gate_opens_only_inside_software_attempts),
         cmocka_unit_test(test_read_only_block_that_writes_reruns_as_an_update),
-        cmocka_unit_test(test_read_of_a_newer_stripe_aborts_with_read_version),
+        cmocka_unit_test(test_read_of_a_newer_stripe_extends_the_snapshot_when_earlier_reads_still_hold),
+        cmocka_unit_test(test_read_of_a_newer_stripe_aborts_with_read_version_when_an_earlier_read_changed),
+        cmocka_unit_test(test_read_only_block_cannot_extend_and_aborts_with_read_version),
         cmocka_unit_test(test_overwritten_read_set_aborts_at_commit_validation),
         cmocka_unit_test(test_read_of_a_locked_stripe_aborts_with_read_locked),
         cmocka_unit_test(test_commit_that_cannot_lock_a_stripe_aborts_with_commit_locked),
         cmocka_unit_test(test_a_block_of_the_stripe_width_shares_one_stripe_and_the_next_does_not),
-        cmocka_unit_test(test_the_retry_of_a_read_that_met_a_lock_waits_for_its_release_within_a_bound),
+        cmocka_unit_test(test_a_read_that_meets_a_lock_waits_for_its_release_within_a_bound),
         cmocka_unit_test(test_rewrites_in_a_long_redo_log_merge_into_their_entries),
         cmocka_unit_test(test_an_index_entry_of_an_earlier_transaction_is_never_found),
         cmocka_unit_test(test_large_write_sets_grow_and_commit),

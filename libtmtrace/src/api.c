@@ -202,17 +202,18 @@ __attribute__((noinline)) static uint64_t api_read_traced_any(tmt_tx *tx, const 
 
 /* A software read recorded in the trace, inlined into api_read_slow_N, so
  * the size is a constant. The common case: a word the attempt has not
- * written and room in the read set (tested before the load, so that no call
- * comes between the load and the record); everything else, and a record
- * that is not the common one, ends in a tail call, so this path saves no
- * registers. */
+ * written, room in the read set (tested before the load, so that no call
+ * comes between the load and the record) and a value valid at rv;
+ * everything else (a conflict too: api_read_traced_any reads again through
+ * stm_read_slow), and a record that is not the common one, ends in a tail
+ * call, so this path saves no registers. */
 static inline __attribute__((always_inline)) uint64_t api_read_traced(tmt_tx *tx, const volatile void *addr,
                                                                       unsigned size)
 {
     uintptr_t a = (uintptr_t)addr;
-    if (TX_UNLIKELY(stm_bloom_has(tx->stm.bloom, a) || !stm_rset_room(&tx->stm)))
+    uint64_t v;
+    if (TX_UNLIKELY(stm_bloom_has(tx->stm.bloom, a) || !stm_rset_room(&tx->stm) || !stm_load_try(tx, a, size, &v)))
         return api_read_traced_any(tx, addr, size);
-    uint64_t v = stm_load_valid(tx, a, size);
     stm_rset_put(&tx->stm, a);
     return tb_access(&tx->trace, TF_EV_READ, size, a, v);
 }

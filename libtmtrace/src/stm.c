@@ -301,7 +301,11 @@ __attribute__((noreturn, noinline, cold)) static void stm_abort(struct tmt_tx *t
     tx_restart(tx, reason, where, found);
 }
 
-void stm_read_conflict(struct tmt_tx *tx, uintptr_t a, uintptr_t v1, uintptr_t v2)
+/* A read's conflict ends the attempt: READ_LOCKED when either stripe load
+ * found a lock (the retry waits for its release, stm_backoff_wait), else
+ * READ_VERSION with the version found. */
+__attribute__((noreturn, noinline, cold)) static void stm_read_conflict(struct tmt_tx *tx, uintptr_t a, uintptr_t v1,
+                                                                       uintptr_t v2)
 {
     if ((v1 | v2) & 1) {
         tx->stm.busy_stripe = stm_stripe(a);
@@ -309,6 +313,79 @@ void stm_read_conflict(struct tmt_tx *tx, uintptr_t a, uintptr_t v1, uintptr_t v
     }
     /* The version found: the later of the two loads (the one that failed). */
     stm_abort(tx, TMT_ABORT_READ_VERSION, a, (v1 != v2 ? v2 : v1) >> 1);
+}
+
+/* Polls a locked stripe until its holder releases it, as long as a commit
+ * waits for a busy stripe (STM_LOCK_SPINS polls); 1 when it was released. */
+static int stm_wait_unlocked(uintptr_t *stripe)
+{
+    for (unsigned spins = 0; spins < STM_LOCK_SPINS; spins++) {
+        if (!(__atomic_load_n(stripe, __ATOMIC_RELAXED) & 1))
+            return 1;
+#ifdef TMT_TEST_HOOKS
+        if (stm_test_busy_hook)
+            stm_test_busy_hook(stripe, spins);
+#endif
+        tx_pause();
+    }
+    return !(__atomic_load_n(stripe, __ATOMIC_RELAXED) & 1);
+}
+
+/* Snapshot extension: when every stripe read so far is still unlocked and at
+ * or below rv, those reads hold at the clock's present as well, so rv moves
+ * there and the attempt reads on instead of aborting on a newer version
+ * (TinySTM's LSA does the same). The clock is read first: a commit it counts
+ * locked its stripes before taking its version, so validation sees them
+ * locked or newer. Raising the announced start version afterwards is safe
+ * for reclamation (txmem.c): a block unlinked by a commit at or below the
+ * new rv was reachable only through words that commit wrote, and this
+ * attempt read none of them. A read-only attempt keeps no read set to check,
+ * so it cannot extend. */
+static int stm_validate(struct tx_stm *s, uintptr_t *bad, uint64_t *found);
+
+static int stm_extend(struct tx_stm *s)
+{
+    if (s->ro)
+        return 0;
+    uint64_t now = __atomic_load_n(&stm_clock.now, __ATOMIC_ACQUIRE);
+    uintptr_t bad;
+    uint64_t found;
+    if (stm_validate(s, &bad, &found) != 0)
+        return 0;
+    s->rv = now;
+    __atomic_store_n(&s->active_rv, now, __ATOMIC_RELEASE);
+    return 1;
+}
+
+/* Each extension needs a commit since the previous one: a read that keeps
+ * meeting newer versions is in a hot spot, where aborting and backing off
+ * does better than chasing the clock. */
+#define STM_READ_TRIES 4
+
+uint64_t stm_read_slow(struct tmt_tx *tx, uintptr_t a, unsigned size)
+{
+    struct tx_stm *s = &tx->stm;
+    uintptr_t *stripe = stm_stripe(a);
+    for (unsigned tries = 0;; tries++) {
+        uintptr_t v1 = __atomic_load_n(stripe, __ATOMIC_ACQUIRE);
+        uint64_t val = tx_mem_load(a, size);
+        uintptr_t v2 = __atomic_load_n(stripe, __ATOMIC_ACQUIRE);
+        if (v1 == v2 && stm_word_version(v1) <= s->rv) {
+            if (TX_UNLIKELY(!stm_rset_room(s)))
+                return stm_rset_push_grow(tx, a, val);
+            stm_rset_put(s, a);
+            return val;
+        }
+        if (tries == STM_READ_TRIES)
+            stm_read_conflict(tx, a, v1, v2);
+        if ((v1 | v2) & 1) {
+            /* A committer holds it: the version it leaves is what decides. */
+            if (!stm_wait_unlocked(stripe))
+                stm_read_conflict(tx, a, v1, v2);
+        } else if (v1 == v2 && !stm_extend(s)) {
+            stm_read_conflict(tx, a, v1, v2);
+        }
+    }
 }
 
 /* Cold: the read set is full. Grows it, appends `a` and hands `val` back, so
@@ -635,15 +712,8 @@ void stm_backoff_wait(struct tmt_tx *tx)
      * the release, as long as a commit waits for a busy stripe. */
     uintptr_t *busy = tx->stm.busy_stripe;
     tx->stm.busy_stripe = NULL;
-    for (unsigned spins = 0; busy != NULL && spins < STM_LOCK_SPINS; spins++) {
-        if (!(__atomic_load_n(busy, __ATOMIC_RELAXED) & 1))
-            break;
-#ifdef TMT_TEST_HOOKS
-        if (stm_test_busy_hook)
-            stm_test_busy_hook(busy, spins);
-#endif
-        tx_pause();
-    }
+    if (busy != NULL)
+        (void)stm_wait_unlocked(busy);
     uint32_t n = tx->stm.consecutive_aborts;
     if (n < 2)
         return;

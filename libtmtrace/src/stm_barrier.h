@@ -87,9 +87,11 @@ static inline int stm_gate_open(const struct tmt_tx *tx, uintptr_t a) { return !
 /* ---- slow halves (stm.c), out of line so that the fast paths keep nothing
  * live across a call ---- */
 
-/* A conflict found by a read: rolls back and restarts (tx_restart). */
-__attribute__((noreturn, noinline, cold)) void stm_read_conflict(struct tmt_tx *tx, uintptr_t a, uintptr_t v1,
-                                                                uintptr_t v2);
+/* A read whose stripe was locked, changed under the load or newer than rv:
+ * waits for a lock's release and extends the snapshot where it can, then
+ * returns the value with its read-set entry; otherwise rolls back and
+ * restarts (tx_restart). */
+__attribute__((noinline)) uint64_t stm_read_slow(struct tmt_tx *tx, uintptr_t a, unsigned size);
 /* The read set is full: grows it, appends `a` and hands `val` back. */
 __attribute__((noinline, cold)) uint64_t stm_rset_push_grow(struct tmt_tx *tx, uintptr_t a, uint64_t val);
 /* A read of a word the bloom filter says this attempt may have written. */
@@ -111,17 +113,15 @@ static inline uint64_t stm_word_version(uintptr_t v) { return (v >> 1) | ((uint6
 /* TL2 read: the stripe unlocked and unchanged around the data load, and not
  * newer than the start version, means the value belongs to the snapshot rv.
  * "Unlocked and not newer than rv" is one comparison on the rotated word.
- * The read set is the caller's (stm_load_checked, or a traced read that
- * made sure of room first, stm_rset_room). */
-static inline uint64_t stm_load_valid(struct tmt_tx *tx, uintptr_t a, unsigned size)
+ * Returns 1 with the value in *val, or 0 when the read needs the slow half
+ * (stm_read_slow). The read set is the caller's. */
+static inline int stm_load_try(struct tmt_tx *tx, uintptr_t a, unsigned size, uint64_t *val)
 {
     uintptr_t *stripe = stm_stripe(a);
     uintptr_t v1 = __atomic_load_n(stripe, __ATOMIC_ACQUIRE);
-    uint64_t val = tx_mem_load(a, size);
+    *val = tx_mem_load(a, size);
     uintptr_t v2 = __atomic_load_n(stripe, __ATOMIC_ACQUIRE);
-    if (TX_UNLIKELY(v1 != v2 || stm_word_version(v1) > tx->stm.rv))
-        stm_read_conflict(tx, a, v1, v2);
-    return val;
+    return v1 == v2 && stm_word_version(v1) <= tx->stm.rv;
 }
 
 static inline int stm_rset_room(const struct tx_stm *s) { return s->rn != s->rcap; }
@@ -135,10 +135,13 @@ static inline void stm_rset_put(struct tx_stm *s, uintptr_t a)
     s->rn = n + s->rinc;
 }
 
-/* The checked load and its read-set entry. */
+/* The checked load and its read-set entry. Every way out of the common
+ * case is a tail call, so the path keeps nothing live across a call. */
 static inline uint64_t stm_load_checked(struct tmt_tx *tx, uintptr_t a, unsigned size)
 {
-    uint64_t val = stm_load_valid(tx, a, size);
+    uint64_t val;
+    if (TX_UNLIKELY(!stm_load_try(tx, a, size, &val)))
+        return stm_read_slow(tx, a, size);
     if (TX_UNLIKELY(!stm_rset_room(&tx->stm)))
         return stm_rset_push_grow(tx, a, val);
     stm_rset_put(&tx->stm, a);
