@@ -73,8 +73,9 @@ typedef struct tmt_site {
 /* Why a transaction attempt ended without committing. */
 enum tmt_abort_reason {
     TMT_ABORT_NONE = 0,
-    TMT_ABORT_READ_LOCKED = 1,     /* a read found its stripe locked by a committer */
-    TMT_ABORT_READ_VERSION = 2,    /* a read found a stripe newer than the start version */
+    TMT_ABORT_READ_LOCKED = 1,     /* a read found its stripe locked by a committer, who kept it */
+    TMT_ABORT_READ_VERSION = 2,    /* a read found a stripe newer than the snapshot, which
+                                    * could not be extended (an earlier read changed) */
     TMT_ABORT_COMMIT_LOCKED = 3,   /* commit could not lock a stripe of its write set */
     TMT_ABORT_COMMIT_VALIDATE = 4, /* commit-time validation of the read set failed */
     TMT_ABORT_USER_RETRY = 5,      /* tmt_tx_retry(): abort and run again */
