@@ -5,6 +5,7 @@
  */
 #include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <sched.h>
 #include <semaphore.h>
 #include <setjmp.h>
@@ -13,6 +14,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -790,6 +793,44 @@ static void test_an_index_entry_of_an_earlier_transaction_is_never_found(void **
     tmt_thread_exit();
 }
 
+/* A transaction's redo log that cannot grow (memory ran out: the test
+ * build's stm_test_fail_allocs) ends the process with one line naming what
+ * could not grow, not with a bare abort. Run in a child, whose stderr the
+ * test reads. */
+static void test_a_log_that_cannot_grow_ends_the_process_with_a_line_naming_it(void **s)
+{
+    (void)s;
+    int fds[2];
+    int pid = tu_fork_piped(fds);
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        dup2(fds[1], 2);
+        tmt_tx *tx = tmt_thread_enter();
+        if (tx == NULL)
+            _exit(3);
+        uint32_t cap = tx->stm.wcap;
+        long *cells = calloc((size_t)cap + 1, sizeof *cells);
+        stm_test_fail_allocs = 1;
+        TMT_ATOMIC(tx, "cannot-grow") {
+            for (uint32_t i = 0; i <= cap; i++)
+                tmt_write_long(tx, &cells[i], 1);
+        } TMT_END;
+        _exit(0); /* not reached: the log had to grow */
+    }
+    char err[512] = {0};
+    size_t got = 0;
+    ssize_t n;
+    while (got < sizeof err - 1 && (n = read(fds[0], err + got, sizeof err - 1 - got)) > 0)
+        got += (size_t)n;
+    close(fds[0]);
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFSIGNALED(status));
+    assert_int_equal(WTERMSIG(status), SIGABRT);
+    assert_non_null(strstr(err, "libtmtrace: out of memory growing the redo log's index to "));
+    assert_non_null(strstr(err, " bytes inside a transaction\n"));
+}
+
 static void large_write_set_run(int events)
 {
     tmt_tx *tx = enter_at(events);
@@ -1064,6 +1105,7 @@ int main(void)
         cmocka_unit_test(test_a_read_that_meets_a_lock_waits_for_its_release_within_a_bound),
         cmocka_unit_test(test_rewrites_in_a_long_redo_log_merge_into_their_entries),
         cmocka_unit_test(test_an_index_entry_of_an_earlier_transaction_is_never_found),
+        cmocka_unit_test(test_a_log_that_cannot_grow_ends_the_process_with_a_line_naming_it),
         cmocka_unit_test(test_large_write_sets_grow_and_commit),
         cmocka_unit_test(test_a_word_appended_as_the_redo_log_grows_is_read_back),
         cmocka_unit_test(test_a_long_transaction_commits_within_serial_after_plus_one_attempts),

@@ -49,6 +49,13 @@ unsigned stm_shift;
 static int stm_asym_fence;
 
 #define STM_WLINEAR 16          /* redo logs up to this size are searched linearly */
+
+#ifdef TMT_TEST_HOOKS
+int stm_test_fail_allocs;
+static inline int stm_test_fail_alloc(void) { return stm_test_fail_allocs; }
+#else
+static inline int stm_test_fail_alloc(void) { return 0; }
+#endif
 #define STM_BACKOFF_MAX_LOG2 16 /* backoff: at most 2^16 pauses per abort */
 
 static long stm_membarrier(int cmd) { return syscall(__NR_membarrier, cmd, 0, 0); }
@@ -196,9 +203,9 @@ __attribute__((noinline)) static void stm_wgrow(struct tx_stm *s)
     if (s->wslots != NULL && want == 64 - s->wshift)
         return;
     free(s->wslots);
-    s->wslots = calloc((size_t)1 << want, sizeof *s->wslots);
+    s->wslots = stm_test_fail_alloc() ? NULL : calloc((size_t)1 << want, sizeof *s->wslots);
     if (s->wslots == NULL)
-        abort();
+        tx_out_of_memory("the redo log's index", ((size_t)1 << want) * sizeof *s->wslots);
     s->wshift = 64 - want;
     s->wslot_mask = (1u << want) - 1;
     s->wgen = 0;
@@ -592,10 +599,12 @@ static inline void stm_idle(struct tx_stm *s)
 __attribute__((noinline, cold)) static void stm_lgrow(struct tx_stm *s)
 {
     struct tx_lockrec **ret = realloc(s->retired, (s->nretired + 1) * sizeof *ret);
-    struct tx_lockrec *locks = malloc((size_t)s->wcap * sizeof *locks);
-    if (ret == NULL || locks == NULL)
-        abort();
+    if (ret == NULL)
+        tx_out_of_memory("the list of retired lock arrays", (s->nretired + 1) * sizeof *ret);
     s->retired = ret;
+    struct tx_lockrec *locks = stm_test_fail_alloc() ? NULL : malloc((size_t)s->wcap * sizeof *locks);
+    if (locks == NULL)
+        tx_out_of_memory("the commit's lock array", (size_t)s->wcap * sizeof *locks);
     if (s->locks)
         s->retired[s->nretired++] = s->locks;
     s->locks = locks;

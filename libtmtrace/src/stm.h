@@ -59,11 +59,15 @@ uint64_t stm_commit(struct tmt_tx *tx);
  * can deschedule a lock holder inside its commit path. */
 extern void (*stm_test_locked_hook)(const struct tmt_tx *tx);
 /* Test builds only: called on each poll (0, 1, ...) that finds locked the
- * stripe a read met locked, while the retry waits for its release. */
+ * stripe a read met locked, while the read or its retry waits for the
+ * release. */
 extern void (*stm_test_busy_hook)(uintptr_t *stripe, unsigned poll);
+/* Nonzero: the redo log's index and the commit's lock array fail to grow
+ * as if memory had run out. */
+extern int stm_test_fail_allocs;
 #endif
-/* Polls of a busy stripe before a commit gives up on it, and before the
- * retry of a read that met it starts anyway. */
+/* Polls of a busy stripe before a commit gives up on it, before a read that
+ * met it aborts, and before that read's retry starts anyway. */
 #define STM_LOCK_SPINS 256
 void stm_commit_finish(struct tmt_tx *tx, uint64_t wv);
 /* Undoes whatever a failed attempt holds (commit locks) and empties the sets. */

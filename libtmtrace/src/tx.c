@@ -51,6 +51,13 @@ void tx_misuse(const char *what)
     abort();
 }
 
+void tx_out_of_memory(const char *what, size_t bytes)
+{
+    fprintf(stderr, "libtmtrace: out of memory growing %s to %zu bytes inside a transaction\n", what, bytes);
+    fflush(stderr);
+    abort();
+}
+
 void tx_thread_exit(struct tmt_tx *tx)
 {
     txmem_thread_exit(tx);

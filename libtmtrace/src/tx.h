@@ -211,7 +211,7 @@ struct tmt_tx *tx_thread_enter(void);
 void tx_thread_exit(struct tmt_tx *tx);
 /* API misuse the program cannot go on from (a transaction left open, retry
  * outside one): one line on stderr naming the call and the fix, then abort().
- * The only place the runtime prints on its own. */
+ * With tx_out_of_memory, the only places the runtime prints on its own. */
 __attribute__((noreturn, cold)) void tx_misuse(const char *what);
 
 /* tmt_tx_prepare, tmt_tx_start and tmt_tx_commit (tmtrace.h): prepare
@@ -298,12 +298,17 @@ static inline uint64_t tx_rand(struct tmt_tx *tx)
  * transaction's path (realloc). Running out of memory in the middle of a
  * transaction leaves no consistent way to go on, so it aborts the process;
  * logs are kept across transactions, so this is rare. */
+/* A transaction's own memory (a log, the lock array, the per-site
+ * counters) cannot grow: the attempt has no way to fail to its caller, so one
+ * line on stderr names what and how much, then abort(). */
+__attribute__((noreturn, cold)) void tx_out_of_memory(const char *what, size_t bytes);
+
 static inline void *tx_grow(void *p, uint32_t *cap, size_t elem, uint32_t min)
 {
     uint32_t n = *cap ? *cap * 2 : min;
     void *q = realloc(p, (size_t)n * elem);
     if (q == NULL)
-        abort();
+        tx_out_of_memory("a transaction's log", (size_t)n * elem);
     *cap = n;
     return q;
 }

@@ -77,7 +77,8 @@ __attribute__((noinline)) void txreg_grow_sites(struct tmt_tx *tx, uint32_t id)
     txreg_lock();
     if (txreg_grow(&tx->site_stats, &tx->nsite_stats, id) != 0) {
         txreg_unlock();
-        abort(); /* cannot count the transaction that is about to run */
+        /* cannot count the transaction that is about to run */
+        tx_out_of_memory("a thread's per-site counters", ((size_t)id + 1) * sizeof *tx->site_stats);
     }
     txreg_unlock();
 }
