@@ -26,7 +26,7 @@ static void ca_stripes_sane(struct ca_opts *o)
 {
     if (o->stripes_log2 < 1 || o->stripes_log2 > 40)
         o->stripes_log2 = CA_STRIPES_LOG2_DEFAULT;
-    if (o->stripe_shift < 3 || o->stripe_shift > 20) /* at least a word */
+    if (o->stripe_shift < TF_STRIPE_SHIFT_MIN || o->stripe_shift > TF_STRIPE_SHIFT_MAX)
         o->stripe_shift = CA_STRIPE_SHIFT_DEFAULT;
 }
 

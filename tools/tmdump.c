@@ -399,10 +399,12 @@ static void dump_print_header(const char *path, const struct tf_header *h)
                stamp[h->stamp_access < 4 ? h->stamp_access : 0], stamp[h->stamp_boundary < 4 ? h->stamp_boundary : 0],
                stamp[h->stamp_commit < 4 ? h->stamp_commit : 0],
                h->stamp_flags & TF_STAMP_CPU_INCREASING ? "; increasing per thread and CPU" : "");
-    if (h->stripes_log2 != 0 && h->stripes_log2 < 64 && h->stripe_shift < 32)
+    if (h->stripes_log2 == 0)
+        printf("lock stripes: not recorded\n");
+    else if (h->stripes_log2 < 64 && h->stripe_shift >= TF_STRIPE_SHIFT_MIN && h->stripe_shift <= TF_STRIPE_SHIFT_MAX)
         printf("lock stripes: 2^%u of %u bytes\n", h->stripes_log2, 1u << h->stripe_shift);
     else
-        printf("lock stripes: not recorded\n");
+        printf("lock stripes: 2^%u, width out of range (log2 %u)\n", h->stripes_log2, h->stripe_shift);
     printf("wall start: %" PRId64 " ns\n", h->wall_start_ns);
     printf("command line: %s\n", h->cmdline);
 }

@@ -81,7 +81,7 @@ static const struct config_var vars[] = {
       "emulation: percent of hardware attempts that abort with an unexplained status (no RETRY bit)", NULL },
     { "TMTRACE_STRIPES", VAR_INT, OFF(stripes_log2), 10, 28, { 0 }, "20",
       "log2 of the number of versioned write-lock stripes", NULL },
-    { "TMTRACE_STRIPE_SHIFT", VAR_INT, OFF(stripe_shift), 3, 12, { 0 }, "4",
+    { "TMTRACE_STRIPE_SHIFT", VAR_INT, OFF(stripe_shift), TF_STRIPE_SHIFT_MIN, TF_STRIPE_SHIFT_MAX, { 0 }, "4",
       "log2 of the bytes one stripe covers, the granularity at which conflicts are detected: 3 = one stripe "
       "per 8-byte word, 4 = per 16 bytes (malloc's alignment, so which words share a stripe does not depend "
       "on where a block was placed), 5 = per 32 bytes (fewer stripe misses, more false conflicts, which "

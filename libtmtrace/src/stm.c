@@ -49,6 +49,7 @@ unsigned stm_shift;
 static int stm_asym_fence;
 
 #define STM_WLINEAR 16          /* redo logs up to this size are searched linearly */
+#define STM_BACKOFF_MAX_LOG2 16 /* backoff: at most 2^16 pauses per abort */
 
 #ifdef TMT_TEST_HOOKS
 int stm_test_fail_allocs;
@@ -56,7 +57,6 @@ static inline int stm_test_fail_alloc(void) { return stm_test_fail_allocs; }
 #else
 static inline int stm_test_fail_alloc(void) { return 0; }
 #endif
-#define STM_BACKOFF_MAX_LOG2 16 /* backoff: at most 2^16 pauses per abort */
 
 static long stm_membarrier(int cmd) { return syscall(__NR_membarrier, cmd, 0, 0); }
 
@@ -338,6 +338,8 @@ static int stm_wait_unlocked(uintptr_t *stripe)
     return !(__atomic_load_n(stripe, __ATOMIC_RELAXED) & 1);
 }
 
+static int stm_validate(struct tx_stm *s, uintptr_t *bad, uint64_t *found);
+
 /* Snapshot extension: when every stripe read so far is still unlocked and at
  * or below rv, those reads hold at the clock's present as well, so rv moves
  * there and the attempt reads on instead of aborting on a newer version
@@ -348,8 +350,6 @@ static int stm_wait_unlocked(uintptr_t *stripe)
  * new rv was reachable only through words that commit wrote, and this
  * attempt read none of them. A read-only attempt keeps no read set to check,
  * so it cannot extend. */
-static int stm_validate(struct tx_stm *s, uintptr_t *bad, uint64_t *found);
-
 static int stm_extend(struct tx_stm *s)
 {
     if (s->ro)
@@ -377,12 +377,8 @@ uint64_t stm_read_slow(struct tmt_tx *tx, uintptr_t a, unsigned size)
         uintptr_t v1 = __atomic_load_n(stripe, __ATOMIC_ACQUIRE);
         uint64_t val = tx_mem_load(a, size);
         uintptr_t v2 = __atomic_load_n(stripe, __ATOMIC_ACQUIRE);
-        if (v1 == v2 && stm_word_version(v1) <= s->rv) {
-            if (TX_UNLIKELY(!stm_rset_room(s)))
-                return stm_rset_push_grow(tx, a, val);
-            stm_rset_put(s, a);
-            return val;
-        }
+        if (v1 == v2 && stm_word_version(v1) <= s->rv)
+            return stm_rset_take(tx, a, val);
         if (tries == STM_READ_TRIES)
             stm_read_conflict(tx, a, v1, v2);
         if ((v1 | v2) & 1) {

@@ -135,6 +135,16 @@ static inline void stm_rset_put(struct tx_stm *s, uintptr_t a)
     s->rn = n + s->rinc;
 }
 
+/* A valid read's read-set entry; hands `val` back (a full set grows out of
+ * line, by a tail call). */
+static inline uint64_t stm_rset_take(struct tmt_tx *tx, uintptr_t a, uint64_t val)
+{
+    if (TX_UNLIKELY(!stm_rset_room(&tx->stm)))
+        return stm_rset_push_grow(tx, a, val);
+    stm_rset_put(&tx->stm, a);
+    return val;
+}
+
 /* The checked load and its read-set entry. Every way out of the common
  * case is a tail call, so the path keeps nothing live across a call. */
 static inline uint64_t stm_load_checked(struct tmt_tx *tx, uintptr_t a, unsigned size)
@@ -142,10 +152,7 @@ static inline uint64_t stm_load_checked(struct tmt_tx *tx, uintptr_t a, unsigned
     uint64_t val;
     if (TX_UNLIKELY(!stm_load_try(tx, a, size, &val)))
         return stm_read_slow(tx, a, size);
-    if (TX_UNLIKELY(!stm_rset_room(&tx->stm)))
-        return stm_rset_push_grow(tx, a, val);
-    stm_rset_put(&tx->stm, a);
-    return val;
+    return stm_rset_take(tx, a, val);
 }
 
 /* A transactional read of 1, 4 or 8 naturally aligned bytes, zero-extended;

@@ -347,6 +347,10 @@ static inline uint64_t tf_abort_holder_instance(uint64_t value)
  * not share every stripe. Traces before version 3 hashed 8-byte words.
  */
 #define TF_STRIPE_SHIFT_V2 3u
+/* The widths a run may record (TMTRACE_STRIPE_SHIFT): one 8-byte word to
+ * one 4 KiB page. */
+#define TF_STRIPE_SHIFT_MIN 3u
+#define TF_STRIPE_SHIFT_MAX 12u
 static inline uint64_t tf_stripe_index(uint64_t addr, unsigned log2, unsigned shift)
 {
     uint64_t w = addr >> shift;

@@ -213,6 +213,10 @@ void tx_thread_exit(struct tmt_tx *tx);
  * outside one): one line on stderr naming the call and the fix, then abort().
  * With tx_out_of_memory, the only places the runtime prints on its own. */
 __attribute__((noreturn, cold)) void tx_misuse(const char *what);
+/* A transaction's own memory (a log, the lock array, the per-site
+ * counters) cannot grow: the attempt has no way to fail to its caller, so one
+ * line on stderr names what and to how many bytes, then abort(). */
+__attribute__((noreturn, cold)) void tx_out_of_memory(const char *what, size_t bytes);
 
 /* tmt_tx_prepare, tmt_tx_start and tmt_tx_commit (tmtrace.h): prepare
  * returns the restart point to fill (the outer one's scratch when nested);
@@ -296,13 +300,8 @@ static inline uint64_t tx_rand(struct tmt_tx *tx)
 
 /* Doubles a log's capacity (first size `min`): the one allocation on a
  * transaction's path (realloc). Running out of memory in the middle of a
- * transaction leaves no consistent way to go on, so it aborts the process;
- * logs are kept across transactions, so this is rare. */
-/* A transaction's own memory (a log, the lock array, the per-site
- * counters) cannot grow: the attempt has no way to fail to its caller, so one
- * line on stderr names what and how much, then abort(). */
-__attribute__((noreturn, cold)) void tx_out_of_memory(const char *what, size_t bytes);
-
+ * transaction leaves no consistent way to go on, so it ends the process
+ * (tx_out_of_memory); logs are kept across transactions, so this is rare. */
 static inline void *tx_grow(void *p, uint32_t *cap, size_t elem, uint32_t min)
 {
     uint32_t n = *cap ? *cap * 2 : min;
