@@ -327,9 +327,11 @@ static int pin_and_attach(struct tb_thread *t)
 
 /* On one CPU: a stamp at or below the thread's previous one (by at most
  * TB_RAISE_MAX ticks) becomes previous + 1 and is counted; a larger step
- * back is recorded as read. The previous stamp is moved ahead by hand to
- * stand for an rdtsc that executed early (in-run samples are off: their
- * clock_gettime would carry the next stamp past the moved one). */
+ * back is recorded as read. The record before it is stamped ahead of the
+ * clock by hand (tb_access_late with a later stamp) to stand for one whose
+ * rdtsc was taken late against the next one's, as an unordered rdtsc may
+ * be (in-run samples are off: their clock_gettime would carry the next
+ * stamp past the moved one). */
 static int body_raise(void *arg)
 {
     (void)arg;
@@ -342,22 +344,25 @@ static int body_raise(void *arg)
     int rc = 12;
     for (int i = 0; i < 1000 && rc == 12; i++) {
         tb_ev_start(&t, 1, (uint64_t)i + 1, 0, 0);
+        uint64_t ahead = t.last_tsc + 4000;
+        (void)tb_access_late(&t, TF_EV_READ, 8, (uint64_t)(uintptr_t)&cells[1], 3, ahead, t.last_aux);
         uint64_t before = tb_total_raised();
-        t.last_raw += 4000;
-        uint64_t ahead = t.last_raw;
         tb_ev_read(&t, &cells[0], 1, 8);
         uint64_t got = last_rec(&t, 1)->tsc;
-        if (got <= ahead)
+        if (last_rec(&t, 2)->tsc != ahead)
+            rc = 15; /* the record before was not stamped as asked */
+        else if (got <= ahead)
             rc = 11; /* recorded at or below the previous stamp */
         else if (tb_total_raised() != before)
             rc = got == ahead + 1 && tb_total_raised() == before + 1 ? 0 : 11;
-        tb_ev_commit(&t, 0, 1, 0);
+        tb_ev_commit(&t, 0, 2, 0);
     }
     tb_ev_start(&t, 1, 5000, 0, 0);
     uint64_t raised = tb_total_raised();
-    t.last_raw += 1000000000u;
+    (void)tb_access_late(&t, TF_EV_READ, 8, (uint64_t)(uintptr_t)&cells[1], 3, t.last_tsc + 1000000000u,
+                         t.last_aux);
     tb_ev_write(&t, &cells[0], 2, 8);
-    if (rc == 0 && (last_rec(&t, 1)->tsc >= last_rec(&t, 2)->tsc + 1000000000u || tb_total_raised() != raised))
+    if (rc == 0 && (last_rec(&t, 1)->tsc >= last_rec(&t, 2)->tsc || tb_total_raised() != raised))
         rc = 13; /* a step back of a second is recorded as read */
     tb_ev_commit(&t, 0, 1, 1);
     tb_detach(&t);

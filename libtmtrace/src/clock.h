@@ -19,10 +19,12 @@
  * for earlier instructions to finish, so the stamp is not taken early. */
 static inline uint64_t clock_rdtscp(uint32_t *aux)
 {
-    unsigned int a;
-    uint64_t t = __rdtscp(&a);
+    /* Not __rdtscp(): its TSC_AUX goes through memory, which gave every
+     * inline caller a stack frame. */
+    uint32_t lo, hi, a;
+    __asm__ volatile("rdtscp" : "=a"(lo), "=d"(hi), "=c"(a));
     *aux = a;
-    return t;
+    return ((uint64_t)hi << 32) | lo;
 }
 
 /*

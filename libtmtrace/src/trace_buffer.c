@@ -420,6 +420,7 @@ static void set_chunk(struct tb_thread *t, struct tb_chunk *c)
         __atomic_signal_fence(__ATOMIC_SEQ_CST);
         __atomic_store_n(&t->cur, NULL, __ATOMIC_RELAXED); /* a snapshot on another thread loads it */
         t->base = t->end = NULL;
+        tb_set_compact(t, 0);
         t->truth = NULL;
         return;
     }
@@ -431,7 +432,7 @@ static void set_chunk(struct tb_thread *t, struct tb_chunk *c)
     t->end = c->slots + c->cap - 1; /* a full record needs two slots */
     t->truth = c->truth;
     t->fulls = 0;
-    t->compact = 0; /* the chunk's first record is a full one */
+    tb_set_compact(t, 0); /* the chunk's first record is a full one */
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     __atomic_store_n(&t->chunk, c, __ATOMIC_RELEASE);
 }
@@ -828,8 +829,8 @@ static double tb_cost_run(struct tf_slot *buf, size_t n)
     t.end = buf + 2 * n - 1;
     t.level = CONFIG_EVENTS_ALL;
     t.stamp_each = config.stamp == CONFIG_STAMP_EACH;
-    t.compact = 1; /* the common record: compact, as after a START */
     t.fast_stamp = (uint8_t)tb_fast;
+    tb_set_compact(&t, 1); /* the common record: compact, as after a START */
     struct timespec a, b;
     clock_gettime(CLOCK_MONOTONIC, &a);
     for (size_t i = 0; i < n; i++)

@@ -38,6 +38,8 @@ struct tb_thread {
     /* Hot: touched by every event. */
     struct tf_slot *cur;       /* next free slot of the current chunk */
     struct tf_slot *end;       /* the chunk's last slot: a record starts before it (a full one takes two) */
+    struct tf_slot *cend;      /* what the inline paths test `cur` against: `end` while the next record
+                                * may be compact and stamps are unordered, else NULL (tb_set_compact) */
     uint8_t level;             /* enum config_events; OFF also when not attached */
     uint8_t injecting;         /* clock faults injected: apply skew, keep truth */
     uint16_t site;             /* site of the transaction in progress */
@@ -161,6 +163,17 @@ static inline void tb_publish(struct tb_thread *t, struct tf_slot *next)
     __atomic_store_n(&t->cur, next, __ATOMIC_RELEASE);
 }
 
+/* Whether the next record may be compact against the previous one. The
+ * inline paths see it folded into `cend` with the unordered clock, so that
+ * one compare of `cur` decides between them and the out-of-line path, and
+ * they never hold the registers rdtscp writes. (Without rdpid every stamp
+ * is an rdtscp of 25-40 ns, beside which the out-of-line path is nothing.) */
+static inline void tb_set_compact(struct tb_thread *t, int on)
+{
+    t->compact = (uint8_t)on;
+    t->cend = on && t->fast_stamp ? t->end : NULL;
+}
+
 /* The stamped full record's other fields, then publishes it. Accesses
  * after it may be compact against it (unless the clock is injected: the
  * truth column runs per slot and is kept for full records alone). */
@@ -174,7 +187,7 @@ static inline void tb_fill(struct tb_thread *t, struct tf_slot *s, unsigned kind
     r->addr = addr;
     r->value = value;
     t->fulls++;
-    t->compact = (uint8_t)!t->injecting;
+    tb_set_compact(t, !t->injecting);
     tb_publish(t, s + 2);
 }
 
@@ -223,19 +236,22 @@ static inline uint64_t tb_stamp_keep(struct tb_thread *t, uint64_t tsc, uint32_t
  * tb_stamp_keep). */
 static inline uint64_t tb_clock(const struct tb_thread *t, int ordered, uint32_t *aux)
 {
-    return (ordered || !t->fast_stamp) ? clock_rdtscp(aux) : clock_rdtsc_on_cpu(aux);
+    return TB_UNLIKELY(ordered || !t->fast_stamp) ? clock_rdtscp(aux) : clock_rdtsc_on_cpu(aux);
 }
 
 /* The unordered stamp of a compact record, read into *tsc and *aux: 1 when
  * it is the common case, on the previous record's CPU 1 to `max` ticks
- * after it with no raising needed (then it is the thread's last stamp and
- * *step its distance from the previous record's), 0 when the caller must
- * hand it to the out-of-line path (tb_boundary_late, tb_access_late). */
+ * after it (then it is the thread's last stamp and *step its distance from
+ * the previous record's), 0 when the caller must hand it to the out-of-line
+ * path (tb_boundary_late, tb_access_late), which raises a stamp that does
+ * not exceed the previous one. Only for a thread whose `cend` is set: the
+ * clock is not injected, so the stamp as read and as recorded are one
+ * (last_raw == last_tsc) and the step test alone finds what to raise. */
 static inline int tb_stamp_next(struct tb_thread *t, uint64_t max, uint64_t *tsc, uint32_t *aux, uint64_t *step)
 {
-    *tsc = tb_clock(t, 0, aux);
+    *tsc = clock_rdtsc_on_cpu(aux);
     *step = *tsc - t->last_tsc;
-    if (TB_UNLIKELY(*aux != t->last_aux || *step - 1 >= max || *tsc - t->last_raw - 1 >= UINT64_MAX - TB_RAISE_MAX))
+    if (TB_UNLIKELY(*aux != t->last_aux || *step - 1 >= max))
         return 0;
     t->last_raw = *tsc;
     t->last_tsc = *tsc;
@@ -318,7 +334,7 @@ static inline void tb_boundary(struct tb_thread *t, unsigned kind, uint64_t head
                                uint64_t value)
 {
     struct tf_slot *s = t->cur;
-    if (TB_UNLIKELY(s >= t->end || !t->compact || !fits)) {
+    if (TB_UNLIKELY(s >= t->cend || !fits)) {
         tb_boundary_slow(t, kind, head, fits, addr, value);
         return;
     }
@@ -342,10 +358,10 @@ static inline void tb_ev_start(struct tb_thread *t, uint32_t site, uint64_t inst
 {
     if (t->level == CONFIG_EVENTS_OFF)
         return;
-    t->site = (uint16_t)site;
+    t->site = (uint16_t)site; /* site ids fit 16 bits (SITE_MAX), as in a full record */
     t->instance = instance;
-    tb_boundary(t, TF_EV_START, tf_start_head(flags, 0, site, attempt),
-                flags < 32 && site < 65536 && attempt < 65536, instance, tf_start_value(flags, attempt));
+    tb_boundary(t, TF_EV_START, tf_start_head(flags, 0, t->site, attempt), (flags >> 5 | attempt >> 16) == 0,
+                instance, tf_start_value(flags, attempt));
 }
 
 /* The out-of-line halves of tb_access (trace_buffer.c); both return
@@ -366,8 +382,8 @@ uint64_t tb_access_late(struct tb_thread *t, unsigned kind, unsigned size, uint6
 static inline uint64_t tb_access(struct tb_thread *t, unsigned kind, unsigned size, uint64_t addr, uint64_t value)
 {
     struct tf_slot *s = t->cur;
-    /* compact is 0 at a chunk's start and whenever clock faults are injected. */
-    if (TB_UNLIKELY(s >= t->end || !t->compact || !tf_access_fits(addr, size)))
+    /* cend is NULL at a chunk's start and whenever clock faults are injected. */
+    if (TB_UNLIKELY(s >= t->cend || !tf_access_fits(addr, size)))
         return tb_access_slow(t, kind, size, addr, value);
     uint64_t step = 0;
     if (TB_LIKELY(t->stamp_each)) {
@@ -412,7 +428,7 @@ static inline void tb_ev_commit(struct tb_thread *t, uint64_t write_version, uin
 {
     if (t->level == CONFIG_EVENTS_OFF)
         return;
-    tb_boundary(t, TF_EV_COMMIT, tf_commit_head(0, read_set, write_set), read_set < 65536 && write_set < 65536,
+    tb_boundary(t, TF_EV_COMMIT, tf_commit_head(0, read_set, write_set), ((read_set | write_set) >> 16) == 0,
                 write_version, tf_commit_value(read_set, write_set));
 }
 
