@@ -1,8 +1,9 @@
 /*
  * test_txmem.c - transactional malloc/free: aborted attempts release their
- * allocations, frees take effect only at commit, outside transactions they
- * are malloc/free, and memory freed by a commit is never released while a
- * concurrent transaction may still read it (ASan turns that into a failure).
+ * allocations, frees take effect only at commit (at once when no other
+ * thread is registered), outside transactions they are malloc/free, and
+ * memory freed by a commit is never released while a concurrent
+ * transaction may still read it (ASan turns that into a failure).
  */
 #include <malloc.h>
 #include <pthread.h>
@@ -85,12 +86,53 @@ static void test_free_takes_effect_only_when_the_transaction_commits(void **s)
     } TMT_END;
     assert_int_equal(runs, 2);
     assert_true(intact);
+    /* Committed by the only registered thread: freed at once (a block kept
+     * would be an ASan leak, one freed twice an ASan error). */
     assert_int_equal(tx->mem.nfrees, 0);
-    /* Committed: handed to reclamation, released at the latest when the
-     * thread leaves. */
+    assert_int_equal(tx->mem.nlimbo, 0);
+    tmt_thread_exit();
+}
+
+/* A second registered thread that runs nothing until told to leave. */
+struct idle_thread {
+    pthread_barrier_t entered, leave;
+};
+
+static void *idle_thread_main(void *arg)
+{
+    struct idle_thread *it = arg;
+    tmt_thread_enter();
+    pthread_barrier_wait(&it->entered);
+    pthread_barrier_wait(&it->leave);
+    tmt_thread_exit();
+    return NULL;
+}
+
+static void test_with_another_thread_registered_a_committed_free_waits_for_reclamation(void **s)
+{
+    (void)s;
+    struct idle_thread it;
+    pthread_barrier_init(&it.entered, NULL, 2);
+    pthread_barrier_init(&it.leave, NULL, 2);
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, idle_thread_main, &it), 0);
+    pthread_barrier_wait(&it.entered);
+    tmt_tx *tx = tmt_thread_enter();
+    void *p = malloc(64);
+    assert_non_null(p);
+    TMT_ATOMIC(tx, "free-beside-another-thread") {
+        tmt_free(tx, p);
+    } TMT_END;
+    /* The other thread might be reading it: handed to reclamation, released
+     * at the latest when this thread leaves. */
+    assert_int_equal(tx->mem.nfrees, 0);
     assert_int_equal(tx->mem.nlimbo, 1);
+    pthread_barrier_wait(&it.leave);
+    assert_int_equal(pthread_join(th, NULL), 0);
     tmt_thread_exit();
     assert_int_equal(tx->mem.nlimbo, 0);
+    pthread_barrier_destroy(&it.entered);
+    pthread_barrier_destroy(&it.leave);
 }
 
 static void test_cancel_releases_allocations_and_forgets_frees(void **s)
@@ -210,6 +252,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_allocations_of_aborted_attempts_are_released),
         cmocka_unit_test(test_free_takes_effect_only_when_the_transaction_commits),
+        cmocka_unit_test(test_with_another_thread_registered_a_committed_free_waits_for_reclamation),
         cmocka_unit_test(test_cancel_releases_allocations_and_forgets_frees),
         cmocka_unit_test(test_outside_a_transaction_they_are_malloc_and_free),
         cmocka_unit_test(test_freed_nodes_stay_readable_until_concurrent_readers_finish),
