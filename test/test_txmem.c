@@ -170,6 +170,79 @@ static void test_outside_a_transaction_they_are_malloc_and_free(void **s)
     tmt_thread_exit();
 }
 
+/* A thread that holds an attempt open at each of two barriers. */
+struct holder {
+    pthread_barrier_t in1, go1, in2, go2;
+    long x;
+};
+
+static void *holder_main(void *arg)
+{
+    struct holder *h = arg;
+    tmt_tx *tx = tmt_thread_enter();
+    TMT_ATOMIC(tx, "hold-first") {
+        (void)tmt_read_long(tx, &h->x);
+        pthread_barrier_wait(&h->in1);
+        pthread_barrier_wait(&h->go1);
+    } TMT_END;
+    TMT_ATOMIC(tx, "hold-second") {
+        (void)tmt_read_long(tx, &h->x);
+        pthread_barrier_wait(&h->in2);
+        pthread_barrier_wait(&h->go2);
+    } TMT_END;
+    tmt_thread_exit();
+    return NULL;
+}
+
+/* Commits `n` transactions that each write a word and free a block. */
+static void commit_frees(tmt_tx *tx, long *word, int n)
+{
+    for (int i = 0; i < n; i++) {
+        void *p = malloc(32);
+        assert_non_null(p);
+        TMT_ATOMIC(tx, "write-and-free") {
+            tmt_write_long(tx, word, i);
+            tmt_free(tx, p);
+        } TMT_END;
+    }
+}
+
+static void test_a_free_is_released_without_fencing_others_once_every_other_attempt_began_after_it(void **s)
+{
+    (void)s;
+    static struct holder h;
+    pthread_barrier_init(&h.in1, NULL, 2);
+    pthread_barrier_init(&h.go1, NULL, 2);
+    pthread_barrier_init(&h.in2, NULL, 2);
+    pthread_barrier_init(&h.go2, NULL, 2);
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, holder_main, &h), 0);
+    tmt_tx *tx = tmt_thread_enter();
+    long word = 0;
+    pthread_barrier_wait(&h.in1);
+    /* The other attempt began before every one of these commits: it may
+     * hold any of the blocks, so none is released. */
+    commit_frees(tx, &word, 64);
+    uint32_t held = tx->mem.nlimbo;
+    pthread_barrier_wait(&h.go1);
+    pthread_barrier_wait(&h.in2);
+    /* Its next attempt began after them: the next pass (at most 32 frees
+     * on, far below the 1024 of the pass that fences every CPU) releases
+     * those 64 and keeps the ones committed since. */
+    commit_frees(tx, &word, 32);
+    uint32_t left = tx->mem.nlimbo;
+    pthread_barrier_wait(&h.go2);
+    assert_int_equal(pthread_join(th, NULL), 0);
+    assert_int_equal(held, 64);
+    assert_true(left <= 32);
+    tmt_thread_exit();
+    assert_int_equal(tx->mem.nlimbo, 0);
+    pthread_barrier_destroy(&h.in1);
+    pthread_barrier_destroy(&h.go1);
+    pthread_barrier_destroy(&h.in2);
+    pthread_barrier_destroy(&h.go2);
+}
+
 /* ---- concurrent unlink + free against readers ------------------------------ */
 
 struct node {
@@ -253,6 +326,7 @@ int main(void)
         cmocka_unit_test(test_allocations_of_aborted_attempts_are_released),
         cmocka_unit_test(test_free_takes_effect_only_when_the_transaction_commits),
         cmocka_unit_test(test_with_another_thread_registered_a_committed_free_waits_for_reclamation),
+        cmocka_unit_test(test_a_free_is_released_without_fencing_others_once_every_other_attempt_began_after_it),
         cmocka_unit_test(test_cancel_releases_allocations_and_forgets_frees),
         cmocka_unit_test(test_outside_a_transaction_they_are_malloc_and_free),
         cmocka_unit_test(test_freed_nodes_stay_readable_until_concurrent_readers_finish),

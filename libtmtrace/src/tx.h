@@ -154,6 +154,7 @@ struct tx_mem {
     struct tx_limbo *limbo; /* freed by committed transactions, not yet reclaimable */
     uint32_t nlimbo, limbocap;
     uint32_t limbo_scan_at;  /* next reclamation pass when nlimbo reaches this */
+    uint32_t seen_scan_at;   /* next pass without membarrier (txmem.c) */
 };
 
 struct tx_counts {

@@ -121,6 +121,21 @@ uint64_t tx_oldest_active_rv(void)
     return oldest;
 }
 
+uint64_t txreg_oldest_seen_rv(const struct tmt_tx *self)
+{
+    uint64_t oldest = UINT64_MAX;
+    for (struct tmt_tx *t = __atomic_load_n(&txreg_all, __ATOMIC_ACQUIRE); t; t = t->next) {
+        if (t == self || !__atomic_load_n(&t->live, __ATOMIC_SEQ_CST))
+            continue;
+        uint64_t rv = __atomic_load_n(&t->stm.active_rv, __ATOMIC_SEQ_CST);
+        if (rv == UINT64_MAX)
+            return 0; /* idle, or an attempt whose announcement is not visible yet */
+        if (rv < oldest)
+            oldest = rv;
+    }
+    return oldest;
+}
+
 void txreg_drain_others(const struct tmt_tx *self)
 {
     for (struct tmt_tx *t = __atomic_load_n(&txreg_all, __ATOMIC_ACQUIRE); t; t = t->next) {
@@ -156,7 +171,7 @@ struct tmt_tx *txreg_enter(void)
          * the lock (descriptors are never freed). */
         __atomic_store_n(&txreg_all, tx, __ATOMIC_RELEASE);
     }
-    tx->live = 1;
+    __atomic_store_n(&tx->live, 1, __ATOMIC_RELAXED);
     (void)__atomic_add_fetch(&txreg_nlive, 1, __ATOMIC_SEQ_CST);
     tx->thread_id = ++txreg_next_thread;
     txreg_unlock();
@@ -168,7 +183,7 @@ void txreg_set_self(struct tmt_tx *tx) { txreg_self_tx = tx; }
 void txreg_abandon(struct tmt_tx *tx)
 {
     txreg_lock();
-    tx->live = 0;
+    __atomic_store_n(&tx->live, 0, __ATOMIC_RELAXED);
     (void)__atomic_sub_fetch(&txreg_nlive, 1, __ATOMIC_SEQ_CST);
     txreg_unlock();
 }
@@ -184,7 +199,7 @@ void txreg_exit(struct tmt_tx *tx)
     }
     if (tx->site_stats)
         memset(tx->site_stats, 0, (size_t)tx->nsite_stats * sizeof *tx->site_stats);
-    tx->live = 0;
+    __atomic_store_n(&tx->live, 0, __ATOMIC_RELAXED);
     (void)__atomic_sub_fetch(&txreg_nlive, 1, __ATOMIC_SEQ_CST);
     txreg_unlock();
     if (txreg_self_tx == tx)
@@ -198,7 +213,7 @@ void txreg_fork_child(const struct tmt_tx *self)
     for (struct tmt_tx *t = txreg_all; t; t = t->next) {
         if (t == self)
             continue;
-        t->live = 0; /* reusable by the child's own threads */
+        __atomic_store_n(&t->live, 0, __ATOMIC_RELAXED); /* reusable by the child's own threads */
         __atomic_store_n(&t->stm.active_rv, UINT64_MAX, __ATOMIC_RELAXED);
     }
     __atomic_store_n(&txreg_nlive, self && self->live ? 1u : 0u, __ATOMIC_SEQ_CST);

@@ -12,6 +12,7 @@
 
 #include <sched.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "stm.h"
 #include "tx_registry.h"
@@ -24,6 +25,11 @@
  * untraced; 2 threads untraced 17 % faster). The price is at most this
  * many freed blocks per thread held a little longer. */
 #define TXMEM_LIMBO_SCAN 1024
+
+/* Limbo entries between passes that fence no other CPU (txmem_reclaim_seen):
+ * they free what the other threads' visible start versions already allow,
+ * so a block goes back to malloc while it is still in the cache. */
+#define TXMEM_SEEN_SCAN 32
 
 static uint64_t txmem_order; /* only ever the target of a fencing no-op */
 
@@ -60,6 +66,29 @@ void txmem_free(struct tmt_tx *tx, void *ptr)
         free(ptr); /* outside transactions, and inside real hardware ones */
 }
 
+/* Frees the limbo's entries stamped at or below `oldest`. The limbo is in
+ * stamp order (a thread's commits take increasing write versions), so they
+ * are a prefix; the rest moves to the front. */
+static void txmem_release_upto(struct tx_mem *m, uint64_t oldest)
+{
+    uint32_t n = 0;
+    while (n < m->nlimbo && m->limbo[n].stamp <= oldest)
+        free(m->limbo[n++].ptr);
+    if (n == 0)
+        return;
+    m->nlimbo -= n;
+    memmove(m->limbo, m->limbo + n, (size_t)m->nlimbo * sizeof *m->limbo);
+}
+
+/* The pass without membarrier: after a fence of its own, this thread frees
+ * what is older than every start version it sees the others announce (see
+ * txreg_oldest_seen_rv: a thread that shows none holds everything back). */
+static void txmem_reclaim_seen(struct tmt_tx *tx)
+{
+    __atomic_fetch_add(&txmem_order, 0, __ATOMIC_SEQ_CST);
+    txmem_release_upto(&tx->mem, txreg_oldest_seen_rv(tx));
+}
+
 /* Frees every limbo entry no running attempt can reach; keeps the rest. */
 static void txmem_reclaim(struct tx_mem *m)
 {
@@ -70,15 +99,7 @@ static void txmem_reclaim(struct tx_mem *m)
      * announcements visible before the look. */
     __atomic_fetch_add(&txmem_order, 0, __ATOMIC_SEQ_CST);
     stm_fence_others();
-    uint64_t oldest = tx_oldest_active_rv();
-    uint32_t kept = 0;
-    for (uint32_t i = 0; i < m->nlimbo; i++) {
-        if (m->limbo[i].stamp <= oldest)
-            free(m->limbo[i].ptr);
-        else
-            m->limbo[kept++] = m->limbo[i];
-    }
-    m->nlimbo = kept;
+    txmem_release_upto(m, tx_oldest_active_rv());
 }
 
 /* Whether this thread is the only one registered, after its commit's stores.
@@ -135,6 +156,10 @@ void txmem_commit_frees(struct tmt_tx *tx, uint64_t wv)
         /* What a long-running attempt holds back is not rescanned at every
          * commit: the next pass waits for another batch. */
         m->limbo_scan_at = m->nlimbo + TXMEM_LIMBO_SCAN;
+        m->seen_scan_at = m->nlimbo + TXMEM_SEEN_SCAN;
+    } else if (m->nlimbo >= m->seen_scan_at) {
+        txmem_reclaim_seen(tx);
+        m->seen_scan_at = m->nlimbo + TXMEM_SEEN_SCAN;
     }
 }
 
