@@ -38,8 +38,9 @@ struct tb_thread {
     /* Hot: touched by every event. */
     struct tf_slot *cur;       /* next free slot of the current chunk */
     struct tf_slot *end;       /* the chunk's last slot: a record starts before it (a full one takes two) */
-    struct tf_slot *cend;      /* what the inline paths test `cur` against: `end` while the next record
-                                * may be compact and stamps are unordered, else NULL (tb_set_compact) */
+    struct tf_slot *cend;      /* what the inline access path tests `cur` against: `end` while the next
+                                * record may be compact and needs no rdtscp, else NULL (tb_set_compact) */
+    struct tf_slot *bend;      /* the same for the inline START and COMMIT, which always read the clock */
     uint8_t level;             /* enum config_events; OFF also when not attached */
     uint8_t injecting;         /* clock faults injected: apply skew, keep truth */
     uint16_t site;             /* site of the transaction in progress */
@@ -164,14 +165,17 @@ static inline void tb_publish(struct tb_thread *t, struct tf_slot *next)
 }
 
 /* Whether the next record may be compact against the previous one. The
- * inline paths see it folded into `cend` with the unordered clock, so that
- * one compare of `cur` decides between them and the out-of-line path, and
- * they never hold the registers rdtscp writes. (Without rdpid every stamp
- * is an rdtscp of 25-40 ns, beside which the out-of-line path is nothing.) */
+ * inline paths see it folded into `cend` and `bend` with the clock they
+ * would read, so that one compare of `cur` decides between them and the
+ * out-of-line path, and they never hold the registers rdtscp writes.
+ * (Without rdpid every stamp is an rdtscp of 25-40 ns, beside which the
+ * out-of-line path is nothing; boundary-stamped accesses read no clock and
+ * stay inline.) */
 static inline void tb_set_compact(struct tb_thread *t, int on)
 {
     t->compact = (uint8_t)on;
-    t->cend = on && t->fast_stamp ? t->end : NULL;
+    t->bend = on && t->fast_stamp ? t->end : NULL;
+    t->cend = on && (t->fast_stamp || !t->stamp_each) ? t->end : NULL;
 }
 
 /* The stamped full record's other fields, then publishes it. Accesses
@@ -334,7 +338,7 @@ static inline void tb_boundary(struct tb_thread *t, unsigned kind, uint64_t head
                                uint64_t value)
 {
     struct tf_slot *s = t->cur;
-    if (TB_UNLIKELY(s >= t->cend || !fits)) {
+    if (TB_UNLIKELY(s >= t->bend || !fits)) {
         tb_boundary_slow(t, kind, head, fits, addr, value);
         return;
     }
