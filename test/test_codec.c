@@ -22,14 +22,17 @@
 static uint64_t rng = 0x243f6a8885a308d3ull;
 static uint64_t rnd(void) { return tu_xorshift(&rng); }
 
-/* Values that stress the deltas: extremes, sign changes, small numbers. */
+/* Values that stress the deltas: extremes, sign changes, small numbers,
+ * and every bit length (varints of every size from 1 to 10 bytes). */
 static uint64_t wild(void)
 {
     static const uint64_t edge[] = { 0, 1, 127, 128, 0x7fffffffffffffffull, 0x8000000000000000ull,
-                                     UINT64_MAX, UINT64_MAX - 1, 0xffffffffull, 0x100000000ull };
-    switch (rnd() % 4) {
+                                     UINT64_MAX, UINT64_MAX - 1, 0xffffffffull, 0x100000000ull,
+                                     0x3fff, 0x4000, 0xffffffffffffffull, 0x100000000000000ull };
+    switch (rnd() % 5) {
     case 0: return edge[rnd() % (sizeof edge / sizeof edge[0])];
     case 1: return rnd() % 300;
+    case 2: return rnd() >> (rnd() % 64);
     default: return rnd();
     }
 }
