@@ -145,6 +145,24 @@ static inline uint8_t *codec_put_reason(uint8_t *p, struct codec_pred *st, unsig
     return p;
 }
 
+/* A START's own fields: the instance id as a delta from the thread's last,
+ * then flags and attempt. */
+static inline uint8_t *codec_put_start(uint8_t *p, struct codec_pred *st, uint64_t instance, uint64_t value)
+{
+    p = codec_put_varint(p, codec_zz(instance - st->tp->instance));
+    return codec_put_varint(p, value);
+}
+
+/* A COMMIT's own fields: the write version as a delta from the last, then
+ * the read-set and write-set sizes. */
+static inline uint8_t *codec_put_commit(uint8_t *p, struct codec_pred *st, uint64_t version, uint64_t value)
+{
+    p = codec_put_varint(p, codec_zz(version - st->version));
+    st->version = version;
+    p = codec_put_varint(p, value & 0xffffffffu);
+    return codec_put_varint(p, value >> 32);
+}
+
 static inline __attribute__((always_inline)) uint8_t *codec_encode_one(uint8_t *p, struct codec_pred *st, const struct codec_item *it,
                                         unsigned flags)
 {
@@ -174,18 +192,14 @@ static inline __attribute__((always_inline)) uint8_t *codec_encode_one(uint8_t *
     uint64_t d;
     switch (ki) {
     case TF_EV_START:
-        p = codec_put_varint(p, codec_zz(it->addr - st->tp->instance));
-        p = codec_put_varint(p, it->value);
+        p = codec_put_start(p, st, it->addr, it->value);
         break;
     case TF_EV_READ:
     case TF_EV_WRITE:
         p = codec_put_access(p, st, &t, it->addr, it->value);
         break;
     case TF_EV_COMMIT:
-        p = codec_put_varint(p, codec_zz(it->addr - st->version));
-        st->version = it->addr;
-        p = codec_put_varint(p, it->value & 0xffffffffu);
-        p = codec_put_varint(p, it->value >> 32);
+        p = codec_put_commit(p, st, it->addr, it->value);
         break;
     case TF_EV_ABORT:
         d = codec_zz(it->addr - st->addr);
@@ -264,6 +278,66 @@ size_t codec_encode_records(uint8_t *out, const struct tf_record *recs, const ui
     return (size_t)(p - out);
 }
 
+/* A compact READ or WRITE, encoded from its slot: after a piece's first
+ * record the predictor's site and CPU are the previous record's, which a
+ * compact record keeps, and its stamp step is the slot's. `r` holds the
+ * previous record and becomes this one. The same bytes as codec_encode_one. */
+static inline __attribute__((always_inline)) uint8_t *codec_slot_access(uint8_t *p, struct codec_pred *st,
+                                                                       struct tf_record *r,
+                                                                       const struct tf_slot *s)
+{
+    r->kind = (uint8_t)tf_compact_kind(s);
+    r->reason = (uint8_t)tf_compact_size(s);
+    r->tsc += tf_compact_step(s);
+    r->addr = s->head >> 17;
+    r->value = s->value;
+    uint8_t *tag = p++;
+    unsigned t = r->kind;
+    p = codec_put_stamp(p, st, r->tsc);
+    p = codec_put_reason(p, st, &t, r->kind, r->reason);
+    p = codec_put_access(p, st, &t, r->addr, r->value);
+    *tag = (uint8_t)t;
+    return p;
+}
+
+/* A compact START or COMMIT, encoded from its slot as codec_slot_access
+ * does an access (a COMMIT keeps the previous record's site, a START names
+ * its own). The same bytes as codec_encode_one. */
+static inline __attribute__((always_inline)) uint8_t *codec_slot_boundary(uint8_t *p, struct codec_pred *st,
+                                                                         struct tf_record *r,
+                                                                         const struct tf_slot *s)
+{
+    uint64_t h = s->head;
+    r->tsc += h >> 8 & TF_BOUNDARY_STEP_MAX;
+    r->reason = 0;
+    r->addr = s->value;
+    uint8_t *tag = p++;
+    p = codec_put_stamp(p, st, r->tsc);
+    unsigned t;
+    if ((h & 3u) == TF_COMPACT_START) {
+        r->kind = TF_EV_START;
+        r->site = (uint16_t)(h >> 32);
+        r->value = tf_start_value((uint32_t)(h >> 2 & 31u), (uint32_t)(h >> 48));
+        t = TF_EV_START;
+        if (r->site != st->site) {
+            t |= CODEC_TAG_SITE;
+            p = codec_put_varint(p, r->site);
+            st->site = r->site;
+        }
+        p = codec_put_reason(p, st, &t, TF_EV_START, 0);
+        p = codec_put_start(p, st, r->addr, r->value);
+        st->tp->instance = r->addr;
+    } else {
+        r->kind = TF_EV_COMMIT;
+        r->value = tf_commit_value((uint32_t)(h >> 32 & 0xffffu), (uint32_t)(h >> 48));
+        t = TF_EV_COMMIT;
+        p = codec_put_reason(p, st, &t, TF_EV_COMMIT, 0);
+        p = codec_put_commit(p, st, r->addr, r->value);
+    }
+    *tag = (uint8_t)t;
+    return p;
+}
+
 /* The loop of codec_encode_slots, for one value of `fl` (inlined with it
  * constant: the truth column's test leaves the loop). */
 static inline __attribute__((always_inline)) long codec_slots_loop(uint8_t *out, struct tf_slot_stream *ss,
@@ -280,26 +354,19 @@ static inline __attribute__((always_inline)) long codec_slots_loop(uint8_t *out,
     uint64_t instance = ss->instance;
     struct codec_item it = { 0 };
     for (; k < max && left; k++) {
-        if (k && tf_slot_is_compact(s) && tf_compact_is_access(s)) {
-            /* The common record, encoded from its slot: after the piece's
-             * first record the predictor's site and CPU are the previous
-             * record's, which a compact access keeps, and its stamp step
-             * is the slot's. The same bytes as codec_encode_one. */
-            r.kind = (uint8_t)tf_compact_kind(s);
-            r.reason = (uint8_t)tf_compact_size(s);
-            r.tsc += tf_compact_step(s);
-            r.addr = s->head >> 17;
-            r.value = s->value;
-            uint8_t *tag = p++;
-            unsigned t = r.kind;
-            p = codec_put_stamp(p, &st, r.tsc);
-            p = codec_put_reason(p, &st, &t, r.kind, r.reason);
-            p = codec_put_access(p, &st, &t, r.addr, r.value);
+        if (k && tf_slot_is_compact(s)) {
+            /* The common records (one slot each), from the slot alone. */
+            if (tf_compact_is_access(s)) {
+                p = codec_slot_access(p, &st, &r, s);
+            } else {
+                p = codec_slot_boundary(p, &st, &r, s);
+                if (r.kind == TF_EV_START)
+                    instance = r.addr;
+            }
             if (fl & CODEC_EV_TRUTH) {
                 p = codec_put_varint(p, codec_zz(*truth - r.tsc));
                 truth++;
             }
-            *tag = (uint8_t)t;
             s++;
             left--;
             continue;
