@@ -127,17 +127,17 @@ static void txmem_free_all(void **ptrs, uint32_t *n)
 void txmem_commit_frees(struct tmt_tx *tx, uint64_t wv)
 {
     struct tx_mem *m = &tx->mem;
+    if (tx->mode != TX_MODE_STM) {
+        txmem_free_all(m->frees, &m->nfrees);
+        return;
+    }
     /* A lone thread frees at once: a block freed and allocated again soon
      * is still in the cache (yada, 1 thread: 10 % less time than through
-     * the limbo). */
-    if (tx->mode != TX_MODE_STM || txmem_alone_after_commit()) {
+     * the limbo). What the limbo holds was held back for threads that have
+     * gone, and goes too. */
+    if (txmem_alone_after_commit()) {
         txmem_free_all(m->frees, &m->nfrees);
-        if (TX_UNLIKELY(m->nlimbo != 0) && tx->mode == TX_MODE_STM) {
-            /* Held back for threads that have gone: none is left to read it. */
-            for (uint32_t i = 0; i < m->nlimbo; i++)
-                free(m->limbo[i].ptr);
-            m->nlimbo = 0;
-        }
+        txmem_release_upto(m, UINT64_MAX);
         return;
     }
     /* A transaction that wrote nothing unlinked nothing: wait for every
@@ -166,9 +166,7 @@ void txmem_commit_frees(struct tmt_tx *tx, uint64_t wv)
 void txmem_abort(struct tmt_tx *tx)
 {
     struct tx_mem *m = &tx->mem;
-    for (uint32_t i = 0; i < m->nallocs; i++)
-        free(m->allocs[i]);
-    m->nallocs = 0;
+    txmem_free_all(m->allocs, &m->nallocs);
     m->nfrees = 0;
 }
 
@@ -176,6 +174,7 @@ void txmem_thread_exit(struct tmt_tx *tx)
 {
     struct tx_mem *m = &tx->mem;
     m->limbo_scan_at = TXMEM_LIMBO_SCAN;
+    m->seen_scan_at = 0;
     for (;;) {
         txmem_reclaim(m);
         if (m->nlimbo == 0)
