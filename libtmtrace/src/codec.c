@@ -145,11 +145,12 @@ static inline uint8_t *codec_put_reason(uint8_t *p, struct codec_pred *st, unsig
     return p;
 }
 
-/* A START's own fields: the instance id as a delta from the thread's last,
- * then flags and attempt. */
+/* A START's own fields: the instance id as a delta from the thread's last
+ * (which it becomes), then flags and attempt. */
 static inline uint8_t *codec_put_start(uint8_t *p, struct codec_pred *st, uint64_t instance, uint64_t value)
 {
     p = codec_put_varint(p, codec_zz(instance - st->tp->instance));
+    st->tp->instance = instance;
     return codec_put_varint(p, value);
 }
 
@@ -216,8 +217,6 @@ static inline __attribute__((always_inline)) uint8_t *codec_encode_one(uint8_t *
         p = codec_put_varint(p, it->value);
         break;
     }
-    if (ki == TF_EV_START && !(flags & CODEC_EV_DECODED))
-        st->tp->instance = it->addr;
     if (flags & CODEC_EV_TRUTH)
         p = codec_put_varint(p, codec_zz(it->truth - it->tsc));
     if (flags & CODEC_EV_DECODED) {
@@ -326,7 +325,6 @@ static inline __attribute__((always_inline)) uint8_t *codec_slot_boundary(uint8_
         }
         p = codec_put_reason(p, st, &t, TF_EV_START, 0);
         p = codec_put_start(p, st, r->addr, r->value);
-        st->tp->instance = r->addr;
     } else {
         r->kind = TF_EV_COMMIT;
         r->value = tf_commit_value((uint32_t)(h >> 32 & 0xffffu), (uint32_t)(h >> 48));
