@@ -273,9 +273,16 @@ static inline int tx_is_serial(const struct tmt_tx *tx) { return tx->mode == TX_
  * relaxed loads, so no read-modify-write is needed. */
 static inline void tx_count(uint64_t *c) { __atomic_store_n(c, *c + 1, __ATOMIC_RELAXED); }
 
-/* The START record of the attempt tx_attempt_starts begins (tx.c). Out of
- * line: inlined, the hook's stamping made every start save six registers
- * for it, traced or not. */
+/* The START record of the attempt that starts now (`flags`: enum
+ * tf_start_flags; RETRY is added after an abort). */
+static inline void tx_ev_start(struct tmt_tx *tx, unsigned flags)
+{
+    tb_ev_start(&tx->trace, tx->site_id, tx->instance, flags | (tx->attempt ? TF_START_RETRY : 0), tx->attempt);
+}
+
+/* tx_ev_start out of line (tx.c), for tx_attempt_starts: inlined, the
+ * hook's stamping made every start save six registers for it, traced or
+ * not. */
 void tx_record_start(struct tmt_tx *tx, unsigned flags);
 
 /* An attempt of the current transaction starts: a new instance id and its
