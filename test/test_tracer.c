@@ -22,6 +22,7 @@
 #include "error.h"
 #include "tmtrace.h"
 #include "trace_file.h"
+#include "trace_writer.h"
 #include "test_util.h"
 
 /* The child's environment is exactly the settings given (nothing inherited
@@ -694,6 +695,23 @@ static struct writer_stats *one_cpu_run(const char *trace, int (*body)(void), co
     return ws;
 }
 
+static void a_deferring_writer_maps_buffers_while_memory_allows_and_writes_when_it_does_not(void **state)
+{
+    (void)state;
+    const uint64_t limit = 64u << 20;
+    /* The CPUs are the program's and the backlog is small: defer, whether
+     * the pool's reserve is full or short, as long as another chunk can be
+     * mapped (mapping one costs a quarter of encoding it). */
+    assert_int_equal(tw_defer_rule(1u << 20, limit, 0, 1, 1), 1);
+    assert_int_equal(tw_defer_rule(1u << 20, limit, 1, 1, 1), 1);
+    assert_int_equal(tw_defer_rule(1u << 20, limit, 0, 0, 1), 1);
+    /* Short of chunks with TMTRACE_MEMORY reached: only writing frees one. */
+    assert_int_equal(tw_defer_rule(1u << 20, limit, 1, 0, 1), 0);
+    /* The backlog reached its limit, or a CPU is free: write. */
+    assert_int_equal(tw_defer_rule(limit, limit, 0, 1, 1), 0);
+    assert_int_equal(tw_defer_rule(1u << 20, limit, 0, 1, 0), 0);
+}
+
 static void an_attached_thread_that_records_nothing_leaves_the_writer_free(void **state)
 {
     (void)state;
@@ -750,6 +768,7 @@ int main(void)
         cmocka_unit_test(memory_mode_records_into_buffers_populated_at_init),
         cmocka_unit_test(a_steady_all_level_run_takes_its_buffers_from_the_writers_reserve),
         cmocka_unit_test(while_every_cpu_runs_a_traced_thread_the_writer_defers_until_one_exits),
+        cmocka_unit_test(a_deferring_writer_maps_buffers_while_memory_allows_and_writes_when_it_does_not),
         cmocka_unit_test(an_attached_thread_that_records_nothing_leaves_the_writer_free),
         cmocka_unit_test(a_writer_cpu_outside_the_affinity_mask_fails_init),
     };

@@ -238,6 +238,11 @@ static size_t pool_ahead(void) { return __atomic_load_n(&pool_nfree, __ATOMIC_RE
 
 int tb_pool_low(void) { return pool_ahead() < pool_want(); }
 
+int tb_pool_can_grow(void)
+{
+    return __atomic_load_n(&pool_bytes, __ATOMIC_RELAXED) + (int64_t)chunk_bytes() <= pool_limit;
+}
+
 size_t tb_threads_attached(void) { return __atomic_load_n(&pool_threads, __ATOMIC_RELAXED); }
 
 /* pool_bytes only grows during a run; teardown keeps its last value here so

@@ -127,6 +127,8 @@ void tb_chunk_release(struct tb_chunk *c);
 void tb_refill_pass(void);
 void tb_refill(void);
 int tb_pool_low(void);
+/* Whether TMTRACE_MEMORY leaves room for one more chunk. */
+int tb_pool_can_grow(void);
 /* Stops every refill for the rest of the process (a fatal signal's flush). */
 void tb_refill_halt(void);
 /* Bytes of chunks the pool holds (free, filling or queued), and how many

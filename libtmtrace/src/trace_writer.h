@@ -49,6 +49,12 @@ int tw_set_cpus(const int *cpus, int n);
 /* Queues a chunk (any thread); returns -1 once the queue is sealed (the
  * chunk was not taken: the caller keeps it and counts its records lost). */
 int tw_offer(struct tb_chunk *c);
+/* The stream writer's deferral rule (TMTRACE_WRITER_DEFER) on its inputs:
+ * 1 = leave the `queued` bytes queued for now. `limit` is the backlog
+ * allowed, `pool_low` whether the pool's reserve is short, `pool_can_grow`
+ * whether TMTRACE_MEMORY leaves room to map another chunk, `cpus_busy`
+ * whether every CPU ran a traced thread lately. */
+int tw_defer_rule(uint64_t queued, uint64_t limit, int pool_low, int pool_can_grow, int cpus_busy);
 /* Writes everything queued and seals the queue (tail of the trace, on the
  * writer thread or after it stopped). */
 void tw_seal(void);
