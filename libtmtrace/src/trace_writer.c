@@ -332,7 +332,7 @@ static void tw_count_active(void)
  * than writing queued chunks to recycle them: populating a chunk takes a
  * quarter of the CPU time that encoding its records does (tmbench hash at
  * tx, 2 threads on 2 CPUs: 0.64 ms against 2.7 ms per MiB of records; the
- * writer's CPU time during the run fell from 0.11-0.13 s to 0.065-0.08 s
+ * writer's CPU time during the run fell from 0.096-0.149 s to 0.058-0.082 s
  * when a low reserve stopped ending the deferral). Only when
  * TMTRACE_MEMORY leaves no room for another chunk does writing become the
  * way to free one. */
