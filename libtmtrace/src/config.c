@@ -108,9 +108,9 @@ static const struct config_var vars[] = {
     { "TMTRACE_WRITER_DEFER", VAR_SIZE, OFF(writer_defer), 0, 1LL << 40, { 0 }, "256M",
       "stream mode: while every CPU the process may use runs a traced thread, the writer leaves full buffers "
       "queued (they stay in memory) instead of taking CPU time from the program to encode them, and maps "
-      "fresh buffers for the threads instead (a quarter of the CPU time), as long as the backlog is below "
-      "this many bytes (at most TMTRACE_MEMORY/4) and TMTRACE_MEMORY leaves room; it writes them 100 ms "
-      "after the CPUs stop being all busy, or at the end; 0 = write at once", NULL },
+      "fresh buffers for the threads instead (a quarter of the CPU time), as long as the buffers queued and "
+      "those mapped beyond TMTRACE_PREFAULT each stay below this many bytes (at most TMTRACE_MEMORY/4); it "
+      "writes them 100 ms after the CPUs stop being all busy, or at the end; 0 = write at once", NULL },
 };
 
 #define NVARS (sizeof vars / sizeof vars[0])

@@ -238,9 +238,13 @@ static size_t pool_ahead(void) { return __atomic_load_n(&pool_nfree, __ATOMIC_RE
 
 int tb_pool_low(void) { return pool_ahead() < pool_want(); }
 
-int tb_pool_can_grow(void)
+static int64_t pool_at_init; /* bytes tb_setup populated */
+
+int tb_pool_can_grow(uint64_t beyond_init)
 {
-    return __atomic_load_n(&pool_bytes, __ATOMIC_RELAXED) + (int64_t)chunk_bytes() <= pool_limit;
+    int64_t after = __atomic_load_n(&pool_bytes, __ATOMIC_RELAXED) + (int64_t)chunk_bytes();
+    int64_t budget = pool_at_init + (int64_t)(beyond_init < (uint64_t)pool_limit ? beyond_init : (uint64_t)pool_limit);
+    return after <= pool_limit && after <= budget;
 }
 
 size_t tb_threads_attached(void) { return __atomic_load_n(&pool_threads, __ATOMIC_RELAXED); }
@@ -678,6 +682,7 @@ int tb_setup(uint64_t tsc_hz, const int *cpus, int ncpus)
         prefault = pool_prefault_auto();
     __atomic_store_n(&pool_halt, 0, __ATOMIC_RELEASE);
     pool_fill((size_t)(prefault / (int64_t)chunk_bytes()));
+    pool_at_init = __atomic_load_n(&pool_bytes, __ATOMIC_RELAXED);
     __atomic_store_n(&tb_open, 1, __ATOMIC_RELEASE);
     return 0;
 }

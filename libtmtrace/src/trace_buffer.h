@@ -127,8 +127,9 @@ void tb_chunk_release(struct tb_chunk *c);
 void tb_refill_pass(void);
 void tb_refill(void);
 int tb_pool_low(void);
-/* Whether TMTRACE_MEMORY leaves room for one more chunk. */
-int tb_pool_can_grow(void);
+/* Whether one more chunk fits within TMTRACE_MEMORY and leaves the pool
+ * at most `beyond_init` bytes larger than tb_setup populated it. */
+int tb_pool_can_grow(uint64_t beyond_init);
 /* Stops every refill for the rest of the process (a fatal signal's flush). */
 void tb_refill_halt(void);
 /* Bytes of chunks the pool holds (free, filling or queued), and how many

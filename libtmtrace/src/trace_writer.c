@@ -34,7 +34,7 @@ static int tw_codec, tw_level;
 static void (*tw_on_signal)(void);
 
 static struct tb_chunk *tw_queue;   /* atomic */
-static uint64_t tw_queued;          /* atomic: bytes of records offered and not yet taken */
+static uint64_t tw_queued;          /* atomic: bytes held by the chunks offered and not yet taken */
 static sem_t tw_wake;
 static pthread_t tw_tid;
 static int tw_running;
@@ -333,9 +333,12 @@ static void tw_count_active(void)
  * quarter of the CPU time that encoding its records does (tmbench hash at
  * tx, 2 threads on 2 CPUs: 0.64 ms against 2.7 ms per MiB of records; the
  * writer's CPU time during the run fell from 0.096-0.149 s to 0.058-0.082 s
- * when a low reserve stopped ending the deferral). Only when
- * TMTRACE_MEMORY leaves no room for another chunk does writing become the
- * way to free one. */
+ * when a low reserve stopped ending the deferral). Only when the pool has
+ * grown by the limit beyond what tmt_init populated (or TMTRACE_MEMORY is
+ * reached) does writing become the way to free one. Both bounds count
+ * memory, not records: a thread that exits hands over a chunk that holds a
+ * handful of records and a whole mapping, and a program whose threads enter
+ * and exit around short phases queues one such chunk per phase. */
 int tw_defer_rule(uint64_t queued, uint64_t limit, int pool_low, int pool_can_grow, int cpus_busy)
 {
     if (queued >= limit || (pool_low && !pool_can_grow))
@@ -367,8 +370,16 @@ static int tw_deferring(void)
     uint64_t limit = (uint64_t)config.writer_defer, cap = (uint64_t)config.memory_bytes / 4;
     if (limit > cap)
         limit = cap;
-    return tw_defer_rule(__atomic_load_n(&tw_queued, __ATOMIC_RELAXED), limit, tb_pool_low(), tb_pool_can_grow(),
-                         tw_cpus_busy());
+    return tw_defer_rule(__atomic_load_n(&tw_queued, __ATOMIC_RELAXED), limit, tb_pool_low(),
+                         tb_pool_can_grow(limit), tw_cpus_busy());
+}
+
+/* What a queued chunk holds: its whole mapping, however few records it
+ * has (a thread that exits hands over a chunk with a handful), so that the
+ * deferral's limit bounds memory and not records. */
+static uint64_t tw_chunk_held(const struct tb_chunk *c)
+{
+    return c->mapped ? (uint64_t)c->mapped : (uint64_t)c->n * sizeof(struct tf_slot);
 }
 
 int tw_offer(struct tb_chunk *c)
@@ -379,7 +390,7 @@ int tw_offer(struct tb_chunk *c)
             return -1;
         c->next = head;
     } while (!__atomic_compare_exchange_n(&tw_queue, &head, c, 1, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE));
-    __atomic_fetch_add(&tw_queued, (uint64_t)c->n * sizeof(struct tf_slot), __ATOMIC_RELAXED);
+    __atomic_fetch_add(&tw_queued, tw_chunk_held(c), __ATOMIC_RELAXED);
     /* Memory mode writes nothing until exit, but the writer still tops up
      * the pool's reserve of populated chunks when it runs low. */
     if ((tw_mode == CONFIG_MODE_STREAM && !tw_deferring()) || tb_pool_low())
@@ -397,7 +408,7 @@ static void tw_take_and_write(int seal, int writer)
     struct tb_chunk *c = __atomic_exchange_n(&tw_queue, seal ? TW_SEALED : NULL, __ATOMIC_ACQ_REL), *rev = NULL;
     while (c != NULL) {
         struct tb_chunk *next = c->next;
-        __atomic_fetch_sub(&tw_queued, (uint64_t)c->n * sizeof(struct tf_slot), __ATOMIC_RELAXED);
+        __atomic_fetch_sub(&tw_queued, tw_chunk_held(c), __ATOMIC_RELAXED);
         c->next = rev;
         rev = c;
         c = next;

@@ -52,8 +52,8 @@ int tw_offer(struct tb_chunk *c);
 /* The stream writer's deferral rule (TMTRACE_WRITER_DEFER) on its inputs:
  * 1 = leave the `queued` bytes queued for now. `limit` is the backlog
  * allowed, `pool_low` whether the pool's reserve is short, `pool_can_grow`
- * whether TMTRACE_MEMORY leaves room to map another chunk, `cpus_busy`
- * whether every CPU ran a traced thread lately. */
+ * whether another chunk may be mapped (tb_pool_can_grow(limit)),
+ * `cpus_busy` whether every CPU ran a traced thread lately. */
 int tw_defer_rule(uint64_t queued, uint64_t limit, int pool_low, int pool_can_grow, int cpus_busy);
 /* Writes everything queued and seals the queue (tail of the trace, on the
  * writer thread or after it stopped). */
