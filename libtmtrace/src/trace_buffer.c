@@ -446,12 +446,10 @@ static void set_chunk(struct tb_thread *t, struct tb_chunk *c)
     __atomic_store_n(&t->chunk, c, __ATOMIC_RELEASE);
 }
 
-/* Sends the current chunk (if it holds anything) to the writer and takes a
- * fresh one; returns 0 if the thread now has no chunk. */
-/* Hands the thread's chunk to the writer and, when `refill`, takes a fresh
- * one; returns whether the thread has a chunk now (with nothing recorded
- * the chunk stays). */
-static int hand_over_as(struct tb_thread *t, int refill)
+/* Sends the current chunk (if it holds anything) to the writer and, when
+ * `refill`, takes a fresh one; returns 0 if the thread now has no chunk
+ * (with nothing recorded the chunk stays). */
+static int hand_over(struct tb_thread *t, int refill)
 {
     struct tb_chunk *c = t->chunk;
     if (c != NULL) {
@@ -485,8 +483,6 @@ static int hand_over_as(struct tb_thread *t, int refill)
     return t->chunk != NULL;
 }
 
-static int hand_over(struct tb_thread *t) { return hand_over_as(t, 1); }
-
 
 __attribute__((noinline, cold)) static struct tf_slot *tb_untraced(struct tb_thread *t)
 {
@@ -504,7 +500,7 @@ struct tf_slot *tb_chunk_full(struct tb_thread *t)
         return tb_untraced(t);
     if (t->chunk != NULL || __atomic_load_n(&pool_nfree, __ATOMIC_RELAXED) != 0 ||
         __atomic_load_n(&pool_bytes, __ATOMIC_RELAXED) + (int64_t)chunk_bytes() <= pool_limit) {
-        if (hand_over(t))
+        if (hand_over(t, 1))
             return t->cur;
     }
     /* Dropped events still take their place in program order, so the
@@ -518,7 +514,7 @@ struct tf_slot *tb_chunk_full(struct tb_thread *t)
 void tb_flush(struct tb_thread *t)
 {
     if (t->level != CONFIG_EVENTS_OFF && t->chunk != NULL)
-        hand_over(t);
+        hand_over(t, 1);
 }
 
 /* ---- the access records tb_access does not take inline ---------------- */
@@ -638,7 +634,7 @@ static void take_sample(struct tb_thread *t)
     if (!cs_inrun(config.clock, t->thread_id, &s))
         return;
     if (t->chunk != NULL && t->chunk->nsamples == TB_CHUNK_SAMPLES)
-        hand_over(t);
+        hand_over(t, 1);
     struct tb_chunk *c = t->chunk;
     if (c != NULL) {
         /* Filled, then counted: a snapshot on another thread copies only
@@ -917,7 +913,7 @@ void tb_detach(struct tb_thread *t)
          * entering, running one transaction and exiting, 2000 times: the
          * pool reached 180-340 MiB for 4000 records). */
         if (t->cur != t->base || c->nsamples != 0)
-            hand_over_as(t, 0);
+            hand_over(t, 0);
         struct tb_chunk *last = t->chunk;
         set_chunk(t, NULL);
         if (last != NULL) {
