@@ -569,6 +569,65 @@ static void memory_mode_records_into_buffers_populated_at_init(void **state)
     free(st);
 }
 
+#define TRANSIENT_THREADS 300
+
+static void *transient_main(void *arg)
+{
+    (void)arg;
+    tmt_tx *tx = tmt_thread_enter();
+    if (tx == NULL)
+        return (void *)1;
+    pass_counter(tx, 1);
+    tmt_thread_exit();
+    return NULL;
+}
+
+/* Threads that each enter, run one transaction and leave, one after the
+ * other. */
+static int body_transient(void)
+{
+    for (int i = 0; i < TRANSIENT_THREADS; i++) {
+        pthread_t th;
+        void *r;
+        if (pthread_create(&th, NULL, transient_main, NULL) != 0)
+            return 11;
+        pthread_join(th, &r);
+        if (r != NULL)
+            return 10;
+    }
+    tmt_stats st;
+    tmt_stats_get(&st);
+    return save_for_parent("transient-stats.bin", &st, sizeof st);
+}
+
+static void threads_that_come_and_go_keep_their_records_but_not_a_buffer_each(void **state)
+{
+    (void)state;
+    /* Memory mode keeps what is handed over until exit: a leaving thread
+     * that handed over its 1 MiB buffer for 4 records would hold it there,
+     * 300 MiB in all. */
+    const char *env[] = { NULL, "TMTRACE_SAMPLE_MS=5", "TMTRACE_HTM=off", "TMTRACE_MODE=memory",
+                          "TMTRACE_EVENTS=all", "TMTRACE_BUFFER=1M", "TMTRACE_PREFAULT=4M", NULL };
+    tmt_stats *st = child_stats(env, "transient.bin", body_transient, "transient-stats.bin");
+    assert_int_equal(st->events_dropped, 0);
+    assert_int_equal(st->events_recorded, (uint64_t)TRANSIENT_THREADS * 4);
+    assert_true(st->buffer_bytes <= (6u << 20));
+    free(st);
+    struct trace t;
+    load(tu_path("transient.bin"), &t);
+    assert_true(t.have_end);
+    assert_int_equal(t.n, (size_t)TRANSIENT_THREADS * 4);
+    /* Each thread's four records, in program order, under its own id. */
+    static const unsigned kinds[4] = { TF_EV_START, TF_EV_READ, TF_EV_WRITE, TF_EV_COMMIT };
+    for (size_t i = 0; i < t.n; i++) {
+        assert_int_equal(t.ev[i].kind, kinds[i % 4]);
+        assert_int_equal(t.ev[i].thread, t.ev[i - i % 4].thread);
+        if (i % 4 == 0 && i > 0)
+            assert_int_not_equal(t.ev[i].thread, t.ev[i - 4].thread);
+    }
+    free(t.ev);
+}
+
 /* Bursts of 8192 transactions (32768 records, 8 buffers of 64 KiB) with a
  * pause after each: a steady recording rate that the writer can follow. */
 #define STEADY_BURSTS 60
@@ -766,6 +825,7 @@ int main(void)
         cmocka_unit_test(exit_from_a_worker_while_others_run_transactions_is_clean),
         cmocka_unit_test(writer_events_cpu_time_and_trace_bytes_match_the_file_written),
         cmocka_unit_test(memory_mode_records_into_buffers_populated_at_init),
+        cmocka_unit_test(threads_that_come_and_go_keep_their_records_but_not_a_buffer_each),
         cmocka_unit_test(a_steady_all_level_run_takes_its_buffers_from_the_writers_reserve),
         cmocka_unit_test(while_every_cpu_runs_a_traced_thread_the_writer_defers_until_one_exits),
         cmocka_unit_test(a_deferring_writer_maps_buffers_while_memory_allows_and_writes_when_it_does_not),

@@ -32,6 +32,7 @@ struct tb_chunk {
     uint64_t *truth;          /* uninjected TSC per slot, or NULL */
     int pooled;               /* 1: belongs to the pool (counted in TMTRACE_MEMORY) */
     size_t mapped;            /* bytes mmap'ed, 0 if from malloc */
+    int64_t charged;          /* outside the pool: bytes counted in TMTRACE_MEMORY until released */
     struct tf_sample samples[TB_CHUNK_SAMPLES];
     struct tf_slot slots[];   /* the event path's stream (trace_format.h) */
 };

@@ -175,12 +175,13 @@ void txmem_thread_exit(struct tmt_tx *tx)
     struct tx_mem *m = &tx->mem;
     m->limbo_scan_at = TXMEM_LIMBO_SCAN;
     m->seen_scan_at = 0;
-    for (;;) {
+    /* Nothing held back, no pass: a pass fences every CPU that runs a
+     * thread of the process (12-26 us here, with the tracer's writer on
+     * the other CPU), at every exit of a thread that freed nothing. */
+    while (m->nlimbo != 0) {
         txmem_reclaim(m);
-        if (m->nlimbo == 0)
-            break;
-        /* Only other threads' running attempts hold it back; they end. */
-        sched_yield();
+        if (m->nlimbo != 0)
+            sched_yield(); /* only other threads' running attempts hold it back; they end */
     }
 }
 
