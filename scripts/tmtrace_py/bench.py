@@ -2,12 +2,15 @@
 
 Owns: the options every tmbench script has (--reps, --duration, --threads,
 --workloads, --build, --csv and the options after --), finding a tmbench
-binary in a build tree, and running one tmbench process: its last JSON line,
+binary in a build tree, the operation count calibration runs fix (the
+median), and running one tmbench process: its last JSON line,
 checked against schema.TMBENCH, is the result; a run that cannot start,
 exits non-zero, prints no JSON or fails its own check is a ScriptError
 (exit 1) naming the command.
 Never: interprets a result beyond its check (the scripts do).
 """
+import statistics
+
 from . import cli, programs, schema
 
 
@@ -22,6 +25,15 @@ def add_common_args(p, duration_help):
     add_build_arg(p, "tmbench/")
     p.add_argument("--csv", metavar="FILE", help="also write every run and the medians as CSV")
     p.add_argument("extra", nargs="*", help="options passed to every run, after --, e.g. -- --range 4096")
+
+
+def median_ops(counts):
+    """The operation count that fixes a cell's work: the median of the
+    calibration runs' counts (of an even number, the lower middle one, so
+    always a count that was run)."""
+    if not counts:
+        raise ValueError("no calibration runs")
+    return int(statistics.median_low(counts))
 
 
 def add_build_arg(p, holding):

@@ -69,6 +69,18 @@ class AbortRate(unittest.TestCase):
         self.assertIsNone(bench.abort_rate_pct(dict(LINE, commits=0, aborts=0)))
 
 
+class MedianOps(unittest.TestCase):
+    def test_one_outlying_calibration_does_not_set_the_work(self):
+        self.assertEqual(bench.median_ops([5091696, 2031000, 2100000]), 2100000)
+
+    def test_of_an_even_number_the_lower_middle_count_is_taken(self):
+        self.assertEqual(bench.median_ops([400, 100, 300, 200]), 200)
+
+    def test_no_calibration_is_an_error(self):
+        with self.assertRaises(ValueError):
+            bench.median_ops([])
+
+
 class CommonArgs(unittest.TestCase):
     def parse(self, argv):
         p = cli.OneLineParser(prog="x")
