@@ -951,9 +951,9 @@ int tb_attach(struct tb_thread *t)
  * in memory mode at exit: threads that each enter, run a transaction and
  * leave took a whole chunk each (1 MiB by default), and the reserve, which
  * follows the chunks taken, had the writer and the entering threads map
- * and populate chunks at that rate (2000 such threads: 41-57 us a round
- * and 165-222 MiB of buffers in stream mode, 827 us and 2 GiB in memory
- * mode, for 4000 records). */
+ * and populate chunks at that rate (2000 such threads: 48-65 us a round
+ * and 185-267 MiB of buffers in stream mode, 827-1014 us and 2 GiB in
+ * memory mode, for 4000 records; docs/tracer.md). */
 static void tb_fit_last(struct tb_thread *t)
 {
     struct tb_chunk *c = t->chunk;
