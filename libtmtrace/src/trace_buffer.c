@@ -294,9 +294,19 @@ int tb_pool_can_grow(uint64_t beyond_init)
 
 size_t tb_threads_attached(void) { return __atomic_load_n(&pool_threads, __ATOMIC_RELAXED); }
 
-/* pool_bytes only grows during a run; teardown keeps its last value here so
- * tmt_stats still reports it after shutdown. */
+/* The most pool_bytes held before it last fell: it falls when a leaving
+ * thread's copy is written (tb_chunk_release) and at teardown, so that
+ * tmt_stats reports the most of the run, after shutdown too. */
 static uint64_t pool_bytes_last; /* atomic */
+
+static void pool_bytes_keep_peak(void)
+{
+    uint64_t now = (uint64_t)__atomic_load_n(&pool_bytes, __ATOMIC_RELAXED);
+    uint64_t last = __atomic_load_n(&pool_bytes_last, __ATOMIC_RELAXED);
+    while (now > last &&
+           !__atomic_compare_exchange_n(&pool_bytes_last, &last, now, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+        ;
+}
 
 uint64_t tb_pool_bytes(void)
 {
@@ -358,8 +368,10 @@ static struct tb_chunk *pool_get(void)
 void tb_chunk_release(struct tb_chunk *c)
 {
     if (!c->pooled) {
-        if (c->charged)
+        if (c->charged) {
+            pool_bytes_keep_peak();
             __atomic_fetch_sub(&pool_bytes, c->charged, __ATOMIC_RELAXED);
+        }
         chunk_free(c);
         return;
     }
@@ -747,7 +759,7 @@ void tb_teardown(void)
     }
     /* Atomic: a thread that runs on reads them in tb_chunk_full. */
     __atomic_store_n(&pool_nfree, 0, __ATOMIC_RELAXED);
-    __atomic_store_n(&pool_bytes_last, tb_pool_bytes(), __ATOMIC_RELAXED);
+    pool_bytes_keep_peak();
     __atomic_store_n(&pool_bytes, 0, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&pool_lock);
     /* The writer has stopped and no snapshot runs any more: nothing reads
