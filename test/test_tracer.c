@@ -605,13 +605,15 @@ static void threads_that_come_and_go_keep_their_records_but_not_a_buffer_each(vo
     (void)state;
     /* Memory mode keeps what is handed over until exit: a leaving thread
      * that handed over its 1 MiB buffer for 4 records would hold it there,
-     * 300 MiB in all. */
+     * 300 MiB in all. Held instead: the reserve of 4 buffers (a fifth when
+     * the writer tops it up while a thread holds one) and 300 copies of
+     * 2.7 KiB (the header's room for clock samples, and 4 records). */
     const char *env[] = { NULL, "TMTRACE_SAMPLE_MS=5", "TMTRACE_HTM=off", "TMTRACE_MODE=memory",
                           "TMTRACE_EVENTS=all", "TMTRACE_BUFFER=1M", "TMTRACE_PREFAULT=4M", NULL };
     tmt_stats *st = child_stats(env, "transient.bin", body_transient, "transient-stats.bin");
     assert_int_equal(st->events_dropped, 0);
     assert_int_equal(st->events_recorded, (uint64_t)TRANSIENT_THREADS * 4);
-    assert_true(st->buffer_bytes <= (6u << 20));
+    assert_true(st->buffer_bytes <= (8u << 20));
     free(st);
     struct trace t;
     load(tu_path("transient.bin"), &t);
