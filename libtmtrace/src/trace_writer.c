@@ -375,8 +375,9 @@ static int tw_deferring(void)
 }
 
 /* What a queued chunk holds: its whole mapping, however few records it
- * has (a thread that exits hands over a chunk with a handful), so that the
- * deferral's limit bounds memory and not records. */
+ * has (a thread that exits with a 32nd of a chunk recorded hands over the
+ * whole chunk), so that the deferral's limit bounds memory and not
+ * records. */
 static uint64_t tw_chunk_held(const struct tb_chunk *c)
 {
     return c->mapped ? (uint64_t)c->mapped : (uint64_t)c->n * sizeof(struct tf_slot);
@@ -384,13 +385,19 @@ static uint64_t tw_chunk_held(const struct tb_chunk *c)
 
 int tw_offer(struct tb_chunk *c)
 {
+    /* Counted before it is queued: once queued, the writer may write and
+     * free it at once (a leaving thread's copy is malloc'd), and the count
+     * must never fall below what the queue holds. */
+    uint64_t held = tw_chunk_held(c);
+    __atomic_fetch_add(&tw_queued, held, __ATOMIC_RELAXED);
     struct tb_chunk *head = __atomic_load_n(&tw_queue, __ATOMIC_ACQUIRE);
     do {
-        if (head == TW_SEALED)
+        if (head == TW_SEALED) {
+            __atomic_fetch_sub(&tw_queued, held, __ATOMIC_RELAXED);
             return -1;
+        }
         c->next = head;
     } while (!__atomic_compare_exchange_n(&tw_queue, &head, c, 1, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE));
-    __atomic_fetch_add(&tw_queued, tw_chunk_held(c), __ATOMIC_RELAXED);
     /* Memory mode writes nothing until exit, but the writer still tops up
      * the pool's reserve of populated chunks when it runs low. */
     if ((tw_mode == CONFIG_MODE_STREAM && !tw_deferring()) || tb_pool_low())
