@@ -33,7 +33,7 @@
 static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct tb_chunk *pool_free;      /* guarded by pool_lock */
 static size_t pool_nfree;               /* atomic: read without the lock */
-static int64_t pool_bytes;              /* atomic: bytes of pooled chunks, and of unwritten copies (tb_fit_last) */
+static int64_t pool_bytes;              /* atomic: bytes of pooled chunks, and of unwritten copies (tb_send_copy) */
 static int64_t pool_limit;              /* TMTRACE_MEMORY */
 static size_t chunk_cap;                /* slots per chunk */
 static int pool_truth;                  /* chunks carry a truth column */
@@ -116,7 +116,7 @@ static struct tb_chunk *chunk_alloc(size_t cap, int truth)
 }
 
 /* A chunk outside the pool for `cap` slots, from malloc, for a leaving
- * thread's last records (tb_fit_last): they are few, and unmapping, in a
+ * thread's last records (tb_send_copy): they are few, and unmapping, in a
  * process with threads running on other CPUs, stops every one of them for
  * a TLB shootdown. Zeroed header, `mapped` 0. */
 static struct tb_chunk *chunk_alloc_loose(size_t cap, int truth)
@@ -505,6 +505,30 @@ static void set_chunk(struct tb_thread *t, struct tb_chunk *c)
     __atomic_store_n(&t->chunk, c, __ATOMIC_RELEASE);
 }
 
+/* Marks the thread's chunk `c` (its first `n` slots filled) handed over
+ * and offers `sent` to the writer: `c` itself, or a copy of its records
+ * (tb_send_copy). 0 when the writer took it; -1 when the trace is closed
+ * (exit or a signal raced with this thread): the records cannot be written
+ * any more, and those a shutdown snapshot did not already copy into the
+ * trace count as dropped. */
+static int offer_records(struct tb_thread *t, struct tb_chunk *c, struct tb_chunk *sent, size_t n)
+{
+    size_t records = n - t->fulls; /* a full record takes two slots */
+    __atomic_store_n(&c->n, n, __ATOMIC_RELAXED); /* a snapshot skips it from here */
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    t->seq += records;
+    if (!__atomic_load_n(&tb_open, __ATOMIC_ACQUIRE) || tw_offer(sent) != 0) {
+        size_t copied = __atomic_load_n(&c->copied, __ATOMIC_ACQUIRE);
+        size_t lost = n > copied ? tf_slots_records(c->slots + copied, n - copied) : 0;
+        __atomic_fetch_add(&total_dropped, lost, __ATOMIC_RELAXED);
+        __atomic_store_n(&t->dropped, t->dropped + lost, __ATOMIC_RELAXED);
+        return -1;
+    }
+    t->recorded += records;
+    __atomic_fetch_add(&total_recorded, records, __ATOMIC_RELAXED);
+    return 0;
+}
+
 /* Sends the current chunk (if it holds anything) to the writer and, when
  * `refill`, takes a fresh one; returns 0 if the thread now has no chunk
  * (with nothing recorded the chunk stays). */
@@ -513,35 +537,20 @@ static int hand_over(struct tb_thread *t, int refill)
     struct tb_chunk *c = t->chunk;
     if (c != NULL) {
         size_t n = (size_t)(t->cur - t->base); /* slots */
-        size_t records = n - t->fulls;         /* a full record takes two */
         if (n == 0 && c->nsamples == 0)
             return 1; /* nothing to send: keep it */
-        __atomic_store_n(&c->n, n, __ATOMIC_RELAXED); /* marks it handed over */
-        __atomic_signal_fence(__ATOMIC_SEQ_CST);
-        t->seq += records;
-        if (!__atomic_load_n(&tb_open, __ATOMIC_ACQUIRE) || tw_offer(c) != 0) {
-            /* The trace is closed (exit or a signal raced with this
-             * thread): the records cannot be written any more. The chunk
-             * is retired, not freed: a snapshot may be reading it. Once
-             * the queue refused it, hand-over is closed, so pool_get below
-             * gives nothing and the thread drops from here on. Records a
-             * shutdown snapshot already copied into the trace are not
-             * lost: only the rest counts as dropped. */
-            size_t copied = __atomic_load_n(&c->copied, __ATOMIC_ACQUIRE);
-            size_t lost = n > copied ? tf_slots_records(c->slots + copied, n - copied) : 0;
-            __atomic_fetch_add(&total_dropped, lost, __ATOMIC_RELAXED);
-            __atomic_store_n(&t->dropped, t->dropped + lost, __ATOMIC_RELAXED);
+        if (offer_records(t, c, c, n) != 0) {
+            /* Retired, not freed: a snapshot may be reading it. Once the
+             * queue refused it, hand-over is closed, so pool_get below
+             * gives nothing and the thread drops from here on. */
             set_chunk(t, refill ? pool_get() : NULL);
             chunk_retire(c);
             return t->chunk != NULL;
         }
-        t->recorded += records;
-        __atomic_fetch_add(&total_recorded, records, __ATOMIC_RELAXED);
     }
     set_chunk(t, refill ? pool_get() : NULL);
     return t->chunk != NULL;
 }
-
 
 __attribute__((noinline, cold)) static struct tf_slot *tb_untraced(struct tb_thread *t)
 {
@@ -954,48 +963,44 @@ int tb_attach(struct tb_thread *t)
 }
 
 /* A leaving thread's chunk holds at most this part of its room: its records
- * go to the writer in a copy of their size (tb_fit_last). */
+ * go to the writer in a copy of their size (tb_send_copy). */
 #define TB_FIT_PART 32
 
-/* Swaps a leaving thread's barely used chunk for a copy of its records
- * (charged to TMTRACE_MEMORY until written) and gives the chunk straight
- * back to the pool. Handed over itself, it would return only once written,
- * in memory mode at exit: threads that each enter, run a transaction and
+/* Hands a leaving thread's barely used chunk over as a copy of its records
+ * (charged to TMTRACE_MEMORY until written), so that the chunk itself can
+ * go straight back to the pool; returns 0 when the chunk is to be handed
+ * over itself. Handed over itself, it would return only once written, in
+ * memory mode at exit: threads that each enter, run a transaction and
  * leave took a whole chunk each (1 MiB by default), and the reserve, which
  * follows the chunks taken, had the writer and the entering threads map
  * and populate chunks at that rate (2000 such threads: 48-65 us a round
  * and 185-267 MiB of buffers in stream mode, 827-1014 us and 2 GiB in
- * memory mode, for 4000 records; docs/tracer.md). */
-static void tb_fit_last(struct tb_thread *t)
+ * memory mode, for 4000 records; docs/tracer.md). The thread never points
+ * at the copy: the writer frees it once written, and a shutdown or signal
+ * snapshot, which follows the thread's pointer, must not find it then. */
+static int tb_send_copy(struct tb_thread *t)
 {
     struct tb_chunk *c = t->chunk;
     size_t n = (size_t)(t->cur - t->base);
     if (!c->pooled || n > c->cap / TB_FIT_PART || !__atomic_load_n(&tb_open, __ATOMIC_ACQUIRE))
-        return;
+        return 0;
     int64_t bytes = (int64_t)(sizeof *c + n * (sizeof(struct tf_slot) + (c->truth ? sizeof(uint64_t) : 0)));
     if (__atomic_add_fetch(&pool_bytes, bytes, __ATOMIC_RELAXED) > pool_limit) {
         __atomic_fetch_sub(&pool_bytes, bytes, __ATOMIC_RELAXED);
-        return;
+        return 0;
     }
     struct tb_chunk *s = chunk_copy(c, n, c->seq, 1);
     if (s == NULL) {
         __atomic_fetch_sub(&pool_bytes, bytes, __ATOMIC_RELAXED);
-        return;
+        return 0;
     }
+    s->n = n;
     s->charged = bytes;
-    /* As set_chunk, but with the records in place: a snapshot that sees the
-     * new chunk sees its end. */
-    __atomic_store_n(&t->chunk, NULL, __ATOMIC_RELEASE);
-    __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    t->base = s->slots;
-    t->end = s->slots + s->cap - 1;
-    t->truth = s->truth;
-    __atomic_store_n(&t->cur, s->slots + n, __ATOMIC_RELAXED);
-    __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    __atomic_store_n(&t->chunk, s, __ATOMIC_RELEASE);
+    if (offer_records(t, c, s, n) != 0)
+        tb_chunk_release(s); /* never queued: nobody else has seen it */
     /* Not a chunk consumed: the reserve does not follow it. */
     __atomic_fetch_sub(&pool_taken, 1, __ATOMIC_RELAXED);
-    tb_chunk_release(c);
+    return 1;
 }
 
 void tb_detach(struct tb_thread *t)
@@ -1009,10 +1014,8 @@ void tb_detach(struct tb_thread *t)
          * taken, grew with every thread that came and went (a thread
          * entering, running one transaction and exiting, 2000 times: the
          * pool reached 180-340 MiB for 4000 records). */
-        if (t->cur != t->base || c->nsamples != 0) {
-            tb_fit_last(t);
+        if ((t->cur != t->base || c->nsamples != 0) && !tb_send_copy(t))
             hand_over(t, 0);
-        }
         struct tb_chunk *last = t->chunk;
         set_chunk(t, NULL);
         if (last != NULL) {
