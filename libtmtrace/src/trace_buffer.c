@@ -118,15 +118,25 @@ static struct tb_chunk *chunk_alloc(size_t cap, int truth)
 /* A chunk outside the pool for `cap` slots, from malloc, for a leaving
  * thread's last records (tb_send_copy): they are few, and unmapping, in a
  * process with threads running on other CPUs, stops every one of them for
- * a TLB shootdown. Zeroed header, `mapped` 0. */
+ * a TLB shootdown. Its bytes count toward TMTRACE_MEMORY until
+ * tb_chunk_release (`charged`); NULL when they do not fit or without
+ * memory. Zeroed header, `mapped` 0. */
 static struct tb_chunk *chunk_alloc_loose(size_t cap, int truth)
 {
     size_t bytes = sizeof(struct tb_chunk) + cap * sizeof(struct tf_slot);
-    struct tb_chunk *c = calloc(1, bytes + (truth ? cap * sizeof(uint64_t) : 0));
-    if (c == NULL)
+    int64_t total = (int64_t)(bytes + (truth ? cap * sizeof(uint64_t) : 0));
+    if (__atomic_add_fetch(&pool_bytes, total, __ATOMIC_RELAXED) > pool_limit) {
+        __atomic_fetch_sub(&pool_bytes, total, __ATOMIC_RELAXED);
         return NULL;
+    }
+    struct tb_chunk *c = calloc(1, (size_t)total);
+    if (c == NULL) {
+        __atomic_fetch_sub(&pool_bytes, total, __ATOMIC_RELAXED);
+        return NULL;
+    }
     c->cap = cap;
     c->truth = truth ? (uint64_t *)((char *)c + bytes) : NULL;
+    c->charged = total;
     return c;
 }
 
@@ -141,9 +151,10 @@ static void chunk_free(struct tb_chunk *c)
 /* A copy outside the pool of the first `n` slots of `src` (owned by a
  * thread that may be running on, hence the atomic loads), its samples and
  * truth column, with `seq` as its first record's index; NULL without
- * memory. From malloc when `loose`, else mapped: a fatal signal's snapshot
- * must not take malloc's locks, which the thread it stopped may hold. The
- * copy's `n` is left 0 (not handed over) for the caller to set. */
+ * memory (or, `loose`, room in TMTRACE_MEMORY). From malloc when `loose`,
+ * else mapped: a fatal signal's snapshot must not take malloc's locks,
+ * which the thread it stopped may hold. The copy's `n` is left 0 (not
+ * handed over) for the caller to set. */
 static struct tb_chunk *chunk_copy(const struct tb_chunk *src, size_t n, uint64_t seq, int loose)
 {
     size_t cap = n ? n : 1;
@@ -984,18 +995,10 @@ static int tb_send_copy(struct tb_thread *t)
     size_t n = (size_t)(t->cur - t->base);
     if (!c->pooled || n > c->cap / TB_FIT_PART || !__atomic_load_n(&tb_open, __ATOMIC_ACQUIRE))
         return 0;
-    int64_t bytes = (int64_t)(sizeof *c + n * (sizeof(struct tf_slot) + (c->truth ? sizeof(uint64_t) : 0)));
-    if (__atomic_add_fetch(&pool_bytes, bytes, __ATOMIC_RELAXED) > pool_limit) {
-        __atomic_fetch_sub(&pool_bytes, bytes, __ATOMIC_RELAXED);
-        return 0;
-    }
     struct tb_chunk *s = chunk_copy(c, n, c->seq, 1);
-    if (s == NULL) {
-        __atomic_fetch_sub(&pool_bytes, bytes, __ATOMIC_RELAXED);
-        return 0;
-    }
+    if (s == NULL)
+        return 0; /* over TMTRACE_MEMORY or out of memory: the chunk goes itself */
     s->n = n;
-    s->charged = bytes;
     if (offer_records(t, c, s, n) != 0)
         tb_chunk_release(s); /* never queued: nobody else has seen it */
     /* Not a chunk consumed: the reserve does not follow it. */

@@ -336,9 +336,8 @@ static void tw_count_active(void)
  * when a low reserve stopped ending the deferral). Only when the pool has
  * grown by the limit beyond what tmt_init populated (or TMTRACE_MEMORY is
  * reached) does writing become the way to free one. Both bounds count
- * memory, not records: a thread that exits hands over a chunk that holds a
- * handful of records and a whole mapping, and a program whose threads enter
- * and exit around short phases queues one such chunk per phase. */
+ * memory, not records: a chunk handed over holds its whole mapping however
+ * few records it has. */
 int tw_defer_rule(uint64_t queued, uint64_t limit, int pool_low, int pool_can_grow, int cpus_busy)
 {
     if (queued >= limit || (pool_low && !pool_can_grow))
@@ -375,12 +374,12 @@ static int tw_deferring(void)
 }
 
 /* What a queued chunk holds: its whole mapping, however few records it
- * has (a thread that exits with a 32nd of a chunk recorded hands over the
- * whole chunk), so that the deferral's limit bounds memory and not
- * records. */
+ * has (a thread that exits with more than a 32nd of a chunk recorded hands
+ * over the whole chunk), so that the deferral's limit bounds memory and not
+ * records; a leaving thread's malloc'd copy, what it is charged. */
 static uint64_t tw_chunk_held(const struct tb_chunk *c)
 {
-    return c->mapped ? (uint64_t)c->mapped : (uint64_t)c->n * sizeof(struct tf_slot);
+    return c->mapped ? (uint64_t)c->mapped : (uint64_t)c->charged;
 }
 
 int tw_offer(struct tb_chunk *c)
