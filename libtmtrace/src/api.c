@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "config.h"
 #include "error.h"
 #include "htm.h"
@@ -269,6 +270,8 @@ __attribute__((noinline)) static uint64_t api_read_slow_8(tmt_tx *tx, const vola
 static inline uint64_t api_read(tmt_tx *tx, const volatile void *addr, unsigned size)
 {
     uintptr_t a = (uintptr_t)addr;
+    if (TMT_CLOCK_FLOOR >= 2)
+        clock_floor_read(); /* a measuring build's stamp per access (clock.h) */
     if (TX_LIKELY(stm_gate_open(tx, a)))
         return stm_load_checked(tx, a, size);
     return size == 8 ? api_read_slow_8(tx, addr) : size == 4 ? api_read_slow_4(tx, addr) : api_read_slow_1(tx, addr);
@@ -343,6 +346,8 @@ __attribute__((noinline)) static void api_write_slow_8(tmt_tx *tx, volatile void
 /* `size` is a constant: 1, 4 or 8 (see api_read). */
 static inline void api_write(tmt_tx *tx, volatile void *addr, uint64_t v, unsigned size)
 {
+    if (TMT_CLOCK_FLOOR >= 2)
+        clock_floor_read();
     if (TX_LIKELY(stm_write_fast(tx, (uintptr_t)addr, v, size)))
         return;
     if (size == 8)

@@ -62,6 +62,26 @@ static inline uint64_t clock_rdtsc_on_cpu(uint32_t *aux)
     return ((uint64_t)hi << 32) | lo;
 }
 
+/*
+ * Measuring builds (meson -Dclock_floor=tx or all; TMT_CLOCK_FLOOR 1 or 2):
+ * an untraced transaction reads the clock where a traced one would (its
+ * start and its commit; at 2 also each read and write) and records nothing,
+ * so that its slowdown against a normal build is what the clock reads
+ * alone cost, the floor under any tracing that stamps those events
+ * (docs/tracer.md, "The clock's floor"). The value is kept live by an empty
+ * asm, as a record's store would keep it. Nothing else changes, and such a
+ * build accepts only TMTRACE_EVENTS=off (config.c).
+ */
+#ifndef TMT_CLOCK_FLOOR
+#define TMT_CLOCK_FLOOR 0
+#endif
+static inline void clock_floor_read(void)
+{
+    uint32_t aux;
+    uint64_t tsc = clock_rdtsc_on_cpu(&aux);
+    __asm__ volatile("" : : "r"(tsc), "r"(aux));
+}
+
 /* True when the CPU has rdpid (CPUID.(EAX=7,ECX=0):ECX bit 22); without it
  * every stamp is an rdtscp. */
 static inline int clock_has_rdpid(void)

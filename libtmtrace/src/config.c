@@ -238,6 +238,17 @@ int config_load_from(const char *(*get)(const char *name, void *ctx), void *ctx,
             return -1;
         }
     }
+#if defined(TMT_CLOCK_FLOOR) && TMT_CLOCK_FLOOR
+    /* A measuring build (clock.h) takes stamps in its untraced paths: a
+     * trace it wrote would carry their cost twice. */
+    if (config.events != CONFIG_EVENTS_OFF) {
+        int events = config.events;
+        config_reset();
+        return error_set("TMTRACE_EVENTS=%s: this library is a measuring build (-Dclock_floor=%s) that reads the "
+                         "clock and records nothing; set TMTRACE_EVENTS=off",
+                         events == CONFIG_EVENTS_TX ? "tx" : "all", TMT_CLOCK_FLOOR >= 2 ? "all" : "tx");
+    }
+#endif
     return 0;
 }
 

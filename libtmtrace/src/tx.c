@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <x86intrin.h>
 
+#include "clock.h"
 #include "config.h"
 #include "htm.h"
 #include "site.h"
@@ -236,6 +237,8 @@ int tx_start(struct tmt_tx *tx)
     if (TX_UNLIKELY(tx->trace.level != CONFIG_EVENTS_OFF))
         return tx_start_traced(tx);
     tx->depth = 1;
+    if (TMT_CLOCK_FLOOR)
+        clock_floor_read(); /* where tx_start_traced stamps its START */
     tx_start_stm(tx, TX_MODE_NONE, TX_REC_OFF);
     return 1;
 }
@@ -294,6 +297,8 @@ static inline void tx_commit_stm(struct tmt_tx *tx, int traced)
      * version aborts after this stamp. */
     if (traced)
         tb_ev_commit(&tx->trace, wv, tx->stm.rn, tx->stm.wn);
+    else if (TMT_CLOCK_FLOOR)
+        clock_floor_read();
     stm_commit_finish(tx, wv);
     htm_sw_leave(tx);
     tx_committed(tx, wv);

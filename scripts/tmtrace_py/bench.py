@@ -2,13 +2,15 @@
 
 Owns: the options every tmbench script has (--reps, --duration, --threads,
 --workloads, --build, --csv and the options after --), finding a tmbench
-binary in a build tree, the operation count calibration runs fix (the
+binary in a build tree, what a measuring build measures (-Dclock_floor), the operation count calibration runs fix (the
 median), and running one tmbench process: its last JSON line,
 checked against schema.TMBENCH, is the result; a run that cannot start,
 exits non-zero, prints no JSON or fails its own check is a ScriptError
 (exit 1) naming the command.
 Never: interprets a result beyond its check (the scripts do).
 """
+import json
+import os
 import statistics
 
 from . import cli, programs, schema
@@ -82,3 +84,22 @@ def run_tmbench(cmd, env, cwd, doc=schema.TMBENCH):
     if status != 0:
         raise cli.ScriptError("%s failed (exit %d)" % (shown, status), cli.EXIT_FAILED)
     return rec
+
+
+def clock_floor_level(build):
+    """The -Dclock_floor level ("tx" or "all") of the meson build tree BUILD,
+    read from its meson-info; a ScriptError (exit 2) naming BUILD when it is
+    not a configured tree or not a measuring build (docs/tracer.md, "The
+    clock's floor")."""
+    path = os.path.join(build, "meson-info", "intro-buildoptions.json")
+    try:
+        with open(path) as f:
+            options = json.load(f)
+    except (OSError, ValueError) as e:
+        raise cli.ScriptError("%s: not a configured meson build tree (%s)" % (build, getattr(e, "strerror", None) or e),
+                              cli.EXIT_USAGE)
+    values = [o.get("value") for o in options if isinstance(o, dict) and o.get("name") == "clock_floor"]
+    if not values or values[0] not in ("tx", "all"):
+        raise cli.ScriptError("%s: not a measuring build (configure it with meson -Dclock_floor=tx or all)" % build,
+                              cli.EXIT_USAGE)
+    return values[0]

@@ -81,6 +81,39 @@ class MedianOps(unittest.TestCase):
             bench.median_ops([])
 
 
+class ClockFloorLevel(unittest.TestCase):
+    def setUp(self):
+        self.dir = support.temp_dir(self)
+
+    def configured(self, options):
+        os.makedirs(os.path.join(self.dir, "meson-info"))
+        with open(os.path.join(self.dir, "meson-info", "intro-buildoptions.json"), "w") as f:
+            json.dump(options, f)
+
+    def assert_usage_error(self, text):
+        with self.assertRaises(cli.ScriptError) as ctx:
+            bench.clock_floor_level(self.dir)
+        self.assertEqual(ctx.exception.status, cli.EXIT_USAGE)
+        self.assertIn(self.dir, str(ctx.exception))
+        self.assertIn(text, str(ctx.exception))
+        self.assertNotIn("\n", str(ctx.exception))
+
+    def test_a_measuring_build_gives_its_level(self):
+        self.configured([{"name": "buildtype", "value": "release"}, {"name": "clock_floor", "value": "all"}])
+        self.assertEqual(bench.clock_floor_level(self.dir), "all")
+
+    def test_a_normal_build_is_a_usage_error(self):
+        self.configured([{"name": "clock_floor", "value": "none"}])
+        self.assert_usage_error("not a measuring build")
+
+    def test_a_build_from_before_the_option_is_a_usage_error(self):
+        self.configured([{"name": "buildtype", "value": "release"}])
+        self.assert_usage_error("not a measuring build")
+
+    def test_a_directory_that_is_no_build_tree_is_a_usage_error(self):
+        self.assert_usage_error("not a configured meson build tree")
+
+
 class CommonArgs(unittest.TestCase):
     def parse(self, argv):
         p = cli.OneLineParser(prog="x")
