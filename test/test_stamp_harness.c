@@ -124,6 +124,19 @@ static void arguments_that_set_the_thread_count_are_refused(void **state)
     refused_in_one_line("--args 'vacation=-n4 -c8'", "the thread option is set by --threads", NULL);
 }
 
+/* --floor-build takes only a measuring build (meson -Dclock_floor=tx|all):
+ * this suite's own build is not one, and a directory that is no build at
+ * all is named as such. */
+static void a_floor_build_that_measures_nothing_is_refused(void **state)
+{
+    (void)state;
+    char opt[2048];
+    snprintf(opt, sizeof opt, "--floor-build '%s'", tu_build(""));
+    refused_in_one_line(opt, "not a measuring build", "-Dclock_floor", NULL);
+    refused_in_one_line("--floor-build /nonexistent/build", "/nonexistent/build", "not a configured meson build tree",
+                        NULL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -134,6 +147,7 @@ int main(void)
         cmocka_unit_test(an_unknown_application_is_refused),
         cmocka_unit_test(an_unknown_level_is_refused_naming_the_levels),
         cmocka_unit_test(arguments_that_set_the_thread_count_are_refused),
+        cmocka_unit_test(a_floor_build_that_measures_nothing_is_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
