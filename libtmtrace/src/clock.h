@@ -2,9 +2,10 @@
  * clock.h - reading the TSC, the one clock the event path uses.
  *
  * Owns: the two stamps the event path takes (the ordered rdtscp and the
- * unordered rdtsc bracketed by rdpid) and the CPU feature test that chooses
- * between them. TSC_AUX -> CPU is a rule of the format (tf_aux_cpu in
- * trace_format.h).
+ * unordered rdtsc bracketed by rdpid), the CPU feature test that chooses
+ * between them, and the clock read of a measuring build (TMT_CLOCK_FLOOR,
+ * meson -Dclock_floor). TSC_AUX -> CPU is a rule of the format (tf_aux_cpu
+ * in trace_format.h).
  * Everything here is static inline and cheap; nothing here allocates, locks or
  * makes a system call.
  */
