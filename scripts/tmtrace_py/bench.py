@@ -2,11 +2,11 @@
 
 Owns: the options every tmbench script has (--reps, --duration, --threads,
 --workloads, --build, --csv and the options after --), finding a tmbench
-binary in a build tree, what a measuring build measures (-Dclock_floor), the operation count calibration runs fix (the
-median), and running one tmbench process: its last JSON line,
-checked against schema.TMBENCH, is the result; a run that cannot start,
-exits non-zero, prints no JSON or fails its own check is a ScriptError
-(exit 1) naming the command.
+binary in a build tree, what a measuring build measures (-Dclock_floor),
+the operation count calibration runs fix (the median), and running one
+tmbench process: its last JSON line, checked against schema.TMBENCH, is the
+result; a run that cannot start, exits non-zero, prints no JSON or fails
+its own check is a ScriptError (exit 1) naming the command.
 Never: interprets a result beyond its check (the scripts do).
 """
 import json
