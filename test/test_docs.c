@@ -21,7 +21,7 @@ static const char intro[] =
     "libtmtrace reads these once, in `tmt_init()`. A value that is not understood or is out of\n"
     "range makes `tmt_init()` fail with a message naming the variable; a `TMTRACE_*` name that\n"
     "is not in this table is rejected too (a typo is never ignored). Sizes take the units k, M,\n"
-    "G (powers of 1024). This file is generated from the table in `libtmtrace/src/config.c`\n"
+    "G (powers of 1024). This file is generated from the table in `libtmtrace/tracer/config.c`\n"
     "(`TMT_WRITE_DOCS=1 build/test/test_docs`); `test_docs` fails when they differ.\n\n";
 
 static char *generate(size_t *len)

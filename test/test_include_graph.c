@@ -163,14 +163,17 @@ static void test_a_cycle_through_two_directories_is_found_and_named(void **s)
 static void test_the_headers_of_libtmtrace_and_the_tools_include_no_cycle(void **s)
 {
     (void)s;
-    char src[1024], inc[1024], itm[1024], tools[1024];
-    snprintf(src, sizeof src, "%s/libtmtrace/src", TMT_SOURCE_ROOT);
-    snprintf(inc, sizeof inc, "%s/libtmtrace/include", TMT_SOURCE_ROOT);
-    snprintf(itm, sizeof itm, "%s/libtmtrace/itm", TMT_SOURCE_ROOT);
-    snprintf(tools, sizeof tools, "%s/tools", TMT_SOURCE_ROOT);
-    struct stat st;
-    const char *dirs[4] = { src, inc, tools, itm };
-    int ndirs = stat(itm, &st) == 0 ? 4 : 3;
+    static const char *const rel[] = { "libtmtrace/include", "libtmtrace/format", "libtmtrace/tracer",
+                                       "libtmtrace/tm", "libtmtrace/api", "libtmtrace/itm",
+                                       "tools/reader", "tools/check", "tools/cmd" };
+    enum { NDIRS = sizeof rel / sizeof rel[0] };
+    static char paths[NDIRS][1024];
+    const char *dirs[NDIRS];
+    for (int i = 0; i < NDIRS; i++) {
+        snprintf(paths[i], sizeof paths[i], "%s/%s", TMT_SOURCE_ROOT, rel[i]);
+        dirs[i] = paths[i];
+    }
+    int ndirs = NDIRS;
     int found = ig_has_cycle(&graph, dirs, ndirs);
     if (found)
         fprintf(stderr, "include cycle: %s\n", graph.cycle);
