@@ -17,7 +17,7 @@ import sys
 
 from . import cli
 
-PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+PACKAGE_DIR = os.path.dirname(os.path.realpath(__file__))  # through a link: where it really is
 _ROOT = os.path.dirname(os.path.dirname(PACKAGE_DIR))
 # The repository the package runs from, or None when it is installed.
 SOURCE_ROOT = _ROOT if os.path.isfile(os.path.join(_ROOT, "meson.build")) else None

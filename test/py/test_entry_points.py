@@ -49,6 +49,16 @@ class EntryPoints(unittest.TestCase):
             self.assertEqual(proc.returncode, 0, "%s --help: %s" % (p, proc.stderr))
             self.assertIn("usage:", proc.stdout, p)
 
+    def test_through_each_link_the_package_knows_the_source_tree(self):
+        links = sorted({os.path.dirname(p) for p in self.points if os.path.islink(
+            os.path.join(os.path.dirname(p), "tmtrace_py"))})
+        self.assertGreaterEqual(len(links), 4)
+        for d in links:
+            proc = subprocess.run([sys.executable, "-B", "-c", "from tmtrace_py import programs; "
+                                   "print(programs.SOURCE_ROOT)"], cwd=d, stdout=subprocess.PIPE,
+                                  universal_newlines=True, check=True)
+            self.assertEqual(proc.stdout.strip(), os.path.realpath(support.SOURCE_ROOT), d)
+
 
 if __name__ == "__main__":
     unittest.main()
