@@ -7,6 +7,9 @@ Owns: nothing by itself; its modules are
             running one with a one-line error when it fails
   schema    the tools' JSON documents, read by exactly the keys they write
   bench     running one tmbench process and the options of the tmbench scripts
+  stamp     STAMP 0.9.10 and TinySTM as the STAMP harnesses know them
+  gcctm     the GCC-TM port of STAMP (transmem's stamp_c) on libtmtrace-itm
+  stamprun  what the STAMP harnesses do alike: runs, trace checks, medians
   csource   reading C sources as text (includes, declarations, uses)
   objects   a build tree's objects read back (nm, objdump, compile_commands.json)
   modgraph, fastpath, unused
@@ -14,8 +17,8 @@ Owns: nothing by itself; its modules are
             scripts/fastpath, scripts/unused)
 Never: imports anything outside the Python standard library.
 
-Used by validate/run, plots/tmplot, tmbench/compare, overhead, soak and
-stamp/run, and the checks above. No script edits sys.path to find it:
+Used by validate/run, plots/tmplot, tmbench/compare, overhead, soak,
+stamp/run and stamp/gcctm, and the checks above. No script edits sys.path to find it:
 Python puts the folder of the script it runs (a link followed) first on the
 path, and there the package is - in the source tree a link named tmtrace_py
 beside each script leads to scripts/tmtrace_py (scripts/'s own checks sit
