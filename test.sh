@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs the whole test suite: the plain build (every test), every test again
-# under ASan+UBSan, the runtime, tracer and format tests under TSan, then each fuzz
-# target for a short budget (FUZZ_SECONDS, default 20). Ends with one summary
-# line "N passed, N failed" over all of them.
+# under ASan+UBSan, the runtime, tracer and format tests and the TL2 layer
+# (compat/tl2) under TSan, then each fuzz target for a short budget
+# (FUZZ_SECONDS, default 20). Ends with one summary line "N passed, N failed"
+# over all of them.
 # Usage: ./test.sh [--quick]   (--quick: plain build only)
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -47,7 +48,8 @@ build_ok plain build && run_suite plain build
 
 if [ $quick -eq 0 ]; then
     # The whole suite under ASan+UBSan (the tools and workloads too); the
-    # runtime and tracer tests again under TSan.
+    # runtime, tracer and TL2 tests again under TSan (-Dsanitize_only builds
+    # the library and compat/tl2, not the tools).
     tmt_configure build-asan -Dbuildtype=debugoptimized -Db_sanitize=address,undefined \
         -Db_lundef=false -Dsanitize_only=false
     build_ok asan-ubsan build-asan &&

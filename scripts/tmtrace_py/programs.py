@@ -17,7 +17,7 @@ import sys
 
 from . import cli
 
-PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+PACKAGE_DIR = os.path.dirname(os.path.realpath(__file__))  # through a link: where it really is
 _ROOT = os.path.dirname(os.path.dirname(PACKAGE_DIR))
 # The repository the package runs from, or None when it is installed.
 SOURCE_ROOT = _ROOT if os.path.isfile(os.path.join(_ROOT, "meson.build")) else None
@@ -45,7 +45,9 @@ def in_build(build, name):
 def search_path(name):
     """Where NAME is looked for without an explicit folder, in order:
     (what the place is called in a message, the path there or None)."""
-    script_dir = os.path.dirname(os.path.realpath(sys.argv[0])) if sys.argv and sys.argv[0] else None
+    # the folder the script was run from, a link not followed: an installed
+    # tmplot runs as PREFIX/bin/tmplot, a link to share/libtmtrace/python/tmplot
+    script_dir = os.path.dirname(os.path.abspath(sys.argv[0])) if sys.argv and sys.argv[0] else None
     tmt_bin = os.environ.get("TMT_BIN")
     return [("TMT_BIN", os.path.join(tmt_bin, name) if tmt_bin else None),
             (script_dir, os.path.join(script_dir, name) if script_dir else None),

@@ -1,11 +1,13 @@
-"""stampcfg - what tmbench/stamp/run knows about STAMP 0.9.10 and TinySTM.
+"""stamp - what the STAMP harnesses know about STAMP 0.9.10 and TinySTM.
 
 Owns: the list of applications, their arguments at each size, their thread
-option, the line each prints with its parallel-phase time, the input files
-their arguments name, the checks that a directory holds STAMP or TinySTM
-sources, the TL2-style stm.h written for TinySTM, the traced levels and
-their TMTRACE_* variables, and the parsing of the commit/abort line libtl2
-prints at TxShutdown. Builds and runs nothing.
+option, the line each prints with its parallel-phase time and the line of
+its own verification, the input files their arguments name, the checks
+that a directory holds STAMP or TinySTM sources, the TL2-style stm.h
+written for TinySTM, the traced levels and their TMTRACE_* variables, and
+the parsing of the commit/abort line libtl2 prints at TxShutdown (used by
+tmbench/stamp/run; tmbench/stamp/gcctm takes the applications, sizes,
+inputs and verification lines from here). Builds and runs nothing.
 """
 import argparse
 import re
@@ -64,6 +66,12 @@ TIME_LINE = {
     "vacation": r"^Time = ([0-9.]+)",
     "yada": r"^Elapsed time\s*= ([0-9.]+)",
 }
+
+# The line each application prints once its own check passed (the GCC-TM
+# port prints the same); the others check with assert() only, and a failed
+# one ends the run with SIGABRT.
+VERIFY = {"genome": r"^Sequence matches gene: yes$", "labyrinth": r"^Verification passed\.$",
+          "yada": r"^Final mesh is valid\.$", "intruder": r"^Num found\s*=", "bayes": r"^Actual score"}
 
 # yada -i NAME reads NAME.node, NAME.ele and NAME.poly.
 YADA_SUFFIXES = (".node", ".ele", ".poly")

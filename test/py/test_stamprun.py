@@ -1,0 +1,110 @@
+"""tmtrace_py.stamprun: one application run, the check of a trace, the
+order of the runs and the medians, with fake programs."""
+import os
+import unittest
+
+import support
+from tmtrace_py import cli, stamprun
+
+TIME = r"^Time = ([0-9.]+)"
+
+
+class RunApp(unittest.TestCase):
+    def setUp(self):
+        self.dir = support.temp_dir(self)
+
+    def app(self, body):
+        return support.fake_program(self.dir, "app", body)
+
+    def test_a_passing_run_gives_its_own_time(self):
+        exe = self.app('print("Time = 0.125"); print("Verification passed.")')
+        rec = stamprun.run_app([exe], self.dir, None, 10, TIME, r"^Verification passed\.$")
+        self.assertEqual((rec["seconds"], rec["failed"]), (0.125, ""))
+
+    def test_a_run_whose_verification_line_is_missing_fails(self):
+        exe = self.app('print("Time = 0.125")')
+        rec = stamprun.run_app([exe], self.dir, None, 10, TIME, r"^Verification passed\.$")
+        self.assertIn("its verification did not pass", rec["failed"])
+        self.assertIsNone(rec["seconds"])
+
+    def test_a_crashed_run_fails_with_its_last_line_and_status(self):
+        exe = self.app('print("Time = 0.1"); sys.stderr.write("region.c:240: Assertion failed\\n"); sys.exit(134)')
+        rec = stamprun.run_app([exe, "-t2"], self.dir, None, 10, TIME)
+        self.assertEqual(rec["failed"], "app -t2: region.c:240: Assertion failed (exit 134)")
+
+    def test_a_run_killed_by_a_signal_names_it(self):
+        rec = stamprun.run_app([self.app("import os, signal; os.kill(os.getpid(), signal.SIGSEGV)")], self.dir, None, 10, TIME)
+        self.assertEqual(rec["failed"], "app: no output (killed by SIGSEGV)")
+
+    def test_a_run_past_its_timeout_fails_saying_so(self):
+        exe = self.app("import time; time.sleep(5)")
+        rec = stamprun.run_app([exe], self.dir, None, 0.2, TIME)
+        self.assertEqual(rec["failed"], "app ran longer than 0.2 s")
+
+    def test_a_run_without_a_time_line_fails(self):
+        rec = stamprun.run_app([self.app("")], self.dir, None, 10, TIME)
+        self.assertEqual(rec["failed"], "app printed no time line")
+
+
+class CheckTrace(unittest.TestCase):
+    def setUp(self):
+        self.dir = support.temp_dir(self)
+        tools = os.path.join(self.dir, "build", "tools")
+        os.makedirs(tools)
+        # tmsync copies, tmcheck prints the counts written in the trace
+        support.fake_program(tools, "tmsync", "import shutil; shutil.copyfile(sys.argv[1], sys.argv[3])")
+        keys = ('"file": "t", "synced": True, "events": 9, "attempts": 5, "aborts": 0, "skipped_chunks": 0, '
+                '"temporal_inconsistencies": 0, "out_of_place_events": {"count": 0, "percent": 0.0}, '
+                '"late_starts": 0, "premature_ends": 0, "conflict_free_aborts": None, "consistent": True')
+        support.fake_program(tools, "tmcheck", "d = json.load(open(sys.argv[2])); d.update({%s}); "
+                             "print(json.dumps(d))" % keys)
+        self.trace = os.path.join(self.dir, "trace.bin")
+
+    def check(self, commits, **counts):
+        rec = dict(commits=5, transactions=5, dropped_events=0, grammar_violations=0, open_attempts=0)
+        rec.update(counts)
+        with open(self.trace, "w") as f:
+            f.write(__import__("json").dumps(rec))
+        return stamprun.check_trace(os.path.join(self.dir, "build"), self.trace, commits, self.dir)
+
+    def test_a_trace_with_the_runtimes_commits_and_no_drop_passes(self):
+        self.assertEqual(self.check(5), [])
+        self.assertFalse(os.path.exists(os.path.join(self.dir, "trace.sync.bin")))
+
+    def test_drops_and_a_commit_count_unlike_the_runtimes_are_problems(self):
+        self.assertEqual(self.check(7, dropped_events=3),
+                         ["trace commits = 5, expected 7", "trace transactions = 5, expected 7",
+                          "trace dropped_events = 3, expected 0"])
+
+    def test_without_the_runtimes_count_the_trace_cannot_pass(self):
+        self.assertEqual(self.check(None), ["the runtime printed no commit count at exit"])
+
+
+class Order(unittest.TestCase):
+    def test_each_repetition_runs_every_configuration_starting_one_later(self):
+        self.assertEqual(list(stamprun.rotations(3, ["a", "b"])),
+                         [(1, ["a", "b"]), (2, ["b", "a"]), (3, ["a", "b"])])
+
+
+class Medians(unittest.TestCase):
+    def test_failed_runs_are_left_out_of_the_medians(self):
+        runs = stamprun.Runs("p", ["app", "seconds", "failed"])
+        for s, failed in ((1.0, ""), (3.0, ""), (None, "crashed"), (2.0, "")):
+            runs.records.append({"app": "x", "seconds": s, "failed": failed})
+        self.assertEqual(runs.median({"app": "x"}), 2.0)
+        self.assertIsNone(runs.median({"app": "y"}))
+        self.assertEqual(len(runs.failed()), 1)
+
+    def test_the_geometric_mean_skips_missing_ratios(self):
+        self.assertAlmostEqual(stamprun.geomean([0.5, None, 2.0]), 1.0)
+        self.assertIsNone(stamprun.geomean([None]))
+
+    def test_a_failed_build_command_is_one_line_exit_1(self):
+        with self.assertRaises(cli.ScriptError) as ctx:
+            stamprun.sh(["sh", "-c", "echo first; echo 'cc: error: no input'; exit 3"], "/", "building x")
+        self.assertEqual(str(ctx.exception), "building x failed (exit 3): cc: error: no input")
+        self.assertEqual(ctx.exception.status, cli.EXIT_FAILED)
+
+
+if __name__ == "__main__":
+    unittest.main()
