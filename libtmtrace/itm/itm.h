@@ -6,8 +6,11 @@
  * per-thread state of the ABI that the runtime's descriptor does not keep
  * (checkpoints of the outermost and of nested cancellable transactions, the
  * _ITM_L* undo log, user commit/undo actions, the transaction id) and the
- * calls shared between the ABI's modules. Never: a second STM, tracer or
- * symboliser; every access goes through tmtrace.h's accessors.
+ * calls shared between the ABI's modules. Those calls go one way: the entry
+ * (itm_entry.S) calls itm_tx.c; the barriers (itm_barrier.c) and allocation
+ * (itm_alloc.c) call itm_tx.c; itm_tx.c calls the leaves itm_eh.c,
+ * itm_site.c and itm_resume.S; none calls back up. Never: a second STM,
+ * tracer or symboliser; every access goes through tmtrace.h's accessors.
  */
 #ifndef TMT_ITM_H
 #define TMT_ITM_H
@@ -15,7 +18,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tmtrace.h"
 #include "tx.h"
+#include "tx_life.h"
+#include "tx_util.h"
 
 #define ITM_ABI __attribute__((visibility("default")))
 
@@ -94,8 +100,11 @@ struct itm_thread {
 extern __thread struct tmt_tx *itm_tx __attribute__((tls_model("initial-exec")));
 extern __thread struct itm_thread *itm_me __attribute__((tls_model("initial-exec")));
 
-/* itm_entry.S */
+/* itm_resume.S: continue at a checkpoint as if _ITM_beginTransaction
+ * returned `code` there. */
 __attribute__((noreturn)) void itm_longjmp(const struct itm_jb *jb, uint32_t code);
+/* itm_tx.c: what _ITM_beginTransaction (itm_entry.S) calls with the
+ * checkpoint it took; returns the _ITM_actions code. */
 uint32_t itm_begin(uint32_t prop, const struct itm_jb *jb);
 
 /* itm_tx.c: the thread's state, entering the runtime on first use (a
@@ -109,7 +118,7 @@ void itm_go_serial(struct tmt_tx *tx);
 void itm_read_bytes(struct tmt_tx *tx, void *dst, const void *src, size_t n);
 void itm_write_bytes(struct tmt_tx *tx, void *dst, const void *src, size_t n);
 
-/* itm_cxx.c: an exception leaves the outermost transaction through
+/* itm_eh.c: an exception leaves the outermost transaction through
  * _ITM_commitTransactionEH (noted), and what to undo of it when that commit
  * fails and the transaction restarts instead (abandon). */
 void itm_eh_note(struct itm_thread *t, void *exc_ptr);

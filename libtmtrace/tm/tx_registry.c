@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "tx_util.h"
 
 static pthread_mutex_t txreg_mutex = PTHREAD_MUTEX_INITIALIZER;
 static struct tmt_tx *txreg_all; /* every descriptor ever made, live or not */

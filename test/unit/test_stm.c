@@ -24,6 +24,7 @@
 #include "tmtrace.h"
 #include "test_util.h"
 #include "tx.h"
+#include "tx_life.h"
 
 static void run_threads(int n, void *(*fn)(void *), void *arg)
 {
