@@ -48,8 +48,16 @@ unsigned stm_shift;
 /* 1 once membarrier(2) is registered for the process: a begin then announces
  * its start version with a plain store, and the rare threads that must see
  * every announcement (reclamation, the serial drain) pay for the fence with
- * stm_fence_others(). 0: every begin fences itself. */
+ * stm_fence_others(). 0: every begin fences itself (also when asked to,
+ * stm_fence_begins: stm_self_fenced). */
 static int stm_asym_fence;
+static int stm_self_fenced;
+
+void stm_fence_begins(void)
+{
+    stm_self_fenced = 1;
+    stm_asym_fence = 0;
+}
 
 #define STM_WLINEAR 16          /* redo logs up to this size are searched linearly */
 #define STM_BACKOFF_MAX_LOG2 16 /* backoff: at most 2^16 pauses per abort */
@@ -96,7 +104,7 @@ static uintptr_t *stm_table_map(size_t bytes)
 
 int stm_init(void)
 {
-    if (!stm_asym_fence && stm_membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0)
+    if (!stm_asym_fence && !stm_self_fenced && stm_membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0)
         stm_asym_fence = 1;
     unsigned log2 = (unsigned)config.stripes_log2;
     /* A new width needs no new table: no transaction runs now, so every

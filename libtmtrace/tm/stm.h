@@ -24,6 +24,11 @@ int stm_init(void);
  * running the process (membarrier), or nothing when begins fence themselves.
  * For the threads that scan the announcements (reclamation, serial drain). */
 void stm_fence_others(void);
+/* From now on every begin fences its announcement itself, so that a thread
+ * can see all running attempts without fencing the others (the libitm ABI's
+ * privatization safety looks after every commit: txreg_wait_older). Called
+ * before any transaction runs; stm_init keeps it. */
+void stm_fence_begins(void);
 #ifdef TMT_TEST_HOOKS
 /* Test builds only: log2 of the stripe count in force, log2 of the bytes a
  * stripe covers, the stripe an address maps to, and the stripe word itself
