@@ -6,8 +6,11 @@
  * per-thread state of the ABI that the runtime's descriptor does not keep
  * (checkpoints of the outermost and of nested cancellable transactions, the
  * _ITM_L* undo log, user commit/undo actions, the transaction id) and the
- * calls shared between the ABI's modules. Never: a second STM, tracer or
- * symboliser; every access goes through tmtrace.h's accessors.
+ * calls shared between the ABI's modules. Those calls go one way: the entry
+ * (itm_entry.S) calls itm_tx.c; the barriers (itm_barrier.c) and allocation
+ * (itm_alloc.c) call itm_tx.c; itm_tx.c calls the leaves itm_eh.c,
+ * itm_site.c and itm_resume.S; none calls back up. Never: a second STM,
+ * tracer or symboliser; every access goes through tmtrace.h's accessors.
  */
 #ifndef TMT_ITM_H
 #define TMT_ITM_H
@@ -15,7 +18,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tmtrace.h"
 #include "tx.h"
+#include "tx_life.h"
+#include "tx_util.h"
 
 #define ITM_ABI __attribute__((visibility("default")))
 
@@ -62,10 +68,12 @@ struct itm_frame {
     int serial;           /* it began inside a serial attempt */
 };
 
-/* One _ITM_L* entry: `len` bytes at `addr`, saved at pool[off]. */
+/* One _ITM_L* entry: `len` bytes at `addr`, saved at pool[off];
+ * `own_stack`: in a frame made inside the transaction (itm_own_stack). */
 struct itm_log {
     void *addr;
     size_t len, off;
+    int own_stack;
 };
 
 struct itm_action {
@@ -94,8 +102,47 @@ struct itm_thread {
 extern __thread struct tmt_tx *itm_tx __attribute__((tls_model("initial-exec")));
 extern __thread struct itm_thread *itm_me __attribute__((tls_model("initial-exec")));
 
-/* itm_entry.S */
+/* The transaction's own stack (README, "GCC's transactional memory",
+ * "The transaction's own stack").
+ * Frames made inside the running transaction lie between the stack
+ * pointer of a barrier and itm_stack_top, the stack pointer of the
+ * outermost _ITM_beginTransaction's caller (its checkpoint's rsp): they die
+ * before the transaction commits, and a restart makes them anew. GCC
+ * instruments their address-taken locals like shared memory; the barriers
+ * access them in place, as libitm does, and never through the STM, whose
+ * commit would write them back into frames that are gone (the commit's
+ * own, by then), and whose redo log would answer a later frame at the same
+ * addresses with an earlier frame's values. The caller's frame and those
+ * above it outlive the transaction and stay transactional. Set by
+ * itm_begin for every outermost transaction. */
+extern __thread uintptr_t itm_stack_top __attribute__((tls_model("initial-exec")));
+
+static inline uintptr_t itm_sp(void)
+{
+    uintptr_t sp;
+    __asm__("mov %%rsp, %0" : "=r"(sp));
+    return sp;
+}
+
+/* How many of the `n` bytes at `a` lie in frames made inside the running
+ * transaction: 0 for shared memory and the frames that outlive it. A
+ * barrier's own stack pointer bounds them from below: every live frame of
+ * the program is above it. */
+static inline size_t itm_own_stack(uintptr_t a, size_t n)
+{
+    if (TX_LIKELY(a < itm_sp()))
+        return 0; /* the heap and the globals: below every stack */
+    uintptr_t top = itm_stack_top;
+    if (a >= top)
+        return 0;
+    return top - a < n ? (size_t)(top - a) : n;
+}
+
+/* itm_resume.S: continue at a checkpoint as if _ITM_beginTransaction
+ * returned `code` there. */
 __attribute__((noreturn)) void itm_longjmp(const struct itm_jb *jb, uint32_t code);
+/* itm_tx.c: what _ITM_beginTransaction (itm_entry.S) calls with the
+ * checkpoint it took; returns the _ITM_actions code. */
 uint32_t itm_begin(uint32_t prop, const struct itm_jb *jb);
 
 /* itm_tx.c: the thread's state, entering the runtime on first use (a
@@ -104,12 +151,19 @@ struct itm_thread *itm_thread(void);
 /* Goes serial (irrevocable) now; restarts the transaction if it was not. */
 void itm_go_serial(struct tmt_tx *tx);
 
+/* itm_tx.c: writes `n` bytes from `src` into a frame made inside the
+ * transaction (itm_own_stack), in place; while a nested transaction that
+ * may cancel itself runs, the old bytes of frames that outlive it are
+ * logged first, so that its cancel puts them back. */
+void itm_own_stack_write(void *dst, const void *src, size_t n);
+
 /* itm_barrier.c: `n` bytes at any alignment, through the runtime's
- * accessors (plain memory when `tx` is NULL). */
+ * accessors (plain memory when `tx` is NULL or for the transaction's own
+ * frames). */
 void itm_read_bytes(struct tmt_tx *tx, void *dst, const void *src, size_t n);
 void itm_write_bytes(struct tmt_tx *tx, void *dst, const void *src, size_t n);
 
-/* itm_cxx.c: an exception leaves the outermost transaction through
+/* itm_eh.c: an exception leaves the outermost transaction through
  * _ITM_commitTransactionEH (noted), and what to undo of it when that commit
  * fails and the transaction restarts instead (abandon). */
 void itm_eh_note(struct itm_thread *t, void *exc_ptr);

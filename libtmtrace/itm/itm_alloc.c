@@ -1,17 +1,16 @@
 /*
- * itm_alloc.c - allocation and C++ support of the libitm ABI: _ITM_malloc,
- * _ITM_calloc, _ITM_free, the transactional clones of operator new/delete
- * (_ZGTt*), the exception hooks (_ITM_cxa_*) and the clone tables that map
- * a function to its transactional clone.
+ * itm_alloc.c - allocation and function clones of the libitm ABI:
+ * _ITM_malloc, _ITM_calloc, _ITM_free, the transactional clones of operator
+ * new/delete (_ZGTt*) and the clone tables that map a function to its
+ * transactional clone.
  *
  * Owns: the registered clone tables (sorted copies, under a mutex; they are
- * registered from constructors, possibly before the runtime starts) and the
- * bookkeeping of an exception that leaves a transaction. Allocation goes
- * through tmt_malloc/tmt_free, so an aborted attempt's allocations are
- * released and frees wait for the commit; operator new and delete are
- * assumed to be the default ones (malloc and free underneath), as the
- * library's own. The C++ runtime's entry points are weak references: a C
- * program never calls the hooks that need them.
+ * registered from constructors, possibly before the runtime starts).
+ * Allocation goes through tmt_malloc/tmt_free, so an aborted attempt's
+ * allocations are released and frees wait for the commit; operator new and
+ * delete are assumed to be the default ones (malloc and free underneath), as
+ * the library's own. Calls down into itm_tx.c (the thread's descriptor, and
+ * serial mode for a function without a clone), never the other way.
  * Never: throws or unwinds itself.
  */
 #include <pthread.h>
@@ -103,83 +102,6 @@ ITM_ABI void _ZGTtdlPvmRKSt9nothrow_t(void *p, size_t n, const void *nt)
     (void)n;
     (void)nt;
     itm_release(p);
-}
-
-/* ---- exceptions ------------------------------------------------------------------ */
-
-extern void *__cxa_allocate_exception(size_t) __attribute__((weak));
-extern void __cxa_free_exception(void *) __attribute__((weak));
-extern void __cxa_throw(void *, void *, void (*)(void *)) __attribute__((weak, noreturn));
-extern void *__cxa_begin_catch(void *) __attribute__((weak));
-extern void __cxa_end_catch(void) __attribute__((weak));
-/* The C++ ABI's per-thread exception globals (caught stack, uncaught count). */
-struct itm_cxa_eh_globals {
-    void *caught;
-    unsigned int uncaught;
-};
-extern struct itm_cxa_eh_globals *__cxa_get_globals(void) __attribute__((weak));
-/* The unwinder's: destroys an exception by its unwind header (the pointer
- * _ITM_commitTransactionEH receives), running its cleanup. */
-extern void _Unwind_DeleteException(void *) __attribute__((weak));
-
-__attribute__((noreturn, cold)) static void itm_no_cxx(const char *what)
-{
-    fprintf(stderr, "libtmtrace-itm: %s: no C++ runtime in the process\n", what);
-    abort();
-}
-
-ITM_ABI void *_ITM_cxa_allocate_exception(size_t size)
-{
-    if (__cxa_allocate_exception == NULL)
-        itm_no_cxx("_ITM_cxa_allocate_exception");
-    return __cxa_allocate_exception(size);
-}
-
-ITM_ABI void _ITM_cxa_free_exception(void *exc)
-{
-    if (__cxa_free_exception == NULL)
-        itm_no_cxx("_ITM_cxa_free_exception");
-    __cxa_free_exception(exc);
-}
-
-ITM_ABI __attribute__((noreturn)) void _ITM_cxa_throw(void *obj, void *tinfo, void (*dest)(void *))
-{
-    if (__cxa_throw == NULL)
-        itm_no_cxx("_ITM_cxa_throw");
-    __cxa_throw(obj, tinfo, dest);
-}
-
-ITM_ABI void *_ITM_cxa_begin_catch(void *exc)
-{
-    if (__cxa_begin_catch == NULL)
-        itm_no_cxx("_ITM_cxa_begin_catch");
-    return __cxa_begin_catch(exc);
-}
-
-ITM_ABI void _ITM_cxa_end_catch(void)
-{
-    if (__cxa_end_catch == NULL)
-        itm_no_cxx("_ITM_cxa_end_catch");
-    __cxa_end_catch();
-}
-
-void itm_eh_note(struct itm_thread *t, void *exc_ptr)
-{
-    t->eh_in_flight = exc_ptr;
-    t->eh_uncaught = __cxa_get_globals ? __cxa_get_globals()->uncaught : 0;
-}
-
-/* The commit an exception was leaving through failed: the transaction runs
- * again from its start and will throw anew, so the exception in flight is
- * dropped as if it had never been thrown (`eh_in_flight` is its unwind
- * header, not the thrown object). */
-void itm_eh_abandon(struct itm_thread *t)
-{
-    if (__cxa_get_globals != NULL && t->eh_uncaught > 0)
-        __cxa_get_globals()->uncaught = t->eh_uncaught - 1;
-    if (_Unwind_DeleteException != NULL && t->eh_in_flight != NULL)
-        _Unwind_DeleteException(t->eh_in_flight);
-    t->eh_in_flight = NULL;
 }
 
 /* ---- clone tables ------------------------------------------------------------------ */

@@ -6,10 +6,13 @@
  *
  * Owns: splitting any access into the naturally aligned 1-, 4- and 8-byte
  * pieces the runtime's accessors take (a 2-byte, unaligned or wider access
- * becomes several, all in the same attempt, so it stays atomic). The
+ * becomes several, all in the same attempt, so it stays atomic), and
+ * telling the transaction's own frames (itm_own_stack, itm.h), which are
+ * accessed in place, from the memory that goes through the accessors. The
  * flavours only tell the STM what it already knows, so all of a type share
  * one body. Never: touches shared memory except through the accessors
- * (plain memory only for the ABI's non-transactional side of a copy).
+ * (plain memory only for the ABI's non-transactional side of a copy and
+ * for the transaction's own frames).
  */
 #include <string.h>
 
@@ -19,12 +22,11 @@
 
 void itm_read_bytes(struct tmt_tx *tx, void *dst, const void *src, size_t n)
 {
-    if (tx == NULL) {
-        memcpy(dst, src, n);
-        return;
-    }
-    unsigned char *d = dst;
-    uintptr_t a = (uintptr_t)src;
+    size_t own = tx == NULL ? n : itm_own_stack((uintptr_t)src, n);
+    memcpy(dst, src, own); /* plain memory, or the transaction's own frames */
+    unsigned char *d = (unsigned char *)dst + own;
+    uintptr_t a = (uintptr_t)src + own;
+    n -= own;
     while (n > 0) {
         if ((a & 7) == 0 && n >= 8) {
             int64_t v = tmt_read_i64(tx, (const volatile int64_t *)a);
@@ -47,8 +49,12 @@ void itm_write_bytes(struct tmt_tx *tx, void *dst, const void *src, size_t n)
         memcpy(dst, src, n);
         return;
     }
-    const unsigned char *s = src;
-    uintptr_t a = (uintptr_t)dst;
+    size_t own = itm_own_stack((uintptr_t)dst, n);
+    if (own > 0)
+        itm_own_stack_write(dst, src, own);
+    const unsigned char *s = (const unsigned char *)src + own;
+    uintptr_t a = (uintptr_t)dst + own;
+    n -= own;
     while (n > 0) {
         if ((a & 7) == 0 && n >= 8) {
             int64_t v;
@@ -73,7 +79,7 @@ static inline uint64_t itm_rd(const void *p, unsigned size)
 {
     struct tmt_tx *tx = itm_tx;
     uintptr_t a = (uintptr_t)p;
-    if (TX_LIKELY(tx != NULL && (a & (size - 1)) == 0 && size != 2)) {
+    if (TX_LIKELY(tx != NULL && (a & (size - 1)) == 0 && size != 2 && !itm_own_stack(a, size))) {
         if (size == 8)
             return (uint64_t)tmt_read_i64(tx, (const volatile int64_t *)p);
         if (size == 4)
@@ -89,7 +95,7 @@ static inline void itm_wr(void *p, uint64_t v, unsigned size)
 {
     struct tmt_tx *tx = itm_tx;
     uintptr_t a = (uintptr_t)p;
-    if (TX_LIKELY(tx != NULL && (a & (size - 1)) == 0 && size != 2)) {
+    if (TX_LIKELY(tx != NULL && (a & (size - 1)) == 0 && size != 2 && !itm_own_stack(a, size))) {
         if (size == 8)
             tmt_write_i64(tx, (volatile int64_t *)p, (int64_t)v);
         else if (size == 4)
@@ -165,7 +171,7 @@ typedef long long itm_v4di __attribute__((vector_size(32)));
 static inline itm_m128 itm_r_M128(const itm_m128 *p)
 {
     struct tmt_tx *tx = itm_tx;
-    if (TX_LIKELY(tx != NULL && ((uintptr_t)p & 7) == 0)) {
+    if (TX_LIKELY(tx != NULL && ((uintptr_t)p & 7) == 0 && !itm_own_stack((uintptr_t)p, sizeof *p))) {
         const volatile int64_t *q = (const volatile int64_t *)p;
         long long a = tmt_read_i64(tx, q), b = tmt_read_i64(tx, q + 1);
         return (itm_m128)(itm_v2di){ a, b };
@@ -176,7 +182,7 @@ static inline itm_m128 itm_r_M128(const itm_m128 *p)
 static inline void itm_w_M128(itm_m128 *p, itm_m128 v)
 {
     struct tmt_tx *tx = itm_tx;
-    if (TX_LIKELY(tx != NULL && ((uintptr_t)p & 7) == 0)) {
+    if (TX_LIKELY(tx != NULL && ((uintptr_t)p & 7) == 0 && !itm_own_stack((uintptr_t)p, sizeof *p))) {
         itm_v2di w = (itm_v2di)v;
         tmt_write_i64(tx, (volatile int64_t *)p, w[0]);
         tmt_write_i64(tx, (volatile int64_t *)p + 1, w[1]);
@@ -188,7 +194,7 @@ static inline void itm_w_M128(itm_m128 *p, itm_m128 v)
 ITM_AVX static inline itm_m256 itm_r_M256(const itm_m256 *p)
 {
     struct tmt_tx *tx = itm_tx;
-    if (TX_LIKELY(tx != NULL && ((uintptr_t)p & 7) == 0)) {
+    if (TX_LIKELY(tx != NULL && ((uintptr_t)p & 7) == 0 && !itm_own_stack((uintptr_t)p, sizeof *p))) {
         const volatile int64_t *q = (const volatile int64_t *)p;
         long long a = tmt_read_i64(tx, q), b = tmt_read_i64(tx, q + 1);
         long long c = tmt_read_i64(tx, q + 2), d = tmt_read_i64(tx, q + 3);
@@ -200,7 +206,7 @@ ITM_AVX static inline itm_m256 itm_r_M256(const itm_m256 *p)
 ITM_AVX static inline void itm_w_M256(itm_m256 *p, itm_m256 v)
 {
     struct tmt_tx *tx = itm_tx;
-    if (TX_LIKELY(tx != NULL && ((uintptr_t)p & 7) == 0)) {
+    if (TX_LIKELY(tx != NULL && ((uintptr_t)p & 7) == 0 && !itm_own_stack((uintptr_t)p, sizeof *p))) {
         itm_v4di w = (itm_v4di)v;
         for (int i = 0; i < 4; i++)
             tmt_write_i64(tx, (volatile int64_t *)p + i, w[i]);

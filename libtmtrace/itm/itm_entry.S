@@ -1,11 +1,12 @@
 /*
- * itm_entry.S - the register checkpoint of the libitm ABI on x86-64.
+ * itm_entry.S - the register checkpoint of the libitm ABI on x86-64: the
+ * top of the ABI's modules, where compiled transactions come in.
  *
  * Owns: _ITM_beginTransaction's entry, which saves the callee-saved
  * registers, the caller's stack pointer after the return and the return
  * address (struct itm_jb, itm.h) on its own stack and hands them to
- * itm_begin(); and itm_longjmp(), which resumes at such a checkpoint as if
- * _ITM_beginTransaction returned `code` there (restart, cancel).
+ * itm_begin() (itm_tx.c). Resuming at such a checkpoint is itm_resume.S's,
+ * below itm_tx.c, so that the entry calls down and nothing calls it back.
  * Never: touches memory other than the checkpoint and its stack frame.
  */
         .text
@@ -34,24 +35,5 @@ _ITM_beginTransaction:
         ret
         .cfi_endproc
         .size   _ITM_beginTransaction, .-_ITM_beginTransaction
-
-        /* void itm_longjmp(const struct itm_jb *jb, uint32_t code) */
-        .globl  itm_longjmp
-        .hidden itm_longjmp
-        .type   itm_longjmp, @function
-        .p2align 4
-itm_longjmp:
-        .cfi_startproc
-        movl    %esi, %eax
-        movq    0(%rdi), %rbx
-        movq    8(%rdi), %rbp
-        movq    16(%rdi), %r12
-        movq    24(%rdi), %r13
-        movq    32(%rdi), %r14
-        movq    40(%rdi), %r15
-        movq    48(%rdi), %rsp
-        jmp     *56(%rdi)
-        .cfi_endproc
-        .size   itm_longjmp, .-itm_longjmp
 
         .section .note.GNU-stack,"",@progbits

@@ -6,19 +6,25 @@
  *
  * Owns: struct itm_thread (one per thread, made on its first transaction,
  * its runtime descriptor released when the thread ends), the restart hook
- * the runtime calls instead of longjmp (tmt_tx.restart), and the meaning
- * of the ABI's property bits and return codes. Nesting is flat; a nested
- * transaction that can cancel itself records a checkpoint, and its cancel
- * undoes only its own writes, which needs the in-place undo log of a serial
- * attempt: a non-serial attempt that cancels a nested transaction restarts
- * serially first. Never: accesses shared memory other than through the
- * runtime, records trace events other than the runtime's hooks.
+ * the runtime calls instead of longjmp (tmt_tx.restart), the meaning of
+ * the ABI's property bits and return codes, the top of the transaction's
+ * own stack (itm_stack_top, itm.h) and what the _ITM_L* log restores of it,
+ * and privatization safety (a commit returns once no software attempt that
+ * started before it runs). Nesting is flat; a nested transaction that can
+ * cancel itself records a checkpoint, and its cancel undoes only its own
+ * writes, which needs the in-place undo log of a serial attempt: a
+ * non-serial attempt that cancels a nested transaction restarts serially
+ * first. A runtime that cannot start ends the process with one line and
+ * status 1 (the ABI has no error return). Never: accesses shared memory
+ * other than through the runtime, records trace events other than the
+ * runtime's hooks.
  */
 #include <link.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "itm.h"
 #include "itm_site.h"
@@ -29,15 +35,31 @@
 
 __thread struct tmt_tx *itm_tx __attribute__((tls_model("initial-exec")));
 __thread struct itm_thread *itm_me __attribute__((tls_model("initial-exec")));
+__thread uintptr_t itm_stack_top __attribute__((tls_model("initial-exec")));
 
 static pthread_key_t itm_key;
-static pthread_once_t itm_key_once = PTHREAD_ONCE_INIT;
+static pthread_once_t itm_setup_once = PTHREAD_ONCE_INIT;
 
 /* The ABI has no error return: a runtime that cannot start stops the program. */
 __attribute__((noreturn, cold)) static void itm_fatal(const char *what, const char *why)
 {
     fprintf(stderr, "libtmtrace-itm: %s: %s\n", what, why);
     abort();
+}
+
+/* The runtime cannot start (a bad TMTRACE_* value, a trace file that cannot
+ * be created): the program's own mistake, not a crash. One line names the
+ * cause, once however many threads meet it (the others wait for the end),
+ * and the process exits with status 1; the ABI gives no way to fail to the
+ * program instead. */
+__attribute__((noreturn, cold)) static void itm_cannot_start(const char *why)
+{
+    static int told;
+    if (__atomic_exchange_n(&told, 1, __ATOMIC_ACQ_REL) != 0)
+        for (;;)
+            pause();
+    fprintf(stderr, "libtmtrace-itm: %s\n", why);
+    exit(1);
 }
 
 /* ---- threads ---------------------------------------------------------------- */
@@ -56,22 +78,26 @@ static void itm_thread_gone(void *p)
     itm_tx = NULL;
 }
 
-static void itm_key_make(void)
+/* The process's part, once, before any thread's first transaction: the
+ * thread key, and fenced begins for privatization safety (see
+ * _ITM_commitTransaction). */
+static void itm_process_setup(void)
 {
     if (pthread_key_create(&itm_key, itm_thread_gone) != 0)
         itm_fatal("pthread_key_create", "no thread-specific key left");
+    stm_fence_begins();
 }
 
 __attribute__((noinline)) static struct itm_thread *itm_thread_new(void)
 {
     struct tmt_tx *tx = tmt_thread_enter();
     if (tx == NULL)
-        itm_fatal("starting the runtime", tmt_error());
+        itm_cannot_start(tmt_error());
     struct itm_thread *t = calloc(1, sizeof *t);
     if (t == NULL)
         itm_fatal("starting a thread", "out of memory");
     t->tx = tx;
-    pthread_once(&itm_key_once, itm_key_make);
+    pthread_once(&itm_setup_once, itm_process_setup);
     (void)pthread_setspecific(itm_key, t);
     itm_me = t;
     itm_tx = tx;
@@ -109,8 +135,8 @@ __attribute__((constructor)) static void itm_ctor(void)
 {
     int found = 0;
     dl_iterate_phdr(itm_exe_uses_tm, &found);
-    if (found)
-        (void)tmt_init(); /* a failure shows at the first transaction */
+    if (found && tmt_init() != 0)
+        itm_cannot_start(tmt_error()); /* before main, not in the middle of its work */
 }
 
 struct itm_thread *itm_thread(void)
@@ -121,11 +147,17 @@ struct itm_thread *itm_thread(void)
 
 /* ---- undo log and user actions ---------------------------------------------- */
 
-static void itm_log_restore(struct itm_thread *t, uint32_t mark)
+/* Puts back what the log saved since `mark`, newest first, but for the
+ * transaction's own frames below `keep_from`: those are gone once the
+ * restart or cancel resumes at its checkpoint, whose stack pointer that is
+ * (UINTPTR_MAX: the outermost one's, below which every own frame lies), and
+ * their addresses may by now hold the frames of this very call. */
+static void itm_log_restore(struct itm_thread *t, uint32_t mark, uintptr_t keep_from)
 {
     while (t->nlog > mark) {
         const struct itm_log *l = &t->log[--t->nlog];
-        memcpy(l->addr, t->pool + l->off, l->len);
+        if (!l->own_stack || (uintptr_t)l->addr >= keep_from)
+            memcpy(l->addr, t->pool + l->off, l->len);
         t->npool = l->off;
     }
 }
@@ -157,11 +189,8 @@ static void itm_action_add(struct itm_action **a, uint32_t *n, uint32_t *cap, vo
     (*n)++;
 }
 
-static void itm_log_save(const void *addr, size_t len)
+static void itm_log_add(struct itm_thread *t, const void *addr, size_t len)
 {
-    struct itm_thread *t = itm_thread();
-    if (t->tx->depth == 0)
-        return;
     if (t->nlog == t->logcap)
         t->log = tx_grow(t->log, &t->logcap, sizeof *t->log, 16);
     size_t off = (t->npool + 7) & ~(size_t)7;
@@ -179,8 +208,31 @@ static void itm_log_save(const void *addr, size_t len)
     t->log[t->nlog].addr = (void *)addr;
     t->log[t->nlog].len = len;
     t->log[t->nlog].off = off;
+    t->log[t->nlog].own_stack = itm_own_stack((uintptr_t)addr, len) != 0;
     t->nlog++;
     t->npool = off + len;
+}
+
+static void itm_log_save(const void *addr, size_t len)
+{
+    struct itm_thread *t = itm_thread();
+    if (t->tx->depth > 0)
+        itm_log_add(t, addr, len);
+}
+
+void itm_own_stack_write(void *dst, const void *src, size_t n)
+{
+    struct itm_thread *t = itm_me;
+    if (TX_UNLIKELY(t != NULL && t->nframes > 0)) {
+        /* The innermost cancellable transaction's frames outlive it from
+         * its checkpoint's stack pointer up (the outer ones' too). */
+        uintptr_t keep = t->frames[t->nframes - 1].jb.rsp, a = (uintptr_t)dst;
+        if (a + n > keep) {
+            uintptr_t from = a > keep ? a : keep;
+            itm_log_add(t, (const void *)from, a + n - from);
+        }
+    }
+    memcpy(dst, src, n);
 }
 
 /* ---- begin, restart, commit ------------------------------------------------- */
@@ -209,7 +261,7 @@ static inline uint32_t itm_run_code(const struct itm_thread *t, const struct tmt
 __attribute__((noreturn)) static void itm_restart(struct tmt_tx *tx)
 {
     struct itm_thread *t = itm_me;
-    itm_log_restore(t, 0);
+    itm_log_restore(t, 0, UINTPTR_MAX);
     itm_undo_run(t, 0);
     if (t->eh_in_flight)
         itm_eh_abandon(t);
@@ -246,6 +298,7 @@ uint32_t itm_begin(uint32_t prop, const struct itm_jb *jb)
     if (tx->depth > 0)
         return itm_begin_nested(t, tx, prop, jb);
     t->jb = *jb;
+    itm_stack_top = jb->rsp;
     t->prop = prop;
     itm_reset(t);
     t->txid = ((uint64_t)tx->thread_id << 40) + ++t->txseq + ITM_NO_TRANSACTION_ID;
@@ -274,7 +327,15 @@ ITM_ABI void _ITM_commitTransaction(void)
         tmt_tx_commit(tx);
         return;
     }
+    /* Privatization safety, as libitm gives it: once this returns, no
+     * software attempt of another thread that started before this commit
+     * still runs, so memory this transaction (or one it saw) unlinked may
+     * be freed or used without a transaction. Hardware and serial attempts
+     * leave no such attempt behind. */
+    int software = tx->mode == TX_MODE_STM;
     tmt_tx_commit(tx); /* a failed commit restarts at the checkpoint */
+    if (software)
+        txreg_wait_older(tx, stm_clock_now());
     for (uint32_t i = 0; i < t->ncommit; i++)
         t->commit[i].fn(t->commit[i].arg);
     itm_reset(t);
@@ -305,7 +366,7 @@ __attribute__((noreturn)) static void itm_cancel_nested(struct itm_thread *t, st
         itm_go_serial(tx); /* restarts the transaction; its next attempt gets here serially */
     const struct itm_frame *f = &t->frames[--t->nframes];
     stm_serial_rollback_to(tx, f->serial_mark, itm_undone);
-    itm_log_restore(t, f->log_mark);
+    itm_log_restore(t, f->log_mark, f->jb.rsp);
     itm_undo_run(t, f->undo_mark);
     while (tx->depth >= f->depth)
         tmt_tx_commit(tx); /* leaves the cancelled levels: inner commits only count down */

@@ -15,8 +15,9 @@
 #include <sched.h>
 
 #include "config.h"
+#include "tx_undo.h"
+#include "tx_upcall.h"
 
-#define HTM_STARTED 0xffffffffu /* what _xbegin returns when the attempt runs */
 #define HTM_EMU_ABORT_WINDOW 16 /* injected aborts strike at one of the first 16 accesses */
 
 int htm_rtm;
@@ -43,7 +44,9 @@ void htm_init(void)
         htm_rtm = (b & (1u << 11)) && !(d & (1u << 11));
 }
 
+#ifdef TMT_TEST_HOOKS
 int htm_rtm_usable(void) { return htm_rtm; }
+#endif
 
 /* ---- real RTM ----------------------------------------------------------- */
 
@@ -81,14 +84,14 @@ static uint32_t htm_emu_begin(struct tmt_tx *tx)
     h->nundo = 0;
     h->abort_at = 0;
     h->abort_status = 0;
-    uint64_t r = tx_rand(tx) % 100;
+    uint64_t r = tx_rand(&tx->rng) % 100;
     if (r < (uint64_t)config.htm_emu_abort_pct) {
         h->abort_status = TMT_HTM_CONFLICT | TMT_HTM_RETRY;
     } else if (r < (uint64_t)(config.htm_emu_abort_pct + config.htm_emu_explicit_pct)) {
         h->abort_status = TMT_HTM_EXPLICIT | (HTM_CODE_EMU_EXPLICIT << 24);
     }
     if (h->abort_status)
-        h->abort_at = 1 + (uint32_t)(tx_rand(tx) % HTM_EMU_ABORT_WINDOW);
+        h->abort_at = 1 + (uint32_t)(tx_rand(&tx->rng) % HTM_EMU_ABORT_WINDOW);
     for (;;) {
         int expect = 0;
         if (__atomic_compare_exchange_n(&htm_emu.held, &expect, 1, 0, __ATOMIC_SEQ_CST,
@@ -107,9 +110,8 @@ static uint32_t htm_emu_begin(struct tmt_tx *tx)
 
 static void htm_emu_unlock(void) { __atomic_store_n(&htm_emu.held, 0, __ATOMIC_RELEASE); }
 
-/* Every access of an emulated attempt is a point where it may abort. */
 /* An emulated attempt aborts: its writes are undone here, then the common
- * restart path records it (tx.h). */
+ * restart path records it (tx_upcall.h). */
 __attribute__((noreturn, noinline)) static void htm_emu_abort(struct tmt_tx *tx, unsigned reason, uintptr_t addr,
                                                              uint32_t status)
 {
@@ -117,6 +119,7 @@ __attribute__((noreturn, noinline)) static void htm_emu_abort(struct tmt_tx *tx,
     tx_restart(tx, reason, addr, status);
 }
 
+/* Every access of an emulated attempt is a point where it may abort. */
 static inline void htm_emu_access(struct tmt_tx *tx, uintptr_t addr)
 {
     struct tx_htm *h = &tx->htm;
@@ -171,25 +174,15 @@ void htm_commit(struct tmt_tx *tx)
     htm_emu_unlock();
 }
 
-static unsigned htm_code_reason(unsigned code)
-{
-    switch (code) {
-    case HTM_CODE_USER_RETRY: return TMT_ABORT_USER_RETRY;
-    case HTM_CODE_USER_CANCEL: return TMT_ABORT_USER_CANCEL;
-    default: return TMT_ABORT_HTM;
-    }
-}
-
 void htm_abort_code(struct tmt_tx *tx, unsigned code)
 {
     if (tx->mode == TX_MODE_HTM)
         htm_rtm_abort(code);
-    htm_emu_abort(tx, htm_code_reason(code), 0, TMT_HTM_EXPLICIT | (code << 24));
+    uint32_t status = TMT_HTM_EXPLICIT | (code << 24);
+    htm_emu_abort(tx, htm_abort_reason(status), 0, status);
 }
 
 /* ---- the policy ----------------------------------------------------------- */
-
-enum htm_next { HTM_NEXT_RETRY, HTM_NEXT_FALLBACK, HTM_NEXT_CANCEL };
 
 static void htm_wait_drain(void)
 {
@@ -200,6 +193,8 @@ static void htm_wait_drain(void)
     }
 }
 
+/* The verdict on the last attempt's abort status (docs/design.md's table):
+ * TRY again, or give up with *why (enum tf_fallback_reason). */
 static enum htm_next htm_policy(struct tmt_tx *tx, uint32_t status, unsigned *why)
 {
     unsigned code = tmt_htm_abort_code(status);
@@ -208,10 +203,8 @@ static enum htm_next htm_policy(struct tmt_tx *tx, uint32_t status, unsigned *wh
     if (explicit_ && code == HTM_CODE_USER_CANCEL)
         return HTM_NEXT_CANCEL;
     if (explicit_ && (code == HTM_CODE_NEED_STM || code == HTM_CODE_NEED_SERIAL)) {
-        if (code == HTM_CODE_NEED_SERIAL)
-            tx_serial_next(tx, TF_SERIAL_REQUESTED); /* tx_start runs it serially */
         *why = TF_FB_FLAGS;
-        return HTM_NEXT_FALLBACK;
+        return code == HTM_CODE_NEED_SERIAL ? HTM_NEXT_SERIAL : HTM_NEXT_FALLBACK;
     }
     if (status & TMT_HTM_CAPACITY) {
         *why = TF_FB_CAPACITY;
@@ -219,7 +212,7 @@ static enum htm_next htm_policy(struct tmt_tx *tx, uint32_t status, unsigned *wh
     }
     if (explicit_ && code == HTM_CODE_STM_ACTIVE && !used_up) {
         htm_wait_drain();
-        return HTM_NEXT_RETRY;
+        return HTM_NEXT_TRY;
     }
     if (!(status & TMT_HTM_RETRY) && !(explicit_ && code == HTM_CODE_STM_ACTIVE)) {
         *why = TF_FB_NO_RETRY;
@@ -229,49 +222,38 @@ static enum htm_next htm_policy(struct tmt_tx *tx, uint32_t status, unsigned *wh
         *why = TF_FB_ATTEMPTS;
         return HTM_NEXT_FALLBACK;
     }
-    return HTM_NEXT_RETRY;
+    return HTM_NEXT_TRY;
 }
 
-enum htm_outcome htm_start(struct tmt_tx *tx, int path)
+enum htm_next htm_next(struct tmt_tx *tx)
 {
     struct tx_htm *h = &tx->htm;
-    for (;;) {
-        if (h->pending) {
-            h->pending = 0;
-            unsigned why = 0;
-            switch (htm_policy(tx, h->last_status, &why)) {
-            case HTM_NEXT_CANCEL:
-                return HTM_CANCELLED;
-            case HTM_NEXT_FALLBACK:
-                h->fell_back = 1;
-                tx_count(&tx->stats.fallbacks);
-                tb_ev_fallback(&tx->trace, why, h->last_status);
-                return HTM_FELL_BACK;
-            case HTM_NEXT_RETRY:
-                break;
-            }
-        }
-        h->attempts++;
-        tx_attempt_starts(tx, (path == TX_MODE_HTM ? TF_START_HTM : TF_START_HTM_EMU) |
-                                  ((tx->flags & TMT_TX_READ_ONLY) ? TF_START_READ_ONLY : 0));
-        uint32_t status;
-        if (path == TX_MODE_HTM) {
-            status = htm_rtm_begin();
-            if (status == HTM_STARTED)
-                return HTM_RUNNING; /* the caller sets the mode, inside the attempt */
-            /* A real abort lands here, with memory as it was at _xbegin. */
-            tx_count(&tx->stats.htm_aborts);
-            tx_abort_record(tx, htm_code_reason(tmt_htm_abort_code(status)), 0, status);
-        } else {
-            status = htm_emu_begin(tx);
-            if (status == HTM_STARTED)
-                return HTM_RUNNING;
-            tx_count(&tx->stats.htm_aborts);
-            tx_abort_record(tx, TMT_ABORT_HTM, 0, status);
-        }
-        h->last_status = status;
-        h->pending = 1;
+    if (!h->pending)
+        return HTM_NEXT_TRY;
+    h->pending = 0;
+    unsigned why = 0;
+    enum htm_next next = htm_policy(tx, h->last_status, &why);
+    if (next == HTM_NEXT_FALLBACK || next == HTM_NEXT_SERIAL) {
+        h->fell_back = 1;
+        tx_count(&tx->stats.fallbacks);
+        tb_ev_fallback(&tx->trace, why, h->last_status);
     }
+    return next;
+}
+
+uint32_t htm_begin(struct tmt_tx *tx, int path)
+{
+    struct tx_htm *h = &tx->htm;
+    h->attempts++;
+    /* On real RTM an abort later in the attempt lands here too, with memory
+     * (the stack frames up to here included) as it was at _xbegin. */
+    uint32_t status = path == TX_MODE_HTM ? htm_rtm_begin() : htm_emu_begin(tx);
+    if (status == HTM_STARTED)
+        return status;
+    tx_count(&tx->stats.htm_aborts);
+    h->last_status = status;
+    h->pending = 1;
+    return status;
 }
 
 void htm_sw_enter(struct tmt_tx *tx)

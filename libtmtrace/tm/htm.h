@@ -5,10 +5,14 @@
  * Owns: CPUID detection, the retry/fallback policy, the counter of active
  * software transactions that hardware attempts subscribe to, the emulation
  * lock and tx->htm. An emulated attempt that aborts is undone here and ends
- * in tx_restart (tx.h); the attempt state outside tx->htm moves only through
- * tx_attempt_starts and tx_serial_next. Never calls a tb_ev_* hook between the start of a
- * hardware attempt and its end (the record would join the hardware footprint
- * and vanish on abort); START is stamped before, COMMIT/ABORT/FALLBACK after.
+ * in tx_restart (tx_upcall.h), the one call it makes into tx_life.c; the
+ * loop of attempts is tx_life.c's, which asks htm_next for the policy's
+ * verdict and htm_begin for an attempt, and records START and ABORT itself.
+ * Never: touches the descriptor outside tx->htm but for its own counters
+ * (htm_aborts, fallbacks) and the FALLBACK record; calls a tb_ev_* hook
+ * between the start of a hardware attempt and its end (the record would
+ * join the hardware footprint and vanish on abort): START is stamped
+ * before, COMMIT/ABORT/FALLBACK after.
  */
 #ifndef TMT_HTM_H
 #define TMT_HTM_H
@@ -17,6 +21,7 @@
 
 #include "config.h"
 #include "tx.h"
+#include "tx_util.h"
 
 /* Explicit abort codes the runtime itself uses (bits 24..31 of the status). */
 #define HTM_CODE_STM_ACTIVE TMT_HTM_CODE_STM_ACTIVE /* software transactions are running */
@@ -28,8 +33,11 @@
 
 /* Reads CPUID once. */
 void htm_init(void);
-/* RTM present and not disabled by microcode (RTM_ALWAYS_ABORT). */
+#ifdef TMT_TEST_HOOKS
+/* Test builds only: RTM present and not disabled by microcode
+ * (RTM_ALWAYS_ABORT). */
 int htm_rtm_usable(void);
+#endif
 /* Set by htm_init only; read here so that every transaction's start asks
  * for its path without a call. */
 extern int htm_rtm __attribute__((visibility("hidden")));
@@ -52,12 +60,40 @@ static inline void htm_prepare(struct tmt_tx *tx)
     tx->htm.fell_back = 0;
 }
 
-/* Runs hardware attempts for the transaction in `tx` under the policy.
- * RUNNING: an attempt runs on `path` (the caller sets tx->mode to it);
- * FELL_BACK: the transaction goes to the STM (or to serial mode when
- * tx->serial_next was set); CANCELLED: the program cancelled it. */
-enum htm_outcome { HTM_FELL_BACK = 0, HTM_RUNNING = 1, HTM_CANCELLED = 2 };
-enum htm_outcome htm_start(struct tmt_tx *tx, int path);
+/* The policy's verdict before the transaction's next hardware attempt
+ * (docs/design.md, "Detection and policy"): TRY one (none made yet, or the
+ * last one's abort calls for another); CANCEL the block (the program
+ * cancelled); FALLBACK to the STM for the rest of the transaction, or
+ * SERIAL (the same, and its next attempt must run serially: a nested
+ * irrevocable block asked), both counted and recorded here. */
+enum htm_next { HTM_NEXT_TRY, HTM_NEXT_FALLBACK, HTM_NEXT_SERIAL, HTM_NEXT_CANCEL };
+enum htm_next htm_next(struct tmt_tx *tx);
+
+/* The START flags of a hardware attempt on `path` (enum tf_start_flags). */
+static inline unsigned htm_start_flags(const struct tmt_tx *tx, int path)
+{
+    return (path == TX_MODE_HTM ? TF_START_HTM : TF_START_HTM_EMU) |
+           ((tx->flags & TMT_TX_READ_ONLY) ? TF_START_READ_ONLY : 0);
+}
+
+/* What htm_begin returns inside a running attempt (_xbegin's "started"). */
+#define HTM_STARTED 0xffffffffu
+/* Begins a hardware attempt on `path` (its START already recorded):
+ * HTM_STARTED inside the attempt (the caller sets tx->mode, inside it too),
+ * else the status of its abort, counted and kept for htm_next. On real RTM
+ * an abort anywhere in the attempt returns here, with memory as it was at
+ * _xbegin, stack frames included. */
+uint32_t htm_begin(struct tmt_tx *tx, int path);
+/* The abort reason (enum tmt_abort_reason) of a hardware status word: the
+ * program's retry or cancel by their explicit codes, else HTM. */
+static inline unsigned htm_abort_reason(uint32_t status)
+{
+    switch (tmt_htm_abort_code(status)) {
+    case HTM_CODE_USER_RETRY: return TMT_ABORT_USER_RETRY;
+    case HTM_CODE_USER_CANCEL: return TMT_ABORT_USER_CANCEL;
+    default: return TMT_ABORT_HTM;
+    }
+}
 /* Ends the running hardware attempt (may abort it: emulation). */
 void htm_commit(struct tmt_tx *tx);
 /* Accesses inside a hardware attempt (plain on real RTM; counted, undo-logged
@@ -65,7 +101,7 @@ void htm_commit(struct tmt_tx *tx);
 uint64_t htm_read(struct tmt_tx *tx, uintptr_t addr, unsigned size);
 void htm_write(struct tmt_tx *tx, uintptr_t addr, uint64_t value, unsigned size);
 /* Aborts the running hardware attempt explicitly with `code` (never returns:
- * real RTM resumes in htm_start, emulation goes through tx_restart). */
+ * real RTM resumes in htm_begin, emulation goes through tx_restart). */
 __attribute__((noreturn)) void htm_abort_code(struct tmt_tx *tx, unsigned code);
 /* Emulation: undoes the attempt's writes and releases the emulation lock;
  * keeps the status for the policy at the restart. */

@@ -23,6 +23,9 @@
 
 #include "config.h"
 #include "error.h"
+#include "tx_undo.h"
+#include "tx_upcall.h"
+#include "tx_util.h"
 
 /* The clock has its own cache line: every update commit increments it. */
 static struct {
@@ -45,8 +48,16 @@ unsigned stm_shift;
 /* 1 once membarrier(2) is registered for the process: a begin then announces
  * its start version with a plain store, and the rare threads that must see
  * every announcement (reclamation, the serial drain) pay for the fence with
- * stm_fence_others(). 0: every begin fences itself. */
+ * stm_fence_others(). 0: every begin fences itself (also when asked to,
+ * stm_fence_begins: stm_self_fenced). */
 static int stm_asym_fence;
+static int stm_self_fenced;
+
+void stm_fence_begins(void)
+{
+    stm_self_fenced = 1;
+    stm_asym_fence = 0;
+}
 
 #define STM_WLINEAR 16          /* redo logs up to this size are searched linearly */
 #define STM_BACKOFF_MAX_LOG2 16 /* backoff: at most 2^16 pauses per abort */
@@ -71,8 +82,9 @@ void stm_fence_others(void)
 /* The stripe table: mapped on 2 MiB boundaries, asked for transparent huge
  * pages and populated now. Every access checks a stripe at a hashed, i.e.
  * random, place: with 4 KiB pages the table costs a TLB miss on most of
- * them, and its first touches (page faults, 1-3 ms per MiB on a VM) would
- * land in the program's transactions. Zero-filled, like calloc. */
+ * them, and its first touches (page faults: docs/design.md, "TL2 as
+ * built") would land in the program's transactions. Zero-filled, like
+ * calloc. */
 static uintptr_t *stm_table_map(size_t bytes)
 {
     size_t span = bytes + STM_HUGE_PAGE;
@@ -92,7 +104,7 @@ static uintptr_t *stm_table_map(size_t bytes)
 
 int stm_init(void)
 {
-    if (!stm_asym_fence && stm_membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0)
+    if (!stm_asym_fence && !stm_self_fenced && stm_membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0)
         stm_asym_fence = 1;
     unsigned log2 = (unsigned)config.stripes_log2;
     /* A new width needs no new table: no transaction runs now, so every
@@ -114,6 +126,7 @@ int stm_init(void)
     return 0;
 }
 
+#ifdef TMT_TEST_HOOKS
 unsigned stm_stripes_log2(void) { return stm_log2; }
 
 unsigned stm_stripe_shift(void) { return stm_shift; }
@@ -121,6 +134,7 @@ unsigned stm_stripe_shift(void) { return stm_shift; }
 uint64_t stm_stripe_index(uintptr_t addr) { return stm_hash(addr); }
 
 uintptr_t *stm_stripe_word(uintptr_t addr) { return stm_stripe(addr); }
+#endif
 
 uint64_t stm_clock_now(void) { return __atomic_load_n(&stm_clock.now, __ATOMIC_ACQUIRE); }
 
@@ -164,15 +178,15 @@ static void stm_windex_start(struct tx_stm *s)
  * (wlimit) and enters its word in the index at once, so a lookup never has
  * to bring the index up to date first and makes no call. Reads of words the
  * attempt wrote are common in code that builds a structure and then walks
- * it (STAMP yada: 1.3 M lookups in 57 K transactions, half of them bloom
- * filter false positives that must be told apart). */
+ * it, and so are bloom filter false positives that must be told apart
+ * (STAMP yada's counts: docs/design.md, "Redo log and read-after-write"). */
 static inline __attribute__((always_inline)) struct tx_wentry *stm_wfind(struct tx_stm *s, uintptr_t w)
 {
     struct tx_wentry *ws = s->wset;
     uint32_t wn = s->wn;
     /* Read-modify-write code (x = x + d, field by field) looks up the word
-     * it wrote last: answer that without a search (kmeans spent 17 % of its
-     * instructions searching its 17-entry redo log). */
+     * it wrote last: answer that without a search (what kmeans spent on the
+     * search: docs/design.md, "Redo log and read-after-write"). */
     if (wn > 0 && ws[wn - 1].addr == w)
         return &ws[wn - 1];
     if (wn <= STM_WLINEAR) {
@@ -299,7 +313,7 @@ static uint64_t stm_lock_holder(uintptr_t v)
 }
 
 /* A conflict ends the attempt: the STM undoes its own part, then the
- * common restart path records the abort and restarts (tx.h); it never
+ * common restart path records the abort and restarts (tx_upcall.h); it never
  * calls back into the STM. */
 __attribute__((noreturn, noinline, cold)) static void stm_abort(struct tmt_tx *tx, unsigned reason, uintptr_t where,
                                                                uint64_t found)
@@ -619,7 +633,7 @@ __attribute__((noinline)) static void stm_lock_rest(struct tmt_tx *tx, const str
 {
     struct tx_stm *s = &tx->stm;
     for (const struct tx_wentry *end = s->wset + s->wn; e != end; e++) {
-        uint64_t holder = stm_lock_one(s, e->addr, tx->trace.thread_id, tx->instance);
+        uint64_t holder = stm_lock_one(s, e->addr, tx_trace_thread(tx), tx->instance);
         if (holder != 0)
             stm_abort(tx, TMT_ABORT_COMMIT_LOCKED, e->addr, holder);
     }
@@ -634,7 +648,7 @@ __attribute__((noinline)) static void stm_lock_rest(struct tmt_tx *tx, const str
 static void stm_lock_all(struct tmt_tx *tx)
 {
     struct tx_stm *s = &tx->stm;
-    uint32_t me = tx->trace.thread_id, instance = (uint32_t)tx->instance;
+    uint32_t me = tx_trace_thread(tx), instance = (uint32_t)tx->instance;
     struct tx_lockrec *r = s->locks;
     const struct tx_wentry *e = s->wset, *end = e + s->wn;
     for (; e != end; e++) {
@@ -723,7 +737,7 @@ void stm_backoff_wait(struct tmt_tx *tx)
     if (n < 2)
         return;
     unsigned log2 = n + 3 < STM_BACKOFF_MAX_LOG2 ? n + 3 : STM_BACKOFF_MAX_LOG2;
-    uint64_t spins = tx_rand(tx) & (((uint64_t)1 << log2) - 1);
+    uint64_t spins = tx_rand(&tx->rng) & (((uint64_t)1 << log2) - 1);
     for (uint64_t i = 0; i < spins; i++)
         tx_pause();
     /* Many aborts in a row on an oversubscribed machine usually mean a
@@ -808,20 +822,4 @@ void stm_serial_rollback_to(struct tmt_tx *tx, uint32_t mark,
         if (undone)
             undone(tx, u->addr, u->old, u->size);
     }
-}
-
-void stm_free(struct tmt_tx *tx)
-{
-    struct tx_stm *s = &tx->stm;
-    free(s->rset);
-    free(s->wset);
-    free(s->wslots);
-    free(s->locks);
-    for (uint32_t i = 0; i < s->nretired; i++)
-        free(s->retired[i]);
-    free(s->retired);
-    free(s->undo);
-    memset(s, 0, sizeof *s);
-    s->active_rv = UINT64_MAX;
-    s->gate = UINT64_MAX;
 }

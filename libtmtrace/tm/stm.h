@@ -4,10 +4,10 @@
  * Owns: the global version clock, the table of versioned write-lock stripes,
  * and the software half of a descriptor (tx->stm): read set, redo log, commit.
  * A conflict is undone here and ends in tx_restart() (the single restart
- * path, tx.h), never in a return code. Never records trace events (tx.c and
- * the accessors do, around these calls)
- * and never allocates in steady state: the sets grow geometrically and are
- * kept across transactions.
+ * path, tx_upcall.h: the one call into tx_life.c), never in a return code.
+ * Never records trace events (tx_life.c and the accessors do, around these
+ * calls) and never allocates in steady state: the sets grow geometrically
+ * and are kept across transactions.
  */
 #ifndef TMT_STM_H
 #define TMT_STM_H
@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "tx.h"
+#include "tx_util.h"
 
 /* Allocates the stripe table (2^config.stripes_log2 words). 0 or -1. */
 int stm_init(void);
@@ -23,14 +24,22 @@ int stm_init(void);
  * running the process (membarrier), or nothing when begins fence themselves.
  * For the threads that scan the announcements (reclamation, serial drain). */
 void stm_fence_others(void);
-/* log2 of the stripe count in force, log2 of the bytes a stripe covers, and
- * the stripe an address maps to. */
+/* From now on every begin fences its announcement itself, so that a thread
+ * can see all running attempts without fencing the others (the libitm ABI's
+ * privatization safety looks after every commit: txreg_wait_older). Called
+ * before any transaction runs; stm_init keeps it. */
+void stm_fence_begins(void);
+#ifdef TMT_TEST_HOOKS
+/* Test builds only: log2 of the stripe count in force, log2 of the bytes a
+ * stripe covers, the stripe an address maps to, and the stripe word itself
+ * (tests lock stripes by hand through it). */
 unsigned stm_stripes_log2(void);
 unsigned stm_stripe_shift(void);
 uint64_t stm_stripe_index(uintptr_t addr);
-/* The stripe word itself (tests lock stripes by hand through it). */
 uintptr_t *stm_stripe_word(uintptr_t addr);
-/* The global version clock (for tests and the commit record). */
+#endif
+/* The global version clock now (reclamation stamps what a commit that
+ * wrote nothing frees with it). */
 uint64_t stm_clock_now(void);
 
 /* A thread takes the descriptor: the accessors' gate closed (tx_stm.gate),
@@ -88,12 +97,12 @@ static inline void stm_backoff(struct tmt_tx *tx)
     if (TX_UNLIKELY(tx->stm.consecutive_aborts >= 2 || tx->stm.busy_stripe != NULL))
         stm_backoff_wait(tx);
 }
-/* Serial (irrevocable) mode, see tx.h. The serial lock admits one serial
+/* Serial (irrevocable) mode, see tx_life.h. The serial lock admits one serial
  * attempt at a time (`me`: the holder's trace thread id, never 0); software
  * attempts that begin while it is held wait in stm_begin until it is free.
  * Excluding the other paths, fencing the other CPUs (stm_fence_others) so
  * that it sees their announced begins, and draining running attempts are
- * the caller's (tx.c, with tx_registry.c, which knows every descriptor). */
+ * the caller's (tx_life.c, with tx_registry.c, which knows every descriptor). */
 void stm_serial_lock(uint32_t me);
 void stm_serial_unlock(void);
 /* The holder's id, 0 when free. */
@@ -112,7 +121,4 @@ void stm_serial_rollback(struct tmt_tx *tx);
 uint32_t stm_serial_mark(const struct tmt_tx *tx);
 void stm_serial_rollback_to(struct tmt_tx *tx, uint32_t mark,
                             void (*undone)(struct tmt_tx *tx, uintptr_t addr, uint64_t value, unsigned size));
-/* Frees the sets of a descriptor that is being discarded. */
-void stm_free(struct tmt_tx *tx);
-
 #endif

@@ -1,8 +1,8 @@
 /*
  * stm_barrier.h - the TL2 read and write barriers, static inline: the public
- * accessors (api.c) compile them in, so a transactional read or write makes
- * no call into another translation unit on its fast path (the model is
- * TinySTM's per-design barrier header). docs/design.md, "The hot path",
+ * accessors (api/accessors.c) compile them in, so a transactional read or
+ * write makes no call into another translation unit on its fast path (the
+ * model is TinySTM's per-design barrier header). docs/design.md, "The hot path",
  * shows the whole path of a traced read.
  *
  * Owns: the fast halves of stm.c's reads and writes (stripe check, read-set
@@ -11,15 +11,18 @@
  * full read set or redo log, a conflict) stay out of line in stm.c.
  * Never: allocates, calls the tracer, or touches anything but tx->stm, the
  * stripe table and the data word; included by the STM and the accessors
- * only (stm.h is the interface everyone else uses).
+ * only (stm.h is the interface everyone else uses), and includes neither
+ * stm.h nor anything else of the STM, so that stm.c can include it without
+ * a cycle.
  */
 #ifndef TMT_STM_BARRIER_H
 #define TMT_STM_BARRIER_H
 
 #include <stdint.h>
 
-#include "stm.h"
 #include "trace_format.h"
+#include "tx.h"
+#include "tx_util.h"
 
 /* stm.c's stripe table: set by stm_init before any transaction runs.
  * Declared hidden so that the accessors load them PC-relative, not through

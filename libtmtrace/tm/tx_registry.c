@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "tx_util.h"
 
 static pthread_mutex_t txreg_mutex = PTHREAD_MUTEX_INITIALIZER;
 static struct tmt_tx *txreg_all; /* every descriptor ever made, live or not */
@@ -134,6 +135,27 @@ uint64_t txreg_oldest_seen_rv(const struct tmt_tx *self)
             oldest = rv;
     }
     return oldest;
+}
+
+static uint64_t txreg_order; /* only ever the target of a fencing no-op */
+
+void txreg_wait_older(const struct tmt_tx *self, uint64_t time)
+{
+    /* Pairs with a begin's sequentially consistent announcement (the
+     * begins are fenced, stm_fence_begins): this thread's commit is
+     * visible before it looks (a locked read-modify-write is the full
+     * fence; the thread sanitizer does not model stand-alone fences), so
+     * an attempt it does not see announced reads that commit. */
+    __atomic_fetch_add(&txreg_order, 0, __ATOMIC_SEQ_CST);
+    for (struct tmt_tx *t = __atomic_load_n(&txreg_all, __ATOMIC_ACQUIRE); t; t = t->next) {
+        if (t == self)
+            continue;
+        for (unsigned spins = 1; __atomic_load_n(&t->stm.active_rv, __ATOMIC_SEQ_CST) < time; spins++) {
+            tx_pause();
+            if ((spins & 255) == 0)
+                sched_yield(); /* the attempt we wait for may need this core */
+        }
+    }
 }
 
 void txreg_drain_others(const struct tmt_tx *self)

@@ -58,6 +58,13 @@ uint64_t txreg_oldest_seen_rv(const struct tmt_tx *self);
 /* Waits until every software attempt of another thread than `self` has
  * ended (serial mode and fork: the caller has already stopped new ones). */
 void txreg_drain_others(const struct tmt_tx *self);
+/* Privatization safety (the libitm ABI's): waits until no other thread
+ * runs a software attempt whose start version is below `time` (the caller's
+ * commit, or the clock read after it). Such an attempt may have read, before
+ * that commit, a pointer to memory the caller may now free or use without
+ * a transaction. Sound only while begins are fenced (stm_fence_begins): an
+ * attempt this does not see announced has not read anything yet. */
+void txreg_wait_older(const struct tmt_tx *self, uint64_t time);
 /* No other thread is registered (the caller is). Read after taking the
  * serial lock, it proves that no other attempt is announced and that a
  * thread registering later sees the lock when it begins: registration's

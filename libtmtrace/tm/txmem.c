@@ -16,14 +16,13 @@
 
 #include "stm.h"
 #include "tx_registry.h"
+#include "tx_util.h"
 
 /* Limbo entries that trigger a reclamation pass. Each pass fences every CPU
  * that runs a thread of the process (membarrier: an IPI to each, a VM exit
- * under KVM) while the commit that triggered it waits, so the batch is large:
- * at 64 the passes cost 12 % of a 1-thread hash run's CPU time with the
- * tracer's writer on the other CPU (hash, 1 thread: tx 1.42x -> 1.24x of
- * untraced; 2 threads untraced 17 % faster). The price is at most this
- * many freed blocks per thread held a little longer. */
+ * under KVM) while the commit that triggered it waits, so the batch is large
+ * (what a small one cost: docs/design.md, "Transactional allocation"). The
+ * price is at most this many freed blocks per thread held a little longer. */
 #define TXMEM_LIMBO_SCAN 1024
 
 /* Limbo entries between passes that fence no other CPU (txmem_reclaim_seen):
@@ -132,9 +131,8 @@ void txmem_commit_frees(struct tmt_tx *tx, uint64_t wv)
         return;
     }
     /* A lone thread frees at once: a block freed and allocated again soon
-     * is still in the cache (yada, 1 thread: 10 % less time than through
-     * the limbo). What the limbo holds was held back for threads that have
-     * gone, and goes too. */
+     * is still in the cache. What the limbo holds was held back for threads
+     * that have gone, and goes too. */
     if (txmem_alone_after_commit()) {
         txmem_free_all(m->frees, &m->nfrees);
         txmem_release_upto(m, UINT64_MAX);
@@ -176,23 +174,11 @@ void txmem_thread_exit(struct tmt_tx *tx)
     m->limbo_scan_at = TXMEM_LIMBO_SCAN;
     m->seen_scan_at = 0;
     /* Nothing held back, no pass: a pass fences every CPU that runs a
-     * thread of the process, which cost every exit of a thread that freed
-     * nothing 8-10 us here with the tracer's writer on the other CPU. */
+     * thread of the process, which an exit of a thread that freed nothing
+     * need not pay. */
     while (m->nlimbo != 0) {
         txmem_reclaim(m);
         if (m->nlimbo != 0)
             sched_yield(); /* only other threads' running attempts hold it back; they end */
     }
-}
-
-void txmem_free_logs(struct tmt_tx *tx)
-{
-    struct tx_mem *m = &tx->mem;
-    free(m->allocs);
-    free(m->frees);
-    free(m->limbo);
-    m->allocs = NULL;
-    m->frees = NULL;
-    m->limbo = NULL;
-    m->nallocs = m->acap = m->nfrees = m->fcap = m->nlimbo = m->limbocap = 0;
 }

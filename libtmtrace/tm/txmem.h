@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "tx.h"
+#include "tx_util.h"
 
 struct tx_limbo {
     void *ptr;
@@ -36,7 +37,5 @@ static inline void txmem_commit(struct tmt_tx *tx, uint64_t wv)
 void txmem_abort(struct tmt_tx *tx);
 /* The thread leaves: waits until its limbo can be reclaimed, then frees it. */
 void txmem_thread_exit(struct tmt_tx *tx);
-/* Frees the logs of a descriptor that is being discarded. */
-void txmem_free_logs(struct tmt_tx *tx);
 
 #endif

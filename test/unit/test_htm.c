@@ -24,6 +24,7 @@
 #include "test_util.h"
 #include "trace_file.h"
 #include "tx.h"
+#include "tx_util.h"
 #include "tx_registry.h"
 
 static int setup(void **state)

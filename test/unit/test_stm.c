@@ -1,6 +1,7 @@
 /*
  * test_stm.c - the TL2 STM: atomicity (bank), opacity, exact sub-word
- * accesses, read-only transactions and the abort reasons TL2 detects.
+ * accesses, read-only transactions, the abort reasons TL2 detects, and the
+ * wait for older attempts that privatization safety builds on.
  * Runs with TMTRACE_HTM=off semantics (config.htm forced to off).
  */
 #include <limits.h>
@@ -24,6 +25,8 @@
 #include "tmtrace.h"
 #include "test_util.h"
 #include "tx.h"
+#include "tx_life.h"
+#include "tx_registry.h"
 
 static void run_threads(int n, void *(*fn)(void *), void *arg)
 {
@@ -1080,6 +1083,80 @@ static void test_cancel_and_retry_undo_an_irrevocable_block(void **s)
     tmt_thread_exit();
 }
 
+/* ---- privatization safety (the libitm ABI's) --------------------------------- */
+
+struct lingerer {
+    long *word;
+    int inside, leave, left;
+};
+
+/* A software attempt that reads a word, then stays inside until told. */
+static void *linger(void *arg)
+{
+    struct lingerer *l = arg;
+    tmt_tx *tx = tmt_thread_enter();
+    TMT_ATOMIC(tx, "linger") {
+        (void)tmt_read_long(tx, l->word);
+        __atomic_store_n(&l->inside, 1, __ATOMIC_SEQ_CST);
+        while (!__atomic_load_n(&l->leave, __ATOMIC_SEQ_CST))
+            sched_yield();
+    } TMT_END;
+    __atomic_store_n(&l->left, 1, __ATOMIC_SEQ_CST);
+    tmt_thread_exit();
+    return NULL;
+}
+
+struct waiter {
+    tmt_tx *self;
+    uint64_t time;
+    int returned;
+};
+
+static void *wait_older(void *arg)
+{
+    struct waiter *w = arg;
+    txreg_wait_older(w->self, w->time);
+    __atomic_store_n(&w->returned, 1, __ATOMIC_SEQ_CST);
+    return NULL;
+}
+
+/* With fenced begins, txreg_wait_older returns only once every software
+ * attempt that started before the given time has ended; an attempt that
+ * started at or after it does not hold it. Switches the process to fenced
+ * begins for good, so it runs last. */
+static void test_waiting_for_older_attempts_outlasts_exactly_the_attempts_that_started_before(void **s)
+{
+    (void)s;
+    stm_fence_begins();
+    static long word, other;
+    tmt_tx *tx = tmt_thread_enter();
+    struct lingerer old = { .word = &word };
+    pthread_t lt, wt;
+    assert_int_equal(pthread_create(&lt, NULL, linger, &old), 0);
+    while (!__atomic_load_n(&old.inside, __ATOMIC_SEQ_CST))
+        sched_yield();
+    TMT_ATOMIC(tx, "privatize") {
+        tmt_write_long(tx, &other, 1);
+    } TMT_END;
+    struct waiter w = { .self = tx, .time = stm_clock_now() };
+    assert_int_equal(pthread_create(&wt, NULL, wait_older, &w), 0);
+    usleep(50 * 1000);
+    assert_false(__atomic_load_n(&w.returned, __ATOMIC_SEQ_CST)); /* the lingering attempt started before */
+    __atomic_store_n(&old.leave, 1, __ATOMIC_SEQ_CST);
+    assert_int_equal(pthread_join(wt, NULL), 0);
+    assert_true(__atomic_load_n(&old.left, __ATOMIC_SEQ_CST));
+    assert_int_equal(pthread_join(lt, NULL), 0);
+    struct lingerer young = { .word = &word };
+    assert_int_equal(pthread_create(&lt, NULL, linger, &young), 0);
+    while (!__atomic_load_n(&young.inside, __ATOMIC_SEQ_CST))
+        sched_yield();
+    txreg_wait_older(tx, stm_clock_now()); /* returns while the young attempt runs */
+    assert_false(__atomic_load_n(&young.left, __ATOMIC_SEQ_CST));
+    __atomic_store_n(&young.leave, 1, __ATOMIC_SEQ_CST);
+    assert_int_equal(pthread_join(lt, NULL), 0);
+    tmt_thread_exit();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1111,6 +1188,7 @@ int main(void)
         cmocka_unit_test(test_a_long_transaction_commits_within_serial_after_plus_one_attempts),
         cmocka_unit_test(test_an_irrevocable_block_runs_alone_and_commits_in_place),
         cmocka_unit_test(test_cancel_and_retry_undo_an_irrevocable_block),
+        cmocka_unit_test(test_waiting_for_older_attempts_outlasts_exactly_the_attempts_that_started_before),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -1,19 +1,20 @@
 /*
- * tx.c - a transaction's life on its descriptor: prepare, start (hardware,
- * software or serial attempt), commit, and the single abort/restart path
- * (see tx.h for the contract).
+ * tx_life.c - a transaction's life on its descriptor: prepare, start
+ * (hardware, software or serial attempt), commit, and the single
+ * abort/restart path (see tx_life.h and tx_upcall.h for the contract).
  *
  * Owns: the attempt state of the descriptor (mode, depth, flags, attempt,
  * instance, cancelled, conflicts, serial_next, restart), the commit and
  * abort counters, serial mode's entry and exit, contention management
- * (TMTRACE_SERIAL_AFTER) and the one place where START (software and serial
- * attempts), COMMIT, ABORT and SERIAL are recorded. Never takes a lock on a
- * normal attempt's path; never allocates (the logs belong to their modules).
+ * (TMTRACE_SERIAL_AFTER), the loop of hardware attempts (htm.c gives the
+ * verdicts and runs each attempt) and the one place where START, COMMIT,
+ * ABORT and SERIAL are recorded. Calls down into stm.c, htm.c, txmem.c and
+ * tx_registry.c, which call back only tx_restart (tx_upcall.h).
+ * Never takes a lock on a normal attempt's path; never allocates (the logs
+ * belong to their modules).
  */
-#include "tx.h"
+#include "tx_life.h"
 
-#include <stdio.h>
-#include <stdlib.h>
 #include <x86intrin.h>
 
 #include "clock.h"
@@ -23,6 +24,7 @@
 #include "stm.h"
 #include "trace_format.h"
 #include "tx_registry.h"
+#include "tx_util.h"
 #include "txmem.h"
 
 /* ---- threads ---------------------------------------------------------------- */
@@ -45,25 +47,45 @@ struct tmt_tx *tx_thread_enter(void)
     return tx;
 }
 
-void tx_misuse(const char *what)
-{
-    fprintf(stderr, "libtmtrace: %s\n", what);
-    fflush(stderr);
-    abort();
-}
-
-void tx_out_of_memory(const char *what, size_t bytes)
-{
-    fprintf(stderr, "libtmtrace: out of memory growing %s to %zu bytes inside a transaction\n", what, bytes);
-    fflush(stderr);
-    abort();
-}
-
 void tx_thread_exit(struct tmt_tx *tx)
 {
     txmem_thread_exit(tx);
     tb_detach(&tx->trace);
     txreg_exit(tx);
+}
+
+/* ---- START and ABORT records ------------------------------------------------- */
+
+/* The START record of the attempt that starts now (`flags`: enum
+ * tf_start_flags; RETRY is added after an abort). */
+static inline void tx_ev_start(struct tmt_tx *tx, unsigned flags)
+{
+    tb_ev_start(&tx->trace, tx->site_id, tx->instance, flags | (tx->attempt ? TF_START_RETRY : 0), tx->attempt);
+}
+
+/* tx_ev_start out of line, for tx_attempt_starts: inlined, the hook's
+ * stamping made every start save six registers for it, traced or not. */
+__attribute__((noinline)) static void tx_record_start(struct tmt_tx *tx, unsigned flags) { tx_ev_start(tx, flags); }
+
+/* An attempt of the current transaction starts: a new instance id and its
+ * START record. Hardware attempts call it before _xbegin. */
+static inline void tx_attempt_starts(struct tmt_tx *tx, unsigned flags)
+{
+    tx->instance++;
+    if (TX_UNLIKELY(tx_traced(tx)))
+        tx_record_start(tx, flags);
+}
+
+/* Counts and records an abort without restarting: tx_restart's, and a real
+ * RTM abort's, which arrives back in htm_begin. */
+static void tx_abort_record(struct tmt_tx *tx, unsigned reason, uint64_t where, uint64_t found)
+{
+    tx_count(&tx->stats.all.aborts);
+    tx_count(&tx->stats.all.aborts_by_reason[reason]);
+    tx_count(&tx->site_stats[tx->site_id].aborts);
+    tx_count(&tx->site_stats[tx->site_id].aborts_by_reason[reason]);
+    tb_ev_abort(&tx->trace, reason, where, found);
+    tx->attempt++;
 }
 
 /* ---- a transaction ------------------------------------------------------------ */
@@ -131,8 +153,6 @@ static void tx_end_serial(struct tmt_tx *tx)
     stm_serial_unlock();
 }
 
-void tx_serial_next(struct tmt_tx *tx, unsigned why) { tx->serial_next = why; }
-
 void tx_serial_now(struct tmt_tx *tx, unsigned why)
 {
     if (tx->mode == TX_MODE_SERIAL)
@@ -180,6 +200,37 @@ static inline void tx_start_stm(struct tmt_tx *tx, int path, int rec)
     stm_begin(tx, ro, !tb_records_accesses(&tx->trace));
 }
 
+/* Hardware attempts for the transaction, under htm.c's policy: RUNNING
+ * (inside an attempt on `path`), FELL_BACK to the STM (or to serial mode,
+ * serial_next set), or CANCELLED by the program. A real RTM abort returns
+ * from htm_begin with its status; an emulated one restarts through
+ * tx_restart and is back here through tx_start_other. */
+enum tx_htm_outcome { TX_HTM_FELL_BACK, TX_HTM_RUNNING, TX_HTM_CANCELLED };
+
+/* Out of line, so that the software starts that share tx_start_other while
+ * a hardware path is in force save no registers for the loop. */
+__attribute__((noinline)) static enum tx_htm_outcome tx_start_htm(struct tmt_tx *tx, int path)
+{
+    for (;;) {
+        switch (htm_next(tx)) {
+        case HTM_NEXT_CANCEL:
+            return TX_HTM_CANCELLED;
+        case HTM_NEXT_SERIAL:
+            tx->serial_next = TF_SERIAL_REQUESTED; /* tx_start_other runs it serially */
+            return TX_HTM_FELL_BACK;
+        case HTM_NEXT_FALLBACK:
+            return TX_HTM_FELL_BACK;
+        case HTM_NEXT_TRY:
+            break;
+        }
+        tx_attempt_starts(tx, htm_start_flags(tx, path));
+        uint32_t status = htm_begin(tx, path);
+        if (status == HTM_STARTED)
+            return TX_HTM_RUNNING; /* the caller sets the mode, inside the attempt */
+        tx_abort_record(tx, htm_abort_reason(status), 0, status);
+    }
+}
+
 /* An outermost start that is not a plain software attempt: the block was
  * cancelled, the attempt runs serially, or a hardware path is in force. */
 __attribute__((noinline)) static int tx_start_other(struct tmt_tx *tx, int path)
@@ -194,14 +245,14 @@ __attribute__((noinline)) static int tx_start_other(struct tmt_tx *tx, int path)
         return 1;
     }
     if (!(tx->flags & TMT_TX_NO_HTM) && !tx->htm.fell_back && config.htm_retries > 0) {
-        switch (htm_start(tx, path)) {
-        case HTM_RUNNING:
+        switch (tx_start_htm(tx, path)) {
+        case TX_HTM_RUNNING:
             tx->mode = path; /* inside the hardware attempt: rolled back with it */
             return 1;
-        case HTM_CANCELLED:
+        case TX_HTM_CANCELLED:
             tx->depth = 0;
             return 0;
-        case HTM_FELL_BACK:
+        case TX_HTM_FELL_BACK:
             break;
         }
         if (tx->serial_next) {
@@ -216,10 +267,8 @@ __attribute__((noinline)) static int tx_start_other(struct tmt_tx *tx, int path)
 /* A plain software attempt of a traced thread: tx_start with the START
  * record inline. A separate copy, reached by a tail call, so that neither
  * copy pays for the other: the untraced start keeps no register for the
- * record, and the traced one makes no call and no spill around it. With
- * the START and COMMIT records out of line, the calls alone (records made
- * empty) cost hash 5-7 % at TMTRACE_EVENTS=tx; the two copies took its
- * traced time to 0.966 of that (medians of 21 interleaved pairs). */
+ * record, and the traced one makes no call and no spill around it (what
+ * the call cost, docs/design.md, "The hot path"). */
 __attribute__((noinline)) static int tx_start_traced(struct tmt_tx *tx)
 {
     tx->depth = 1;
@@ -234,7 +283,7 @@ int tx_start(struct tmt_tx *tx)
     int path = htm_path();
     if (TX_UNLIKELY(tx->cancelled | tx->serial_next) || path != TX_MODE_NONE)
         return tx_start_other(tx, path);
-    if (TX_UNLIKELY(tx->trace.level != CONFIG_EVENTS_OFF))
+    if (TX_UNLIKELY(tx_traced(tx)))
         return tx_start_traced(tx);
     tx->depth = 1;
     if (TMT_CLOCK_FLOOR)
@@ -242,9 +291,6 @@ int tx_start(struct tmt_tx *tx)
     tx_start_stm(tx, TX_MODE_NONE, TX_REC_OFF);
     return 1;
 }
-
-/* The START record (see tx.h). */
-__attribute__((noinline)) void tx_record_start(struct tmt_tx *tx, unsigned flags) { tx_ev_start(tx, flags); }
 
 /* ---- commit --------------------------------------------------------------------- */
 
@@ -314,7 +360,7 @@ void tx_commit(struct tmt_tx *tx)
         tx_commit_other(tx);
         return;
     }
-    if (TX_UNLIKELY(tx->trace.level != CONFIG_EVENTS_OFF)) {
+    if (TX_UNLIKELY(tx_traced(tx))) {
         tx_commit_traced(tx);
         return;
     }
@@ -322,16 +368,6 @@ void tx_commit(struct tmt_tx *tx)
 }
 
 /* ---- abort and restart ------------------------------------------------------------ */
-
-void tx_abort_record(struct tmt_tx *tx, unsigned reason, uint64_t where, uint64_t found)
-{
-    tx_count(&tx->stats.all.aborts);
-    tx_count(&tx->stats.all.aborts_by_reason[reason]);
-    tx_count(&tx->site_stats[tx->site_id].aborts);
-    tx_count(&tx->site_stats[tx->site_id].aborts_by_reason[reason]);
-    tb_ev_abort(&tx->trace, reason, where, found);
-    tx->attempt++;
-}
 
 static inline int tx_is_conflict(unsigned reason)
 {

@@ -1,0 +1,65 @@
+/*
+ * tx_life.h - a transaction's life on its descriptor (tx_life.c): threads
+ * entering and leaving, prepare, start (hardware, software or serial
+ * attempt), commit, the aborts the program or the runtime asks for, and
+ * serial mode; what the public layer (api/) and the libitm ABI (itm/) call.
+ *
+ * Owns: the attempt state of the descriptor (tx.h says which fields), and
+ * the only place where START (every attempt), COMMIT, ABORT and SERIAL are
+ * recorded. Never: called by the engines it drives (stm.c, htm.c, txmem.c,
+ * tx_registry.c), except for tx_restart, tx_upcall.h.
+ */
+#ifndef TMT_TX_LIFE_H
+#define TMT_TX_LIFE_H
+
+#include <setjmp.h>
+
+#include "tmtrace.h"
+#include "tx.h"
+#include "tx_upcall.h"
+
+/* The calling thread's descriptor, made (or reused) and attached to the
+ * tracer; NULL with error_set(). tx_thread_exit detaches and releases it. */
+struct tmt_tx *tx_thread_enter(void);
+void tx_thread_exit(struct tmt_tx *tx);
+
+/* tmt_tx_prepare, tmt_tx_start and tmt_tx_commit (tmtrace.h): prepare
+ * returns the restart point to fill (the outer one's scratch when nested);
+ * start returns 1 when an attempt runs, 0 when the block is to be skipped
+ * (cancelled); commit ends the attempt or restarts it on a conflict. */
+jmp_buf *tx_prepare(struct tmt_tx *tx, tmt_site *site, unsigned flags);
+int tx_start(struct tmt_tx *tx);
+void tx_commit(struct tmt_tx *tx);
+
+/* ---- aborts that are asked for (the other kind: tx_upcall.h) ---- */
+
+/* Undoes the running attempt through its module, then tx_restart. Not for
+ * a real RTM attempt, whose stores would roll back with it: abort that one
+ * with htm_abort_code, as tx_retry, tx_cancel and tx_serial_now do. */
+__attribute__((noreturn)) void tx_abort(struct tmt_tx *tx, unsigned reason, uint64_t where, uint64_t found);
+/* tmt_tx_retry / tmt_tx_cancel: abort() outside a transaction (misuse). */
+__attribute__((noreturn)) void tx_retry(struct tmt_tx *tx);
+__attribute__((noreturn)) void tx_cancel(struct tmt_tx *tx);
+/* A block that promised to be read-only wrote: rerun it as an update
+ * transaction (its read set was not kept, so it cannot commit writes). */
+__attribute__((noreturn)) void tx_demote(struct tmt_tx *tx, uintptr_t addr);
+
+/* Serial (irrevocable) mode. An attempt in serial mode runs alone: it
+ * starts once every other transaction has ended (software attempts finish,
+ * hardware attempts abort) and none can start until it ends; it reads and
+ * writes memory in place and cannot abort on a conflict (tmt_tx_retry and
+ * tmt_tx_cancel still undo it). The normal paths pay one predicted branch:
+ * the STM's begin looks at the serial flag after announcing its start
+ * version, the hardware paths see the software-transaction counter.
+ *
+ * The next attempt of a transaction runs serially when TMTRACE_SERIAL_AFTER
+ * conflict aborts asked for it, when the block is TMT_TX_IRREVOCABLE, or
+ * when the hardware path's policy was told so (a nested irrevocable block).
+ * tx_serial_now: inside an attempt, returns at once if it is serial, else
+ * aborts it and restarts the transaction serially (recorded as a user-retry
+ * abort; does not return); `why` is enum tf_serial_reason.
+ * tx_is_serial: the running attempt is serial. */
+void tx_serial_now(struct tmt_tx *tx, unsigned why);
+static inline int tx_is_serial(const struct tmt_tx *tx) { return tx->mode == TX_MODE_SERIAL; }
+
+#endif
