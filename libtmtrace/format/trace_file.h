@@ -25,20 +25,8 @@
 #include "trace_format.h"
 
 /* ---- decoded forms the tools use ------------------------------------- */
-
-struct tf_event {
-    uint64_t ts;        /* raw TSC (raw trace) or ns on the reference clock (synced) */
-    uint64_t truth;     /* ground truth: uninjected TSC (raw) or ns (synced); 0 if none */
-    uint64_t addr;
-    uint64_t value;
-    uint64_t instance;  /* dynamic attempt id (per thread) */
-    uint64_t seq;       /* index of the event in its thread's program order */
-    uint32_t thread;    /* tracer thread id (dense, from 1) */
-    uint32_t site;
-    uint16_t cpu;
-    uint8_t kind;       /* enum tf_event_kind */
-    uint8_t reason;
-};
+/* The decoded event, struct tf_event, is the vocabulary's (trace_format.h):
+ * the codec decodes into it without knowing the file. */
 
 /* One (TSC, reference) pair from a sampling bracket rdtscp / clock_gettime / rdtscp. */
 struct tf_sample {

@@ -5,7 +5,8 @@
  *
  * Owns: the format's magic and version, the event kinds, START flags, abort,
  * fallback and serial reasons with their printed names, the in-memory event
- * record (struct tf_record) and the rules for packing its fields (START and
+ * record (struct tf_record) and the decoded event (struct tf_event) the codec
+ * makes of it, the rules for packing the record's fields (START and
  * COMMIT values, the STM abort value, TSC_AUX -> CPU, address -> stripe),
  * the header's flags and stamp kinds, the chunk kinds and codecs.
  * Never: declares the reader or writer (trace_file.h), touches memory other
@@ -312,6 +313,23 @@ struct tf_slot_stream {
 long tf_slots_expand(const struct tf_slot *s, size_t n, const uint64_t *truth_in, const struct tf_record *ref,
                      struct tf_record *out, uint64_t *truth_out, size_t max, size_t *used);
 size_t tf_slots_records(const struct tf_slot *s, size_t n);
+
+/* An event as the codec decodes it and the tools work on it: a record
+ * with its thread, sequence number and instance made explicit, its CPU
+ * decoded and its stamp in the trace's time base. */
+struct tf_event {
+    uint64_t ts;        /* raw TSC (raw trace) or ns on the reference clock (synced) */
+    uint64_t truth;     /* ground truth: uninjected TSC (raw) or ns (synced); 0 if none */
+    uint64_t addr;
+    uint64_t value;
+    uint64_t instance;  /* dynamic attempt id (per thread) */
+    uint64_t seq;       /* index of the event in its thread's program order */
+    uint32_t thread;    /* tracer thread id (dense, from 1) */
+    uint32_t site;
+    uint16_t cpu;
+    uint8_t kind;       /* enum tf_event_kind */
+    uint8_t reason;
+};
 
 /* TSC_AUX -> CPU: Linux keeps (node << 12) | cpu there, so a CPU number has
  * 12 bits and there are at most TF_AUX_CPUS of them. */
