@@ -8,7 +8,7 @@
  * record (struct tf_record) and the decoded event (struct tf_event) the codec
  * makes of it, the rules for packing the record's fields (START and
  * COMMIT values, the STM abort value, TSC_AUX -> CPU, address -> stripe),
- * the header's flags and stamp kinds, the chunk kinds and codecs.
+ * the header's flags and stamp kinds, the chunk kinds, END flags and codecs.
  * Never: declares the reader or writer (trace_file.h), touches memory other
  * than its arguments, allocates, or includes more than the public header:
  * the runtime's hot path includes it.
@@ -417,6 +417,17 @@ enum tf_chunk_kind {
     TF_CHUNK_LOADMAP = 8,      /* struct tf_object[] (format version 2) */
     TF_CHUNK_RUNINFO = 9,      /* struct tf_runinfo (one; format version 2) */
     TF_CHUNK_KINDS = 10
+};
+
+/* Flags of an END chunk (chunk header `flags`; 0 in traces before them,
+ * which readers of every version 1-3 trace accept). */
+enum tf_end_flags {
+    /* The fixed part is 16 bytes: writer_errors, then a u32 signal that
+     * terminated the program (the END was written from the tracer's signal
+     * path) and a u32 reserved. Without it the fixed part is writer_errors
+     * alone and the program ended on its own. Writers set it only with a
+     * signal, so an ordinary run's trace stays readable by older readers. */
+    TF_END_SIGNAL = 1u << 0,
 };
 
 enum tf_codec { TF_CODEC_NONE = 0, TF_CODEC_ZLIB = 1, TF_CODEC_LZ4 = 2, TF_CODECS = 3 };
