@@ -18,8 +18,12 @@
 
 /* Exit codes of every tool: 0 success; 1 the tool's negative verdict
  * (tmcheck: violations found); 2 bad usage or input, after one line on
- * stderr; 3 success, but --salvage skipped damaged chunks (said on stderr). */
-enum tool_exit { TOOL_OK = 0, TOOL_FAIL = 1, TOOL_USAGE = 2, TOOL_SALVAGED = 3 };
+ * stderr; 3 success, but --salvage skipped damaged chunks (said on stderr);
+ * 4 (tmsync, tmcheck) success, but the trace is incomplete: no END chunk,
+ * an END that names a terminating signal, dropped events or chunks the
+ * writer failed to write (said on stderr, trace_complete.h). Where several
+ * hold, the first of 2, 1, 4, 3 is the exit code. */
+enum tool_exit { TOOL_OK = 0, TOOL_FAIL = 1, TOOL_USAGE = 2, TOOL_SALVAGED = 3, TOOL_INCOMPLETE = 4 };
 
 /* Remembers the tool's name ("tmdump") for every message below. */
 void tool_init(const char *name);
