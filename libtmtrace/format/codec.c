@@ -18,7 +18,6 @@
 #endif
 
 #include "error.h"
-#include "trace_file.h"
 
 /* LZ4's acceleration for event chunks (see codec_compress). */
 #define CODEC_LZ4_ACCELERATION 2
@@ -657,11 +656,10 @@ size_t codec_compress(int codec, int level, const void *in, size_t n, void *out,
     case TF_CODEC_LZ4: {
         if (n > (size_t)LZ4_MAX_INPUT_SIZE || cap > (size_t)INT32_MAX)
             return 0;
-        /* TMTRACE_CODEC_LEVEL is zlib's. LZ4 runs at acceleration 2: on a
-         * row-encoded chunk with a stamp per access (whose steps leave few
-         * long matches) that took 27 % fewer instructions than the default
-         * for a file 0.4 % larger (tmbench vacation at all, callgrind; with
-         * boundary stamps 10 % fewer for 3 % larger; 4 would cost 7-8 %). */
+        /* TMTRACE_CODEC_LEVEL is zlib's. LZ4 runs at a small acceleration:
+         * a row-encoded chunk has few long matches to lose, so the writer
+         * saves time for hardly larger files (figures: docs/format.md,
+         * "Codecs"). */
         int got = LZ4_compress_fast(in, out, (int)n, (int)cap, CODEC_LZ4_ACCELERATION);
         (void)level;
         return got > 0 && (size_t)got < n ? (size_t)got : 0;

@@ -17,8 +17,6 @@
 
 #include "trace_format.h"
 
-struct tf_event; /* trace_file.h: the decoded event */
-
 /* Flags of an EVENTS chunk (chunk header `flags`). */
 enum codec_event_flags {
     CODEC_EV_TRUTH = 1u << 0,   /* each event carries truth - ts */

@@ -40,6 +40,4 @@ int error_set_errno(int errnum, const char *fmt, ...)
 
 const char *error_get(void) { return error_msg; }
 
-void error_clear(void) { error_msg[0] = '\0'; }
-
 TMT_API const char *tmt_error(void) { return error_msg; }

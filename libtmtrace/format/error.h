@@ -22,6 +22,5 @@ int error_setv(const char *fmt, va_list ap);
 /* Like error_set, with ": strerror(errnum)" appended. */
 int error_set_errno(int errnum, const char *fmt, ...) ERROR_PRINTF(2, 3);
 const char *error_get(void);
-void error_clear(void);
 
 #endif

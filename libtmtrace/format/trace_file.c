@@ -47,7 +47,8 @@
 #define TF_SAMPLE_SIZE 40u
 #define TF_MODEL_FIXED 48u
 #define TF_SEGMENT_SIZE 24u
-#define TF_END_FIXED 8u
+#define TF_END_FIXED 8u       /* writer errors */
+#define TF_END_SIGNAL_FIXED 16u   /* with TF_END_SIGNAL: writer errors, signal, reserved */
 #define TF_OBJECT_FIXED 28u   /* base, start, end, path length, build-id length, pad */
 #define TF_RUNINFO_SIZE 16u   /* f64 event cost, u64 reserved */
 
@@ -171,7 +172,9 @@ static const char *tf_chunk_hdr_decode(const uint8_t *b, struct tf_chunk_hdr *c)
             return "model count does not fit the payload";
         break;
     case TF_CHUNK_END:
-        if (TF_END_FIXED + n * TF_THREAD_SIZE != raw)
+        if (c->flags & ~(unsigned)TF_END_SIGNAL)
+            return "unknown END flags";
+        if (((c->flags & TF_END_SIGNAL) ? TF_END_SIGNAL_FIXED : TF_END_FIXED) + n * TF_THREAD_SIZE != raw)
             return "thread count does not match the END payload";
         break;
     case TF_CHUNK_LOADMAP:
@@ -583,7 +586,8 @@ static const char *tf_decode_payload(struct tf_reader *r, const struct tf_chunk_
         return tf_sites_decode(p, c->raw_len, out->sites, n);
     case TF_CHUNK_END:
         out->writer_errors = codec_get_u64(p);
-        p += TF_END_FIXED;
+        out->end_signal = (c->flags & TF_END_SIGNAL) ? codec_get_u32(p + 8) : 0;
+        p += (c->flags & TF_END_SIGNAL) ? TF_END_SIGNAL_FIXED : TF_END_FIXED;
         /* fall through */
     case TF_CHUNK_META_THREADS:
         out->threads = r->elems;
@@ -1144,15 +1148,26 @@ int tf_write_models(struct tf_writer *w, const struct tf_cpu_model *m, size_t n)
     return tf_put_chunk(w, TF_CHUNK_MODEL, 0, 0, n, len, w->meta_codec, w->meta_level);
 }
 
-int tf_write_end(struct tf_writer *w, const struct tf_thread_info *t, size_t n, uint64_t writer_errors)
+int tf_write_end_signal(struct tf_writer *w, const struct tf_thread_info *t, size_t n, uint64_t writer_errors,
+                        uint32_t signal)
 {
-    if (tf_raw_room(w, TF_END_FIXED + n * TF_THREAD_SIZE) != 0)
+    size_t fixed = signal ? TF_END_SIGNAL_FIXED : TF_END_FIXED;
+    if (tf_raw_room(w, fixed + n * TF_THREAD_SIZE) != 0)
         return -1;
     codec_put_u64(w->raw, writer_errors);
+    if (signal) {
+        codec_put_u32(w->raw + 8, signal);
+        codec_put_u32(w->raw + 12, 0);
+    }
     for (size_t i = 0; i < n; i++)
-        tf_put_thread(w->raw + TF_END_FIXED + i * TF_THREAD_SIZE, &t[i]);
-    return tf_put_chunk(w, TF_CHUNK_END, 0, 0, n, TF_END_FIXED + n * TF_THREAD_SIZE, w->meta_codec,
-                        w->meta_level);
+        tf_put_thread(w->raw + fixed + i * TF_THREAD_SIZE, &t[i]);
+    return tf_put_chunk(w, TF_CHUNK_END, signal ? TF_END_SIGNAL : 0, 0, n, fixed + n * TF_THREAD_SIZE,
+                        w->meta_codec, w->meta_level);
+}
+
+int tf_write_end(struct tf_writer *w, const struct tf_thread_info *t, size_t n, uint64_t writer_errors)
+{
+    return tf_write_end_signal(w, t, n, writer_errors, 0);
 }
 
 uint64_t tf_writer_bytes(const struct tf_writer *w) { return w->bytes; }

@@ -25,20 +25,8 @@
 #include "trace_format.h"
 
 /* ---- decoded forms the tools use ------------------------------------- */
-
-struct tf_event {
-    uint64_t ts;        /* raw TSC (raw trace) or ns on the reference clock (synced) */
-    uint64_t truth;     /* ground truth: uninjected TSC (raw) or ns (synced); 0 if none */
-    uint64_t addr;
-    uint64_t value;
-    uint64_t instance;  /* dynamic attempt id (per thread) */
-    uint64_t seq;       /* index of the event in its thread's program order */
-    uint32_t thread;    /* tracer thread id (dense, from 1) */
-    uint32_t site;
-    uint16_t cpu;
-    uint8_t kind;       /* enum tf_event_kind */
-    uint8_t reason;
-};
+/* The decoded event, struct tf_event, is the vocabulary's (trace_format.h):
+ * the codec decodes into it without knowing the file. */
 
 /* One (TSC, reference) pair from a sampling bracket rdtscp / clock_gettime / rdtscp. */
 struct tf_sample {
@@ -148,6 +136,7 @@ struct tf_chunk {
     struct tf_object *objects;      /* LOADMAP */
     struct tf_runinfo *runinfo;     /* RUNINFO */
     uint64_t writer_errors;    /* END: chunks the writer failed to write */
+    uint32_t end_signal;       /* END: the signal that terminated the program (TF_END_SIGNAL), 0 = none */
 };
 
 /* ---- reading ---------------------------------------------------------- */
@@ -210,6 +199,10 @@ int tf_write_models(struct tf_writer *w, const struct tf_cpu_model *m, size_t n)
 int tf_write_objects(struct tf_writer *w, const struct tf_object *o, size_t n);
 int tf_write_runinfo(struct tf_writer *w, const struct tf_runinfo *ri);
 int tf_write_end(struct tf_writer *w, const struct tf_thread_info *t, size_t n, uint64_t writer_errors);
+/* The END chunk of a program a signal terminated: `signal` (> 0) is
+ * recorded with TF_END_SIGNAL; 0 writes what tf_write_end writes. */
+int tf_write_end_signal(struct tf_writer *w, const struct tf_thread_info *t, size_t n, uint64_t writer_errors,
+                        uint32_t signal);
 /* Codec of the non-EVENTS chunks (default TF_CODEC_NONE: they are small). */
 void tf_writer_set_meta_codec(struct tf_writer *w, int codec, int level);
 /* Bytes written so far (header included). */

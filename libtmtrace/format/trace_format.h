@@ -5,9 +5,10 @@
  *
  * Owns: the format's magic and version, the event kinds, START flags, abort,
  * fallback and serial reasons with their printed names, the in-memory event
- * record (struct tf_record) and the rules for packing its fields (START and
+ * record (struct tf_record) and the decoded event (struct tf_event) the codec
+ * makes of it, the rules for packing the record's fields (START and
  * COMMIT values, the STM abort value, TSC_AUX -> CPU, address -> stripe),
- * the header's flags and stamp kinds, the chunk kinds and codecs.
+ * the header's flags and stamp kinds, the chunk kinds, END flags and codecs.
  * Never: declares the reader or writer (trace_file.h), touches memory other
  * than its arguments, allocates, or includes more than the public header:
  * the runtime's hot path includes it.
@@ -313,6 +314,23 @@ long tf_slots_expand(const struct tf_slot *s, size_t n, const uint64_t *truth_in
                      struct tf_record *out, uint64_t *truth_out, size_t max, size_t *used);
 size_t tf_slots_records(const struct tf_slot *s, size_t n);
 
+/* An event as the codec decodes it and the tools work on it: a record
+ * with its thread, sequence number and instance made explicit, its CPU
+ * decoded and its stamp in the trace's time base. */
+struct tf_event {
+    uint64_t ts;        /* raw TSC (raw trace) or ns on the reference clock (synced) */
+    uint64_t truth;     /* ground truth: uninjected TSC (raw) or ns (synced); 0 if none */
+    uint64_t addr;
+    uint64_t value;
+    uint64_t instance;  /* dynamic attempt id (per thread) */
+    uint64_t seq;       /* index of the event in its thread's program order */
+    uint32_t thread;    /* tracer thread id (dense, from 1) */
+    uint32_t site;
+    uint16_t cpu;
+    uint8_t kind;       /* enum tf_event_kind */
+    uint8_t reason;
+};
+
 /* TSC_AUX -> CPU: Linux keeps (node << 12) | cpu there, so a CPU number has
  * 12 bits and there are at most TF_AUX_CPUS of them. */
 #define TF_AUX_CPUS 4096u
@@ -399,6 +417,17 @@ enum tf_chunk_kind {
     TF_CHUNK_LOADMAP = 8,      /* struct tf_object[] (format version 2) */
     TF_CHUNK_RUNINFO = 9,      /* struct tf_runinfo (one; format version 2) */
     TF_CHUNK_KINDS = 10
+};
+
+/* Flags of an END chunk (chunk header `flags`; 0 in traces before them,
+ * which readers of every version 1-3 trace accept). */
+enum tf_end_flags {
+    /* The fixed part is 16 bytes: writer_errors, then a u32 signal that
+     * terminated the program (the END was written from the tracer's signal
+     * path) and a u32 reserved. Without it the fixed part is writer_errors
+     * alone and the program ended on its own. Writers set it only with a
+     * signal, so an ordinary run's trace stays readable by older readers. */
+    TF_END_SIGNAL = 1u << 0,
 };
 
 enum tf_codec { TF_CODEC_NONE = 0, TF_CODEC_ZLIB = 1, TF_CODEC_LZ4 = 2, TF_CODECS = 3 };

@@ -33,7 +33,7 @@ static uint8_t access_stamp; /* header stamp_access of the generated traces (enu
 static uint8_t commit_stamp; /* header stamp_commit of the generated traces (enum tf_stamp) */
 static unsigned stripe_shift; /* header stripe_shift of the generated traces; 0 = tg_header's */
 
-static int check(const char *name, struct tg_thread *th, size_t n, uint64_t dropped, const char *extra)
+static const char *write_trace(const char *name, struct tg_thread *th, size_t n, uint64_t dropped)
 {
     struct tf_header h = tg_header(HZ, level, 0);
     h.version = fmt;
@@ -43,12 +43,30 @@ static int check(const char *name, struct tg_thread *th, size_t n, uint64_t drop
         h.stripe_shift = stripe_shift;
     const char *path = tu_path(name);
     assert_int_equal(tg_write(path, &h, th, n, NULL, 0, dropped, 1000), 0);
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd, "%s --json %s '%s' 2>&1", tu_build("tools/tmcheck"), extra ? extra : "", path);
-    int rc = tu_run(cmd, out, sizeof out);
     for (size_t i = 0; i < n; i++)
         tg_free(&th[i]);
-    return rc;
+    return path;
+}
+
+/* tmcheck [--json] EXTRA PATH, its stdout and stderr in `out`. */
+static int run_check(const char *path, int json, const char *extra)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "%s %s %s '%s' 2>&1", tu_build("tools/tmcheck"), json ? "--json" : "",
+             extra ? extra : "", path);
+    return tu_run(cmd, out, sizeof out);
+}
+
+/* `want` is in the tool's output; else the output is shown with the failure. */
+static void expect_out(const char *want)
+{
+    if (!strstr(out, want))
+        fail_msg("expected \"%s\" in tmcheck's output:\n%s", want, out);
+}
+
+static int check(const char *name, struct tg_thread *th, size_t n, uint64_t dropped, const char *extra)
+{
+    return run_check(write_trace(name, th, n, dropped), 1, extra);
 }
 
 static double J(const char *key) { return tg_json_num(out, NULL, key); }
@@ -716,14 +734,68 @@ static void hardware_aborts_are_classified_by_status_bits(void **st)
         assert_true(tg_json_num(out, c, names[i]) == 1);
 }
 
-static void dropped_events_are_reported_with_the_checks_they_affect(void **st)
+/* Dropped events make the trace incomplete: exit 4 (never 0), one line on
+ * stderr with the count, `complete` false in the JSON. */
+static void dropped_events_make_the_trace_incomplete_with_the_checks_they_affect(void **st)
 {
     (void)st;
     struct tg_thread th[1] = { 0 };
     good_txs(&th[0], 0, 2, 1);
-    assert_int_equal(check("dropped.bin", th, 1, 7, NULL), 0);
+    assert_int_equal(check("dropped.bin", th, 1, 7, NULL), 4);
     assert_true(J("dropped_events") == 7);
-    assert_non_null(strstr(out, "dropped_note"));
+    expect_out("dropped_note");
+    expect_out("tmcheck: warning: ");
+    expect_out("incomplete trace: the tracer dropped events; last record at 0.000000130 s");
+    expect_out("events dropped: 7\n");
+    expect_out("\"complete\":false");
+    assert_true(tg_json_num(out, strstr(out, "\"incomplete\":"), "dropped_events") == 7);
+}
+
+/* A trace cut before its END chunk (the writer died) or whose END names
+ * the signal that killed the program lost records: tmcheck says which in
+ * one line on stderr, in the report and in the JSON, and exits 4 however
+ * consistent the records it has are. */
+static void a_truncated_or_killed_trace_is_incomplete_exit_4_saying_why(void **st)
+{
+    (void)st;
+    for (uint32_t sig = 0; sig <= 11; sig += 11) {
+        struct tg_thread th[2] = { 0 };
+        good_txs(&th[0], 1000, 3, 1);
+        good_txs(&th[1], 1050, 2, 2);
+        const char *path = write_trace(sig ? "killed.bin" : "noend.bin", th, 2, 0);
+        assert_int_equal(tg_end_as_killed(path, sig), 0);
+        const char *why = sig ? "incomplete trace: the program was terminated by signal 11 (SIGSEGV); "
+                                "last record at 0.000000230 s after the first; events dropped: 0"
+                              : "incomplete trace: no END chunk (the run never finished its trace); "
+                                "last record at 0.000000230 s after the first; events dropped: unknown";
+        assert_int_equal(run_check(path, 1, NULL), 4);
+        expect_out("tmcheck: warning: ");
+        expect_out(why);
+        assert_true(J("events") == 20);
+        expect_out("\"complete\":false");
+        assert_true(tg_json_num(out, strstr(out, "\"incomplete\":"), "signal") == sig);
+        assert_int_equal(run_check(path, 0, NULL), 4);
+        expect_out("\nINCOMPLETE: ");
+        assert_null(strstr(out, "\nconsistent"));
+        char line[600];
+        snprintf(line, sizeof line, "\n%s", why);   /* the report's own line, beside stderr's */
+        expect_out(line);
+    }
+}
+
+/* Violations (1) outrank an incomplete trace (4), which outranks --salvage
+ * (3); the incomplete line is printed whatever the status. */
+static void violations_outrank_incompleteness_which_is_still_said(void **st)
+{
+    (void)st;
+    struct tg_thread th[1] = { 0 };
+    tg_ev(&th[0], 100, TF_EV_START, 0, 1, 1, 0);
+    tg_ev(&th[0], 90, TF_EV_COMMIT, 0, 1, 1, 0);   /* stamped before its start: temporal */
+    const char *path = write_trace("violent.bin", th, 1, 0);
+    assert_int_equal(tg_end_as_killed(path, 6), 0);
+    assert_int_equal(run_check(path, 1, NULL), 1);
+    expect_out("incomplete trace: the program was terminated by signal 6 (SIGABRT)");
+    assert_true(J("temporal_inconsistencies") >= 1);
 }
 
 static void csv_files_hold_sites_conflicts_and_threads(void **st)
@@ -788,11 +860,12 @@ static void bad_input_gives_one_line_and_exit_2(void **st)
     snprintf(a, sizeof a, "'%s'", tu_path("trunc.bin"));
     expect_bad(a, "trunc.bin");
     assert_non_null(strstr(out, "offset"));
-    /* --salvage reads the good chunks, says so and exits 3 */
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd, "%s --json --salvage '%s' 2>/dev/null", tu_build("tools/tmcheck"), tu_path("trunc.bin"));
-    assert_int_equal(tu_run(cmd, out, sizeof out), 3);
+    /* --salvage reads the good chunks and says so; the END chunk is gone
+     * with the torn tail, so the trace is incomplete: 4 outranks 3 */
+    assert_int_equal(run_check(tu_path("trunc.bin"), 1, "--salvage"), 4);
     assert_true(J("events") > 0 && J("events") < 200);
+    assert_non_null(strstr(out, "--salvage skipped 1 damaged chunks"));
+    assert_non_null(strstr(out, "incomplete trace: no END chunk"));
 }
 
 int main(void)
@@ -827,7 +900,9 @@ int main(void)
         cmocka_unit_test(per_site_table_counts_attempts_wasted_time_retries_and_sets),
         cmocka_unit_test(serial_attempts_and_their_time_alone_are_reported),
         cmocka_unit_test(hardware_aborts_are_classified_by_status_bits),
-        cmocka_unit_test(dropped_events_are_reported_with_the_checks_they_affect),
+        cmocka_unit_test(dropped_events_make_the_trace_incomplete_with_the_checks_they_affect),
+        cmocka_unit_test(a_truncated_or_killed_trace_is_incomplete_exit_4_saying_why),
+        cmocka_unit_test(violations_outrank_incompleteness_which_is_still_said),
         cmocka_unit_test(csv_files_hold_sites_conflicts_and_threads),
         cmocka_unit_test(bad_input_gives_one_line_and_exit_2),
     };

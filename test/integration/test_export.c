@@ -364,6 +364,32 @@ static void a_time_window_keeps_only_what_overlaps_it(void **st)
     assert_non_null(strstr(err, "--abort 2: the trace has 1 aborts"));
 }
 
+/* An option that would do nothing is refused in one line, exit 2, rather
+ * than ignored: --window without --abort, --samples-csv with a window. */
+static void an_option_that_would_be_ignored_is_an_error(void **st)
+{
+    (void)st;
+    size_t n;
+    const struct tf_event *e = held_events(&n);
+    const char *trace = tu_path("ignored.bin");
+    write_trace(trace, TF_HDR_SYNCED, e, n);
+    static const struct {
+        const char *args, *said;
+    } cases[] = {
+        { "--chrome --window 5", "--window is the half-width around --abort N" },
+        { "--samples-csv --abort 1", "--samples-csv writes every sample" },
+        { "--samples-csv --abort 1 --window 2", "--samples-csv writes every sample" },
+        { "--samples-csv --from 0.5", "--samples-csv writes every sample" },
+    };
+    char cmd[1200], out[512];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        snprintf(cmd, sizeof cmd, "'%s' %s '%s' 2>&1 >/dev/null", tu_build("tools/tmexport"), cases[i].args, trace);
+        assert_int_equal(tu_run(cmd, out, sizeof out), 2);
+        assert_non_null(strstr(out, cases[i].said));
+        assert_int_equal(strchr(out, '\n'), out + strlen(out) - 1);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -376,6 +402,7 @@ int main(void)
         cmocka_unit_test(traced_workload_has_one_slice_per_attempt_tmcheck_counts),
         cmocka_unit_test(an_arrow_from_a_lock_holder_never_ends_before_it_starts),
         cmocka_unit_test(a_time_window_keeps_only_what_overlaps_it),
+        cmocka_unit_test(an_option_that_would_be_ignored_is_an_error),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,9 +2,11 @@
  * test_install.c - `meson install` into a fresh staging folder (DESTDIR)
  * gives a user everything: the four tools, tmplot with its gnuplot scripts,
  * the TL2 compatibility headers, libtl2.a and libtmtrace-tl2.pc, the docs and
- * a man page per tool; and the installed files work: the tools on a traced
- * run, tmplot drawing from the installed scripts, `man TOOL`, a TL2 program
- * built through pkg-config.
+ * a man page per tool (tmplot's too); and the installed files work: the
+ * tools on a traced run, tmplot drawing from the installed scripts, `man
+ * TOOL`, a TL2 program built through pkg-config, and programs built through
+ * `pkg-config --define-prefix` with the libdir the build chose (Debian's
+ * multiarch lib/x86_64-linux-gnu here).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -82,7 +84,7 @@ static void every_tool_tmplot_tl2_file_doc_and_man_page_is_installed(void **st)
         "share/libtmtrace/python/tmtrace_py/__init__.py",
         "include/tmtrace.h", "include/tl2/tl2.h", "include/tl2/stm.h",
         "share/man/man1/tmdump.1", "share/man/man1/tmsync.1", "share/man/man1/tmcheck.1",
-        "share/man/man1/tmexport.1",
+        "share/man/man1/tmexport.1", "share/man/man1/tmplot.1",
         "share/doc/libtmtrace/README.md", "share/doc/libtmtrace/json.md", "share/doc/libtmtrace/environment.md",
     };
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
@@ -118,15 +120,19 @@ static void installed_tools_run_on_a_traced_run(void **st)
     }
 }
 
-/* `man TOOL` with the installed pages on MANPATH shows the --help text. */
+/* `man TOOL` with the installed pages on MANPATH shows the --help text,
+ * tmplot's (whose commands each have a section) too. */
 static void man_finds_every_tools_page(void **st)
 {
     (void)st;
-    for (const char *t = "tmdump\0tmsync\0tmcheck\0tmexport\0"; *t; t += strlen(t) + 1) {
+    for (const char *t = "tmdump\0tmsync\0tmcheck\0tmexport\0tmplot\0"; *t; t += strlen(t) + 1) {
         assert_int_equal(sh("MANPATH='%s/share/man' MANWIDTH=200 man %s 2>&1 | col -b", prefix, t), 0);
         if (!strstr(out, "NAME") || !strstr(out, "EXIT STATUS") || !strstr(out, "--version"))
             fail_msg("man %s: %s", t, out);
     }
+    assert_int_equal(sh("MANPATH='%s/share/man' MANWIDTH=200 man tmplot 2>&1 | col -b", prefix), 0);
+    if (!strstr(out, "COMMANDS") || !strstr(out, "--max-attempts") || !strstr(out, "--man"))
+        fail_msg("man tmplot has no commands' options: %s", out);
 }
 
 /* The installed tmplot draws with the installed gnuplot scripts and finds
@@ -141,6 +147,53 @@ static void installed_tmplot_draws_with_its_scripts(void **st)
     int rc = sh("cd / && PATH='%s/bin':\"$PATH\" tmplot fit --out '%s' '%s' 2>&1", prefix, figs, raw);
     if (rc != 0 || !strstr(out, "_fit_cpu"))
         fail_msg("installed tmplot fit exited %d: %s", rc, out);
+}
+
+/* A program of the public API, built and run from the staged files through
+ * `pkg-config --define-prefix`, which finds the prefix from where the .pc
+ * file lies: the -I and -L it hands out must be the staged include folder
+ * and libdir (not PREFIX/lib/include, the prefix two folders above a
+ * multiarch pkgconfig folder), and the TL2 client builds the same way. */
+static void programs_build_through_pkg_config_define_prefix(void **st)
+{
+    (void)st;
+    char flag[64] = "";
+    if (strcmp(TMT_SANITIZE, "none") != 0 && TMT_SANITIZE[0] != '\0')
+        snprintf(flag, sizeof flag, " -fsanitize=%s", TMT_SANITIZE);
+    const char *pc = "PKG_CONFIG_PATH='%s/pkgconfig' pkg-config --define-prefix";
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, pc, libdir);
+    /* the folders it names hold the header and the library */
+    assert_int_equal(sh("for d in $(%s --cflags-only-I libtmtrace | sed 's/-I//g'); do "
+                        "test -f \"$d/tmtrace.h\" && echo found; done", cmd), 0);
+    if (!strstr(out, "found"))
+        fail_msg("pkg-config --define-prefix --cflags libtmtrace names no folder with tmtrace.h");
+    assert_int_equal(sh("for d in $(%s --libs-only-L libtmtrace | sed 's/-L//g'); do "
+                        "test -f \"$d/libtmtrace.so\" && echo found; done", cmd), 0);
+    if (!strstr(out, "found"))
+        fail_msg("pkg-config --define-prefix --libs libtmtrace names no folder with libtmtrace.so");
+    const char *src = tu_path("api_client.c"), *exe = tu_path("api_client");
+    FILE *f = fopen(src, "w");
+    assert_non_null(f);
+    fputs("#include <stdio.h>\n#include <tmtrace.h>\nstatic long n;\nint main(void)\n{\n"
+          "    if (tmt_init() != 0 || !tmt_thread_enter())\n        return 1;\n"
+          "    tmt_tx *tx = tmt_self();\n    for (int i = 0; i < 10; i++) {\n"
+          "        TMT_ATOMIC(tx, \"inc\") {\n            tmt_write_long(tx, &n, tmt_read_long(tx, &n) + 1);\n"
+          "        } TMT_END;\n    }\n    printf(\"n=%ld\\n\", n);\n    tmt_thread_exit();\n"
+          "    return tmt_shutdown() == 0 ? 0 : 1;\n}\n", f);
+    fclose(f);
+    int rc = sh("cc $(%s --cflags libtmtrace) '%s' -o '%s' $(%s --libs libtmtrace)%s 2>&1", cmd, src, exe, cmd, flag);
+    if (rc != 0)
+        fail_msg("a program did not build through pkg-config --define-prefix: %s", out);
+    assert_int_equal(sh("LD_LIBRARY_PATH='%s' TMTRACE_EVENTS=off '%s' 2>&1", libdir, exe), 0);
+    assert_non_null(strstr(out, "n=10"));
+    exe = tu_path("tl2_client_dp");
+    rc = sh("cc $(%s --cflags libtmtrace-tl2) '%s/test/compat/tl2_client.c' -o '%s' $(%s --libs libtmtrace-tl2)%s 2>&1",
+            cmd, TMT_SOURCE_ROOT, exe, cmd, flag);
+    if (rc != 0)
+        fail_msg("the TL2 client did not build through pkg-config --define-prefix: %s", out);
+    assert_int_equal(sh("TMTRACE_EVENTS=off '%s' 2>&1", exe), 0);
+    assert_non_null(strstr(out, "bad_audits=0"));
 }
 
 /* A TL2 program builds unchanged from the installed files, through
@@ -170,6 +223,7 @@ int main(void)
         cmocka_unit_test(man_finds_every_tools_page),
         cmocka_unit_test(installed_tmplot_draws_with_its_scripts),
         cmocka_unit_test(tl2_program_builds_with_the_installed_pkg_config_file),
+        cmocka_unit_test(programs_build_through_pkg_config_define_prefix),
     };
     return cmocka_run_group_tests(tests, install, NULL);
 }

@@ -335,6 +335,38 @@ static void expect_bad(const char *args, const char *what, const char *nofile)
         assert_int_not_equal(access(nofile, F_OK), 0);
 }
 
+/* A trace without an END chunk, or whose END names the signal that killed
+ * the program, is synchronised all the same, with one line on stderr that
+ * says what is missing and exit 4; the output keeps the mark, so tmcheck
+ * on it says the same. A complete trace gets neither. */
+static void an_incomplete_trace_is_synchronised_said_and_exits_4(void **st)
+{
+    (void)st;
+    const struct fault f[NCPU] = { { 0, 0, -1, 0 }, { 0, 0, -1, 0 }, { 0, 0, -1, 0 }, { 0, 0, -1, 0 } };
+    char in[512], o[512], a[2000];
+    for (uint32_t sig = 0; sig <= 9; sig += 9) {
+        snprintf(in, sizeof in, "%s", tu_path(sig ? "killed.bin" : "noend.bin"));
+        snprintf(o, sizeof o, "%s", tu_path(sig ? "killed.sync.bin" : "noend.sync.bin"));
+        gen(in, f, 0, 1000, 99, 99);
+        assert_int_equal(tg_end_as_killed(in, sig), 0);
+        const char *why = sig ? "incomplete trace: the program was terminated by signal 9 (SIGKILL); last record at "
+                              : "incomplete trace: no END chunk (the run never finished its trace); last record at ";
+        snprintf(a, sizeof a, "--json -o '%s' '%s' 2>&1", o, in);
+        assert_int_equal(run("tools/tmsync", a), 4);
+        assert_non_null(strstr(out, "tmsync: warning: "));
+        assert_non_null(strstr(out, why));
+        assert_non_null(strstr(out, "\"complete\":false"));
+        assert_true(tg_json_num(out, NULL, "events") == 2000);
+        snprintf(a, sizeof a, "--json '%s' 2>&1", o);
+        assert_int_equal(run("tools/tmcheck", a), 4);
+        assert_non_null(strstr(out, why));
+    }
+    gen(in, f, 0, 1000, 99, 99);
+    snprintf(a, sizeof a, "-o '%s' '%s' 2>&1", o, in);
+    assert_int_equal(run("tools/tmsync", a), 0);
+    assert_null(strstr(out, "incomplete"));
+}
+
 static void bad_inputs_are_refused_with_one_line(void **st)
 {
     (void)st;
@@ -383,9 +415,10 @@ static void bad_inputs_are_refused_with_one_line(void **st)
     expect_bad(a, "offset", tu_path("cut.sync.bin"));
     assert_non_null(strstr(out, "cut.bin"));
     snprintf(a, sizeof a, "--salvage '%s' 2>&1", tu_path("cut.bin"));
-    assert_int_equal(run("tools/tmsync", a), 3);   /* written, damage skipped */
+    assert_int_equal(run("tools/tmsync", a), 4);   /* written, damage skipped; the END was in it: 4 outranks 3 */
     assert_non_null(strstr(out, "damaged chunks skipped"));
     assert_non_null(strstr(out, "tmsync: warning: "));
+    assert_non_null(strstr(out, "incomplete trace: no END chunk"));
 
     expect_bad("--model cubic x.bin", "--model cubic", NULL);
     expect_bad("--nope", "--nope", NULL);
@@ -434,6 +467,7 @@ int main(void)
         cmocka_unit_test(merge_keeps_each_threads_order_and_sorts_by_corrected_time),
         cmocka_unit_test(stamps_a_fraction_of_a_ns_apart_on_one_cpu_keep_their_order),
         cmocka_unit_test(too_few_samples_fall_back_and_are_reported),
+        cmocka_unit_test(an_incomplete_trace_is_synchronised_said_and_exits_4),
         cmocka_unit_test(bad_inputs_are_refused_with_one_line),
         cmocka_unit_test(a_trace_larger_than_the_memory_limit_streams_within_it),
     };

@@ -10,8 +10,10 @@
 #define TMT_TRACE_GEN_H
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "trace_file.h"
 
@@ -145,6 +147,55 @@ static inline int tg_write(const char *path, const struct tf_header *h, struct t
         }
     }
     return tg_end(w, ti, n);
+}
+
+/* Makes the finished trace at `path` end as a killed run's does: `signal`
+ * 0 cuts its END chunk off (the writer never finished), else the END chunk
+ * is written again naming `signal` (by the format's own writer, into
+ * PATH.end, whose chunk is appended). 0, or -1. */
+static inline int tg_end_as_killed(const char *path, uint32_t signal)
+{
+    struct tf_reader *r = tf_open(path, 0);
+    if (!r)
+        return -1;
+    struct tf_header h = *tf_reader_header(r);
+    struct tf_thread_info ti[64];
+    size_t n = 0;
+    uint64_t at = 0, errors = 0;
+    struct tf_chunk c;
+    int k;
+    while ((k = tf_next(r, &c)) == 1)
+        if (c.kind == TF_CHUNK_END) {
+            at = c.offset;
+            n = c.count < 64 ? c.count : 64;
+            memcpy(ti, c.threads, n * sizeof *ti);
+            errors = c.writer_errors;
+        }
+    tf_close(r);
+    if (k < 0 || !at || truncate(path, (off_t)at) < 0)
+        return -1;
+    if (!signal)
+        return 0;
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.end", path);
+    struct tf_writer *w = tf_create(tmp, &h, 0);
+    if (!w)
+        return -1;
+    long skip = (long)tf_writer_bytes(w);   /* the scratch file's header */
+    if (tf_write_end_signal(w, ti, n, errors, signal) < 0 || tf_finish(w, 0) < 0)
+        return -1;
+    FILE *in = fopen(tmp, "rb"), *out = fopen(path, "ab");
+    int rc = in && out && fseek(in, skip, SEEK_SET) == 0 ? 0 : -1;
+    char buf[4096];
+    size_t got;
+    while (rc == 0 && (got = fread(buf, 1, sizeof buf, in)) > 0)
+        rc = fwrite(buf, 1, got, out) == got ? 0 : -1;
+    if (in)
+        fclose(in);
+    if (out && fclose(out) != 0)
+        rc = -1;
+    remove(tmp);
+    return rc;
 }
 
 /* The number after "key": at the first occurrence after `from` (NULL = start);

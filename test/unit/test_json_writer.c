@@ -1,6 +1,6 @@
 /*
  * test_json_writer.c - the one JSON writer of the tools and tmbench
- * (tools/json_writer.c): separators, nesting, and strings that stay valid
+ * (tools/reader/json_writer.c): separators, nesting, and strings that stay valid
  * JSON whatever bytes a path, label or command line holds.
  */
 #include <math.h>

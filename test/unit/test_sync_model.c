@@ -1,5 +1,5 @@
 /*
- * test_sync_model.c - the per-CPU clock fit of tmsync (tools/sync_model.c)
+ * test_sync_model.c - the per-CPU clock fit of tmsync (tools/reader/sync_model.c)
  * on real samples: a piecewise model follows the samples where they are and
  * stays on the line between them where they are not; no segment may take a
  * rate that the samples do not support.

@@ -544,6 +544,53 @@ static void test_newer_format_version_is_refused(void **s)
     assert_string_equal(error_get(), want);
 }
 
+/* An END chunk says whether a signal terminated the program: with a signal
+ * it carries TF_END_SIGNAL and a 16-byte fixed part; without one it keeps
+ * the bytes every earlier reader knows (flags 0, 8-byte fixed part). An END
+ * flag this reader does not know is refused, not guessed at. */
+static void test_an_end_chunk_records_the_terminating_signal_and_a_plain_end_keeps_its_bytes(void **s)
+{
+    (void)s;
+    struct tf_thread_info ti[2] = { { 1, 101, 10, 0 }, { 2, 102, 20, 4 } };
+    for (uint32_t sig = 0; sig <= 11; sig += 11) {
+        const char *path = tu_path(sig ? "end_sig.bin" : "end_plain.bin");
+        struct tf_header h = make_header();
+        struct tf_writer *w = tf_create(path, &h, 0);
+        assert_non_null(w);
+        assert_int_equal(tf_write_end_signal(w, ti, 2, 5, sig), 0);
+        assert_int_equal(tf_finish(w, 0), 0);
+        size_t n;
+        unsigned char *b = (unsigned char *)tu_read_file(path, &n);
+        assert_non_null(b);
+        const size_t at = n - (sig ? 16 : 8) - 2 * 24 - 40; /* the END chunk's header */
+        assert_int_equal(codec_get_u16(b + at + 6), sig ? TF_END_SIGNAL : 0);
+        assert_int_equal(codec_get_u32(b + at + 16), (sig ? 16 : 8) + 2 * 24);
+        struct tf_reader *rd = tf_open(path, 0);
+        assert_non_null(rd);
+        struct tf_chunk c;
+        assert_int_equal(tf_next(rd, &c), 1);
+        assert_int_equal(c.kind, TF_CHUNK_END);
+        assert_int_equal(c.end_signal, sig);
+        assert_int_equal(c.writer_errors, 5);
+        assert_int_equal(c.threads[1].events, 20);
+        assert_int_equal(c.threads[1].dropped, 4);
+        tf_close(rd);
+        /* A flag from a later writer: the header's CRC made right again. */
+        b[at + 6] |= 2;
+        codec_put_u32(b + at + 36, codec_crc32(b + at, 36));
+        FILE *f = fopen(path, "wb");
+        assert_non_null(f);
+        assert_int_equal(fwrite(b, 1, n, f), n);
+        fclose(f);
+        free(b);
+        rd = tf_open(path, 0);
+        assert_non_null(rd);
+        assert_int_equal(tf_next(rd, &c), -1);
+        assert_non_null(strstr(error_get(), "unknown END flags"));
+        tf_close(rd);
+    }
+}
+
 /* Version 3 gave the stripe width a byte of its own (offset 45, beside the
  * stripe count's log2); a version 2 file has none there, and its stripes
  * were 8-byte words. */
@@ -763,6 +810,7 @@ int main(void)
         cmocka_unit_test(test_torn_tail_is_an_error_or_skipped_bytes_with_salvage),
         cmocka_unit_test(test_truncated_or_foreign_header_is_refused),
         cmocka_unit_test(test_newer_format_version_is_refused),
+        cmocka_unit_test(test_an_end_chunk_records_the_terminating_signal_and_a_plain_end_keeps_its_bytes),
         cmocka_unit_test(test_a_version_2_header_reads_as_word_stripes_and_version_3_keeps_its_width),
         cmocka_unit_test(test_flipped_bit_in_file_header_is_detected),
         cmocka_unit_test(test_flipped_bit_in_chunk_header_skips_exactly_that_chunk),

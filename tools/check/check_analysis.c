@@ -4,9 +4,10 @@
  *
  * Owns: the driver: the per-thread records, the trace's and each thread's
  * totals (attempts, commits, aborts by path, transactions, retries), and
- * the order in which every event is handed to the four analyses
- * (check_order.c, check_culprit.c, check_clock.c, check_sites.c; see
- * check_state.h).
+ * the order in which every event is handed to the analyses (check_order.c,
+ * check_culprit.c, check_clock.c, check_sites.c, check_time.c,
+ * check_alloc.c; see check_state.h). The analyses never call back here:
+ * what they share lives below them in check_tables.c.
  * Never: does I/O; keeps state that grows with the trace's length.
  */
 #include "check_analysis.h"
@@ -72,25 +73,6 @@ void ca_opts_for_trace(const struct trace_index *ix, unsigned stripes_log2, stru
     ca_stripes_sane(o);
     if (ix->hdr.stamp_commit == TF_STAMP_UNORDERED)
         o->slack = (uint64_t)(CA_UNORDERED_SLACK_NS / o->ns_per_unit + 0.999);
-}
-
-void *ca_table_rehash(void *old, size_t cap, size_t nc, size_t elem, int (*used)(const void *e),
-                      size_t (*home)(const void *e, size_t nc))
-{
-    char *n = calloc(nc, elem);
-    if (!n)
-        return NULL;
-    for (size_t i = 0; i < cap; i++) {
-        const char *e = (const char *)old + i * elem;
-        if (!used(e))
-            continue;
-        size_t h = home(e, nc);
-        while (used(n + h * elem))
-            h = (h + 1) & (nc - 1);
-        memcpy(n + h * elem, e, elem);
-    }
-    free(old);
-    return n;
 }
 
 static struct th *thread_of(struct ca_state *s, uint32_t id)
@@ -302,7 +284,7 @@ int ca_finish(struct ca_state *s)
     ca_clock_finish(s);
     if (ca_time_finish(s) < 0)
         return -1;
-    if (ca_site_finish(s) < 0 || threads_out(s) < 0)
+    if (ca_tables_finish(s) < 0 || threads_out(s) < 0)
         return -1;
     return 0;
 }
@@ -318,7 +300,7 @@ void ca_free(struct ca_state *s)
     ca_time_free(s);
     ca_alloc_free(s);
     ca_culprit_free(s);
-    ca_site_free(s);
+    ca_tables_free(s);
     free(s->th);
     free(s->threads_out);
     free(s);

@@ -1,11 +1,13 @@
 /*
  * check_culprit.c - culprit attribution: which committed transaction caused
- * each software abort, true or false (stripe) conflict, and the conflict
- * matrix of sites.
+ * each software abort, true or false (stripe) conflict, and the addresses
+ * aborts failed on.
  *
  * Owns: the sliding store of recently committed writes (hashed by stripe),
  * the queue of aborts waiting until no later commit can fall inside their
- * window, the search, the victim x culprit matrix, the attribution callback.
+ * window, the search, the hot-address table, the attribution callback. Each
+ * resolved abort is counted into the shared site rows and conflict matrix
+ * (check_tables.c).
  * Never: keeps a committed write older than the oldest open attempt's window
  * (memory is bounded by the concurrency of the trace, not its length).
  */
@@ -153,47 +155,6 @@ static void search(const struct ca_state *s, const struct pending *p, uint64_t s
             b->prio = prio;
         }
     }
-}
-
-/* The conflict table: open addressing on (victim site, culprit site). */
-static size_t conflict_slot(uint32_t v, uint32_t c, size_t cap)
-{
-    return (size_t)(((uint64_t)v << 32 | c) * UINT64_C(0x9e3779b97f4a7c15)) & (cap - 1);
-}
-static int conflict_used(const void *e) { return ((const struct ca_conflict *)e)->count != 0; }
-static size_t conflict_home(const void *e, size_t cap)
-{
-    const struct ca_conflict *x = e;
-    return conflict_slot(x->victim_site, x->culprit_site, cap);
-}
-
-int ca_conflict_add(struct ca_state *s, uint32_t v, uint32_t c, unsigned cls, double wasted)
-{
-    if (2 * (s->cmn + 1) > s->cmcap) {
-        size_t nc = s->cmcap ? 2 * s->cmcap : 64;
-        struct ca_conflict *n = ca_table_rehash(s->cm, s->cmcap, nc, sizeof *n, conflict_used, conflict_home);
-        if (!n)
-            return error_set("out of memory");
-        s->cm = n;
-        s->cmcap = nc;
-    }
-    size_t h = conflict_slot(v, c, s->cmcap);
-    while (s->cm[h].count && !(s->cm[h].victim_site == v && s->cm[h].culprit_site == c))
-        h = (h + 1) & (s->cmcap - 1);
-    struct ca_conflict *x = &s->cm[h];
-    if (!x->count) {
-        x->victim_site = v;
-        x->culprit_site = c;
-        s->cmn++;
-    }
-    x->count++;
-    x->cls[cls]++;
-    if (cls == CA_CL_TRUE)
-        x->true_count++;
-    else if (cls == CA_CL_FALSE)
-        x->false_count++;
-    x->wasted_ns += wasted;
-    return 0;
 }
 
 /* The address an attributed abort failed on: counted with its cost. */
@@ -551,16 +512,6 @@ int ca_culprit_step(struct ca_state *s)
     return 0;
 }
 
-static int cmp_conflict(const void *a, const void *b)
-{
-    const struct ca_conflict *x = a, *y = b;
-    if (x->count != y->count)
-        return x->count < y->count ? 1 : -1;
-    if (x->victim_site != y->victim_site)
-        return x->victim_site < y->victim_site ? -1 : 1;
-    return (x->culprit_site > y->culprit_site) - (x->culprit_site < y->culprit_site);
-}
-
 static int cmp_hot(const void *a, const void *b)
 {
     const struct ca_hot *x = a, *y = b;
@@ -569,26 +520,17 @@ static int cmp_hot(const void *a, const void *b)
     return (x->addr > y->addr) - (x->addr < y->addr);
 }
 
-/* The end of the stream: resolves every pending abort, sorts the matrix
- * and the addresses. */
+/* The end of the stream: resolves every pending abort, sorts the
+ * addresses. */
 int ca_culprit_finish(struct ca_state *s)
 {
     if (resolve_ready(s, 1) < 0)
         return -1;
-    free(s->cm_sorted);
-    s->cm_sorted = malloc((s->cmn ? s->cmn : 1) * sizeof *s->cm_sorted);
-    if (!s->cm_sorted)
-        return error_set("out of memory");
-    size_t k = 0;
-    for (size_t i = 0; i < s->cmcap; i++)
-        if (s->cm[i].count)
-            s->cm_sorted[k++] = s->cm[i];
-    qsort(s->cm_sorted, k, sizeof *s->cm_sorted, cmp_conflict);
     free(s->hot_sorted);
     s->hot_sorted = malloc((s->hotn ? s->hotn : 1) * sizeof *s->hot_sorted);
     if (!s->hot_sorted)
         return error_set("out of memory");
-    k = 0;
+    size_t k = 0;
     for (size_t i = 0; i < s->hotcap; i++)
         if (s->hot[i].count)
             s->hot_sorted[k++] = s->hot[i];
@@ -611,8 +553,6 @@ void ca_culprit_free(struct ca_state *s)
     free(s->vring);
     free(s->vbucket);
     free(s->pend);
-    free(s->cm);
-    free(s->cm_sorted);
     free(s->hot);
     free(s->hot_sorted);
 }
@@ -623,8 +563,3 @@ void ca_on_attribution(struct ca_state *s, void (*fn)(void *, const struct ca_at
     s->cbctx = ctx;
 }
 
-const struct ca_conflict *ca_conflicts(const struct ca_state *s, size_t *n)
-{
-    *n = s->cmn;
-    return s->cm_sorted;
-}

@@ -78,6 +78,8 @@ static void text_totals(FILE *f, const struct cr_input *in, const struct ca_tota
     if (in->skipped_chunks)
         fprintf(f, "note: %llu damaged chunks skipped (--salvage); their events are missing\n",
                 (unsigned long long)in->skipped_chunks);
+    if (!in->verdict->complete)
+        fprintf(f, "incomplete trace: %s\n", in->verdict->line);
     cx_text(f, in);
     fprintf(f, "\nconsistency\n");
     fprintf(f, "  temporal inconsistencies  %llu\n", (unsigned long long)t->temporal);
@@ -175,8 +177,15 @@ void cr_text(FILE *f, const struct cr_input *in)
     text_aborts(f, in, t);
     text_sites(f, in);
     text_conflicts_threads(f, in);
-    fprintf(f, "\n%s\n", t->temporal || t->grammar ? "INCONSISTENT: temporal or grammar violations found"
-                                                   : "consistent: no temporal or grammar violations");
+    int complete = in->verdict->complete;
+    if (t->temporal || t->grammar)
+        fprintf(f, "\nINCONSISTENT: temporal or grammar violations found%s\n",
+                complete ? "" : " (and the trace is incomplete)");
+    else if (!complete)
+        fprintf(f, "\nINCOMPLETE: no temporal or grammar violations in the records present, but the trace "
+                   "lost records (see \"incomplete trace\" above)\n");
+    else
+        fprintf(f, "\nconsistent: no temporal or grammar violations\n");
 }
 
 /* Trace, totals, consistency, attribution, abort causes, hardware classes,
@@ -200,6 +209,7 @@ static void json_totals(struct jw *w, const struct cr_input *in, const struct ca
     jw_ku64(w, "skipped_chunks", in->skipped_chunks);
     if (in->dropped)
         jw_kstr(w, "dropped_note", dropped_note());
+    tc_json(w, in->verdict);
     jw_ku64(w, "temporal_inconsistencies", t->temporal);
     jw_ku64(w, "grammar_violations", t->grammar);
     jw_key(w, "out_of_place_events");

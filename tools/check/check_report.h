@@ -12,6 +12,7 @@
 #include <stdio.h>
 
 #include "check_analysis.h"
+#include "trace_complete.h"
 #include "trace_index.h"
 
 struct sym_table;
@@ -25,6 +26,7 @@ struct cr_input {
     int have_truth;
     uint64_t dropped;
     uint64_t skipped_chunks;
+    const struct tc_verdict *verdict;   /* whether the trace holds every record of its run */
     double uncertainty_ns;
     unsigned stripes_log2;
     unsigned stripe_shift;      /* log2 of the bytes a stripe covers */

@@ -1,13 +1,13 @@
 /*
  * check_sites.c - the per-site statistics of tmcheck.
  *
- * Owns: one row per transaction site seen (attempts, commits, aborts by
- * reason, hardware abort classes, wasted time, retries per commit, read and
- * write set sizes; the attribution counts are added by check_culprit.c), and
- * the names of the reasons and hardware classes its columns carry; the
+ * Owns: what a site's row counts of its attempts (attempts, commits, aborts
+ * by reason, hardware abort classes, wasted time, retries per commit, read
+ * and write set sizes; the attribution counts are added by check_culprit.c),
+ * and the names of the reasons and hardware classes its columns carry; the
  * trace's wasted time and hardware classes (the sums of its columns).
- * Never: counts a thread's events or the trace's other totals (the driver
- * does).
+ * Never: stores the rows (check_tables.c does), counts a thread's events or
+ * the trace's other totals (the driver does).
  */
 #include <stdlib.h>
 
@@ -15,19 +15,6 @@
 #include "error.h"
 #include "trace_index.h"
 #include "tmtrace.h"
-
-struct ca_site *ca_site_of(struct ca_state *s, uint32_t id)
-{
-    id = ca_id_slot(id);
-    size_t cap = s->nsite, cap2 = s->nsite; /* one length for both arrays */
-    if (ti_grow((void **)&s->site, &cap, (size_t)id + 1, sizeof *s->site) < 0 ||
-        ti_grow((void **)&s->site_seen, &cap2, (size_t)id + 1, 1) < 0)
-        return NULL;
-    s->nsite = cap;
-    s->site_seen[id] = 1;
-    s->site[id].site = id;
-    return &s->site[id];
-}
 
 unsigned ca_htm_class_of(uint64_t status)
 {
@@ -101,49 +88,6 @@ int ca_site_abort(struct ca_state *s, const struct th *t, const struct tf_event 
         return ca_site_class(s, t->site, c, wasted) < 0 ? -1 : ca_conflict_add(s, t->site, 0, c, wasted);
     }
     return 0;
-}
-
-int ca_site_class(struct ca_state *s, uint32_t site, unsigned cls, double wasted_ns)
-{
-    struct ca_site *st = ca_site_of(s, site);
-    if (!st)
-        return -1;
-    st->cls[cls]++;
-    st->cls_wasted_ns[cls] += wasted_ns;
-    s->t.cls[cls]++;
-    s->t.cls_wasted_ns[cls] += wasted_ns;
-    return 0;
-}
-
-/* The sites seen, by id. */
-int ca_site_finish(struct ca_state *s)
-{
-    size_t ns = 0;
-    for (size_t i = 0; i < s->nsite; i++)
-        ns += s->site_seen[i];
-    free(s->sites_out);
-    s->sites_out = malloc((ns ? ns : 1) * sizeof *s->sites_out);
-    if (!s->sites_out)
-        return error_set("out of memory");
-    size_t k = 0;
-    for (size_t i = 0; i < s->nsite; i++)
-        if (s->site_seen[i])
-            s->sites_out[k++] = s->site[i];
-    s->nsites_out = k;
-    return 0;
-}
-
-void ca_site_free(struct ca_state *s)
-{
-    free(s->site);
-    free(s->site_seen);
-    free(s->sites_out);
-}
-
-const struct ca_site *ca_sites(const struct ca_state *s, size_t *n)
-{
-    *n = s->nsites_out;
-    return s->sites_out;
 }
 
 const char *ca_class_name(unsigned c)

@@ -1,18 +1,23 @@
 /*
- * check_state.h - the state tmcheck's four analyses share while the events
- * of a trace stream through once in merged order, and the steps each
- * analysis offers the driver (check_analysis.c).
+ * check_state.h - the state tmcheck's analyses share while the events of a
+ * trace stream through once in merged order, and the steps each analysis
+ * offers the driver (check_analysis.c).
  *
- * Owns: struct ca_state and the per-thread record; the split of the work:
+ * Owns: struct ca_state and the per-thread record; the split of the work,
+ * each module calling only those below it (driver -> analyses -> tables):
  *   check_order.c    program order vs timestamp order: temporal
  *                    inconsistencies, grammar, out-of-place events, late
  *                    starts, premature ends;
  *   check_culprit.c  the store of recently committed writes, the queue of
- *                    aborts waiting for their window, culprit attribution
- *                    and the conflict matrix;
+ *                    aborts waiting for their window, culprit attribution,
+ *                    the hot addresses;
  *   check_clock.c    the clock-error histogram against the ground truth;
- *   check_sites.c    the per-site table and the names of its columns.
- * Never: included outside tools/check_*.c; does I/O.
+ *   check_sites.c    what a site's row counts, the names of its columns;
+ *   check_time.c     where each thread's and site's time went;
+ *   check_alloc.c    the blocks tmt_malloc returned, by address;
+ *   check_tables.c   what the analyses share: the site rows, the conflict
+ *                    matrix, the open-addressing table they grow with.
+ * Never: included outside tools/check/; does I/O.
  */
 #ifndef TMT_CHECK_STATE_H
 #define TMT_CHECK_STATE_H
@@ -123,7 +128,7 @@ struct ca_state {
     size_t nth;
     struct ca_thread *threads_out;
     size_t nthreads_out;
-    /* check_sites.c */
+    /* check_tables.c: the site rows */
     struct ca_site *site;          /* by site id */
     size_t nsite;
     uint8_t *site_seen;
@@ -142,7 +147,7 @@ struct ca_state {
     struct pending *pend;
     size_t phead, pcount, pcap;
     uint64_t since_prune;
-    /* check_culprit.c: the conflict matrix, open addressing */
+    /* check_tables.c: the conflict matrix, open addressing */
     struct ca_conflict *cm;
     size_t cmcap, cmn;
     struct ca_conflict *cm_sorted;
@@ -163,14 +168,23 @@ struct ca_state {
     double err_max;
 };
 
-/* check_order.c */
-/* check_analysis.c: an open-addressing table (a power of two of slots,
+/* check_tables.c: an open-addressing table (a power of two of slots,
  * linear probing) moved into a new zeroed one of nc slots; the old one is
  * freed. used(e): the slot holds an entry; home(e, nc): its first slot.
  * NULL out of memory (the old table kept). */
 void *ca_table_rehash(void *old, size_t cap, size_t nc, size_t elem, int (*used)(const void *e),
                       size_t (*home)(const void *e, size_t nc));
+/* check_tables.c (0, or -1 with the message set: out of memory): the row of
+ * a site (NULL out of memory); an abort's class counted in its site and the
+ * totals; one abort into the conflict matrix (culprit site 0: none), by
+ * class; the finished arrays (sites by id, the matrix by count). */
+struct ca_site *ca_site_of(struct ca_state *s, uint32_t id);
+int ca_site_class(struct ca_state *s, uint32_t site, unsigned cls, double wasted_ns);
+int ca_conflict_add(struct ca_state *s, uint32_t victim, uint32_t culprit, unsigned cls, double wasted_ns);
+int ca_tables_finish(struct ca_state *s);
+void ca_tables_free(struct ca_state *s);
 
+/* check_order.c */
 void ca_order_event(struct ca_state *s, struct th *t, const struct tf_event *ev);
 void ca_order_access(struct th *t, uint64_t ts);
 void ca_order_attempt_end(struct ca_state *s, struct th *t, uint64_t ts);
@@ -183,14 +197,10 @@ int ca_culprit_commit(struct ca_state *s, struct th *t, const struct tf_event *e
 int ca_culprit_abort(struct ca_state *s, struct th *t, const struct tf_event *ev);
 int ca_culprit_step(struct ca_state *s);
 int ca_culprit_finish(struct ca_state *s);
-/* One abort into the conflict matrix (culprit site 0: none), by class. */
-int ca_conflict_add(struct ca_state *s, uint32_t victim, uint32_t culprit, unsigned cls, double wasted_ns);
 void ca_culprit_free(struct ca_state *s);
 
 /* The class of a hardware abort's status word (check_sites.c). */
 unsigned ca_htm_class_of(uint64_t status);
-/* Counts an abort's class in its site and the totals (check_sites.c). */
-int ca_site_class(struct ca_state *s, uint32_t site, unsigned cls, double wasted_ns);
 
 /* check_alloc.c */
 int ca_alloc_event(struct ca_state *s, const struct tf_event *ev);
@@ -207,11 +217,8 @@ void ca_clock_event(struct ca_state *s, const struct tf_event *ev);
 void ca_clock_finish(struct ca_state *s);
 
 /* check_sites.c (0, or -1 with the message set: out of memory) */
-struct ca_site *ca_site_of(struct ca_state *s, uint32_t id);
 int ca_site_start(struct ca_state *s, uint32_t site);
 int ca_site_commit(struct ca_state *s, const struct th *t, const struct tf_event *ev);
 int ca_site_abort(struct ca_state *s, const struct th *t, const struct tf_event *ev, int hardware);
-int ca_site_finish(struct ca_state *s);
-void ca_site_free(struct ca_state *s);
 
 #endif

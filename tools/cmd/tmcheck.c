@@ -19,6 +19,7 @@
 #include "check_report.h"
 #include "symbols.h"
 #include "error.h"
+#include "trace_complete.h"
 #include "trace_index.h"
 #include "tool_common.h"
 #include "tool_doc.h"
@@ -45,10 +46,13 @@ static const struct tool_doc check_doc = {
         "conflict-free aborts; attributes every software abort to the committed transaction\n"
         "that caused it; per-site table, conflict matrix, clock error vs ground truth.",
     .options = check_options,
-    .exit_status = "0  consistent\n"
+    .exit_status = "0  consistent, and the trace is complete\n"
                    "1  temporal or grammar violations\n"
                    "2  bad input or usage (one line on stderr)\n"
-                   "3  consistent, but --salvage skipped damaged chunks",
+                   "3  consistent, but --salvage skipped damaged chunks\n"
+                   "4  no violations in the records present, but the trace is incomplete: no END chunk,\n"
+                   "   the program was terminated by a signal, or events were dropped (one line on stderr)\n"
+                   "Where several apply, the first of 2, 1, 4, 3 is the status.",
 };
 
 struct check_args {
@@ -97,18 +101,20 @@ static int parse_args(int argc, char **argv, struct check_args *a)
 /* Pass 2: every event in merged order through the analysis. 0, or the exit
  * code after a one-line message. */
 static int analyse(const struct check_args *a, struct tf_reader *r, const struct trace_index *ix,
-                   struct ca_state *st)
+                   struct ca_state *st, struct tc_span *span)
 {
     struct ti_merge *m = ti_merge_create(r, ix, NULL, NULL);
     if (!m)
         return tool_error_lib();
     const struct tf_event *ev;
     int k, rc = 0;
-    while ((k = ti_merge_next(m, &ev)) == 1)
+    while ((k = ti_merge_next(m, &ev)) == 1) {
+        tc_span_add(span, ev->ts);
         if (ca_event(st, ev) < 0) {
             rc = tool_error("%s: %s", a->path, error_get());
             break;
         }
+    }
     ti_merge_free(m);
     if (rc == 0 && k < 0)
         rc = tool_error_lib();
@@ -117,7 +123,8 @@ static int analyse(const struct check_args *a, struct tf_reader *r, const struct
     return rc;
 }
 
-/* The report, the --csv files; the exit code from the verdict. */
+/* The report, the --csv files; the exit code from the verdicts (1, then
+ * 4, then 3: see check_doc), each warning on stderr whatever the code. */
 static int report(const struct check_args *a, const struct cr_input *in, struct tool_out *aborts)
 {
     int rc;
@@ -129,14 +136,15 @@ static int report(const struct check_args *a, const struct cr_input *in, struct 
         cr_text(stdout, in);
     fflush(stdout);
     const struct ca_totals *t = ca_totals(in->st);
-    if (t->temporal || t->grammar)
-        return TOOL_FAIL;
+    rc = t->temporal || t->grammar ? TOOL_FAIL : TOOL_OK;
     if (in->skipped_chunks) {
         tool_error("warning: %s: --salvage skipped %" PRIu64 " damaged chunks; their events are missing", a->path,
                    in->skipped_chunks);
-        return TOOL_SALVAGED;
+        if (rc == TOOL_OK)
+            rc = TOOL_SALVAGED;
     }
-    return TOOL_OK;
+    int incomplete = tc_warn(a->path, in->verdict);
+    return rc == TOOL_FAIL || incomplete == TOOL_OK ? rc : incomplete;
 }
 
 static int check(const struct check_args *a, const struct trace_index *ix, uint64_t skipped)
@@ -160,8 +168,11 @@ static int check(const struct check_args *a, const struct trace_index *ix, uint6
         rows.f = aborts.f;
         ca_on_attribution(st, cr_abort_row, &rows);
     }
-    if ((rc = analyse(a, r, ix, st)) != 0)
+    struct tc_span span = { .ns_per_unit = o.ns_per_unit };
+    if ((rc = analyse(a, r, ix, st, &span)) != 0)
         goto out;
+    struct tc_verdict verdict;
+    tc_judge(ix, &span, &verdict);
     struct cr_input in = {
         .path = a->path,
         .ix = ix,
@@ -171,6 +182,7 @@ static int check(const struct check_args *a, const struct trace_index *ix, uint6
         .have_truth = (ix->hdr.flags & TF_HDR_INJECTED) && ca_totals(st)->truth_events > 0,
         .dropped = ti_dropped(ix),
         .skipped_chunks = skipped + tf_reader_skipped(r),
+        .verdict = &verdict,
         .uncertainty_ns = synced ? (double)o.uncertainty : 0.0,
         .stripes_log2 = o.stripes_log2,
         .stripe_shift = o.stripe_shift,

@@ -18,6 +18,7 @@
 #include "tool_common.h"
 #include "tool_doc.h"
 #include "tmtrace.h"
+#include "trace_complete.h"
 #include "trace_file.h"
 
 struct dump_opts {
@@ -415,6 +416,7 @@ struct dump_sum {
     struct dump_cpu_sum *cpu;
     size_t nth, ncpu;
     uint64_t chunks[TF_CHUNK_KINDS], bytes, writer_errors;
+    uint32_t end_signal;
     int have_end;
 };
 
@@ -449,6 +451,7 @@ static int dump_sum_threads(const struct dump_opts *o, struct dump_sum *u, const
     if (c->kind == TF_CHUNK_END) {
         u->have_end = 1;
         u->writer_errors += c->writer_errors;
+        u->end_signal = c->end_signal;
     }
     for (size_t i = 0; i < c->count; i++) {
         uint32_t t = c->kind == TF_CHUNK_EVENTS ? c->events[i].thread : c->threads[i].id;
@@ -512,8 +515,11 @@ static void dump_print_totals(const struct dump_sum *u)
     for (unsigned k = 1; k < TF_CHUNK_KINDS; k++)
         printf(" %s=%" PRIu64, tf_chunk_kind_name(k), u->chunks[k]);
     printf("\nbytes in chunks: %" PRIu64 "\n", u->bytes);
-    printf("end chunk: %s, writer errors %" PRIu64 "\n", u->have_end ? "present" : "missing (writer died?)",
+    printf("end chunk: %s, writer errors %" PRIu64, u->have_end ? "present" : "missing (writer died?)",
            u->writer_errors);
+    char sig[48];
+    printf("%s%s\n", u->end_signal ? ", terminated by " : "",
+           u->end_signal ? tc_signal_text(u->end_signal, sig, sizeof sig) : "");
 }
 
 static int dump_summary(const struct dump_opts *o)

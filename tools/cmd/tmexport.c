@@ -35,7 +35,8 @@ static const struct tool_option export_options[] = {
     { "    --samples-csv", "the clock samples as CSV, one row per (TSC, reference) pair:\n"
                            "cpu,phase,thread,tsc,ref_ns,truth_tsc,width_ticks,nominal_ns,\n"
                            "model_ns,residual_ns (model columns empty without a model;\n"
-                           "nominal_ns = tsc at the header's frequency). Raw traces too." },
+                           "nominal_ns = tsc at the header's frequency). Raw traces too;\n"
+                           "every sample: no --from, --to, --abort or --window." },
     { "-o, --output FILE", "write to FILE (atomically) instead of standard output" },
     { "    --raw", "accept an unsynchronised trace (timestamps are TSC ticks\n"
                    "converted with the header's frequency; order may be wrong)" },
@@ -45,7 +46,7 @@ static const struct tool_option export_options[] = {
     { "    --from S", "show only from S seconds after the trace's first event" },
     { "    --to S", "... up to S seconds after it (slices overlapping the window are kept)" },
     { "    --abort N", "show only a window around the N-th abort (from 1, in time order)" },
-    { "    --window MS", "its half-width in milliseconds (default 1)" },
+    { "    --window MS", "its half-width in milliseconds (default 1; only with --abort)" },
     { "-h, --help", "this text" },
     { "    --man", "this text as a man page (troff)" },
     { "-V, --version", "the version" },
@@ -500,6 +501,7 @@ struct export_args {
     double from_s, to_s;   /* --from/--to (to 0: to the end) */
     uint64_t abort_n;      /* --abort N (0: none) */
     double window_ms;
+    int have_window;       /* --window given */
 };
 
 /* 0: go on; otherwise the tool's exit code (--help, --version, bad usage) + 1. */
@@ -554,6 +556,7 @@ static int parse_args(int argc, char **argv, struct export_args *a)
         case OPT_WINDOW:
             if (tool_parse_double("--window", optarg, 1e-6, 1e9, &a->window_ms) < 0)
                 return TOOL_USAGE + 1;
+            a->have_window = 1;
             break;
         case 'V': tool_print_version(stdout); return TOOL_OK + 1;
         case 'h': tool_doc_help(stdout, &export_doc); return TOOL_OK + 1;
@@ -566,6 +569,11 @@ static int parse_args(int argc, char **argv, struct export_args *a)
         return tool_error("--to %g is not after --from %g", a->to_s, a->from_s) + 1;
     if (a->path && a->abort_n && (a->from_s > 0 || a->to_s > 0))
         return tool_error("--abort cannot be combined with --from/--to") + 1;
+    /* Options that would otherwise be ignored without a word. */
+    if (a->path && a->have_window && !a->abort_n)
+        return tool_error("--window is the half-width around --abort N: give --abort too") + 1;
+    if (a->path && a->samples && (a->abort_n || a->have_window || a->from_s > 0 || a->to_s > 0))
+        return tool_error("--samples-csv writes every sample: it takes no --abort, --window, --from or --to") + 1;
     return a->path ? 0 : TOOL_USAGE + 1;
 }
 

@@ -19,6 +19,7 @@
 #include "trace_index.h"
 #include "sync_model.h"
 #include "tool_common.h"
+#include "trace_complete.h"
 #include "tool_doc.h"
 #include "trace_file.h"
 
@@ -51,7 +52,10 @@ static const struct tool_doc sync_doc = {
     .options = sync_options,
     .exit_status = "0  written\n"
                    "2  bad input or usage (one line on stderr)\n"
-                   "3  written, but --salvage skipped damaged chunks",
+                   "3  written, but --salvage skipped damaged chunks\n"
+                   "4  written, but the trace is incomplete: no END chunk, the program was terminated\n"
+                   "   by a signal, or events were dropped (one line on stderr; the output keeps the marks)\n"
+                   "Where several apply, the first of 2, 4, 3 is the status.",
 };
 
 /* A thread's previous event: its raw stamp, CPU and stamp in ns. */
@@ -242,7 +246,7 @@ static void json_samples(const struct sync_ctx *x, struct jw *w, unsigned c, enu
 }
 
 static void print_json(const struct sync_ctx *x, FILE *f, const char *in, const char *out, enum sm_kind kind,
-                       uint64_t events, uint64_t skipped)
+                       uint64_t events, uint64_t skipped, const struct tc_verdict *v)
 {
     struct jw w;
     jw_init(&w, f);
@@ -252,6 +256,7 @@ static void print_json(const struct sync_ctx *x, FILE *f, const char *in, const 
     jw_kstr(&w, "model", sm_kind_name(kind));
     jw_ku64(&w, "events", events);
     jw_ku64(&w, "skipped_chunks", skipped);
+    tc_json(&w, v);
     jw_key(&w, "cpus");
     jw_array(&w);
     for (unsigned c = 0; c < SYNC_MAX_CPU; c++) {
@@ -282,7 +287,7 @@ static void print_json(const struct sync_ctx *x, FILE *f, const char *in, const 
 }
 
 static void print_table(const struct sync_ctx *x, FILE *f, const char *in, const char *out, enum sm_kind kind,
-                        uint64_t events, uint64_t skipped)
+                        uint64_t events, uint64_t skipped, const struct tc_verdict *v)
 {
     fprintf(f, "%s -> %s: %llu events, model %s\n", in, out, (unsigned long long)events, sm_kind_name(kind));
     fprintf(f, "%5s %-9s %-11s %7s %8s %12s %14s %10s %10s %4s\n", "cpu", "model", "source", "used",
@@ -306,6 +311,8 @@ static void print_table(const struct sync_ctx *x, FILE *f, const char *in, const
     }
     if (skipped)
         fprintf(f, "note: %llu damaged chunks skipped (--salvage)\n", (unsigned long long)skipped);
+    if (!v->complete)
+        fprintf(f, "note: incomplete trace: %s\n", v->line);
 }
 
 /* "dir/trace.bin" -> "dir/trace.sync.bin" */
@@ -325,9 +332,10 @@ static char *default_output(const char *in)
 /* The merged events, rewritten by map_events, in chunks of SYNC_OUT_BATCH.
  * Kept out of main() and its callers: GCC compiles a function it knows runs
  * once for size, and the per-event copy below then became a microcoded
- * `rep movs`. 0, or -1 with the message set. */
+ * `rep movs`. *span counts them and their stamps. 0, or -1 with the message
+ * set. */
 static __attribute__((noinline)) int write_events(struct sync_ctx *x, struct trace_index *ix, struct tf_reader *r,
-                                                  struct tf_writer *w, uint64_t *written)
+                                                  struct tf_writer *w, struct tc_span *span)
 {
     struct tf_event *buf = malloc(SYNC_OUT_BATCH * sizeof *buf);
     if (!buf)
@@ -340,15 +348,14 @@ static __attribute__((noinline)) int write_events(struct sync_ctx *x, struct tra
     size_t nb = 0;
     const struct tf_event *ev;
     int rc;
-    uint64_t total = 0;
     while ((rc = ti_merge_next(m, &ev)) == 1) {
+        tc_span_add(span, ev->ts);
         buf[nb++] = *ev;
         if (nb == SYNC_OUT_BATCH) {
             if (tf_write_events(w, 0, buf, nb, TF_CODEC_NONE, 0) < 0) {
                 rc = -1;
                 break;
             }
-            total += nb;
             nb = 0;
         }
     }
@@ -356,7 +363,6 @@ static __attribute__((noinline)) int write_events(struct sync_ctx *x, struct tra
         rc = -1;
     ti_merge_free(m);
     free(buf);
-    *written = total + nb;
     return rc < 0 ? -1 : 0;
 }
 
@@ -375,7 +381,7 @@ static int write_models_end(const struct sync_ctx *x, const struct trace_index *
         if (x->bycpu[c])
             models[nm++] = x->bycpu[c]->m;
     int rc = (nm && tf_write_models(w, models, nm) < 0) ||
-             (ix->have_end && tf_write_end(w, ix->end, ix->nend, ix->writer_errors) < 0);
+             (ix->have_end && tf_write_end_signal(w, ix->end, ix->nend, ix->writer_errors, ix->end_signal) < 0);
     free(models);
     return rc ? -1 : 0;
 }
@@ -383,7 +389,7 @@ static int write_models_end(const struct sync_ctx *x, const struct trace_index *
 /* The synchronised trace: the input's metadata, the merged events, the
  * models; written atomically (nothing is left at `out` on failure). */
 static int write_output(struct sync_ctx *x, struct trace_index *ix, const char *in, const char *out,
-                        unsigned open_flags, uint64_t *written)
+                        unsigned open_flags, struct tc_span *span)
 {
     struct tf_reader *r = tf_open(in, open_flags & TF_SALVAGE);
     if (!r)
@@ -401,12 +407,12 @@ static int write_output(struct sync_ctx *x, struct trace_index *ix, const char *
               (ix->nsamples && tf_write_samples(w, ix->samples, ix->nsamples) < 0) ||
               (ix->nobjects && tf_write_objects(w, ix->objects, ix->nobjects) < 0) ||
               (ix->runinfo.event_cost_ns > 0 && tf_write_runinfo(w, &ix->runinfo) < 0) ||
-              write_events(x, ix, r, w, written) < 0 || write_models_end(x, ix, w) < 0;
+              write_events(x, ix, r, w, span) < 0 || write_models_end(x, ix, w) < 0;
     if (bad)
         tf_abandon(w);
     if (bad || tf_finish(w, 0) < 0) {
         tf_close(r);
-        *written = 0;
+        span->records = 0;
         return tool_error_lib();
     }
     tf_close(r);
@@ -464,19 +470,21 @@ static int sync_trace(const struct sync_args *a, struct sync_ctx *x, struct trac
     x->ns_per_tick = ix->hdr.tsc_hz ? 1e9 / (double)ix->hdr.tsc_hz : 1.0;
     if (fit_all(x, ix, a->kind) < 0)
         return tool_error("%s: %s", a->in, error_get());
-    uint64_t written = 0;
-    if (write_output(x, ix, a->in, a->out, a->flags, &written) != 0)
+    struct tc_span span = { .ns_per_unit = 1.0 };   /* the output's stamps are ns */
+    if (write_output(x, ix, a->in, a->out, a->flags, &span) != 0)
         return TOOL_USAGE;
+    struct tc_verdict verdict;
+    tc_judge(ix, &span, &verdict);
+    uint64_t written = span.records;
     if (a->json)
-        print_json(x, stdout, a->in, a->out, a->kind, written, skipped);
+        print_json(x, stdout, a->in, a->out, a->kind, written, skipped, &verdict);
     else
-        print_table(x, stdout, a->in, a->out, a->kind, written, skipped);
-    if (skipped) {
+        print_table(x, stdout, a->in, a->out, a->kind, written, skipped, &verdict);
+    if (skipped)
         tool_error("warning: %s: --salvage skipped %llu damaged chunks; their events are missing", a->in,
                    (unsigned long long)skipped);
-        return TOOL_SALVAGED;
-    }
-    return TOOL_OK;
+    int incomplete = tc_warn(a->in, &verdict);   /* 4 before 3: see sync_doc */
+    return incomplete != TOOL_OK ? incomplete : skipped ? TOOL_SALVAGED : TOOL_OK;
 }
 
 int main(int argc, char **argv)

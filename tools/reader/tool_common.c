@@ -28,8 +28,6 @@ void tool_init(const char *name)
     }
 }
 
-const char *tool_name(void) { return tool_progname; }
-
 /* Decimal, or hexadecimal with 0x; never octal: "010" means ten. */
 static int tool_base(const char *s)
 {
@@ -106,22 +104,6 @@ int tool_parse_u64(const char *what, const char *s, uint64_t min, uint64_t max, 
     if (errno == ERANGE || v < min || v > max)
         return tool_error("%s: %s is out of range [%llu, %llu]", what, s,
                           (unsigned long long)min, (unsigned long long)max), -1;
-    *out = v;
-    return 0;
-}
-
-int tool_parse_i64(const char *what, const char *s, int64_t min, int64_t max, int64_t *out)
-{
-    char *end;
-    errno = 0;
-    if (!s || !*s || *s == ' ')
-        return tool_error("%s: '%s' is not an integer", what, s ? s : ""), -1;
-    long long v = strtoll(s, &end, tool_base(s));
-    if (*end != '\0')
-        return tool_error("%s: '%s' is not an integer", what, s), -1;
-    if (errno == ERANGE || v < min || v > max)
-        return tool_error("%s: %s is out of range [%lld, %lld]", what, s, (long long)min,
-                          (long long)max), -1;
     *out = v;
     return 0;
 }

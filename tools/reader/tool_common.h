@@ -18,12 +18,15 @@
 
 /* Exit codes of every tool: 0 success; 1 the tool's negative verdict
  * (tmcheck: violations found); 2 bad usage or input, after one line on
- * stderr; 3 success, but --salvage skipped damaged chunks (said on stderr). */
-enum tool_exit { TOOL_OK = 0, TOOL_FAIL = 1, TOOL_USAGE = 2, TOOL_SALVAGED = 3 };
+ * stderr; 3 success, but --salvage skipped damaged chunks (said on stderr);
+ * 4 (tmsync, tmcheck) success, but the trace is incomplete: no END chunk,
+ * an END that names a terminating signal, dropped events or chunks the
+ * writer failed to write (said on stderr, trace_complete.h). Where several
+ * hold, the first of 2, 1, 4, 3 is the exit code. */
+enum tool_exit { TOOL_OK = 0, TOOL_FAIL = 1, TOOL_USAGE = 2, TOOL_SALVAGED = 3, TOOL_INCOMPLETE = 4 };
 
 /* Remembers the tool's name ("tmdump") for every message below. */
 void tool_init(const char *name);
-const char *tool_name(void);
 
 /* Prints "TOOL: message" as one line on stderr; returns TOOL_USAGE (2) so
  * that main() can `return tool_error(...)`. Newlines in the message are
@@ -43,7 +46,6 @@ const char *tool_trace_operand(int argc, char **argv);
  * `what` names the option in the message ("--thread"). 0 on success, else
  * the message is already printed and -1 is returned. */
 int tool_parse_u64(const char *what, const char *s, uint64_t min, uint64_t max, uint64_t *out);
-int tool_parse_i64(const char *what, const char *s, int64_t min, int64_t max, int64_t *out);
 int tool_parse_double(const char *what, const char *s, double min, double max, double *out);
 
 /* 1 if a and b name the same existing file (same device and inode, or the

@@ -135,7 +135,7 @@ void tool_doc_man(FILE *f, const struct tool_doc *d)
     fputs(".SH EXIT STATUS\n.nf\n", f);
     each_line(d->exit_status, man_line, f, NULL);
     fputs(".fi\n.SH SEE ALSO\n", f);
-    static const char *const all[] = { "tmdump", "tmsync", "tmcheck", "tmexport" };
+    static const char *const all[] = { "tmdump", "tmsync", "tmcheck", "tmexport", "tmplot" };
     int first = 1;
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         if (strcmp(all[i], d->name) != 0) {

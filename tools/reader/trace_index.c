@@ -101,6 +101,7 @@ int ti_scan(struct tf_reader *r, struct trace_index *ix)
             e = append((void **)&ix->end, &ix->nend, &cap, c.threads, c.count, sizeof *c.threads);
             ix->have_end = 1;
             ix->writer_errors = c.writer_errors;
+            ix->end_signal = c.end_signal;
             break;
         }
         case TF_CHUNK_EVENTS: {

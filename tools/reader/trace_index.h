@@ -34,6 +34,7 @@ struct trace_index {
     struct tf_thread_info *end;      /* END chunk (NULL if missing) */
     size_t nend;
     uint64_t writer_errors;
+    uint32_t end_signal;             /* END: the signal that terminated the program (0 = none) */
     int have_end;
     struct tf_skew *skews;
     size_t nskews;
