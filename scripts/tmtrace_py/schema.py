@@ -110,6 +110,9 @@ def read_csv(doc, f):
 
 
 # ---- tmcheck --json (docs/json.md) ----------------------------------------
+# What an incomplete trace lost (both tools; docs/analysis.md, "Incomplete traces").
+INCOMPLETE = {"reason": str, "end_chunk": bool, "signal": int, "dropped_events": Nullable(int),
+              "writer_errors": int, "last_record_s": Nullable(float)}
 TMCHECK = Doc("tmcheck --json", {
     "file": str, "synced": bool, "events": int, "transactions": int, "attempts": int,
     "commits": int, "aborts": int, "dropped_events": int, "skipped_chunks": int,
@@ -120,11 +123,12 @@ TMCHECK = Doc("tmcheck --json", {
     "conflict_free_aborts": Nullable(int),
     # only when the trace carries ground truth (injected skew)
     "clock_error_ns": Optional({"events": int, "p50": float, "p99": float, "max": float}),
-    "consistent": bool})
+    "consistent": bool, "complete": bool, "incomplete": Optional(INCOMPLETE)})
 
 # ---- tmsync --json (docs/json.md) -----------------------------------------
 TMSYNC = Doc("tmsync --json", {
     "input": str, "output": str, "model": str, "events": int, "skipped_chunks": int,
+    "complete": bool, "incomplete": Optional(INCOMPLETE),
     "cpus": [{"cpu": int, "model": str, "source": str, "used": int, "rejected": int,
               "rejected_width": int, "rejected_outlier": int, "drift_ppm": float,
               "offset_ns": float, "rms_ns": float, "max_ns": float, "segments": int,

@@ -114,6 +114,8 @@ def check_trace(build, trace, commits, work):
         return ["the runtime printed no commit count at exit"]
     synced = os.path.join(work, "trace.sync.bin")
     try:
+        # Exit 4 (an incomplete trace: no END chunk, a signal, drops) is a
+        # failure of either tool, reported with the tool's own line.
         programs.run([programs.find_program("tmsync", build=build), trace, "-o", synced])
         # exit 1: the trace has violations, which the keys below show
         _, out = programs.run([programs.find_program("tmcheck", build=build), "--json", synced], ok=(0, 1))

@@ -55,7 +55,7 @@ class CheckTrace(unittest.TestCase):
         support.fake_program(tools, "tmsync", "import shutil; shutil.copyfile(sys.argv[1], sys.argv[3])")
         keys = ('"file": "t", "synced": True, "events": 9, "attempts": 5, "aborts": 0, "skipped_chunks": 0, '
                 '"temporal_inconsistencies": 0, "out_of_place_events": {"count": 0, "percent": 0.0}, '
-                '"late_starts": 0, "premature_ends": 0, "conflict_free_aborts": None, "consistent": True')
+                '"late_starts": 0, "premature_ends": 0, "conflict_free_aborts": None, "consistent": True, "complete": True')
         support.fake_program(tools, "tmcheck", "d = json.load(open(sys.argv[2])); d.update({%s}); "
                              "print(json.dumps(d))" % keys)
         self.trace = os.path.join(self.dir, "trace.bin")
@@ -75,6 +75,14 @@ class CheckTrace(unittest.TestCase):
         self.assertEqual(self.check(7, dropped_events=3),
                          ["trace commits = 5, expected 7", "trace transactions = 5, expected 7",
                           "trace dropped_events = 3, expected 0"])
+
+    def test_an_incomplete_trace_fails_with_the_tools_own_line(self):
+        tools = os.path.join(self.dir, "build", "tools")
+        support.fake_program(tools, "tmsync", "sys.stderr.write('tmsync: trace.bin: incomplete: no END chunk\\n'); "
+                             "sys.exit(4)")
+        problems = self.check(5)
+        self.assertEqual(len(problems), 1)
+        self.assertIn("incomplete: no END chunk", problems[0])
 
     def test_without_the_runtimes_count_the_trace_cannot_pass(self):
         self.assertEqual(self.check(None), ["the runtime printed no commit count at exit"])
