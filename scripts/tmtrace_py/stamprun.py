@@ -17,7 +17,6 @@ harnesses do).
 """
 import csv
 import gzip
-import math
 import os
 import re
 import shutil
@@ -183,12 +182,6 @@ class Runs:
 
 def ratio(x, y):
     return x / y if x is not None and y else None
-
-
-def geomean(values):
-    """The geometric mean of the values that are not None, or None."""
-    vals = [v for v in values if v]
-    return math.exp(sum(math.log(v) for v in vals) / len(vals)) if vals else None
 
 
 def fmt(v, spec):

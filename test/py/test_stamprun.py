@@ -103,10 +103,6 @@ class Medians(unittest.TestCase):
         self.assertIsNone(runs.median({"app": "y"}))
         self.assertEqual(len(runs.failed()), 1)
 
-    def test_the_geometric_mean_skips_missing_ratios(self):
-        self.assertAlmostEqual(stamprun.geomean([0.5, None, 2.0]), 1.0)
-        self.assertIsNone(stamprun.geomean([None]))
-
     def test_a_failed_build_command_is_one_line_exit_1(self):
         with self.assertRaises(cli.ScriptError) as ctx:
             stamprun.sh(["sh", "-c", "echo first; echo 'cc: error: no input'; exit 3"], "/", "building x")

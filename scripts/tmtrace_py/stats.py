@@ -1,0 +1,47 @@
+"""stats - the statistics the benchmark scripts report.
+
+Owns: the geometric mean of ratios, and the bootstrap confidence interval
+of a ratio of two medians (each sample resampled with replacement on its
+own, from a seeded generator, so that a report can be repeated exactly).
+Never: runs anything or decides a verdict (the scripts compare the figures
+with their targets).
+"""
+import math
+import random
+import statistics
+
+
+def geomean(values):
+    """The geometric mean of the values that are not None (or 0), or None."""
+    vals = [v for v in values if v]
+    return math.exp(sum(math.log(v) for v in vals) / len(vals)) if vals else None
+
+
+def median_ratio(num, den):
+    """median(NUM) / median(DEN), or None when either is empty or DEN's median is 0."""
+    if not num or not den:
+        return None
+    d = statistics.median(den)
+    return statistics.median(num) / d if d else None
+
+
+def bootstrap_ratio_ci(num, den, level=0.95, rounds=2000, seed=1):
+    """The LEVEL bootstrap interval (percentile method) of
+    median(NUM) / median(DEN): (low, high), or None when a sample is empty.
+    Why the percentile method: run times are skewed and few (tens of runs),
+    and the ratio of medians has no usable closed form."""
+    if not num or not den:
+        return None
+    rng = random.Random(seed)
+    got = []
+    for _ in range(rounds):
+        r = median_ratio([rng.choice(num) for _ in num], [rng.choice(den) for _ in den])
+        if r is not None:
+            got.append(r)
+    if not got:
+        return None
+    got.sort()
+    tail = (1.0 - level) / 2.0
+    lo = got[int(math.floor(tail * (len(got) - 1)))]
+    hi = got[int(math.ceil((1.0 - tail) * (len(got) - 1)))]
+    return lo, hi
