@@ -27,6 +27,8 @@
 #include "error.h"
 #include "loadmap.h"
 #include "skew.h"
+#include "tb_pool.h"
+#include "tb_threads.h"
 #include "trace_buffer.h"
 #include "trace_file.h"
 #include "trace_writer.h"
@@ -359,7 +361,7 @@ static int tr_start(void)
              tf_write_samples(tr_file, pre.s, pre.n) != 0 || tr_write_loadmap() != 0)
         snprintf(open_error, sizeof open_error, "%s", error_get());
     cs_set_free(&pre);
-    tb_setup(hz, tr_cpus, tr_ncpus);
+    tb_setup(hz, tr_cpus, tr_ncpus, tw_offer);
     /* The tracer's own cost per event, for tmcheck's estimate of its share
      * of the run's time. */
     struct tf_runinfo ri = { tb_event_cost_ns() };
