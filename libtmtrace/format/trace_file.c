@@ -668,6 +668,7 @@ static int tf_read_chunk(struct tf_reader *r, uint64_t off, struct tf_chunk *out
     out->thread = c.thread;
     out->stored_len = c.stored_len;
     out->count = c.count;
+    out->end_signal = c.kind == TF_CHUNK_END ? (c.flags & TF_END_SIGNAL_MAX) : 0;
     /* An index pass needs no payload at all, unless it salvages: then only
      * a payload that checks out and decodes may enter the index, or the
      * pass that reads it again meets the damage without salvage. */
@@ -1144,15 +1145,23 @@ int tf_write_models(struct tf_writer *w, const struct tf_cpu_model *m, size_t n)
     return tf_put_chunk(w, TF_CHUNK_MODEL, 0, 0, n, len, w->meta_codec, w->meta_level);
 }
 
-int tf_write_end(struct tf_writer *w, const struct tf_thread_info *t, size_t n, uint64_t writer_errors)
+int tf_write_end_signal(struct tf_writer *w, const struct tf_thread_info *t, size_t n, uint64_t writer_errors,
+                        unsigned signal)
 {
+    if (signal > TF_END_SIGNAL_MAX)
+        return error_set("%s: END chunk: signal %u is over %u", w->path, signal, TF_END_SIGNAL_MAX);
     if (tf_raw_room(w, TF_END_FIXED + n * TF_THREAD_SIZE) != 0)
         return -1;
     codec_put_u64(w->raw, writer_errors);
     for (size_t i = 0; i < n; i++)
         tf_put_thread(w->raw + TF_END_FIXED + i * TF_THREAD_SIZE, &t[i]);
-    return tf_put_chunk(w, TF_CHUNK_END, 0, 0, n, TF_END_FIXED + n * TF_THREAD_SIZE, w->meta_codec,
+    return tf_put_chunk(w, TF_CHUNK_END, signal, 0, n, TF_END_FIXED + n * TF_THREAD_SIZE, w->meta_codec,
                         w->meta_level);
+}
+
+int tf_write_end(struct tf_writer *w, const struct tf_thread_info *t, size_t n, uint64_t writer_errors)
+{
+    return tf_write_end_signal(w, t, n, writer_errors, 0);
 }
 
 uint64_t tf_writer_bytes(const struct tf_writer *w) { return w->bytes; }

@@ -148,6 +148,7 @@ struct tf_chunk {
     struct tf_object *objects;      /* LOADMAP */
     struct tf_runinfo *runinfo;     /* RUNINFO */
     uint64_t writer_errors;    /* END: chunks the writer failed to write */
+    uint32_t end_signal;       /* END: the signal that ended the process, 0 if none (TF_END_SIGNAL_MAX) */
 };
 
 /* ---- reading ---------------------------------------------------------- */
@@ -210,6 +211,10 @@ int tf_write_models(struct tf_writer *w, const struct tf_cpu_model *m, size_t n)
 int tf_write_objects(struct tf_writer *w, const struct tf_object *o, size_t n);
 int tf_write_runinfo(struct tf_writer *w, const struct tf_runinfo *ri);
 int tf_write_end(struct tf_writer *w, const struct tf_thread_info *t, size_t n, uint64_t writer_errors);
+/* The END chunk of a process that a signal ends: `signal` (1 to
+ * TF_END_SIGNAL_MAX) is in the chunk's header; tf_write_end is this with 0. */
+int tf_write_end_signal(struct tf_writer *w, const struct tf_thread_info *t, size_t n, uint64_t writer_errors,
+                        unsigned signal);
 /* Codec of the non-EVENTS chunks (default TF_CODEC_NONE: they are small). */
 void tf_writer_set_meta_codec(struct tf_writer *w, int codec, int level);
 /* Bytes written so far (header included). */

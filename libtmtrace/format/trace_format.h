@@ -401,6 +401,12 @@ enum tf_chunk_kind {
     TF_CHUNK_KINDS = 10
 };
 
+/* The END chunk's header `flags`: the number of the signal that ended the
+ * traced process (its handler had the trace finished), 0 when the process
+ * ended otherwise (tmt_shutdown, exit). Writers before it left the field 0,
+ * and readers before it ignore it: older traces read as not signalled. */
+#define TF_END_SIGNAL_MAX 0xffu
+
 enum tf_codec { TF_CODEC_NONE = 0, TF_CODEC_ZLIB = 1, TF_CODEC_LZ4 = 2, TF_CODECS = 3 };
 
 /* Which phase of the run a clock sample was taken in (SAMPLES chunk). */
