@@ -9,8 +9,9 @@
  * Never: prints (but the one line of an untraced forked child), blocks on
  * the writer, or calls it by name: when no chunk is free and TMTRACE_MEMORY
  * is reached the event is dropped and counted in the thread's `dropped`.
- * Calls the pool (tb_pool.c), the clock's CPU test and skew.c's migration
- * set only.
+ * Calls the pool (tb_pool.c), the clock's CPU test, skew.c's migration set
+ * and sig_stack.c (a traced thread gets an alternate signal stack at
+ * attach, for tracer.c's handler of a fatal signal) only.
  */
 #include "tb_threads.h"
 
@@ -23,6 +24,7 @@
 #include <unistd.h>
 
 #include "error.h"
+#include "sig_stack.h"
 #include "skew.h"
 #include "trace_file.h"
 
@@ -282,6 +284,7 @@ int tb_attach(struct tb_thread *t)
     t->tick_tsc = (t->tick_period || t->migrate_period) ? now : UINT64_MAX;
     tb_pool_thread_join();
     set_chunk(t, tb_pool_get());
+    sig_stack_enter(); /* a stack overflow still runs the handler that flushes the trace */
     t->level = (uint8_t)config.events;
     return 0;
 }
@@ -341,6 +344,7 @@ void tb_detach(struct tb_thread *t)
     t->tick_tsc = UINT64_MAX;
     tb_pool_thread_leave();
     reg_remove(t);
+    sig_stack_leave();
     t->thread_id = 0;
 }
 

@@ -494,6 +494,9 @@ static void *tw_main(void *arg)
             if (tw_on_signal)
                 tw_on_signal();
             tw_note_cpu();
+            /* Nobody joins it: the tracer is closed, and a program whose
+             * own handler goes on (or _exits) never stops it. */
+            pthread_detach(pthread_self());
             __atomic_store_n(&tw_sig_done, 1, __ATOMIC_RELEASE);
             return NULL;
         }
