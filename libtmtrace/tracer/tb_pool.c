@@ -486,3 +486,5 @@ uint64_t tb_pool_bytes(void)
 }
 
 uint64_t tb_inline_growths(void) { return __atomic_load_n(&pool_inline, __ATOMIC_RELAXED); }
+
+uint64_t tb_pool_capacity(void) { return (uint64_t)(pool_limit / (int64_t)chunk_bytes()); }

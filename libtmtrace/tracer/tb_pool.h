@@ -120,6 +120,8 @@ void tb_pool_fork_prepare(void);
 void tb_pool_fork_release(void);
 int tb_pool_fork_child(void);
 
+/* How many chunks TMTRACE_MEMORY holds (0: not even one). */
+uint64_t tb_pool_capacity(void);
 /* Bytes of chunks the pool holds (free, filling or queued; the most of the
  * run, also after teardown), and how many chunks a recording thread had to
  * map itself because the reserve ran dry. */

@@ -137,6 +137,42 @@ static void tr_report_errors(void)
             (unsigned long long)tw_chunks_written(), tw_first_error(), (unsigned long long)tw_lost());
 }
 
+/* `bytes` as TMTRACE_* sizes are written: 64k, 2G, or plain bytes. */
+static void tr_size_text(int64_t bytes, char *out, size_t cap)
+{
+    static const char unit[] = { 'G', 'M', 'k' };
+    for (int i = 0; i < 3; i++) {
+        int64_t one = (int64_t)1 << (10 * (3 - i));
+        if (bytes >= one && bytes % one == 0) {
+            snprintf(out, cap, "%lld%c", (long long)(bytes / one), unit[i]);
+            return;
+        }
+    }
+    snprintf(out, cap, "%lld", (long long)bytes);
+}
+
+/* At exit, one line when the threads dropped `n` events while the trace
+ * was open (tb_chunk_full): how many, and what to change. The pool refuses
+ * a chunk only beyond TMTRACE_MEMORY, so that is the one to raise, unless
+ * not even one buffer of TMTRACE_BUFFER fits it: then every event was
+ * dropped, and either names the cause. (What threads still running record
+ * after the trace closed is lost whatever the variables say.) */
+static void tr_report_drops(uint64_t n)
+{
+    if (n == 0)
+        return;
+    char memory[32], buffer[32];
+    tr_size_text(config.memory_bytes, memory, sizeof memory);
+    tr_size_text(config.buffer_bytes, buffer, sizeof buffer);
+    if (tb_pool_capacity() == 0)
+        fprintf(stderr, "libtmtrace: %s: %llu events dropped: TMTRACE_MEMORY=%s cannot hold one buffer of "
+                        "TMTRACE_BUFFER=%s; raise TMTRACE_MEMORY or lower TMTRACE_BUFFER\n", tr_path,
+                (unsigned long long)n, memory, buffer);
+    else
+        fprintf(stderr, "libtmtrace: %s: %llu events dropped: the trace buffers reached TMTRACE_MEMORY=%s; raise "
+                        "TMTRACE_MEMORY\n", tr_path, (unsigned long long)n, memory);
+}
+
 /* The signals that end a process, which the tracer handles: SIGTERM and
  * SIGINT only where the program kept the default action (its own handler
  * wins: the program decides whether it ends); from TR_FIRST_FATAL on, those
@@ -558,6 +594,7 @@ int tracer_shutdown(void)
      * as on a signal, hand-over closes and the queue is written and sealed
      * before their partial chunks are copied, so a chunk they hand over
      * later is counted as dropped instead of repeating the copied records. */
+    uint64_t dropped = tb_total_dropped();
     tb_close();
     tw_stop();
     tb_snapshot_all(tw_write_now);
@@ -580,6 +617,7 @@ int tracer_shutdown(void)
         tw_note_error(0, 0);
     tr_file = NULL;
     tr_report_errors();
+    tr_report_drops(dropped);
     if (tw_errors() != 0 && rc == 0)
         rc = error_set("libtmtrace: %s: write failed: %s; %llu events lost", tr_path, tw_first_error(),
                        (unsigned long long)tw_lost());
