@@ -298,17 +298,3 @@ void tmalloc_release(void *ptr)
 {
     free(ptr);
 }
-
-/* The runtime calls llround (from libm), but TL2's link line has no -lm: a
- * weak stand-in keeps libtl2.a self-contained and gives way to libm's when a
- * program links it. Rounds half away from zero, like llround. */
-__attribute__((weak)) long long llround(double x)
-{
-    long long i = (long long)x; /* truncates toward zero */
-    double frac = x - (double)i; /* exact: both have the same exponent range */
-    if (frac >= 0.5)
-        i++;
-    else if (frac <= -0.5)
-        i--;
-    return i;
-}

@@ -44,7 +44,10 @@ int cs_cpus(int *cpus, int max)
     return n;
 }
 
-int cs_bracket(int ref_clock, struct tf_sample *out)
+/* One bracket on the calling thread. Returns 1 and fills *out (phase, cpu,
+ * tsc = truth_tsc, ref_ns, width; thread 0) if both rdtscp ran on the same
+ * CPU, else 0 (the thread migrated in between). */
+static int cs_bracket(int ref_clock, struct tf_sample *out)
 {
     clockid_t id = cs_clockid(ref_clock);
     uint32_t a1, a2;

@@ -32,14 +32,11 @@ int cs_cpus(int *cpus, int max);
  * caller applies injection with cs_apply_skew). Returns 0 or -1. */
 int cs_phase(unsigned phase, const int *cpus, int ncpus, int64_t ms, int ref_clock, struct cs_set *out);
 
-/* One bracket on the calling thread. Returns 1 and fills *out (phase, cpu,
- * tsc = truth_tsc, ref_ns, width; thread 0) if both rdtscp ran on the same
- * CPU, else 0 (the thread migrated in between). */
-int cs_bracket(int ref_clock, struct tf_sample *out);
-
 /* The in-run sample of a tracing thread (`thread`: its tracer id): one
- * bracket, injected like the events. 1 and *out filled, or 0 (migrated
- * inside the bracket: no sample this time). */
+ * bracket (rdtscp, the reference clock, rdtscp; the midpoint's TSC, the
+ * width between the two reads) on the calling thread, injected like the
+ * events. 1 and *out filled, or 0 (both reads did not name one CPU: it
+ * migrated inside the bracket, no sample this time). */
 int cs_inrun(int ref_clock, uint32_t thread, struct tf_sample *out);
 
 /* Replaces tsc by the injected value of truth_tsc (skew_apply). */

@@ -24,6 +24,18 @@ struct skew_cpu {
     double drift2;
 };
 
+/* round() of the injection function (skew.h): half away from zero, for
+ * values within int64_t. Here rather than libm's llround, which the
+ * runtime's other link lines do not need: libtl2.a is linked with -ltl2
+ * -lpthread alone (compat/tl2). Exact: below 2^52 the fraction of `x`
+ * is representable, above it `x` is whole. */
+static int64_t skew_round(double x)
+{
+    int64_t whole = (int64_t)x; /* toward zero */
+    double frac = x - (double)whole;
+    return whole + (frac >= 0.5) - (frac <= -0.5);
+}
+
 static struct skew_cpu skew_cpus[SKEW_MAX_CPUS];
 static uint64_t skew_base;
 static int skew_on;
@@ -105,10 +117,10 @@ void skew_init(const struct tf_skew *s, size_t n, uint64_t tsc_hz, uint64_t base
             continue;
         struct skew_cpu *c = &skew_cpus[s[i].cpu];
         c->on = 1;
-        c->offset_ticks = llround((double)s[i].offset_ns * (double)tsc_hz / 1e9);
+        c->offset_ticks = skew_round((double)s[i].offset_ns * (double)tsc_hz / 1e9);
         c->drift = s[i].drift_ppm / 1e6;
         c->has_change = s[i].change_ms >= 0;
-        c->change_ticks = c->has_change ? llround((double)s[i].change_ms * (double)tsc_hz / 1e3) : 0;
+        c->change_ticks = c->has_change ? skew_round((double)s[i].change_ms * (double)tsc_hz / 1e3) : 0;
         c->drift2 = s[i].drift2_ppm / 1e6;
         skew_on = 1;
     }
@@ -127,7 +139,7 @@ uint64_t skew_apply(uint64_t truth, unsigned cpu)
         d = (double)c->change_ticks * c->drift + (double)(dt - c->change_ticks) * c->drift2;
     else
         d = (double)dt * c->drift;
-    return truth + (uint64_t)(c->offset_ticks + llround(d));
+    return truth + (uint64_t)(c->offset_ticks + skew_round(d));
 }
 
 uint64_t skew_stamp(uint64_t truth, uint32_t aux) { return skew_apply(truth, tf_aux_cpu(aux)); }

@@ -2,8 +2,11 @@
  * trace_buffer.h - per-thread trace buffers and the event hooks.
  *
  * Owns: struct tb_thread (embedded in each thread's descriptor), the one
- * inline hook per event kind that the runtime calls (tb_ev_*), and the slow
- * path that hands a full chunk to the writer and takes a fresh one.
+ * inline hook per event kind that the runtime calls (tb_ev_*), and the
+ * names of their out-of-line halves: the records (trace_buffer.c) and a
+ * full chunk's hand-over, attach and detach (tb_threads.c, whose
+ * tracer-side functions are in tb_threads.h; the chunks and their pool are
+ * tb_pool.h's).
  *
  * The event path (the tb_ev_* hooks) never locks, never makes a system call,
  * never allocates, never does an atomic read-modify-write and never touches
@@ -22,8 +25,6 @@
 #include "skew.h"
 #include "trace_format.h"
 
-struct tf_thread_info; /* trace_file.h: a thread of the trace (tracer side only) */
-
 #if defined(__GNUC__)
 #define TB_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define TB_LIKELY(x) __builtin_expect(!!(x), 1)
@@ -32,7 +33,7 @@ struct tf_thread_info; /* trace_file.h: a thread of the trace (tracer side only)
 #define TB_LIKELY(x) (x)
 #endif
 
-struct tb_chunk; /* trace_buffer.c: a chunk of records handed to the writer */
+struct tb_chunk; /* tb_pool.h: a chunk of records handed to the writer */
 
 struct tb_thread {
     /* Hot: touched by every event. */
@@ -74,80 +75,23 @@ struct tb_thread {
     uint64_t raised;           /* stamps raised to keep one CPU's stamps increasing */
 };
 
-/* Slow paths (trace_buffer.c). */
-/* The chunk is full: hand it over, take a new one; returns the slot to use or
- * NULL when the event has to be dropped (counted). */
+/* Slow paths. The chunk is full: hand it over, take a new one; returns
+ * the slot to use or NULL when the event has to be dropped (counted)
+ * (tb_threads.c). */
 struct tf_slot *tb_chunk_full(struct tb_thread *t);
-/* Periodic work on a transaction boundary: in-run clock sample, migration. */
+/* Periodic work on a transaction boundary: in-run clock sample, migration
+ * (trace_buffer.c). */
 void tb_tick(struct tb_thread *t, uint64_t tsc);
 
-/* Lifecycle (trace_buffer.c). attach sets level/thread id and takes the first
+/* Lifecycle (tb_threads.c). attach sets level/thread id and takes the first
  * chunk; detach hands the last one to the writer. */
 int tb_attach(struct tb_thread *t);
 void tb_detach(struct tb_thread *t);
-/* Hands the current partial chunk to the writer (e.g. before fork or at a
- * signal); the thread keeps recording into a fresh one. */
-void tb_flush(struct tb_thread *t);
 
-/* Tracer side (tracer.c, trace_writer.c); never on the event path. */
-struct tb_chunk;
 /* The event path's cost per record, measured on a scratch buffer (after
- * tb_setup): the median of a few runs of read records, in ns. */
+ * tb_setup): the median of a few runs of read records, in ns (tracer side,
+ * trace_buffer.c). */
 double tb_event_cost_ns(void);
-/* Sizes the chunk pool from config (TMTRACE_BUFFER, TMTRACE_MEMORY) and opens
- * hand-over; `cpus` are the CPUs forced migrations cycle through. */
-int tb_setup(uint64_t tsc_hz, const int *cpus, int ncpus);
-/* Ends hand-over: later full chunks are dropped (counted), detach frees. */
-void tb_close(void);
-/* Frees the pool (after the writer stopped). Chunks of threads still
- * attached are left alone: they may still be written into. */
-void tb_teardown(void);
-/* Hands a copy of every attached thread's partial chunk to `emit` (signal
- * and exit paths: the threads are not stopped, so a record being written at
- * that instant may be torn). */
-void tb_snapshot_all(void (*emit)(struct tb_chunk *c));
-/* fork(): take and release the pool's and the thread table's locks around
- * it (tracer.c registers them with pthread_atfork). */
-void tb_fork_prepare(void);
-void tb_fork_release(void);
-/* fork() child: the locks are released, hand-over is closed and the
- * parent's threads and counts are forgotten (the pool's memory is the
- * parent's copy and stays unused). tb_fork_thread then re-attaches the
- * forking thread to the child's own trace (`traced`) or leaves it without a
- * buffer: its first event (or any thread's) then says once on stderr that
- * the child records nothing, and recording stops. */
-void tb_fork_child(void);
-void tb_fork_thread(struct tb_thread *t, int traced);
-/* Returns a written chunk to the pool (stream mode). */
-void tb_chunk_release(struct tb_chunk *c);
-/* The pool keeps free chunks mapped and populated ahead of demand; the
- * writer thread sizes that reserve from the chunks taken since its previous
- * pass and tops it up (tb_refill_pass, once per pass, before it writes), and
- * between the chunks it writes (tb_refill) when tb_pool_low() says so. */
-void tb_refill_pass(void);
-void tb_refill(void);
-int tb_pool_low(void);
-/* Whether one more chunk fits within TMTRACE_MEMORY and leaves the pool
- * at most `beyond_init` bytes larger than tb_setup populated it. */
-int tb_pool_can_grow(uint64_t beyond_init);
-/* Stops every refill for the rest of the process (a fatal signal's flush). */
-void tb_refill_halt(void);
-/* Bytes of chunks the pool holds (free, filling or queued), and how many
- * chunks a recording thread had to map itself because the reserve ran dry. */
-uint64_t tb_pool_bytes(void);
-uint64_t tb_inline_growths(void);
-/* Threads attached now. */
-size_t tb_threads_attached(void);
-/* Attached threads that recorded an event since the previous call (the
- * writer's: it calls it once per pass). */
-size_t tb_threads_active(void);
-/* Thread table: those attached since the last call, or all with drop counts. */
-size_t tb_threads_new(struct tf_thread_info *out, size_t max);
-size_t tb_threads_all(struct tf_thread_info *out, size_t max);
-uint64_t tb_total_recorded(void);
-uint64_t tb_total_dropped(void);
-/* Stamps raised above the previous one of their thread on the same CPU. */
-uint64_t tb_total_raised(void);
 
 /* The next free slot with room for a full record after it, not yet
  * counted: the caller fills one or two slots, then tb_publish() makes them
@@ -171,9 +115,9 @@ static inline void tb_publish(struct tb_thread *t, struct tf_slot *next)
  * inline paths see it folded into `cend` and `bend` with the clock they
  * would read, so that one compare of `cur` decides between them and the
  * out-of-line path, and they never hold the registers rdtscp writes.
- * (Without rdpid every stamp is an rdtscp of 25-40 ns, beside which the
- * out-of-line path is nothing; boundary-stamped accesses read no clock and
- * stay inline.) */
+ * (Without rdpid every stamp is an rdtscp, beside which the out-of-line
+ * path costs nothing, docs/tracer.md "Stamps"; boundary-stamped accesses
+ * read no clock and stay inline.) */
 static inline void tb_set_compact(struct tb_thread *t, int on)
 {
     t->compact = (uint8_t)on;
@@ -429,7 +373,8 @@ static inline void tb_ev_write(struct tb_thread *t, const volatile void *addr, u
  * taken before the write version, by at most the reorder window, which
  * tmcheck allows for (CA_UNORDERED_SLACK_NS). An attempt that found the
  * locks is matched to the holder by identity, not by time. An ordered
- * rdtscp here cost 20-35 ns per transaction. */
+ * rdtscp here cost more than the rest of the record (docs/tracer.md,
+ * "Stamps"). */
 static inline void tb_ev_commit(struct tb_thread *t, uint64_t write_version, uint32_t read_set,
                                 uint32_t write_set)
 {

@@ -2,11 +2,18 @@
  * trace_writer.c - the writer thread and the queue of full chunks (see
  * trace_writer.h).
  *
- * The queue is a lock-free LIFO list: producers push with one CAS, the
- * writer takes the whole list with one exchange and reverses it, so each
- * thread's chunks are written in the order they were handed over. The
- * writer never prints during the run; its failures are counted and the
- * tracer reports them once at exit and in the END chunk.
+ * Owns: the queue, the writer thread, where it runs, when it defers, and
+ * its counts. The queue is a lock-free LIFO list: producers push with one
+ * CAS, the writer takes the whole list with one exchange and reverses it,
+ * so each thread's chunks are written in the order they were handed over.
+ *
+ * Never: prints during the run (its failures are counted and the tracer
+ * reports them once at exit and in the END chunk), or maps, recycles or
+ * sizes chunks itself: what it needs of the pool it asks through
+ * tb_pool_service, whose advice it follows. It calls down only (the pool,
+ * the thread table's announcements and activity, the format's writer); the
+ * threads reach it through the `offer` tracer.c registers with tb_setup,
+ * never by name, so no call cycle runs through it.
  */
 #include "trace_writer.h"
 
@@ -26,7 +33,8 @@
 #include "config.h"
 #include "error.h"
 #include "site.h"
-#include "trace_buffer.h"
+#include "tb_pool.h"
+#include "tb_threads.h"
 
 static struct tf_writer *tw_file;
 static int tw_mode;
@@ -276,10 +284,10 @@ void tw_write_now(struct tb_chunk *c)
         __atomic_fetch_add(&tw_nrecords, records, __ATOMIC_RELAXED);
     }
     tw_note_bytes(); /* also after a failure: a partial write still grew the file */
-    /* After a fatal signal the interrupted thread may hold the pool's lock;
-     * the process is about to die, so the chunk is simply not recycled. */
-    if (!__atomic_load_n(&tw_sig_req, __ATOMIC_ACQUIRE))
-        tb_chunk_release(c);
+    /* Back to the pool, which tops its reserve up on the writer's time if it
+     * is short (between the chunks of a backlog, so that the recording
+     * threads do not map chunks themselves while they wait for these). */
+    (void)tb_pool_service(TB_POOL_WRITTEN, c, 0);
 }
 
 /* The queue's head once the tail of the trace is being written: a chunk
@@ -289,13 +297,13 @@ void tw_write_now(struct tb_chunk *c)
 
 /* How long the writer keeps waiting after every CPU stopped being busy:
  * programs that start their threads anew for each parallel phase (STAMP's
- * kmeans, about 40 phases of under 1 ms) leave short gaps between phases,
- * and a writer that starts writing in such a gap is still writing when the
- * next phase begins (kmeans, 2 threads, tx: 1.23x of untraced without it). */
+ * kmeans) leave short gaps between phases, and a writer that starts
+ * writing in such a gap is still writing when the next phase begins
+ * (docs/tracer.md, "Modes"). */
 #define TW_DEFER_LINGER_NS 100000000u
 static uint64_t tw_busy_ns; /* atomic: CLOCK_MONOTONIC when every CPU last ran a traced thread */
 /* Threads that recorded during the writer's last wait (tb_threads_active),
- * or SIZE_MAX before its first pass: attached threads then. An attached
+ * or SIZE_MAX before its first count: attached threads then. An attached
  * thread that records nothing (a main thread waiting in pthread_join) does
  * not keep a CPU busy. */
 static size_t tw_active = SIZE_MAX; /* atomic */
@@ -319,41 +327,47 @@ static void tw_count_active(void)
     tw_active_at = now;
 }
 
-/* Whether the writer leaves the queue alone for now (TMTRACE_WRITER_DEFER).
- * While every CPU the process may use runs a traced thread, each chunk the
- * writer encodes takes CPU time from the program: at 2 threads on 2 CPUs
- * that made TMTRACE_EVENTS=tx cost 1.2-1.7x on STAMP against 0.9-1.4x with
- * the same records kept in memory. So the writer lets full chunks queue up
- * and writes them once the CPUs have not all been busy for
+/* Whether the writer leaves the queue alone for now (TMTRACE_WRITER_DEFER),
+ * on its inputs: the `queued` bytes against the backlog's `limit`, whether
+ * the pool is short of chunks with no room to map more (`pool_full`), and
+ * whether every CPU ran a traced thread lately (`cpus_busy`). While every
+ * CPU the process may use runs a traced thread, each chunk the writer
+ * encodes takes CPU time from the program, so the writer lets full chunks
+ * queue up and writes them once the CPUs have not all been busy for
  * TW_DEFER_LINGER_NS, when the backlog reaches the limit, or at the end.
  *
  * The threads meanwhile take their chunks from the pool, and when its
- * reserve runs low the writer maps more (tb_refill, in tw_main) rather
- * than writing queued chunks to recycle them: populating a chunk takes a
- * quarter of the CPU time that encoding its records does (tmbench hash at
- * tx, 2 threads on 2 CPUs: 0.64 ms against 2.7 ms per MiB of records; the
- * writer's CPU time during the run fell from 0.096-0.149 s to 0.058-0.082 s
- * when a low reserve stopped ending the deferral). Only when the pool has
- * grown by the limit beyond what tmt_init populated (or TMTRACE_MEMORY is
- * reached) does writing become the way to free one. Both bounds count
- * memory, not records: a chunk handed over holds its whole mapping however
- * few records it has. */
-int tw_defer_rule(uint64_t queued, uint64_t limit, int pool_low, int pool_can_grow, int cpus_busy)
+ * reserve runs low the writer maps more (tb_pool_service, in tw_main)
+ * rather than writing queued chunks to recycle them: populating a chunk
+ * costs a fraction of encoding its records (docs/tracer.md, "Modes"). Only
+ * when the pool may not grow by the limit beyond what tmt_init populated
+ * (or TMTRACE_MEMORY is reached) does writing become the way to free one.
+ * Both bounds count memory, not records: a chunk handed over holds its
+ * whole mapping however few records it has. */
+static int tw_defer_rule(uint64_t queued, uint64_t limit, int pool_full, int cpus_busy)
 {
-    if (queued >= limit || (pool_low && !pool_can_grow))
+    if (queued >= limit || pool_full)
         return 0;
     return cpus_busy;
 }
 
+#ifdef TMT_TEST_HOOKS
+int tw_test_defer_rule(uint64_t queued, uint64_t limit, int pool_full, int cpus_busy)
+{
+    return tw_defer_rule(queued, limit, pool_full, cpus_busy);
+}
+#endif
+
 /* Whether every CPU the process may use ran a traced thread within the
- * last TW_DEFER_LINGER_NS (tw_count_active counts them). */
-static int tw_cpus_busy(void)
+ * last TW_DEFER_LINGER_NS (tw_count_active counts them; before its first
+ * count, the `attached` threads stand for them). */
+static int tw_cpus_busy(size_t attached)
 {
     int ncpu = CPU_COUNT(&tw_mask);
     uint64_t now = tw_now_ns();
     size_t active = __atomic_load_n(&tw_active, __ATOMIC_RELAXED);
     if (active == SIZE_MAX)
-        active = tb_threads_attached();
+        active = attached;
     if (ncpu > 0 && active >= (size_t)ncpu) {
         __atomic_store_n(&tw_busy_ns, now, __ATOMIC_RELAXED);
         return 1;
@@ -362,15 +376,30 @@ static int tw_cpus_busy(void)
     return busy != 0 && now - busy < TW_DEFER_LINGER_NS;
 }
 
-static int tw_deferring(void)
+/* The backlog the writer lets queue up: TMTRACE_WRITER_DEFER, at most a
+ * quarter of TMTRACE_MEMORY (0: no deferral). */
+static uint64_t tw_defer_limit(void)
 {
     if (tw_mode != CONFIG_MODE_STREAM || config.writer_defer == 0)
         return 0;
     uint64_t limit = (uint64_t)config.writer_defer, cap = (uint64_t)config.memory_bytes / 4;
-    if (limit > cap)
-        limit = cap;
-    return tw_defer_rule(__atomic_load_n(&tw_queued, __ATOMIC_RELAXED), limit, tb_pool_low(),
-                         tb_pool_can_grow(limit), tw_cpus_busy());
+    return limit < cap ? limit : cap;
+}
+
+/* Whether the stream writer defers now, given the pool's advice `a` (asked
+ * with tw_defer_limit() as the backlog). */
+static int tw_deferring(struct tb_pool_advice a)
+{
+    uint64_t limit = tw_defer_limit();
+    if (limit == 0)
+        return 0;
+    return tw_defer_rule(__atomic_load_n(&tw_queued, __ATOMIC_RELAXED), limit, a.full, tw_cpus_busy(a.threads));
+}
+
+/* Whether the stream writer should write its queue now (not deferring). */
+static int tw_writes_now(void)
+{
+    return tw_mode == CONFIG_MODE_STREAM && !tw_deferring(tb_pool_service(TB_POOL_ASK, NULL, tw_defer_limit()));
 }
 
 /* What a queued chunk holds: its whole mapping, however few records it
@@ -399,7 +428,8 @@ int tw_offer(struct tb_chunk *c)
     } while (!__atomic_compare_exchange_n(&tw_queue, &head, c, 1, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE));
     /* Memory mode writes nothing until exit, but the writer still tops up
      * the pool's reserve of populated chunks when it runs low. */
-    if ((tw_mode == CONFIG_MODE_STREAM && !tw_deferring()) || tb_pool_low())
+    struct tb_pool_advice a = tb_pool_service(TB_POOL_ASK, NULL, tw_defer_limit());
+    if ((tw_mode == CONFIG_MODE_STREAM && !tw_deferring(a)) || a.low)
         sem_post(&tw_wake);
     return 0;
 }
@@ -424,11 +454,6 @@ static void tw_take_and_write(int seal, int writer)
         if (writer)
             tw_busy_lock();
         tw_write_now(rev);
-        /* A backlog takes a while to write: keep the recording threads'
-         * reserve of populated chunks topped up meanwhile, so that they do
-         * not map chunks themselves while they wait for these. */
-        if (writer && tb_pool_low())
-            tb_refill();
         if (writer)
             pthread_mutex_unlock(&tw_busy);
         /* Per chunk, not only per drain: a backlog of many chunks takes one
@@ -469,6 +494,9 @@ static void *tw_main(void *arg)
             if (tw_on_signal)
                 tw_on_signal();
             tw_note_cpu();
+            /* Nobody joins it: the tracer is closed, and a program whose
+             * own handler goes on (or _exits) never stops it. */
+            pthread_detach(pthread_self());
             __atomic_store_n(&tw_sig_done, 1, __ATOMIC_RELEASE);
             return NULL;
         }
@@ -478,10 +506,10 @@ static void *tw_main(void *arg)
          * and top it up before writing a backlog, which takes a while. */
         if (!stop) {
             tw_busy_lock();
-            tb_refill_pass();
+            (void)tb_pool_service(TB_POOL_PASS, NULL, 0);
             pthread_mutex_unlock(&tw_busy);
         }
-        if ((tw_mode == CONFIG_MODE_STREAM && !tw_deferring()) || stop) {
+        if (tw_writes_now() || stop) {
             tw_drain();
             tw_place(0);
         }
@@ -489,7 +517,7 @@ static void *tw_main(void *arg)
          * reserve still lacks, here rather than on a recording thread. */
         if (!stop) {
             tw_busy_lock();
-            tb_refill();
+            (void)tb_pool_service(TB_POOL_TOPUP, NULL, 0);
             pthread_mutex_unlock(&tw_busy);
         }
         tw_note_cpu(); /* on stop, this is the last one: the writer returns below */
@@ -557,7 +585,7 @@ int tw_signal_flush(int stall_ms)
 {
     if (!tw_running)
         return 0;
-    tb_refill_halt(); /* a writer mapping chunks returns to the queue at once */
+    (void)tb_pool_service(TB_POOL_HALT, NULL, 0); /* a writer mapping chunks returns to the queue at once */
     __atomic_store_n(&tw_sig_req, 1, __ATOMIC_RELEASE);
     sem_post(&tw_wake);
     /* A long queue may take a while to write: give up only when the writer

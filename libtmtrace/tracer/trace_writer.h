@@ -3,12 +3,14 @@
  * become bytes in the trace file while (stream mode) or after (memory mode)
  * the program runs.
  *
- * Owns: struct tb_chunk (the unit the buffers hand over), the lock-free
- * queue of chunks waiting to be written, the writer thread, the per-thread
+ * Owns: the lock-free queue of chunks (tb_pool.h) waiting to be written,
+ * the writer thread, where it runs and when it defers, the per-thread
  * counts of records written and lost, the writer's error record and its
- * throughput figures (records, CPU time, file bytes). Never
- * blocks a recording thread: submitting is one compare-and-swap plus a
- * semaphore post.
+ * throughput figures (records, CPU time, file bytes). Never blocks a
+ * recording thread (submitting is one compare-and-swap plus a semaphore
+ * post), and never runs the pool's policy: it asks the pool through
+ * tb_pool_service. Above the pool and the thread table, which reach it
+ * only through the `offer` registered with tb_setup.
  */
 #ifndef TMT_TRACE_WRITER_H
 #define TMT_TRACE_WRITER_H
@@ -16,26 +18,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tb_pool.h"
 #include "trace_file.h"
-
-#define TB_CHUNK_SAMPLES 64  /* in-run samples a chunk carries before it is handed over early */
-
-struct tb_chunk {
-    struct tb_chunk *next;    /* queue / free-list link */
-    uint32_t thread;          /* owner's tracer thread id */
-    uint32_t nsamples;
-    uint64_t seq;             /* program-order index of the first record */
-    uint64_t first_instance;  /* instance id in force at the first record */
-    size_t n;                 /* slots filled (records: tf_slots_records) */
-    size_t copied;            /* atomic: slots a shutdown/signal snapshot already put in the trace */
-    size_t cap;               /* slots that fit */
-    uint64_t *truth;          /* uninjected TSC per slot, or NULL */
-    int pooled;               /* 1: belongs to the pool (counted in TMTRACE_MEMORY) */
-    size_t mapped;            /* bytes mmap'ed, 0 if from malloc */
-    int64_t charged;          /* outside the pool: bytes counted in TMTRACE_MEMORY until released */
-    struct tf_sample samples[TB_CHUNK_SAMPLES];
-    struct tf_slot slots[];   /* the event path's stream (trace_format.h) */
-};
 
 /* Starts the writer on an open trace file. `mode` is enum config_mode;
  * `on_signal` runs on the writer thread after it wrote everything queued when
@@ -50,12 +34,14 @@ int tw_set_cpus(const int *cpus, int n);
 /* Queues a chunk (any thread); returns -1 once the queue is sealed (the
  * chunk was not taken: the caller keeps it and counts its records lost). */
 int tw_offer(struct tb_chunk *c);
-/* The stream writer's deferral rule (TMTRACE_WRITER_DEFER) on its inputs:
- * 1 = leave the `queued` bytes queued for now. `limit` is the backlog
- * allowed, `pool_low` whether the pool's reserve is short, `pool_can_grow`
- * whether another chunk may be mapped (tb_pool_can_grow(limit)),
- * `cpus_busy` whether every CPU ran a traced thread lately. */
-int tw_defer_rule(uint64_t queued, uint64_t limit, int pool_low, int pool_can_grow, int cpus_busy);
+#ifdef TMT_TEST_HOOKS
+/* Test builds only: the stream writer's deferral rule (TMTRACE_WRITER_DEFER)
+ * on its inputs: 1 = leave the `queued` bytes queued for now. `limit` is
+ * the backlog allowed, `pool_full` whether the pool is short of chunks and
+ * may not map more (tb_pool_service's advice), `cpus_busy` whether every
+ * CPU ran a traced thread lately. */
+int tw_test_defer_rule(uint64_t queued, uint64_t limit, int pool_full, int cpus_busy);
+#endif
 /* Writes everything queued and seals the queue (tail of the trace, on the
  * writer thread or after it stopped). */
 void tw_seal(void);

@@ -1,12 +1,17 @@
 /*
  * tracer.c - the tracer's life cycle (see tracer.h): init opens the trace,
  * runs the pre-run sampling phase and starts the writer; shutdown (explicit,
- * at exit, or on SIGTERM/SIGINT) writes everything, the post-run samples,
- * the site names and the END chunk.
+ * at exit, or on a signal that ends the process) writes everything, the
+ * post-run samples, the site names and the END chunk.
  *
- * Never on the event path. The signal handler does only async-signal-safe
- * things: it asks the writer thread to flush and waits for it a bounded
- * time, then restores the default action and re-raises.
+ * Owns: the tracer's state, the trace file's life, the handlers of the
+ * signals that end a process (SIGTERM, SIGINT; SIGSEGV, SIGBUS, SIGFPE,
+ * SIGILL, SIGABRT) and what the program's own action for them was.
+ *
+ * Never on the event path. The signal handlers do only async-signal-safe
+ * things: they ask the writer thread to flush and wait for it a bounded
+ * time (no encoding, no allocation), then let the signal do what it would
+ * have done untraced.
  */
 #include "tracer.h"
 
@@ -27,6 +32,8 @@
 #include "error.h"
 #include "loadmap.h"
 #include "skew.h"
+#include "tb_pool.h"
+#include "tb_threads.h"
 #include "trace_buffer.h"
 #include "trace_file.h"
 #include "trace_writer.h"
@@ -38,8 +45,6 @@ static struct tf_writer *tr_file;
 static int tr_cpus[CPU_SETSIZE];
 static int tr_ncpus;
 static int tr_atexit_done;
-static struct sigaction tr_old_term, tr_old_int;
-static int tr_handlers;
 static pid_t tr_pid;                 /* the process that owns the trace file */
 static int tr_pending;               /* atomic: a signal held while the tracer starts, 0 = none */
 static char tr_path[4096];           /* TMTRACE_FILE with %p replaced by the process id */
@@ -91,8 +96,9 @@ static int tr_write_loadmap(void)
     return rc;
 }
 
-/* The tail of the trace: names of sites, END with per-thread counts. */
-static void tr_write_end(void)
+/* The tail of the trace: names of sites, END with per-thread counts and
+ * the signal that ends the process (0: none). */
+static void tr_write_end(int sig)
 {
     tw_write_new_sites();
     size_t cap = 64, n;
@@ -116,10 +122,10 @@ static void tr_write_end(void)
     errno = 0;
     if (tr_file == NULL)
         ; /* nothing to write into: the loss is reported on stderr */
-    else if (tw_errors() == 0 && tf_write_end(tr_file, info, n, 0) != 0)
+    else if (tw_errors() == 0 && tf_write_end_signal(tr_file, info, n, 0, (unsigned)sig) != 0)
         tw_note_error(0, 0);
     else if (tw_errors() != 0)
-        (void)tf_write_end(tr_file, info, n, tw_errors()); /* best effort: the disk may be full */
+        (void)tf_write_end_signal(tr_file, info, n, tw_errors(), (unsigned)sig); /* best effort: the disk may be full */
     free(info);
 }
 
@@ -131,6 +137,57 @@ static void tr_report_errors(void)
             (unsigned long long)tw_chunks_written(), tw_first_error(), (unsigned long long)tw_lost());
 }
 
+/* `bytes` as TMTRACE_* sizes are written: 64k, 2G, or plain bytes. */
+static void tr_size_text(int64_t bytes, char *out, size_t cap)
+{
+    static const char unit[] = { 'G', 'M', 'k' };
+    for (int i = 0; i < 3; i++) {
+        int64_t one = (int64_t)1 << (10 * (3 - i));
+        if (bytes >= one && bytes % one == 0) {
+            snprintf(out, cap, "%lld%c", (long long)(bytes / one), unit[i]);
+            return;
+        }
+    }
+    snprintf(out, cap, "%lld", (long long)bytes);
+}
+
+/* At exit, one line when the threads dropped `n` events while the trace
+ * was open (tb_chunk_full): how many, and what to change. The pool refuses
+ * a chunk only beyond TMTRACE_MEMORY, so that is the one to raise, unless
+ * not even one buffer of TMTRACE_BUFFER fits it: then every event was
+ * dropped, and either names the cause. (What threads still running record
+ * after the trace closed is lost whatever the variables say.) */
+static void tr_report_drops(uint64_t n)
+{
+    if (n == 0)
+        return;
+    char memory[32], buffer[32];
+    tr_size_text(config.memory_bytes, memory, sizeof memory);
+    tr_size_text(config.buffer_bytes, buffer, sizeof buffer);
+    if (tb_pool_capacity() == 0)
+        fprintf(stderr, "libtmtrace: %s: %llu events dropped: TMTRACE_MEMORY=%s cannot hold one buffer of "
+                        "TMTRACE_BUFFER=%s; raise TMTRACE_MEMORY or lower TMTRACE_BUFFER\n", tr_path,
+                (unsigned long long)n, memory, buffer);
+    else
+        fprintf(stderr, "libtmtrace: %s: %llu events dropped: the trace buffers reached TMTRACE_MEMORY=%s; raise "
+                        "TMTRACE_MEMORY\n", tr_path, (unsigned long long)n, memory);
+}
+
+/* The signals that end a process, which the tracer handles: SIGTERM and
+ * SIGINT only where the program kept the default action (its own handler
+ * wins: the program decides whether it ends); from TR_FIRST_FATAL on, those
+ * whose default is a core dump, always, the program's own action run after
+ * the flush. */
+#define TR_NSIGS 7
+#define TR_FIRST_FATAL 2
+static const int tr_sigs[TR_NSIGS] = { SIGTERM, SIGINT, SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT };
+static struct sigaction tr_old[TR_NSIGS]; /* the program's action before the tracer's */
+static int tr_installed;                  /* atomic: bit i, tr_sigs[i] has the tracer's handler */
+static int tr_end_signal;                 /* atomic: the signal whose handler flushes the trace */
+static int tr_sig_flushing;               /* atomic: a signal's flush runs (or ran) */
+/* A flush gives up after this long without a chunk written. */
+#define TR_FLUSH_STALL_MS 2000
+
 /* Runs on the writer thread once it wrote the queue after a fatal signal.
  * The program's threads run on meanwhile: closing hand-over and then
  * sealing the queue (which writes what was offered before the seal) leaves
@@ -141,11 +198,30 @@ static void tr_on_signal(void)
     tb_close();
     tw_seal();
     tb_snapshot_all(tw_write_now);
-    tr_write_end();
+    tr_write_end(__atomic_load_n(&tr_end_signal, __ATOMIC_ACQUIRE));
     tw_note_bytes(); /* the tail is in: the file's final size */
     if (tr_file != NULL)
         (void)tf_finish(tr_file, 0);
     tr_file = NULL;
+}
+
+/* From a handler of `sig`: the first signal of the traced process closes
+ * the tracer and has the writer finish the trace, its END marked with
+ * `sig`; a signal on another thread meanwhile waits for that flush too
+ * (its default action would end the process in the middle of it). Both
+ * wait while the writer makes progress. */
+static void tr_flush_for(int sig)
+{
+    if (getpid() != tr_pid)
+        return; /* a forked child without a tracer of its own */
+    int expect = TR_ACTIVE;
+    if (__atomic_compare_exchange_n(&tr_state, &expect, TR_CLOSED, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+        __atomic_store_n(&tr_end_signal, sig, __ATOMIC_RELEASE);
+        __atomic_store_n(&tr_sig_flushing, 1, __ATOMIC_RELEASE);
+        (void)tw_signal_flush(TR_FLUSH_STALL_MS);
+    } else if (__atomic_load_n(&tr_sig_flushing, __ATOMIC_ACQUIRE)) {
+        (void)tw_signal_flush(TR_FLUSH_STALL_MS);
+    }
 }
 
 static void tr_signal(int sig)
@@ -158,9 +234,7 @@ static void tr_signal(int sig)
         errno = saved;
         return;
     }
-    int expect = TR_ACTIVE;
-    if (getpid() == tr_pid && __atomic_compare_exchange_n(&tr_state, &expect, TR_CLOSED, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-        (void)tw_signal_flush(2000);
+    tr_flush_for(sig);
     struct sigaction dfl;
     memset(&dfl, 0, sizeof dfl);
     dfl.sa_handler = SIG_DFL;
@@ -174,28 +248,133 @@ static void tr_signal(int sig)
     errno = saved;
 }
 
-/* Only where the program kept the default action: its own handler wins. */
-static void tr_install_handlers(void)
+/* The program's handler `old` of `sig`, run as the kernel would have run
+ * it: its mask (and `sig` unless SA_NODEFER) blocked, its action reset
+ * first with SA_RESETHAND. */
+static void tr_call_handler(int sig, const struct sigaction *old, siginfo_t *info, void *uc)
 {
-    struct sigaction sa, old;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = tr_signal;
-    sa.sa_flags = SA_RESTART; /* it returns only while the tracer starts */
-    sigemptyset(&sa.sa_mask);
-    tr_handlers = 0;
-    if (sigaction(SIGTERM, NULL, &old) == 0 && old.sa_handler == SIG_DFL && sigaction(SIGTERM, &sa, &tr_old_term) == 0)
-        tr_handlers |= 1;
-    if (sigaction(SIGINT, NULL, &old) == 0 && old.sa_handler == SIG_DFL && sigaction(SIGINT, &sa, &tr_old_int) == 0)
-        tr_handlers |= 2;
+    if (old->sa_flags & SA_RESETHAND) {
+        struct sigaction dfl;
+        memset(&dfl, 0, sizeof dfl);
+        dfl.sa_handler = SIG_DFL;
+        sigemptyset(&dfl.sa_mask);
+        sigaction(sig, &dfl, NULL);
+    }
+    sigset_t block = old->sa_mask, self;
+    sigemptyset(&self);
+    sigaddset(&self, sig);
+    pthread_sigmask(SIG_BLOCK, &block, NULL);
+    pthread_sigmask((old->sa_flags & SA_NODEFER) ? SIG_UNBLOCK : SIG_BLOCK, &self, NULL);
+    if (old->sa_flags & SA_SIGINFO)
+        old->sa_sigaction(sig, info, uc);
+    else
+        old->sa_handler(sig);
 }
 
+/* What the signal does once the trace is flushed: what it would have done
+ * untraced, the program's action `old` being in place again. A fault that
+ * an instruction raised (a kernel si_code) is raised again by that
+ * instruction when the handler returns, and reaches the program's handler
+ * or the default action as if the tracer had not been there (a core dump
+ * shows the program's frames). Otherwise (SIGABRT, or a signal sent): the
+ * program's handler runs from here, an ignored signal stays ignored, and
+ * the default action is taken by raising the signal again. */
+static void tr_chain(int sig, const struct sigaction *old, siginfo_t *info, void *uc)
+{
+    if (sig != SIGABRT && info != NULL && info->si_code > 0)
+        return;
+    if (old->sa_handler == SIG_IGN)
+        return;
+    if (old->sa_handler != SIG_DFL) {
+        tr_call_handler(sig, old, info, uc);
+        return;
+    }
+    sigset_t s;
+    sigemptyset(&s);
+    sigaddset(&s, sig);
+    pthread_sigmask(SIG_UNBLOCK, &s, NULL);
+    raise(sig);
+}
+
+static int tr_sig_index(int sig)
+{
+    for (int i = 0; i < TR_NSIGS; i++)
+        if (tr_sigs[i] == sig)
+            return i;
+    return -1;
+}
+
+/* SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT: on the thread's alternate stack
+ * (sig_stack.h), so that a stack overflow is flushed too. */
+static void tr_fatal(int sig, siginfo_t *info, void *uc)
+{
+    int saved = errno;
+    int i = tr_sig_index(sig);
+    if (i < 0)
+        return; /* installed for tr_sigs only */
+    if (__atomic_load_n(&tr_state, __ATOMIC_ACQUIRE) != TR_STARTING)
+        tr_flush_for(sig); /* a fault while the tracer starts has no writer to flush */
+    /* From here on the signal is the program's: this handler's work is
+     * done. */
+    struct sigaction old = tr_old[i];
+    sigaction(sig, &old, NULL);
+    __atomic_fetch_and(&tr_installed, ~(1 << i), __ATOMIC_ACQ_REL);
+    tr_chain(sig, &old, info, uc);
+    errno = saved;
+}
+
+static int tr_is_ours(const struct sigaction *sa)
+{
+    return (sa->sa_flags & SA_SIGINFO) ? sa->sa_sigaction == tr_fatal : sa->sa_handler == tr_signal;
+}
+
+/* The tracer's action for tr_sigs[i]. Either handler runs with the other
+ * signals that end the process blocked: one ending is flushed at a time. */
+static void tr_action(int i, struct sigaction *sa)
+{
+    memset(sa, 0, sizeof *sa);
+    sigemptyset(&sa->sa_mask);
+    sigaddset(&sa->sa_mask, SIGTERM);
+    sigaddset(&sa->sa_mask, SIGINT);
+    if (i < TR_FIRST_FATAL) {
+        sa->sa_handler = tr_signal;
+        sa->sa_flags = SA_RESTART; /* it returns only while the tracer starts */
+    } else {
+        sa->sa_sigaction = tr_fatal;
+        sa->sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
+    }
+}
+
+/* A forked child that starts a tracer of its own keeps the handlers it
+ * inherited, and with them the program's actions saved before. */
+static void tr_install_handlers(void)
+{
+    for (int i = 0; i < TR_NSIGS; i++) {
+        struct sigaction cur, sa;
+        if (sigaction(tr_sigs[i], NULL, &cur) != 0)
+            continue;
+        if (tr_is_ours(&cur)) {
+            __atomic_fetch_or(&tr_installed, 1 << i, __ATOMIC_ACQ_REL);
+            continue;
+        }
+        if (i < TR_FIRST_FATAL && cur.sa_handler != SIG_DFL)
+            continue;
+        tr_action(i, &sa);
+        if (sigaction(tr_sigs[i], &sa, &tr_old[i]) == 0)
+            __atomic_fetch_or(&tr_installed, 1 << i, __ATOMIC_ACQ_REL);
+    }
+}
+
+/* Gives the program its actions back, where the tracer's handler is still
+ * installed: a handler the program installed since stays. */
 static void tr_remove_handlers(void)
 {
-    if (tr_handlers & 1)
-        sigaction(SIGTERM, &tr_old_term, NULL);
-    if (tr_handlers & 2)
-        sigaction(SIGINT, &tr_old_int, NULL);
-    tr_handlers = 0;
+    int on = __atomic_exchange_n(&tr_installed, 0, __ATOMIC_ACQ_REL);
+    for (int i = 0; i < TR_NSIGS; i++) {
+        struct sigaction cur;
+        if ((on & 1 << i) && sigaction(tr_sigs[i], NULL, &cur) == 0 && tr_is_ours(&cur))
+            sigaction(tr_sigs[i], &tr_old[i], NULL);
+    }
 }
 
 static void tr_atexit(void) { (void)tracer_shutdown(); }
@@ -359,7 +538,7 @@ static int tr_start(void)
              tf_write_samples(tr_file, pre.s, pre.n) != 0 || tr_write_loadmap() != 0)
         snprintf(open_error, sizeof open_error, "%s", error_get());
     cs_set_free(&pre);
-    tb_setup(hz, tr_cpus, tr_ncpus);
+    tb_setup(hz, tr_cpus, tr_ncpus, tw_offer);
     /* The tracer's own cost per event, for tmcheck's estimate of its share
      * of the run's time. */
     struct tf_runinfo ri = { tb_event_cost_ns() };
@@ -415,6 +594,7 @@ int tracer_shutdown(void)
      * as on a signal, hand-over closes and the queue is written and sealed
      * before their partial chunks are copied, so a chunk they hand over
      * later is counted as dropped instead of repeating the copied records. */
+    uint64_t dropped = tb_total_dropped();
     tb_close();
     tw_stop();
     tb_snapshot_all(tw_write_now);
@@ -430,13 +610,14 @@ int tracer_shutdown(void)
         rc = -1;
     }
     cs_set_free(&post);
-    tr_write_end();
+    tr_write_end(0);
     tw_note_bytes(); /* the tail is in: the file's final size */
     errno = 0;
     if (tr_file != NULL && tf_finish(tr_file, 0) != 0 && tw_errors() == 0)
         tw_note_error(0, 0);
     tr_file = NULL;
     tr_report_errors();
+    tr_report_drops(dropped);
     if (tw_errors() != 0 && rc == 0)
         rc = error_set("libtmtrace: %s: write failed: %s; %llu events lost", tr_path, tw_first_error(),
                        (unsigned long long)tw_lost());

@@ -3,7 +3,10 @@
  * exit and on a fatal signal.
  *
  * Owns: opening the trace file, the pre-run and post-run sampling phases, the
- * writer, the atexit/SIGTERM/SIGINT flush, the metadata and END chunks.
+ * writer, the flush at exit and on a signal that ends the process (SIGTERM,
+ * SIGINT, SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT: the END chunk names it),
+ * the metadata and END chunks, and the line on stderr at exit when events
+ * were dropped.
  * Called by the runtime (api.c) only; never on the event path.
  */
 #ifndef TMT_TRACER_H

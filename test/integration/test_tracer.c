@@ -760,17 +760,16 @@ static void a_deferring_writer_maps_buffers_while_memory_allows_and_writes_when_
 {
     (void)state;
     const uint64_t limit = 64u << 20;
-    /* The CPUs are the program's and the backlog is small: defer, whether
-     * the pool's reserve is full or short, as long as another chunk can be
-     * mapped (mapping one costs a quarter of encoding it). */
-    assert_int_equal(tw_defer_rule(1u << 20, limit, 0, 1, 1), 1);
-    assert_int_equal(tw_defer_rule(1u << 20, limit, 1, 1, 1), 1);
-    assert_int_equal(tw_defer_rule(1u << 20, limit, 0, 0, 1), 1);
+    /* The CPUs are the program's and the backlog is small: defer as long as
+     * the pool may map another chunk (its advice says whether it is short
+     * of chunks with no room left; mapping one costs a fraction of encoding
+     * it). */
+    assert_int_equal(tw_test_defer_rule(1u << 20, limit, 0, 1), 1);
     /* Short of chunks with TMTRACE_MEMORY reached: only writing frees one. */
-    assert_int_equal(tw_defer_rule(1u << 20, limit, 1, 0, 1), 0);
+    assert_int_equal(tw_test_defer_rule(1u << 20, limit, 1, 1), 0);
     /* The backlog reached its limit, or a CPU is free: write. */
-    assert_int_equal(tw_defer_rule(limit, limit, 0, 1, 1), 0);
-    assert_int_equal(tw_defer_rule(1u << 20, limit, 0, 1, 0), 0);
+    assert_int_equal(tw_test_defer_rule(limit, limit, 0, 1), 0);
+    assert_int_equal(tw_test_defer_rule(1u << 20, limit, 0, 0), 0);
 }
 
 static void an_attached_thread_that_records_nothing_leaves_the_writer_free(void **state)
@@ -817,6 +816,109 @@ static void a_writer_cpu_outside_the_affinity_mask_fails_init(void **state)
     assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
+/* ---- drops said at exit ---------------------------------------------------- */
+
+#define DROP_TXS 20000 /* 80000 records, 1.25 MiB of compact ones */
+
+static int body_drop(void)
+{
+    tmt_tx *tx = tmt_thread_enter();
+    if (tx == NULL)
+        return 10;
+    pass_counter(tx, DROP_TXS);
+    return 0; /* the line comes at exit */
+}
+
+/* run_child with the child's stderr read into `err` (NUL-terminated). */
+static int run_child_stderr(const char *const *env, int (*body)(void), char *err, size_t cap)
+{
+    int fds[2];
+    int pid = tu_fork_piped(fds);
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        dup2(fds[1], 2);
+        close(fds[1]);
+        /* The grandchild's stderr is the pipe; _exit: the test's temporary
+         * directory is the parent's to remove. */
+        _exit(run_child(env, body) == 0 ? 0 : 70);
+    }
+    size_t n = 0;
+    ssize_t got;
+    while (n + 1 < cap && (got = read(fds[0], err + n, cap - 1 - n)) > 0)
+        n += (size_t)got;
+    err[n] = '\0';
+    close(fds[0]);
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    return status;
+}
+
+/* The one line of `err` that says events were dropped; fails unless there
+ * is exactly one. */
+static const char *drop_line(const char *err)
+{
+    const char *line = strstr(err, " events dropped: ");
+    if (line == NULL || strstr(line + 1, " events dropped: ") != NULL)
+        fail_msg("not one line of dropped events on stderr:\n%s", err);
+    while (line > err && line[-1] != '\n')
+        line--;
+    return line;
+}
+
+/* The count the line names, the records the trace holds: together, every
+ * event the program produced. */
+static void check_drop_count(const char *line, const char *trace)
+{
+    const char *num = strstr(line, ".bin: ");
+    assert_non_null(num);
+    unsigned long long dropped = strtoull(num + 6, NULL, 10);
+    struct trace t;
+    load(tu_path(trace), &t);
+    if (dropped == 0 || dropped + t.n != (unsigned long long)DROP_TXS * 4)
+        fail_msg("%llu dropped + %zu in the trace != %d events", dropped, t.n, DROP_TXS * 4);
+    free(t.ev);
+}
+
+/* body_drop into the trace `name` with the settings `memory` (mode, buffer,
+ * memory); its stderr in `err`. */
+static void drop_run(const char *name, const char *const memory[3], char *err, size_t cap)
+{
+    char file[300];
+    snprintf(file, sizeof file, "TMTRACE_FILE=%s", tu_path(name));
+    const char *env[] = { file, "TMTRACE_SAMPLE_MS=5", "TMTRACE_HTM=off", memory[0], memory[1], memory[2], NULL };
+    int status = run_child_stderr(env, body_drop, err, cap);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+static void a_process_that_dropped_events_names_the_count_and_the_variable_at_exit(void **state)
+{
+    (void)state;
+    char err[4096];
+    static const char *const small[3] = { "TMTRACE_MODE=memory", "TMTRACE_BUFFER=64k", "TMTRACE_MEMORY=512k" };
+    drop_run("drop-memory.bin", small, err, sizeof err);
+    const char *line = drop_line(err);
+    assert_non_null(strstr(line, "raise TMTRACE_MEMORY"));
+    assert_null(strstr(line, "TMTRACE_BUFFER"));
+    check_drop_count(line, "drop-memory.bin");
+    /* Not even one buffer fits: every event is dropped, and the line says
+     * which of the two to change. */
+    static const char *const none[3] = { "TMTRACE_MODE=stream", "TMTRACE_BUFFER=1M", "TMTRACE_MEMORY=65536" };
+    drop_run("drop-none.bin", none, err, sizeof err);
+    line = drop_line(err);
+    assert_non_null(strstr(line, "TMTRACE_MEMORY=64k cannot hold one buffer of TMTRACE_BUFFER=1M"));
+    check_drop_count(line, "drop-none.bin");
+}
+
+static void a_process_that_dropped_nothing_says_nothing_at_exit(void **state)
+{
+    (void)state;
+    char err[4096];
+    static const char *const enough[3] = { "TMTRACE_MODE=memory", "TMTRACE_BUFFER=64k", "TMTRACE_MEMORY=8M" };
+    drop_run("drop-no.bin", enough, err, sizeof err);
+    if (strstr(err, "dropped") != NULL)
+        fail_msg("stderr without drops: %s", err);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -833,6 +935,8 @@ int main(void)
         cmocka_unit_test(a_deferring_writer_maps_buffers_while_memory_allows_and_writes_when_it_does_not),
         cmocka_unit_test(an_attached_thread_that_records_nothing_leaves_the_writer_free),
         cmocka_unit_test(a_writer_cpu_outside_the_affinity_mask_fails_init),
+        cmocka_unit_test(a_process_that_dropped_events_names_the_count_and_the_variable_at_exit),
+        cmocka_unit_test(a_process_that_dropped_nothing_says_nothing_at_exit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

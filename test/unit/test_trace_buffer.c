@@ -26,6 +26,7 @@
 #include "config.h"
 #include "error.h"
 #include "site.h"
+#include "tb_threads.h"
 #include "trace_buffer.h"
 #include "trace_file.h"
 #include "tracer.h"
