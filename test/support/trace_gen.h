@@ -5,7 +5,8 @@
  * expands to, for the tests that look into the tracer's buffers.
  *
  * Owns: nothing beyond the test that includes it (all static inline).
- * Never: shares state between tests.
+ * Never: shares state between tests (tg_write_records keeps a scratch
+ * buffer, rewritten on every call).
  */
 #ifndef TMT_TRACE_GEN_H
 #define TMT_TRACE_GEN_H
@@ -135,33 +136,35 @@ static inline long tg_slots_expand(const struct tf_slot *s, size_t n, const uint
 }
 
 /* Appends raw records of one thread as the library's writer appends a
- * thread's buffer: a slot stream (every record full, two slots) through
- * tf_write_slots, in EVENTS chunks of at most TF_SLOTS_PIECE records that
- * carry their sequence number and instance from `first_seq` and
- * `first_instance` on. `truth` is NULL or one uninjected TSC per record.
- * 0, or -1 with the writer's message. */
+ * thread's buffer: a slot stream through tf_write_slots, in EVENTS chunks
+ * of at most TF_SLOTS_PIECE records that carry their sequence number and
+ * instance from `first_seq` and `first_instance` on. `truth` is NULL or one
+ * uninjected TSC per record. 0, or -1 with the writer's message. */
 static inline int tg_write_records(struct tf_writer *w, uint32_t thread, uint64_t first_seq,
                                    uint64_t first_instance, const struct tf_record *recs, const uint64_t *truth,
                                    size_t n, int codec, int level)
 {
-    struct tf_slot *s = malloc((2 * n + 1) * sizeof *s);
-    uint64_t *st = truth ? malloc((2 * n + 1) * sizeof *st) : NULL;
-    if (!s || (truth && !st))
-        abort();
-    for (size_t i = 0; i < n; i++) {
-        /* A full record's first byte is its kind: one with the compact tag
-         * would read as a compact record, which no test means to write. */
-        if (recs[i].kind & TF_COMPACT_TAG)
+    /* The truth column runs per slot. Kept for the next call: the tests
+     * write millions of records, and a buffer freed each time would fill
+     * ASan's quarantine (and the RSS that test_sync measures). */
+    static uint64_t *st;
+    static size_t stcap;
+    for (size_t i = 0; i < n; i++)
+        if (recs[i].kind & TF_COMPACT_TAG)   /* would read as a compact record: no test means that */
             abort();
-        memcpy(&s[2 * i], &recs[i], sizeof recs[i]);
-        if (st)
-            st[2 * i] = st[2 * i + 1] = truth[i];
+    if (truth && 2 * n > stcap) {
+        stcap = 2 * n;
+        st = realloc(st, stcap * sizeof *st);
+        if (!st)
+            abort();
     }
-    struct tf_slot_stream ss = { .s = s, .truth = st, .left = 2 * n, .seq = first_seq, .instance = first_instance };
-    int rc = tf_write_slots(w, thread, &ss, codec, level);
-    free(s);
-    free(st);
-    return rc;
+    for (size_t i = 0; truth && i < n; i++)
+        st[2 * i] = st[2 * i + 1] = truth[i];
+    /* A full record is two slots whose first byte is its kind
+     * (trace_format.h): the records are the stream as they are. */
+    struct tf_slot_stream ss = { .s = (const struct tf_slot *)(const void *)recs, .truth = truth ? st : NULL,
+                                 .left = 2 * n, .seq = first_seq, .instance = first_instance };
+    return tf_write_slots(w, thread, &ss, codec, level);
 }
 
 /* Appends thread `id`'s records [first_seq, first_seq + t->n) in chunks of
