@@ -41,8 +41,9 @@ size_t codec_encode_records(uint8_t *out, const struct tf_record *recs, const ui
                             size_t n, uint64_t first_seq, uint64_t first_instance,
                             unsigned *flags);
 /* Encodes the next records of the stream, at most `max`, exactly as
- * codec_encode_records encodes their expansion (tf_slots_expand), without
- * making the records first. Returns the encoded length and *count the
+ * codec_encode_records encodes the records the slots expand to (each read
+ * with tf_slot_read from the one before it), without making the records
+ * first. Returns the encoded length and *count the
  * records; 0 records and -1 when the stream is malformed at ss->s. */
 long codec_encode_slots(uint8_t *out, struct tf_slot_stream *ss, size_t max, size_t *count, unsigned *flags);
 /* Encodes decoded events; `thread` is the chunk's thread (0 = merged). Events

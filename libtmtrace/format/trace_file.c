@@ -840,7 +840,6 @@ struct tf_writer {
     int fd;
     unsigned flags;
     int failed;
-    int meta_codec, meta_level;
     char *path;
     char *tmp;               /* TF_WRITE_ATOMIC: the temporary being written */
     uint64_t bytes;
@@ -895,7 +894,6 @@ struct tf_writer *tf_create(const char *path, const struct tf_header *hdr, unsig
     if ((flags & TF_WRITE_ATOMIC) && stat(path, &st) == 0 && !S_ISREG(st.st_mode))
         flags &= ~(unsigned)TF_WRITE_ATOMIC;
     w->flags = flags;
-    w->meta_codec = TF_CODEC_NONE;
     w->path = strdup(path);
     if (!w->path)
         goto oom;
@@ -936,14 +934,10 @@ fail:
     return NULL;
 }
 
-void tf_writer_set_meta_codec(struct tf_writer *w, int codec, int level)
-{
-    w->meta_codec = codec;
-    w->meta_level = level;
-}
-
 /* Compresses w->raw[0..raw_len) with `codec` (falling back to storing it
- * plainly) and appends the chunk. */
+ * plainly) and appends the chunk. Only EVENTS chunks are compressed: the
+ * others are small and pass TF_CODEC_NONE (a reader accepts any codec on
+ * any chunk). */
 static int tf_put_chunk(struct tf_writer *w, unsigned kind, unsigned flags, uint32_t thread,
                         size_t count, size_t raw_len, int codec, int level)
 {
@@ -984,33 +978,6 @@ static int tf_raw_room(struct tf_writer *w, size_t need)
                          (unsigned long long)w->bytes, need);
     if (tf_grow((void **)&w->raw, &w->raw_cap, need ? need : 1) != 0)
         return error_set("%s: out of memory for a %zu-byte chunk", w->path, need);
-    return 0;
-}
-
-int tf_write_records(struct tf_writer *w, uint32_t thread, uint64_t first_seq, uint64_t first_instance,
-                     const struct tf_record *recs, const uint64_t *truth, size_t n, int codec, int level)
-{
-    /* Long runs become several chunks; the instance carries over through
-     * the last START of each piece. An empty run writes nothing. */
-    size_t done = 0;
-    while (done < n) {
-        size_t m = n - done < CODEC_MAX_EVENTS ? n - done : CODEC_MAX_EVENTS;
-        for (size_t i = done; i < done + m; i++)
-            if (recs[i].kind == 0 || recs[i].kind >= TF_EV_KINDS)
-                return error_set("%s: record %zu of thread %u has invalid kind %u", w->path, i,
-                                 thread, recs[i].kind);
-        if (tf_raw_room(w, codec_events_bound(m)) != 0)
-            return -1;
-        unsigned fl;
-        size_t len = codec_encode_records(w->raw, recs + done, truth ? truth + done : NULL, m,
-                                          first_seq + done, first_instance, &fl);
-        if (tf_put_chunk(w, TF_CHUNK_EVENTS, fl, thread, m, len, codec, level) != 0)
-            return -1;
-        for (size_t i = done; i < done + m; i++)
-            if (recs[i].kind == TF_EV_START)
-                first_instance = recs[i].addr;
-        done += m;
-    }
     return 0;
 }
 
@@ -1077,7 +1044,7 @@ int tf_write_samples(struct tf_writer *w, const struct tf_sample *s, size_t n)
         codec_put_u32(p + 32, s[i].thread);
         codec_put_u32(p + 36, 0);
     }
-    return tf_put_chunk(w, TF_CHUNK_SAMPLES, 0, 0, n, n * TF_SAMPLE_SIZE, w->meta_codec, w->meta_level);
+    return tf_put_chunk(w, TF_CHUNK_SAMPLES, 0, 0, n, n * TF_SAMPLE_SIZE, TF_CODEC_NONE, 0);
 }
 
 int tf_write_sites(struct tf_writer *w, const struct tf_site *s, size_t n)
@@ -1087,7 +1054,7 @@ int tf_write_sites(struct tf_writer *w, const struct tf_site *s, size_t n)
     if (tf_raw_room(w, tf_sites_size(s, n)) != 0)
         return -1;
     size_t len = tf_sites_encode(w->raw, s, n);
-    return tf_put_chunk(w, TF_CHUNK_META_SITES, 0, 0, n, len, w->meta_codec, w->meta_level);
+    return tf_put_chunk(w, TF_CHUNK_META_SITES, 0, 0, n, len, TF_CODEC_NONE, 0);
 }
 
 int tf_write_objects(struct tf_writer *w, const struct tf_object *o, size_t n)
@@ -1097,7 +1064,7 @@ int tf_write_objects(struct tf_writer *w, const struct tf_object *o, size_t n)
     if (tf_raw_room(w, tf_objects_size(o, n)) != 0)
         return -1;
     size_t len = tf_objects_encode(w->raw, o, n);
-    return tf_put_chunk(w, TF_CHUNK_LOADMAP, 0, 0, n, len, w->meta_codec, w->meta_level);
+    return tf_put_chunk(w, TF_CHUNK_LOADMAP, 0, 0, n, len, TF_CODEC_NONE, 0);
 }
 
 int tf_write_runinfo(struct tf_writer *w, const struct tf_runinfo *ri)
@@ -1106,7 +1073,7 @@ int tf_write_runinfo(struct tf_writer *w, const struct tf_runinfo *ri)
         return -1;
     codec_put_f64(w->raw, ri->event_cost_ns);
     codec_put_u64(w->raw + 8, 0);
-    return tf_put_chunk(w, TF_CHUNK_RUNINFO, 0, 0, 1, TF_RUNINFO_SIZE, w->meta_codec, w->meta_level);
+    return tf_put_chunk(w, TF_CHUNK_RUNINFO, 0, 0, 1, TF_RUNINFO_SIZE, TF_CODEC_NONE, 0);
 }
 
 int tf_write_threads(struct tf_writer *w, const struct tf_thread_info *t, size_t n)
@@ -1115,8 +1082,7 @@ int tf_write_threads(struct tf_writer *w, const struct tf_thread_info *t, size_t
         return -1;
     for (size_t i = 0; i < n; i++)
         tf_put_thread(w->raw + i * TF_THREAD_SIZE, &t[i]);
-    return tf_put_chunk(w, TF_CHUNK_META_THREADS, 0, 0, n, n * TF_THREAD_SIZE, w->meta_codec,
-                        w->meta_level);
+    return tf_put_chunk(w, TF_CHUNK_META_THREADS, 0, 0, n, n * TF_THREAD_SIZE, TF_CODEC_NONE, 0);
 }
 
 int tf_write_skews(struct tf_writer *w, const struct tf_skew *s, size_t n)
@@ -1131,7 +1097,7 @@ int tf_write_skews(struct tf_writer *w, const struct tf_skew *s, size_t n)
         codec_put_u64(p + 20, (uint64_t)s[i].change_ms);
         codec_put_f64(p + 28, s[i].drift2_ppm);
     }
-    return tf_put_chunk(w, TF_CHUNK_META_SKEW, 0, 0, n, n * TF_SKEW_SIZE, w->meta_codec, w->meta_level);
+    return tf_put_chunk(w, TF_CHUNK_META_SKEW, 0, 0, n, n * TF_SKEW_SIZE, TF_CODEC_NONE, 0);
 }
 
 int tf_write_models(struct tf_writer *w, const struct tf_cpu_model *m, size_t n)
@@ -1145,7 +1111,7 @@ int tf_write_models(struct tf_writer *w, const struct tf_cpu_model *m, size_t n)
     if (tf_raw_room(w, tf_models_size(m, n)) != 0)
         return -1;
     size_t len = tf_models_encode(w->raw, m, n);
-    return tf_put_chunk(w, TF_CHUNK_MODEL, 0, 0, n, len, w->meta_codec, w->meta_level);
+    return tf_put_chunk(w, TF_CHUNK_MODEL, 0, 0, n, len, TF_CODEC_NONE, 0);
 }
 
 int tf_write_end_signal(struct tf_writer *w, const struct tf_thread_info *t, size_t n, uint64_t writer_errors,
@@ -1162,7 +1128,7 @@ int tf_write_end_signal(struct tf_writer *w, const struct tf_thread_info *t, siz
     for (size_t i = 0; i < n; i++)
         tf_put_thread(w->raw + fixed + i * TF_THREAD_SIZE, &t[i]);
     return tf_put_chunk(w, TF_CHUNK_END, signal ? TF_END_SIGNAL : 0, 0, n, fixed + n * TF_THREAD_SIZE,
-                        w->meta_codec, w->meta_level);
+                        TF_CODEC_NONE, 0);
 }
 
 int tf_write_end(struct tf_writer *w, const struct tf_thread_info *t, size_t n, uint64_t writer_errors)

@@ -177,16 +177,13 @@ enum tf_writer_flags {
 struct tf_writer *tf_create(const char *path, const struct tf_header *hdr, unsigned flags);
 /* A thread's slot stream (the library's writer; struct tf_slot_stream,
  * trace_format.h): encoded straight from the slots, in EVENTS chunks of at
- * most TF_SLOTS_PIECE records, the same bytes tf_write_records writes for
- * the expanded records in pieces of that size. The stream advances as
- * chunks are appended; 0, or -1 with the stream at the piece that failed. */
+ * most TF_SLOTS_PIECE records, the same bytes as encoding the records the
+ * slots expand to (codec_encode_slots). Each chunk carries the sequence
+ * number and the instance in force at its first record. The stream
+ * advances as chunks are appended; 0, or -1 with the stream at the piece
+ * that failed. */
 #define TF_SLOTS_PIECE 16384
 int tf_write_slots(struct tf_writer *w, uint32_t thread, struct tf_slot_stream *ss, int codec, int level);
-/* Raw records of one thread (the tests make traces with it). `truth` is
- * NULL or one uninjected TSC per record. Encodes, compresses with `codec`
- * and appends EVENTS chunks of at most CODEC_MAX_EVENTS records. */
-int tf_write_records(struct tf_writer *w, uint32_t thread, uint64_t first_seq, uint64_t first_instance,
-                     const struct tf_record *recs, const uint64_t *truth, size_t n, int codec, int level);
 /* Decoded events (the tools): one EVENTS chunk; thread = 0 for a merged chunk
  * whose events carry their own thread ids. */
 int tf_write_events(struct tf_writer *w, uint32_t thread, const struct tf_event *ev, size_t n,
@@ -203,8 +200,6 @@ int tf_write_end(struct tf_writer *w, const struct tf_thread_info *t, size_t n, 
  * recorded with TF_END_SIGNAL; 0 writes what tf_write_end writes. */
 int tf_write_end_signal(struct tf_writer *w, const struct tf_thread_info *t, size_t n, uint64_t writer_errors,
                         uint32_t signal);
-/* Codec of the non-EVENTS chunks (default TF_CODEC_NONE: they are small). */
-void tf_writer_set_meta_codec(struct tf_writer *w, int codec, int level);
 /* Bytes written so far (header included). */
 uint64_t tf_writer_bytes(const struct tf_writer *w);
 /* Flushes, fsyncs when asked, and (TF_WRITE_ATOMIC) renames into place.

@@ -2,8 +2,8 @@
  * trace_format.c - the printed names of the trace format's vocabulary.
  *
  * Owns: the one name table of each enum in trace_format.h (event kinds,
- * abort, fallback and serial reasons, chunk kinds, codecs) and the
- * expansion of the event path's slot stream into records.
+ * abort, fallback and serial reasons, chunk kinds, codecs) and the count
+ * of records in the event path's slot stream.
  * Never: allocates, prints, or names anything the header does not define.
  */
 #include "trace_format.h"
@@ -49,26 +49,6 @@ const char *tf_codec_name(unsigned codec)
 {
     static const char *const names[TF_CODECS] = { "none", "zlib", "lz4" };
     return codec < TF_CODECS ? names[codec] : "?";
-}
-
-long tf_slots_expand(const struct tf_slot *s, size_t n, const uint64_t *truth_in, const struct tf_record *ref,
-                     struct tf_record *out, uint64_t *truth_out, size_t max, size_t *used)
-{
-    size_t i = 0, k = 0;
-    for (; i < n && k < max; k++) {
-        if (k)
-            out[k] = out[k - 1];
-        else if (ref)
-            out[k] = *ref;
-        unsigned took = tf_slot_read(&s[i], n - i, k || ref, &out[k]);
-        if (took == 0)
-            break;
-        if (truth_out)
-            truth_out[k] = truth_in[i];
-        i += took;
-    }
-    *used = i;
-    return i < n && k < max ? -1 : (long)k;
 }
 
 size_t tf_slots_records(const struct tf_slot *s, size_t n)

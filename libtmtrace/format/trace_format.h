@@ -301,17 +301,7 @@ struct tf_slot_stream {
     uint64_t instance;        /* instance id of the latest START before s */
 };
 
-/*
- * Expands slots into at most `max` records: from s[0] on, until `n` slots
- * are used or `max` records made; *used gets the slots used. `ref` is the
- * record before s[0] in the stream (NULL at its start). The truth column,
- * when `truth_in` is given, has one value per slot in and gets one per
- * record out. Returns the number of records, or -1 when the stream is not
- * well formed (a compact record with no record before it, a full record cut
- * at the end, a kind out of range): *used then gets the bad slot's index.
- */
-long tf_slots_expand(const struct tf_slot *s, size_t n, const uint64_t *truth_in, const struct tf_record *ref,
-                     struct tf_record *out, uint64_t *truth_out, size_t max, size_t *used);
+/* The records of n slots, which hold whole records. */
 size_t tf_slots_records(const struct tf_slot *s, size_t n);
 
 /* An event as the codec decodes it and the tools work on it: a record

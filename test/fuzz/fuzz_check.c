@@ -1,5 +1,5 @@
 /*
- * fuzz_check.c - libFuzzer target for tmcheck's analyses (check_analysis.c)
+ * fuzz_check.c - libFuzzer target for tmcheck's analyses (check_analysis.h)
  * on arbitrary event streams.
  *
  * Owns: decoding a byte string into analysis options and a stream of events

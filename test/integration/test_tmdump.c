@@ -16,6 +16,7 @@
 #include "test_util.h"
 #include "tmtrace.h"
 #include "trace_file.h"
+#include "trace_gen.h"
 
 /* A record written positionally, in the order tmdump prints its fields. */
 #define REC(tsc_, aux_, kind_, reason_, site_, addr_, value_)                                            \
@@ -85,9 +86,9 @@ static const char *build_trace(void)
                                REC(1035, 0, TF_EV_FALLBACK, TF_FB_CAPACITY, 1, 0, 0) };
     struct tf_record t2b[2] = { REC(1200, 0, TF_EV_START, 0, 2, 8, TF_START_RETRY),
                                 REC(1300, 0, TF_EV_COMMIT, 0, 2, 0, 1) };
-    assert_int_equal(tf_write_records(w, 2, 0, 0, t2a, NULL, 3, TF_CODEC_LZ4, 1), 0);
-    assert_int_equal(tf_write_records(w, 1, 0, 0, t1, NULL, 4, TF_CODEC_ZLIB, 1), 0);
-    assert_int_equal(tf_write_records(w, 2, 3, 7, t2b, NULL, 2, TF_CODEC_NONE, 0), 0);
+    assert_int_equal(tg_write_records(w, 2, 0, 0, t2a, NULL, 3, TF_CODEC_LZ4, 1), 0);
+    assert_int_equal(tg_write_records(w, 1, 0, 0, t1, NULL, 4, TF_CODEC_ZLIB, 1), 0);
+    assert_int_equal(tg_write_records(w, 2, 3, 7, t2b, NULL, 2, TF_CODEC_NONE, 0), 0);
     struct tf_thread_info ti[2] = { { 1, 501, 4, 0 }, { 2, 502, 5, 6 } };
     assert_int_equal(tf_write_end(w, ti, 2, 0), 0);
     assert_int_equal(tf_finish(w, 0), 0);
@@ -133,7 +134,7 @@ static const char *build_abort_trace(unsigned version)
                               REC(130, 0, TF_EV_ABORT, TMT_ABORT_READ_VERSION, 0, 0x7008, found),
                               REC(140, 0, TF_EV_START, 0, 0, 7, TF_START_RETRY),
                               REC(150, 0, TF_EV_ABORT, TMT_ABORT_USER_RETRY, 0, 0, 0) };
-    assert_int_equal(tf_write_records(w, 1, 0, 0, r, NULL, 6, TF_CODEC_NONE, 0), 0);
+    assert_int_equal(tg_write_records(w, 1, 0, 0, r, NULL, 6, TF_CODEC_NONE, 0), 0);
     struct tf_thread_info ti[1] = { { 1, 501, 6, 0 } };
     assert_int_equal(tf_write_end(w, ti, 1, 0), 0);
     assert_int_equal(tf_finish(w, 0), 0);

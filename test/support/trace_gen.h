@@ -1,10 +1,12 @@
 /*
  * trace_gen.h - building small traces with known contents for the tests of
- * tmsync and tmcheck, through the format module's writer, and reading
- * numbers back out of the tools' JSON.
+ * the format, tmsync and tmcheck, through the format module's writer, and
+ * reading numbers back out of the tools' JSON; the records a slot stream
+ * expands to, for the tests that look into the tracer's buffers.
  *
  * Owns: nothing beyond the test that includes it (all static inline).
- * Never: shares state between tests.
+ * Never: shares state between tests (tg_write_records keeps a scratch
+ * buffer, rewritten on every call).
  */
 #ifndef TMT_TRACE_GEN_H
 #define TMT_TRACE_GEN_H
@@ -102,6 +104,69 @@ static inline struct tf_writer *tg_begin(const char *path, const struct tf_heade
     return w;
 }
 
+/*
+ * Expands slots into at most `max` records, as a reader of the stream sees
+ * them: from s[0] on, until `n` slots are used or `max` records made; *used
+ * gets the slots used. `ref` is the record before s[0] in the stream (NULL
+ * at its start). The truth column, when `truth_in` is given, has one value
+ * per slot in and gets one per record out. Returns the number of records,
+ * or -1 when the stream is not well formed (a compact record with no record
+ * before it, a full record cut at the end, a kind out of range): *used then
+ * gets the bad slot's index.
+ */
+static inline long tg_slots_expand(const struct tf_slot *s, size_t n, const uint64_t *truth_in,
+                                   const struct tf_record *ref, struct tf_record *out, uint64_t *truth_out,
+                                   size_t max, size_t *used)
+{
+    size_t i = 0, k = 0;
+    for (; i < n && k < max; k++) {
+        if (k)
+            out[k] = out[k - 1];
+        else if (ref)
+            out[k] = *ref;
+        unsigned took = tf_slot_read(&s[i], n - i, k || ref, &out[k]);
+        if (took == 0)
+            break;
+        if (truth_out)
+            truth_out[k] = truth_in[i];
+        i += took;
+    }
+    *used = i;
+    return i < n && k < max ? -1 : (long)k;
+}
+
+/* Appends raw records of one thread as the library's writer appends a
+ * thread's buffer: a slot stream through tf_write_slots, in EVENTS chunks
+ * of at most TF_SLOTS_PIECE records that carry their sequence number and
+ * instance from `first_seq` and `first_instance` on. `truth` is NULL or one
+ * uninjected TSC per record. 0, or -1 with the writer's message. */
+static inline int tg_write_records(struct tf_writer *w, uint32_t thread, uint64_t first_seq,
+                                   uint64_t first_instance, const struct tf_record *recs, const uint64_t *truth,
+                                   size_t n, int codec, int level)
+{
+    /* The truth column runs per slot. Kept for the next call: the tests
+     * write millions of records, and a buffer freed each time would fill
+     * ASan's quarantine (and the RSS that test_sync measures). */
+    static uint64_t *st;
+    static size_t stcap;
+    for (size_t i = 0; i < n; i++)
+        if (recs[i].kind & TF_COMPACT_TAG)   /* would read as a compact record: no test means that */
+            abort();
+    if (truth && 2 * n > stcap) {
+        stcap = 2 * n;
+        st = realloc(st, stcap * sizeof *st);
+        if (!st)
+            abort();
+    }
+    for (size_t i = 0; truth && i < n; i++)
+        st[2 * i] = st[2 * i + 1] = truth[i];
+    /* A full record is two slots whose first byte is its kind
+     * (trace_format.h): the records are the stream as they are. */
+    struct tf_slot_stream ss = { .s = (const struct tf_slot *)(const void *)recs, .truth = truth ? st : NULL,
+                                 .left = 2 * n, .seq = first_seq, .instance = first_instance };
+    return tf_write_slots(w, thread, &ss, codec, level);
+}
+
 /* Appends thread `id`'s records [first_seq, first_seq + t->n) in chunks of
  * at most `chunk`; *inst carries the instance across calls. */
 static inline int tg_records(struct tf_writer *w, uint32_t id, uint64_t first_seq, uint64_t *inst,
@@ -109,7 +174,7 @@ static inline int tg_records(struct tf_writer *w, uint32_t id, uint64_t first_se
 {
     for (size_t k = 0; k < t->n; k += chunk) {
         size_t m = t->n - k < chunk ? t->n - k : chunk;
-        if (tf_write_records(w, id, first_seq + k, *inst, t->r + k, t->truth + k, m, TF_CODEC_NONE, 0) < 0)
+        if (tg_write_records(w, id, first_seq + k, *inst, t->r + k, t->truth + k, m, TF_CODEC_NONE, 0) < 0)
             return -1;
         for (size_t j = k; j < k + m; j++)
             if (t->r[j].kind == TF_EV_START)

@@ -149,7 +149,7 @@ static void test_slots_encode_to_the_bytes_of_their_expanded_records(void **s)
         uint64_t seq = 77, inst = 5;
         while (i < n) {
             size_t max = 1 + rnd() % 3000, used, got;
-            long m = tf_slots_expand(sl + i, n - i, truth + i, i ? &ref : NULL, rec, rtruth, max, &used);
+            long m = tg_slots_expand(sl + i, n - i, truth + i, i ? &ref : NULL, rec, rtruth, max, &used);
             assert_true(m > 0);
             unsigned fa, fb;
             size_t la = codec_encode_records(a, rec, with_truth ? rtruth : NULL, (size_t)m, seq, inst, &fa);

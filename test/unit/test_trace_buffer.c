@@ -31,6 +31,7 @@
 #include "trace_file.h"
 #include "tracer.h"
 #include "test_util.h"
+#include "trace_gen.h"
 
 extern char **environ;
 
@@ -304,7 +305,7 @@ static uint64_t chunk_truth[1 << 17];
 static size_t chunk_records(const struct tb_thread *t)
 {
     size_t used;
-    long n = tf_slots_expand(t->base, (size_t)(t->cur - t->base), t->truth, NULL, chunk_recs,
+    long n = tg_slots_expand(t->base, (size_t)(t->cur - t->base), t->truth, NULL, chunk_recs,
                              t->truth ? chunk_truth : NULL, sizeof chunk_recs / sizeof chunk_recs[0], &used);
     return n < 0 ? 0 : (size_t)n;
 }
@@ -481,14 +482,14 @@ static void a_slot_stream_that_starts_compact_or_ends_mid_record_is_refused(void
     s[2].value = 6;
     struct tf_record out[3];
     size_t used;
-    assert_int_equal(tf_slots_expand(s, 3, NULL, NULL, out, NULL, 3, &used), 2);
+    assert_int_equal(tg_slots_expand(s, 3, NULL, NULL, out, NULL, 3, &used), 2);
     assert_true(out[1].kind == TF_EV_WRITE && out[1].reason == 4 && out[1].tsc == 117 && out[1].aux == 1 &&
                 out[1].site == 2 && out[1].addr == 0x1000 && out[1].value == 6);
     assert_int_equal(tf_slots_records(s, 3), 2);
-    assert_int_equal(tf_slots_expand(&s[2], 1, NULL, NULL, out, NULL, 3, &used), -1); /* no record before */
+    assert_int_equal(tg_slots_expand(&s[2], 1, NULL, NULL, out, NULL, 3, &used), -1); /* no record before */
     assert_int_equal(used, 0);
-    assert_int_equal(tf_slots_expand(&s[2], 1, NULL, &full, out, NULL, 3, &used), 1); /* given one */
-    assert_int_equal(tf_slots_expand(s, 1, NULL, NULL, out, NULL, 3, &used), -1);     /* cut */
+    assert_int_equal(tg_slots_expand(&s[2], 1, NULL, &full, out, NULL, 3, &used), 1); /* given one */
+    assert_int_equal(tg_slots_expand(s, 1, NULL, NULL, out, NULL, 3, &used), -1);     /* cut */
     /* compact START and COMMIT after a full record */
     s[1].head = tf_start_head(TF_START_RETRY, 1000, 7, 3);
     s[1].value = 6;
@@ -498,13 +499,13 @@ static void a_slot_stream_that_starts_compact_or_ends_mid_record_is_refused(void
     memcpy(t3, &full, sizeof full);
     t3[2] = s[1];
     t3[3] = s[2];
-    assert_int_equal(tf_slots_expand(t3, 4, NULL, NULL, out, NULL, 3, &used), 3);
+    assert_int_equal(tg_slots_expand(t3, 4, NULL, NULL, out, NULL, 3, &used), 3);
     assert_true(out[1].kind == TF_EV_START && out[1].tsc == 1100 && out[1].site == 7 && out[1].addr == 6 &&
                 out[1].value == tf_start_value(TF_START_RETRY, 3) && out[1].aux == 1 && out[1].reason == 0);
     assert_true(out[2].kind == TF_EV_COMMIT && out[2].tsc == 1100 + TF_BOUNDARY_STEP_MAX && out[2].site == 7 &&
                 out[2].addr == 99 && out[2].value == tf_commit_value(65535, 1));
     s[0].head = 0; /* kind 0 */
-    assert_int_equal(tf_slots_expand(s, 3, NULL, NULL, out, NULL, 3, &used), -1);
+    assert_int_equal(tg_slots_expand(s, 3, NULL, NULL, out, NULL, 3, &used), -1);
 }
 
 /* Under an injected clock 10% slow, stamps a tick apart must still strictly

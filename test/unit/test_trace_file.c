@@ -125,7 +125,7 @@ static void write_event_file(const char *path, int codec, size_t nchunks, size_t
     for (size_t c = 0; c < nchunks; c++) {
         make_records(r, NULL, per, &inst);
         offs[c] = tf_writer_bytes(w);
-        assert_int_equal(tf_write_records(w, 1 + (uint32_t)(c % 2), c * per, inst, r, NULL, per, codec, 1), 0);
+        assert_int_equal(tg_write_records(w, 1 + (uint32_t)(c % 2), c * per, inst, r, NULL, per, codec, 1), 0);
     }
     struct tf_thread_info ti[2] = { { 1, 11, 100, 0 }, { 2, 12, 100, 3 } };
     offs[nchunks] = tf_writer_bytes(w);
@@ -217,7 +217,6 @@ static void round_trip_all_kinds(int codec)
     struct tf_header h = make_header();
     struct tf_writer *w = tf_create(path, &h, TF_WRITE_ATOMIC);
     assert_non_null(w);
-    tf_writer_set_meta_codec(w, codec, 6);
 
     struct tf_site sites[3] = { { 1, 10, "a.c", "insert" }, { 2, -1, "", "" }, { 77, 99999, "dir/b.c", "x" } };
     memset(sites[2].file, 'f', 255);
@@ -252,8 +251,8 @@ static void round_trip_all_kinds(int codec)
     assert_int_equal(tf_write_threads(w, threads, 2), 0);
     assert_int_equal(tf_write_skews(w, skews, 2), 0);
     assert_int_equal(tf_write_samples(w, samples, 300), 0);
-    assert_int_equal(tf_write_records(w, 1, 1000, 40, r1, t1, N1, codec, 1), 0);
-    assert_int_equal(tf_write_records(w, 2, 0, 7, r2, NULL, N2, codec, 9), 0);
+    assert_int_equal(tg_write_records(w, 1, 1000, 40, r1, t1, N1, codec, 1), 0);
+    assert_int_equal(tg_write_records(w, 2, 0, 7, r2, NULL, N2, codec, 9), 0);
     assert_int_equal(tf_write_events(w, 0, merged, NE, codec, 1), 0);
     assert_int_equal(tf_write_events(w, 2, single, NE, codec, 1), 0);
     assert_int_equal(tf_write_models(w, models, 2), 0);
@@ -413,17 +412,19 @@ static void test_long_runs_are_split_and_keep_seq_and_instance(void **s)
 {
     (void)s;
     const char *path = tu_path("long.bin");
-    size_t n = CODEC_MAX_EVENTS + 1234;
+    size_t n = 2 * TF_SLOTS_PIECE + 1234;
     struct tf_record *r = malloc(n * sizeof *r);
     assert_non_null(r);
     uint64_t inst = 0;
     make_records(r, NULL, n, &inst);
-    r[n - 1].kind = TF_EV_COMMIT; /* not a START: its instance comes from the previous piece */
-    r[CODEC_MAX_EVENTS].kind = TF_EV_READ;
+    r[n - 1].kind = TF_EV_COMMIT;
+    /* not STARTs: the instance of each piece's first record comes from the piece before */
+    r[TF_SLOTS_PIECE].kind = TF_EV_READ;
+    r[2 * TF_SLOTS_PIECE].kind = TF_EV_READ;
     struct tf_header h = make_header();
     struct tf_writer *w = tf_create(path, &h, 0);
     assert_non_null(w);
-    assert_int_equal(tf_write_records(w, 3, 5, 0, r, NULL, n, TF_CODEC_LZ4, 1), 0);
+    assert_int_equal(tg_write_records(w, 3, 5, 0, r, NULL, n, TF_CODEC_LZ4, 1), 0);
     assert_int_equal(tf_finish(w, 0), 0);
     struct tf_reader *rd = tf_open(path, 0);
     assert_non_null(rd);
@@ -438,10 +439,65 @@ static void test_long_runs_are_split_and_keep_seq_and_instance(void **s)
             expect_record(&c.events[i], &r[seen], NULL, 3, 5 + seen, cur);
         }
     }
-    assert_int_equal(chunks, 2);
+    assert_int_equal(chunks, 3);
     assert_int_equal(seen, n);
     tf_close(rd);
     free(r);
+}
+
+/* The library's writer stores metadata chunks as they are, but the format
+ * lets any chunk be compressed: a SAMPLES chunk rewritten with zlib reads
+ * as the samples it holds. */
+static void test_a_compressed_metadata_chunk_reads_as_the_records_it_holds(void **s)
+{
+    (void)s;
+    enum { NS = 200, CH = 40 /* the chunk header's bytes */ };
+    const char *path = tu_path("meta_z.bin");
+    struct tf_header h = make_header();
+    struct tf_writer *w = tf_create(path, &h, 0);
+    assert_non_null(w);
+    struct tf_sample smp[NS];
+    for (uint32_t i = 0; i < NS; i++)
+        smp[i] = (struct tf_sample){ 1000 + i, 5000 + 2 * i, 1000 + i, 30, (uint16_t)(i % 2), TF_PHASE_PRE, 0, 1 };
+    uint64_t at = tf_writer_bytes(w);
+    assert_int_equal(tf_write_samples(w, smp, NS), 0);
+    assert_int_equal(tf_finish(w, 0), 0);
+    size_t n;
+    unsigned char *b = (unsigned char *)tu_read_file(path, &n);
+    assert_non_null(b);
+    assert_int_equal(b[at + 5], TF_CODEC_NONE);
+    size_t raw = codec_get_u32(b + at + 16), cap = codec_compress_bound(TF_CODEC_ZLIB, raw);
+    unsigned char *z = malloc(cap);
+    assert_non_null(z);
+    size_t zn = codec_compress(TF_CODEC_ZLIB, 6, b + at + CH, raw, z, cap);
+    assert_true(zn > 0 && zn < raw);
+    b[at + 5] = TF_CODEC_ZLIB;
+    codec_put_u32(b + at + 20, (uint32_t)zn);
+    codec_put_u32(b + at + 32, codec_crc32(z, zn));
+    codec_put_u32(b + at + 36, codec_crc32(b + at, 36));
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(b, 1, at + CH, f), at + CH);
+    assert_int_equal(fwrite(z, 1, zn, f), zn);
+    assert_int_equal(fwrite(b + at + CH + raw, 1, n - at - CH - raw, f), n - at - CH - raw);
+    fclose(f);
+    free(b);
+    free(z);
+    struct tf_reader *rd = tf_open(path, 0);
+    assert_non_null(rd);
+    struct tf_chunk c;
+    assert_int_equal(tf_next(rd, &c), 1);
+    assert_int_equal(c.kind, TF_CHUNK_SAMPLES);
+    assert_int_equal(c.codec, TF_CODEC_ZLIB);
+    assert_int_equal(c.count, NS);
+    for (size_t i = 0; i < NS; i++) {
+        assert_int_equal(c.samples[i].tsc, smp[i].tsc);
+        assert_int_equal(c.samples[i].ref_ns, smp[i].ref_ns);
+        assert_int_equal(c.samples[i].cpu, smp[i].cpu);
+        assert_int_equal(c.samples[i].thread, smp[i].thread);
+    }
+    assert_int_equal(tf_next(rd, &c), 0);
+    tf_close(rd);
 }
 
 static void test_skip_events_gives_counts_without_payloads(void **s)
@@ -793,8 +849,8 @@ static void test_writer_refuses_invalid_records_and_unwritable_paths(void **s)
     struct tf_writer *w = tf_create(tu_path("inv.bin"), &h, 0);
     assert_non_null(w);
     struct tf_record r[2] = { { .tsc = 1, .kind = TF_EV_START, .addr = 1 }, { .tsc = 2, .kind = 9 } };
-    assert_int_equal(tf_write_records(w, 1, 0, 0, r, NULL, 2, TF_CODEC_NONE, 0), -1);
-    assert_non_null(strstr(error_get(), "invalid kind 9"));
+    assert_int_equal(tg_write_records(w, 1, 0, 0, r, NULL, 2, TF_CODEC_NONE, 0), -1);
+    assert_non_null(strstr(error_get(), "inv.bin: thread 1: records from 0 on are damaged"));
     assert_int_equal(tf_finish(w, 0), 0);
 }
 
@@ -805,6 +861,7 @@ int main(void)
         cmocka_unit_test(test_every_chunk_kind_round_trips_with_zlib),
         cmocka_unit_test(test_every_chunk_kind_round_trips_with_lz4),
         cmocka_unit_test(test_long_runs_are_split_and_keep_seq_and_instance),
+        cmocka_unit_test(test_a_compressed_metadata_chunk_reads_as_the_records_it_holds),
         cmocka_unit_test(test_skip_events_gives_counts_without_payloads),
         cmocka_unit_test(test_truncation_at_a_chunk_boundary_reads_every_complete_chunk),
         cmocka_unit_test(test_torn_tail_is_an_error_or_skipped_bytes_with_salvage),

@@ -1,12 +1,18 @@
 /*
- * check_analysis.h - what tmcheck computes from a trace's events.
+ * check_analysis.h - what tmcheck computes from a trace's events: the
+ * options, the result types and the entry points of its analyses.
  *
- * Owns: the consistency metrics (temporal inconsistencies, grammar
- * violations, out-of-place events, late starts, premature ends), the abort
- * analysis (conflict-free aborts, culprit attribution, hardware status
- * classes), the per-site table, the conflict matrix, the clock error, and
- * the bounded state they need while events stream through in merged order.
- * Never: reads files or prints (check_report.c does), exits.
+ * Owns: the vocabulary the analyses share with their readers (tmcheck,
+ * tmexport, the report): the consistency metrics (temporal inconsistencies,
+ * grammar violations, out-of-place events, late starts, premature ends), the
+ * abort analysis (conflict-free aborts, culprit attribution, hardware status
+ * classes), the per-site table, the conflict matrix, the clock error. A
+ * header alone, so that the analyses' shared state (check_state.h) can
+ * include it without an arrow back to their driver: the entry points are
+ * defined by check_driver.c, each result's getter by the module that fills
+ * it (named at its declaration).
+ * Never: reads files or prints (check_report.c does), exits; holds code
+ * beyond the one inline stripe function.
  */
 #ifndef TMT_CHECK_ANALYSIS_H
 #define TMT_CHECK_ANALYSIS_H
@@ -185,7 +191,7 @@ struct ca_attribution {
 struct ca_state;
 struct trace_index;
 
-/* The options for the trace of `ix`: the stripes as recorded (their count's
+/* The run (check_driver.c). The options for the trace of `ix`: the stripes as recorded (their count's
  * log2 `stripes_log2` instead when non-zero), the abort window widened by the clock
  * uncertainty tmsync recorded (its models' largest residual), the time unit
  * of a raw trace (a TSC tick), whether reads and writes were recorded. */
@@ -198,13 +204,16 @@ int ca_event(struct ca_state *s, const struct tf_event *ev);
 int ca_finish(struct ca_state *s);
 void ca_free(struct ca_state *s);
 
-/* Results (valid after ca_finish, until ca_free). */
+/* Results (valid after ca_finish, until ca_free). The totals and threads
+ * from check_driver.c, the sites and conflicts from check_tables.c, the hot
+ * addresses from check_culprit.c. */
 const struct ca_totals *ca_totals(const struct ca_state *s);
 const struct ca_thread *ca_threads(const struct ca_state *s, size_t *n);
 const struct ca_site *ca_sites(const struct ca_state *s, size_t *n);          /* sites seen, by id */
 const struct ca_conflict *ca_conflicts(const struct ca_state *s, size_t *n);  /* sorted by count */
 const struct ca_hot *ca_hot_addresses(const struct ca_state *s, size_t *n);  /* sorted by wasted time */
-/* Optional callback for every resolved STM abort (e.g. a listing). */
+/* Optional callback for every resolved STM abort (e.g. a listing;
+ * check_culprit.c calls it). */
 void ca_on_attribution(struct ca_state *s, void (*fn)(void *, const struct ca_attribution *), void *ctx);
 
 /* The runtime's stripe of an address: the one function the STM locks with. */
@@ -213,6 +222,7 @@ static inline uint64_t ca_stripe(const struct ca_opts *o, uint64_t addr)
     return tf_stripe_index(addr, o->stripes_log2, o->stripe_shift);
 }
 
+/* The classes' names (check_sites.c). */
 const char *ca_htm_class_name(unsigned c);
 const char *ca_class_name(unsigned c);     /* "true-conflict", "holder-preempted", ... */
 

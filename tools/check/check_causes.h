@@ -5,14 +5,15 @@
  *
  * Owns: choosing and ordering what leads the report, and naming addresses
  * through the trace's load map (symbols.h). Never: computes metrics
- * (check_analysis does) or decides the exit code.
+ * (the analyses do), calls the rest of the report, or decides the exit
+ * code.
  */
 #ifndef TMT_CHECK_CAUSES_H
 #define TMT_CHECK_CAUSES_H
 
 #include <stdio.h>
 
-#include "check_report.h"
+#include "check_report_input.h"
 
 /* "label (file:line)" of a site id, or "site N"; "(none)" for 0. */
 const char *cx_site_name(const struct trace_index *ix, uint32_t id, char *buf, size_t cap);

@@ -1,7 +1,7 @@
 /*
  * check_state.h - the state tmcheck's analyses share while the events of a
  * trace stream through once in merged order, and the steps each analysis
- * offers the driver (check_analysis.c).
+ * offers the driver (check_driver.c).
  *
  * Owns: struct ca_state and the per-thread record; the split of the work,
  * each module calling only those below it (driver -> analyses -> tables):
@@ -22,7 +22,7 @@
 #ifndef TMT_CHECK_STATE_H
 #define TMT_CHECK_STATE_H
 
-#include "check_analysis.h"
+#include "check_analysis.h"   /* the result types; a header alone: no arrow to the driver */
 
 #define CA_BUCKETS_LOG2 16            /* hash buckets of the commit store */
 #define CA_STORE_MAX (1u << 21)       /* committed writes kept at most (~100 MB) */

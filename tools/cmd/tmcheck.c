@@ -3,7 +3,7 @@
  * unsynchronised clocks cause, and explains its aborts.
  *
  * Owns: the command line and the two passes (index, then the events in
- * merged order through check_analysis), the exit code.
+ * merged order through the analyses, check_analysis.h), the exit code.
  * Never: writes anything but the report and the --csv files; crashes or
  * prints more than one line on bad input.
  */

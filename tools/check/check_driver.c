@@ -1,13 +1,15 @@
 /*
- * check_analysis.c - the metrics of tmcheck, computed while the events of a
- * trace stream through once in merged order.
+ * check_driver.c - tmcheck's analyses driven over the events of a trace,
+ * which stream through once in merged order.
  *
- * Owns: the driver: the per-thread records, the trace's and each thread's
- * totals (attempts, commits, aborts by path, transactions, retries), and
- * the order in which every event is handed to the analyses (check_order.c,
- * check_culprit.c, check_clock.c, check_sites.c, check_time.c,
- * check_alloc.c; see check_state.h). The analyses never call back here:
- * what they share lives below them in check_tables.c.
+ * Owns: the driver: the entry points check_analysis.h declares for a run
+ * (options, create, feed, finish, free, the totals and the threads), the
+ * per-thread records, the trace's and each thread's totals (attempts,
+ * commits, aborts by path, transactions, retries), and the order in which
+ * every event is handed to the analyses (check_order.c, check_culprit.c,
+ * check_clock.c, check_sites.c, check_time.c, check_alloc.c; see
+ * check_state.h). The analyses never call back here: what they share lives
+ * below them in check_tables.c.
  * Never: does I/O; keeps state that grows with the trace's length.
  */
 #include "check_analysis.h"
