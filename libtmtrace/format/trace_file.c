@@ -1114,8 +1114,8 @@ int tf_write_models(struct tf_writer *w, const struct tf_cpu_model *m, size_t n)
     return tf_put_chunk(w, TF_CHUNK_MODEL, 0, 0, n, len, TF_CODEC_NONE, 0);
 }
 
-int tf_write_end_signal(struct tf_writer *w, const struct tf_thread_info *t, size_t n, uint64_t writer_errors,
-                        uint32_t signal)
+int tf_write_end(struct tf_writer *w, const struct tf_thread_info *t, size_t n, uint64_t writer_errors,
+                 uint32_t signal)
 {
     size_t fixed = signal ? TF_END_SIGNAL_FIXED : TF_END_FIXED;
     if (tf_raw_room(w, fixed + n * TF_THREAD_SIZE) != 0)
@@ -1129,11 +1129,6 @@ int tf_write_end_signal(struct tf_writer *w, const struct tf_thread_info *t, siz
         tf_put_thread(w->raw + fixed + i * TF_THREAD_SIZE, &t[i]);
     return tf_put_chunk(w, TF_CHUNK_END, signal ? TF_END_SIGNAL : 0, 0, n, fixed + n * TF_THREAD_SIZE,
                         TF_CODEC_NONE, 0);
-}
-
-int tf_write_end(struct tf_writer *w, const struct tf_thread_info *t, size_t n, uint64_t writer_errors)
-{
-    return tf_write_end_signal(w, t, n, writer_errors, 0);
 }
 
 uint64_t tf_writer_bytes(const struct tf_writer *w) { return w->bytes; }

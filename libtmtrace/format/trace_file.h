@@ -195,11 +195,12 @@ int tf_write_skews(struct tf_writer *w, const struct tf_skew *s, size_t n);
 int tf_write_models(struct tf_writer *w, const struct tf_cpu_model *m, size_t n);
 int tf_write_objects(struct tf_writer *w, const struct tf_object *o, size_t n);
 int tf_write_runinfo(struct tf_writer *w, const struct tf_runinfo *ri);
-int tf_write_end(struct tf_writer *w, const struct tf_thread_info *t, size_t n, uint64_t writer_errors);
-/* The END chunk of a program a signal terminated: `signal` (> 0) is
- * recorded with TF_END_SIGNAL; 0 writes what tf_write_end writes. */
-int tf_write_end_signal(struct tf_writer *w, const struct tf_thread_info *t, size_t n, uint64_t writer_errors,
-                        uint32_t signal);
+/* The END chunk: the threads, the chunks the writer failed to write and,
+ * for a program a signal terminated, that `signal` (recorded with
+ * TF_END_SIGNAL; 0 = it ended otherwise, and the chunk keeps the layout
+ * every earlier writer wrote). */
+int tf_write_end(struct tf_writer *w, const struct tf_thread_info *t, size_t n, uint64_t writer_errors,
+                 uint32_t signal);
 /* Bytes written so far (header included). */
 uint64_t tf_writer_bytes(const struct tf_writer *w);
 /* Flushes, fsyncs when asked, and (TF_WRITE_ATOMIC) renames into place.

@@ -23,6 +23,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "clock.h"
+#include "config.h"
 #include "error.h"
 #include "sig_stack.h"
 #include "skew.h"

@@ -15,7 +15,7 @@
  * thread table for announcements and activity, stays above it and no call
  * cycle joins the two. Below it: the pool (tb_pool.h) only.
  * tb_attach, tb_detach and tb_chunk_full, which the engines and the hooks
- * call, are declared in trace_buffer.h.
+ * call, are declared in tb_thread.h.
  */
 #ifndef TMT_TB_THREADS_H
 #define TMT_TB_THREADS_H
@@ -24,7 +24,7 @@
 #include <stdint.h>
 
 #include "tb_pool.h"
-#include "trace_buffer.h"
+#include "tb_thread.h"
 
 struct tf_thread_info; /* trace_file.h: a thread of the trace */
 

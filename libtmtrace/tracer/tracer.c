@@ -122,10 +122,10 @@ static void tr_write_end(int sig)
     errno = 0;
     if (tr_file == NULL)
         ; /* nothing to write into: the loss is reported on stderr */
-    else if (tw_errors() == 0 && tf_write_end_signal(tr_file, info, n, 0, (unsigned)sig) != 0)
+    else if (tw_errors() == 0 && tf_write_end(tr_file, info, n, 0, (unsigned)sig) != 0)
         tw_note_error(0, 0);
     else if (tw_errors() != 0)
-        (void)tf_write_end_signal(tr_file, info, n, tw_errors(), (unsigned)sig); /* best effort: the disk may be full */
+        (void)tf_write_end(tr_file, info, n, tw_errors(), (unsigned)sig); /* best effort: the disk may be full */
     free(info);
 }
 

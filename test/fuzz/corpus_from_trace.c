@@ -41,7 +41,7 @@ static int trim_trace(const char *in, const char *outpath, size_t max)
         case TF_CHUNK_SAMPLES: rc = tf_write_samples(w, c.samples, c.count < max ? c.count : max); break;
         case TF_CHUNK_EVENTS: rc = tf_write_events(w, c.thread, c.events, c.count, (int)c.codec, 1); break;
         case TF_CHUNK_MODEL: rc = tf_write_models(w, c.models, c.count); break;
-        case TF_CHUNK_END: rc = tf_write_end_signal(w, c.threads, c.count, c.writer_errors, c.end_signal); break;
+        case TF_CHUNK_END: rc = tf_write_end(w, c.threads, c.count, c.writer_errors, c.end_signal); break;
         default: break;
         }
     }

@@ -185,7 +185,7 @@ static inline int tg_records(struct tf_writer *w, uint32_t id, uint64_t first_se
 
 static inline int tg_end(struct tf_writer *w, const struct tf_thread_info *ti, size_t n)
 {
-    if (tf_write_end(w, ti, n, 0) < 0) {
+    if (tf_write_end(w, ti, n, 0, 0) < 0) {
         tf_abandon(w);
         return -1;
     }
@@ -247,7 +247,7 @@ static inline int tg_end_as_killed(const char *path, uint32_t signal)
     if (!w)
         return -1;
     long skip = (long)tf_writer_bytes(w);   /* the scratch file's header */
-    if (tf_write_end_signal(w, ti, n, errors, signal) < 0 || tf_finish(w, 0) < 0)
+    if (tf_write_end(w, ti, n, errors, signal) < 0 || tf_finish(w, 0) < 0)
         return -1;
     FILE *in = fopen(tmp, "rb"), *out = fopen(path, "ab");
     int rc = in && out && fseek(in, skip, SEEK_SET) == 0 ? 0 : -1;

@@ -129,7 +129,7 @@ static void write_event_file(const char *path, int codec, size_t nchunks, size_t
     }
     struct tf_thread_info ti[2] = { { 1, 11, 100, 0 }, { 2, 12, 100, 3 } };
     offs[nchunks] = tf_writer_bytes(w);
-    assert_int_equal(tf_write_end(w, ti, 2, 0), 0);
+    assert_int_equal(tf_write_end(w, ti, 2, 0, 0), 0);
     offs[nchunks + 1] = tf_writer_bytes(w);
     assert_int_equal(tf_finish(w, 0), 0);
     free(r);
@@ -258,7 +258,7 @@ static void round_trip_all_kinds(int codec)
     assert_int_equal(tf_write_models(w, models, 2), 0);
     threads[0].events = N1;
     threads[1].dropped = 9;
-    assert_int_equal(tf_write_end(w, threads, 2, 3), 0);
+    assert_int_equal(tf_write_end(w, threads, 2, 3, 0), 0);
     assert_int_equal(tf_finish(w, 1), 0);
 
     struct tf_reader *rd = tf_open(path, 0);
@@ -613,7 +613,7 @@ static void test_an_end_chunk_records_the_terminating_signal_and_a_plain_end_kee
         struct tf_header h = make_header();
         struct tf_writer *w = tf_create(path, &h, 0);
         assert_non_null(w);
-        assert_int_equal(tf_write_end_signal(w, ti, 2, 5, sig), 0);
+        assert_int_equal(tf_write_end(w, ti, 2, 5, sig), 0);
         assert_int_equal(tf_finish(w, 0), 0);
         size_t n;
         unsigned char *b = (unsigned char *)tu_read_file(path, &n);

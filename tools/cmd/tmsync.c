@@ -381,7 +381,7 @@ static int write_models_end(const struct sync_ctx *x, const struct trace_index *
         if (x->bycpu[c])
             models[nm++] = x->bycpu[c]->m;
     int rc = (nm && tf_write_models(w, models, nm) < 0) ||
-             (ix->have_end && tf_write_end_signal(w, ix->end, ix->nend, ix->writer_errors, ix->end_signal) < 0);
+             (ix->have_end && tf_write_end(w, ix->end, ix->nend, ix->writer_errors, ix->end_signal) < 0);
     free(models);
     return rc ? -1 : 0;
 }
