@@ -123,6 +123,10 @@ static void traced_run_checks(const char *prefix, const char *bin, int threads, 
     run_ok(cmd, want, sizeof want);
     if (strstr(want, "pc:0x") != NULL || strstr(want, " start ") == NULL)
         fail_msg("%s: tmdump shows a site as a bare code address:\n%s", prog, want);
+    snprintf(cmd, sizeof cmd, "%s --summary %s 2>&1", tu_build("tools/tmdump"), synced);
+    run_ok(cmd, want, sizeof want);
+    if (strstr(want, "pc:0x") != NULL || strstr(want, "site 1: ") == NULL)
+        fail_msg("%s: tmdump --summary shows a site as a bare code address:\n%s", prog, want);
     snprintf(cmd, sizeof cmd, "%s %s 2>&1", tu_build("tools/tmcheck"), synced);
     run_ok(cmd, want, sizeof want);
     if (strcmp(prog, "relaxed") == 0 && number_after(want, "serial attempts ") != commits)

@@ -418,13 +418,39 @@ struct dump_sum {
     uint64_t chunks[TF_CHUNK_KINDS], bytes, writer_errors;
     uint32_t end_signal;
     int have_end;
+    struct tf_site *sites;  /* every SITES chunk's, printed after the LOADMAP is known */
+    size_t nsites;
 };
+
+static int dump_keep_sites(struct dump_sum *u, const struct tf_chunk *c)
+{
+    if (c->count == 0)
+        return 0;
+    struct tf_site *grown = realloc(u->sites, (u->nsites + c->count) * sizeof *grown);
+    if (grown == NULL)
+        return -1;
+    u->sites = grown;
+    memcpy(u->sites + u->nsites, c->sites, c->count * sizeof *grown);
+    u->nsites += c->count;
+    return 0;
+}
+
+/* A site as the other tools name it: one known by code address alone (the
+ * libitm ABI's) gets the function and line it was called from through the
+ * trace's LOADMAP (`sym`; NULL without one). */
+static void dump_print_site(const struct tf_site *site, struct sym_table *sym)
+{
+    struct tf_site s = *site;
+    if (sym)
+        sym_name_sites(sym, &s, 1);
+    if (s.file[0])
+        printf("site %u: %s:%d %s\n", s.id, s.file, s.line, s.label);
+    else
+        printf("site %u: %s\n", s.id, s.label);
+}
 
 static void dump_print_meta(const struct tf_chunk *c)
 {
-    for (size_t i = 0; c->kind == TF_CHUNK_META_SITES && i < c->count; i++)
-        printf("site %u: %s:%d %s\n", c->sites[i].id, c->sites[i].file[0] ? c->sites[i].file : "?",
-               c->sites[i].line, c->sites[i].label);
     for (size_t i = 0; c->kind == TF_CHUNK_LOADMAP && i < c->count; i++) {
         const struct tf_object *ob = &c->objects[i];
         printf("object %s: 0x%" PRIx64 "-0x%" PRIx64 ", base 0x%" PRIx64 ", build-id ",
@@ -532,11 +558,18 @@ static int dump_summary(const struct dump_opts *o)
     uint64_t reported = 0;
     int status = TOOL_OK, rc;
     struct tf_chunk c;
+    struct sym_table *sym = NULL;
     while (status == TOOL_OK && (rc = tf_next(r, &c)) == 1) {
         dump_report_salvage(r, &reported);
         u.chunks[c.kind]++;
         u.bytes += c.stored_len + 40;
+        if (c.kind == TF_CHUNK_LOADMAP && !sym)
+            sym = sym_open(c.objects, c.count); /* NULL: the sites stay code addresses */
         dump_print_meta(&c);
+        /* Sites are printed at the end: a synchronised trace holds them
+         * before the LOADMAP that names them. */
+        if (c.kind == TF_CHUNK_META_SITES && dump_keep_sites(&u, &c) != 0)
+            status = tool_error("%s: out of memory for the sites", o->path);
         if (c.kind == TF_CHUNK_EVENTS || c.kind == TF_CHUNK_META_THREADS || c.kind == TF_CHUNK_END)
             status = dump_sum_threads(o, &u, &c);
         else if (c.kind == TF_CHUNK_SAMPLES)
@@ -547,6 +580,8 @@ static int dump_summary(const struct dump_opts *o)
         if (rc < 0)
             status = tool_error_lib();
     }
+    for (size_t i = 0; status == TOOL_OK && i < u.nsites; i++)
+        dump_print_site(&u.sites[i], sym);
     if (status == TOOL_OK) {
         dump_print_totals(&u);
         if (o->salvage)
@@ -555,6 +590,8 @@ static int dump_summary(const struct dump_opts *o)
         if (tf_reader_skipped(r))
             status = TOOL_SALVAGED;
     }
+    sym_close(sym);
+    free(u.sites);
     free(u.th);
     free(u.cpu);
     tf_close(r);
