@@ -130,6 +130,11 @@ static void man_finds_every_tools_page(void **st)
         if (!strstr(out, "NAME") || !strstr(out, "EXIT STATUS") || !strstr(out, "--version"))
             fail_msg("man %s: %s", t, out);
     }
+    /* an option's help of several lines keeps them apart: tmsync's models */
+    assert_int_equal(sh("MANPATH='%s/share/man' MANWIDTH=200 man tmsync 2>&1 | col -b", prefix), 0);
+    const char *lin = strstr(out, "linear: "), *pw = strstr(out, "piecewise: in");
+    if (!lin || !pw || !memchr(lin, '\n', (size_t)(pw - lin)))
+        fail_msg("man tmsync runs the --model values into one line: %s", out);
     assert_int_equal(sh("MANPATH='%s/share/man' MANWIDTH=200 man tmplot 2>&1 | col -b", prefix), 0);
     if (!strstr(out, "COMMANDS") || !strstr(out, "--max-attempts") || !strstr(out, "--man"))
         fail_msg("man tmplot has no commands' options: %s", out);

@@ -109,6 +109,22 @@ static void man_description(FILE *f, const char *text)
         fputs(".fi\n.RE\n", f);
 }
 
+/* An option's help: each line of --help stays a line of its own (.br
+ * between them), so that a list of values does not run into one
+ * filled paragraph. */
+static void man_option_help(FILE *f, const char *help)
+{
+    const char *p = help;
+    for (int first = 1; *p; first = 0) {
+        const char *e = strchr(p, '\n');
+        size_t n = e ? (size_t)(e - p) : strlen(p);
+        if (!first)
+            fputs(".br\n", f);
+        man_line(f, p, n, NULL);
+        p += n + (e != NULL);
+    }
+}
+
 void tool_doc_man(FILE *f, const struct tool_doc *d)
 {
     char upper[32];
@@ -130,7 +146,7 @@ void tool_doc_man(FILE *f, const struct tool_doc *d)
     for (const struct tool_option *o = d->options; o->flags; o++) {
         fputs(".TP\n.B ", f);
         man_line(f, o->flags, strlen(o->flags), NULL);
-        each_line(o->help, man_line, f, NULL);
+        man_option_help(f, o->help);
     }
     fputs(".SH EXIT STATUS\n.nf\n", f);
     each_line(d->exit_status, man_line, f, NULL);
