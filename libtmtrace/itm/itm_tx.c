@@ -305,7 +305,7 @@ uint32_t itm_begin(uint32_t prop, const struct itm_jb *jb)
     unsigned flags = ((prop & ITM_PR_READ_ONLY) ? TMT_TX_READ_ONLY : 0u) |
                      ((prop & ITM_PR_DOES_GO_IRREVOCABLE) ? TMT_TX_IRREVOCABLE : 0u);
     /* A thread alone runs the plain clone serially, as libitm does: a lock,
-     * no barriers (the serial lock then costs no fence, see tx.c). */
+     * no barriers (the serial lock then costs no fence, see tx_life.c). */
     if (itm_serial_plain(prop, tx) && txreg_alone())
         flags |= TMT_TX_IRREVOCABLE;
     (void)tmt_tx_prepare(tx, itm_site_of(jb->rip), flags);
