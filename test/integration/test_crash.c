@@ -223,31 +223,12 @@ static int run_crash(const char *const *env, enum crash how, int own_handler_whe
     return status;
 }
 
-struct trace_count {
-    uint64_t records;
-    int have_end;
-    unsigned end_signal;
-};
-
-static struct trace_count count_trace(const char *path)
+/* The trace's counts, or the test fails naming why it cannot be read. */
+static struct tu_trace_counts count_trace(const char *path)
 {
-    struct trace_count t = { 0, 0, 0 };
-    struct tf_reader *r = tf_open(path, 0);
-    if (r == NULL)
-        fail_msg("%s", error_get());
-    struct tf_chunk c;
-    int rc;
-    while ((rc = tf_next(r, &c)) == 1) {
-        if (c.kind == TF_CHUNK_EVENTS) {
-            t.records += c.count;
-        } else if (c.kind == TF_CHUNK_END) {
-            t.have_end = 1;
-            t.end_signal = c.end_signal;
-        }
-    }
-    if (rc < 0)
+    struct tu_trace_counts t;
+    if (tu_count_trace(path, &t) != 0)
         fail_msg("%s: %s", path, error_get());
-    tf_close(r);
     return t;
 }
 
@@ -266,7 +247,7 @@ static int crash_run(enum crash how, int when, const char *name, int traced)
  * names the crash's signal. */
 static void check_flushed(enum crash how, const char *name)
 {
-    struct trace_count t = count_trace(tu_path(name));
+    struct tu_trace_counts t = count_trace(tu_path(name));
     assert_int_equal(t.records, (uint64_t)(MAIN_TXS + WORKER_TXS) * RECORDS_PER_TX);
     assert_true(t.have_end);
     assert_int_equal(t.end_signal, crash_signal(how));

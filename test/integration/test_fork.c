@@ -226,23 +226,12 @@ static int fork_traced(void)
 
 static void count_commits(const char *path, uint64_t *commits, int *have_end, uint32_t *pid)
 {
-    struct tf_reader *r = tf_open(path, 0);
-    if (r == NULL)
-        fail_msg("%s", error_get());
-    *pid = tf_reader_header(r)->pid;
-    struct tf_chunk c;
-    int rc;
-    *commits = 0;
-    *have_end = 0;
-    while ((rc = tf_next(r, &c)) == 1) {
-        if (c.kind == TF_CHUNK_EVENTS)
-            for (size_t i = 0; i < c.count; i++)
-                *commits += c.events[i].kind == TF_EV_COMMIT;
-        *have_end |= c.kind == TF_CHUNK_END;
-    }
-    if (rc < 0)
-        fail_msg("%s", error_get());
-    tf_close(r);
+    struct tu_trace_counts t;
+    if (tu_count_trace(path, &t) != 0)
+        fail_msg("%s: %s", path, error_get());
+    *commits = t.commits;
+    *have_end = t.have_end;
+    *pid = t.pid;
 }
 
 /* With %p the child writes a whole trace of its own under its pid; the

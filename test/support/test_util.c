@@ -13,6 +13,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "trace_file.h"
+
 static char tmpdir[256];
 
 static void tu_cleanup(void)
@@ -144,4 +146,27 @@ int tu_fork_piped(int fds[2])
     }
     close(fds[pid == 0 ? 0 : 1]);
     return (int)pid;
+}
+
+int tu_count_trace(const char *path, struct tu_trace_counts *out)
+{
+    *out = (struct tu_trace_counts){ 0 };
+    struct tf_reader *r = tf_open(path, 0);
+    if (r == NULL)
+        return -1;
+    out->pid = tf_reader_header(r)->pid;
+    struct tf_chunk c;
+    int rc;
+    while ((rc = tf_next(r, &c)) == 1) {
+        if (c.kind == TF_CHUNK_EVENTS) {
+            out->records += c.count;
+            for (size_t i = 0; i < c.count; i++)
+                out->commits += c.events[i].kind == TF_EV_COMMIT;
+        } else if (c.kind == TF_CHUNK_END) {
+            out->have_end = 1;
+            out->end_signal = c.end_signal;
+        }
+    }
+    tf_close(r);
+    return rc < 0 ? -1 : 0;
 }

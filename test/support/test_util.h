@@ -32,4 +32,16 @@ int tu_run_threads(int n, void *(*fn)(void *), void *arg);
  * test's random data is the same on every run. */
 uint64_t tu_xorshift(uint64_t *state);
 
+/* What a trace file holds, counted with the format's reader. */
+struct tu_trace_counts {
+    uint64_t records;     /* event records */
+    uint64_t commits;     /* of them, COMMITs */
+    int have_end;         /* an END chunk */
+    unsigned end_signal;  /* the signal END names, 0 none */
+    uint32_t pid;         /* the header's process id */
+};
+/* Counts the trace at `path` into *out; 0, or -1 when it cannot be read
+ * (error_get() says why). */
+int tu_count_trace(const char *path, struct tu_trace_counts *out);
+
 #endif
