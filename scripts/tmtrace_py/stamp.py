@@ -3,8 +3,8 @@
 Owns: the list of applications, their arguments at each size, their thread
 option, the line each prints with its parallel-phase time and the line of
 its own verification, the input files their arguments name, the checks
-that a directory holds STAMP or TinySTM sources, the TL2-style stm.h
-written for TinySTM, the traced levels and their TMTRACE_* variables, and
+that a directory holds STAMP or TinySTM sources, the two TinySTM builds
+compared (their DESIGN line), the TL2-style stm.h written for TinySTM, the traced levels and their TMTRACE_* variables, and
 the parsing of the commit/abort line libtl2 prints at TxShutdown (used by
 tmbench/stamp/run; tmbench/stamp/gcctm takes the applications, sizes,
 inputs and verification lines from here). Builds and runs nothing.
@@ -163,6 +163,23 @@ def tinystm_dir_problem(d):
     if missing:
         return "not a TinySTM source tree (no %s)" % missing[0]
     return None
+
+
+# The TinySTM builds compared, by backend name: its default (encounter-time
+# locking) and commit-time locking, TL2's and libtmtrace's scheme, which
+# takes the same aborts and so is the like-for-like baseline.
+TINYSTM_BACKENDS = {"tinystm": "WRITE_BACK_ETL", "tinystm-ctl": "WRITE_BACK_CTL"}
+
+_DESIGN_LINE = re.compile(r"^DEFINES \+= -DDESIGN=(\w+)[ \t]*$", re.M)
+
+
+def tinystm_set_design(makefile, design):
+    """TinySTM's Makefile text with its one active DESIGN line set to DESIGN;
+    ValueError when there is not exactly one."""
+    found = _DESIGN_LINE.findall(makefile)
+    if len(found) != 1:
+        raise ValueError("expected one active 'DEFINES += -DDESIGN=...' line, found %d" % len(found))
+    return _DESIGN_LINE.sub("DEFINES += -DDESIGN=" + design, makefile)
 
 
 TINYSTM_GLUE = r"""/* STAMP's STM_* layer (the one TL2's stm.h gives) over TinySTM's API, written

@@ -4,7 +4,7 @@ import os
 import unittest
 
 import support
-from tmtrace_py import cli, stamprun
+from tmtrace_py import cli, stamp, stamprun
 
 TIME = r"^Time = ([0-9.]+)"
 
@@ -112,3 +112,25 @@ class Medians(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class TinySTMDesign(unittest.TestCase):
+    MAKEFILE = ("CC ?= gcc\n"
+                "DEFINES += -DDESIGN=WRITE_BACK_ETL\n"
+                "# DEFINES += -DDESIGN=WRITE_BACK_CTL\n"
+                "DEFINES += -DCM=CM_SUICIDE\n")
+
+    def test_the_ctl_build_changes_only_the_active_design_line(self):
+        out = stamp.tinystm_set_design(self.MAKEFILE, "WRITE_BACK_CTL")
+        self.assertEqual(out, self.MAKEFILE.replace("DEFINES += -DDESIGN=WRITE_BACK_ETL",
+                                                    "DEFINES += -DDESIGN=WRITE_BACK_CTL"))
+
+    def test_both_backends_are_built_and_the_default_one_keeps_its_design(self):
+        self.assertEqual(stamp.TINYSTM_BACKENDS, {"tinystm": "WRITE_BACK_ETL", "tinystm-ctl": "WRITE_BACK_CTL"})
+        self.assertEqual(stamp.tinystm_set_design(self.MAKEFILE, "WRITE_BACK_ETL"), self.MAKEFILE)
+
+    def test_a_makefile_without_one_active_design_line_is_refused(self):
+        with self.assertRaises(ValueError):
+            stamp.tinystm_set_design("# DEFINES += -DDESIGN=WRITE_BACK_CTL\n", "WRITE_BACK_CTL")
+        with self.assertRaises(ValueError):
+            stamp.tinystm_set_design(self.MAKEFILE * 2, "WRITE_BACK_CTL")
