@@ -308,8 +308,15 @@ void stm_begin(struct tmt_tx *tx, int read_only, int fast)
 static uint64_t stm_lock_holder(uintptr_t v)
 {
     const struct tx_lockrec *r = (const struct tx_lockrec *)(v & ~(uintptr_t)1);
-    return tf_abort_held(__atomic_load_n(&r->owner, __ATOMIC_RELAXED),
-                         __atomic_load_n(&r->owner_instance, __ATOMIC_RELAXED));
+    /* The flag again: never 0 (what stm_lock_one returns for "locked it"),
+     * even from a record that names no holder. */
+    return __atomic_load_n(&r->held, __ATOMIC_RELAXED) | TF_ABORT_HELD;
+}
+
+/* What this attempt's lock records say about it. */
+static inline uint64_t stm_holder_of(const struct tmt_tx *tx)
+{
+    return tf_abort_held(tx_trace_thread(tx), tx->instance);
 }
 
 /* A conflict ends the attempt: the STM undoes its own part, then the
@@ -516,7 +523,7 @@ static void stm_release(struct tx_stm *s, uintptr_t value_or_zero)
 /* Locks the stripe of one redo-log entry; 0 on success, else what the
  * abort record says about the holder (tf_abort_held) once the stripe stayed
  * busy. */
-static uint64_t stm_lock_one(struct tx_stm *s, uintptr_t addr, uint32_t me, uint64_t instance)
+static uint64_t stm_lock_one(struct tx_stm *s, uintptr_t addr, uint64_t held)
 {
     uintptr_t *stripe = stm_stripe(addr);
     for (unsigned spins = 0;; spins++) {
@@ -532,10 +539,9 @@ static uint64_t stm_lock_one(struct tx_stm *s, uintptr_t addr, uint32_t me, uint
         struct tx_lockrec *r = &s->locks[s->nlocked];
         r->stripe = stripe;
         r->old = v;
-        __atomic_store_n(&r->owner, me, __ATOMIC_RELAXED);
-        __atomic_store_n(&r->owner_instance, (uint32_t)instance, __ATOMIC_RELAXED);
+        __atomic_store_n(&r->held, held, __ATOMIC_RELAXED);
         /* Release as well as acquire: a thread that finds the stripe locked
-         * follows the word to this record and reads its owner, so the record
+         * follows the word to this record and reads its holder, so the record
          * (fresh memory after stm_lgrow) must be published with the lock.
          * On x86 the locked CAS is a full barrier either way. */
         if (__atomic_compare_exchange_n(stripe, &v, (uintptr_t)r | 1, 0, __ATOMIC_ACQ_REL,
@@ -605,7 +611,7 @@ static inline void stm_idle(struct tx_stm *s)
 }
 
 /* A larger lock array. The old one is retired, not freed: another thread
- * may be reading an owner field through a stripe word it saw a moment ago. */
+ * may be reading a holder through a stripe word it saw a moment ago. */
 __attribute__((noinline, cold)) static void stm_lgrow(struct tx_stm *s)
 {
     struct tx_lockrec **ret = realloc(s->retired, (s->nretired + 1) * sizeof *ret);
@@ -633,7 +639,7 @@ __attribute__((noinline)) static void stm_lock_rest(struct tmt_tx *tx, const str
 {
     struct tx_stm *s = &tx->stm;
     for (const struct tx_wentry *end = s->wset + s->wn; e != end; e++) {
-        uint64_t holder = stm_lock_one(s, e->addr, tx_trace_thread(tx), tx->instance);
+        uint64_t holder = stm_lock_one(s, e->addr, stm_holder_of(tx));
         if (holder != 0)
             stm_abort(tx, TMT_ABORT_COMMIT_LOCKED, e->addr, holder);
     }
@@ -645,10 +651,10 @@ __attribute__((noinline)) static void stm_lock_rest(struct tmt_tx *tx, const str
  * to stm_lock_rest. A stripe this loop already locked (two words of one
  * block, or a hash collision) is passed over here: with stripes wider than a
  * word, neighbouring fields written together make that common. */
-static void stm_lock_all(struct tmt_tx *tx)
+static inline __attribute__((always_inline)) void stm_lock_all(struct tmt_tx *tx)
 {
     struct tx_stm *s = &tx->stm;
-    uint32_t me = tx_trace_thread(tx), instance = (uint32_t)tx->instance;
+    uint64_t held = stm_holder_of(tx);
     struct tx_lockrec *r = s->locks;
     const struct tx_wentry *e = s->wset, *end = e + s->wn;
     for (; e != end; e++) {
@@ -662,8 +668,7 @@ static void stm_lock_all(struct tmt_tx *tx)
         }
         r->stripe = stripe;
         r->old = v;
-        __atomic_store_n(&r->owner, me, __ATOMIC_RELAXED);
-        __atomic_store_n(&r->owner_instance, instance, __ATOMIC_RELAXED);
+        __atomic_store_n(&r->held, held, __ATOMIC_RELAXED);
         /* Release as well as acquire: see stm_lock_one. */
         if (TX_UNLIKELY(!__atomic_compare_exchange_n(stripe, &v, (uintptr_t)r | 1, 0, __ATOMIC_ACQ_REL,
                                                      __ATOMIC_RELAXED)))
@@ -675,7 +680,19 @@ static void stm_lock_all(struct tmt_tx *tx)
         stm_lock_rest(tx, e);
 }
 
-uint64_t stm_commit(struct tmt_tx *tx)
+/* Another update committed since this attempt started: its reads must
+ * still hold, else it aborts. Out of line, so that the commit keeps no
+ * stack slots for what the abort record says. */
+__attribute__((noinline)) static void stm_commit_validate(struct tmt_tx *tx)
+{
+    uintptr_t bad = 0;
+    uint64_t found = 0;
+    if (stm_validate(&tx->stm, &bad, &found) != 0)
+        stm_abort(tx, TMT_ABORT_COMMIT_VALIDATE, bad, found);
+}
+
+/* stm_commit's body, inlined into both commits. */
+static inline __attribute__((always_inline)) uint64_t stm_commit_locked(struct tmt_tx *tx)
 {
     struct tx_stm *s = &tx->stm;
     if (s->wn == 0) {
@@ -693,21 +710,34 @@ uint64_t stm_commit(struct tmt_tx *tx)
     uint64_t wv = __atomic_add_fetch(&stm_clock.now, 1, __ATOMIC_ACQ_REL);
     /* wv == rv + 1: no other update committed since the start, the reads
      * cannot have been overwritten. */
-    uintptr_t bad = 0;
-    uint64_t found = 0;
-    if (wv != s->rv + 1 && stm_validate(s, &bad, &found) != 0)
-        stm_abort(tx, TMT_ABORT_COMMIT_VALIDATE, bad, found);
+    if (wv != s->rv + 1)
+        stm_commit_validate(tx);
     return wv;
 }
 
-void stm_commit_finish(struct tmt_tx *tx, uint64_t wv)
+/* stm_commit_finish's body for an update attempt (wv != 0). */
+static inline __attribute__((always_inline)) void stm_commit_release(struct tmt_tx *tx, uint64_t wv)
 {
     struct tx_stm *s = &tx->stm;
-    if (wv == 0)
-        return;
     stm_writeback(s);
     stm_release(s, (uintptr_t)wv << 1);
     stm_idle(s);
+}
+
+uint64_t stm_commit(struct tmt_tx *tx) { return stm_commit_locked(tx); }
+
+void stm_commit_finish(struct tmt_tx *tx, uint64_t wv)
+{
+    if (wv != 0)
+        stm_commit_release(tx, wv);
+}
+
+uint64_t stm_commit_whole(struct tmt_tx *tx)
+{
+    uint64_t wv = stm_commit_locked(tx);
+    if (wv != 0)
+        stm_commit_release(tx, wv);
+    return wv;
 }
 
 void stm_rollback(struct tmt_tx *tx)

@@ -79,6 +79,9 @@ extern int stm_test_fail_allocs;
  * met it aborts, and before that read's retry starts anyway. */
 #define STM_LOCK_SPINS 256
 void stm_commit_finish(struct tmt_tx *tx, uint64_t wv);
+/* Both steps in one call, for a commit that records nothing in between (an
+ * untraced one): returns the write version, 0 when nothing was written. */
+uint64_t stm_commit_whole(struct tmt_tx *tx);
 /* Undoes whatever a failed attempt holds (commit locks) and empties the sets. */
 void stm_rollback(struct tmt_tx *tx);
 /* A new transaction: no software abort yet (backoff starts over), and no

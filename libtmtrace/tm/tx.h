@@ -65,8 +65,8 @@ struct tx_wslot {
 struct tx_lockrec {
     uintptr_t *stripe;
     uintptr_t old;
-    uint32_t owner;              /* trace thread id of the holder (read by the aborts it causes) */
-    uint32_t owner_instance;     /* low 32 bits of the holder's attempt (instance id) */
+    uint64_t held;               /* the holder for the aborts it causes: tf_abort_held(its
+                                  * trace thread id, its attempt), made once per commit */
 };
 
 /* An undo-log entry of an emulated hardware attempt or a serial attempt. */

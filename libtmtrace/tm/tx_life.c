@@ -337,15 +337,20 @@ __attribute__((noinline)) static void tx_commit_other(struct tmt_tx *tx)
 /* An outermost software commit: write-back, release, frees, counters. */
 static inline void tx_commit_stm(struct tmt_tx *tx, int traced)
 {
-    uint64_t wv = stm_commit(tx); /* leaves the set sizes as they were */
-    /* Stamped at the linearisation point: the write version is taken and
-     * the locks are still held, so every attempt that sees this commit's
-     * version aborts after this stamp. */
-    if (traced)
-        tb_ev_commit(&tx->trace, wv, tx->stm.rn, tx->stm.wn);
-    else if (TMT_CLOCK_FLOOR)
-        clock_floor_read();
-    stm_commit_finish(tx, wv);
+    uint64_t wv;
+    if (traced || TMT_CLOCK_FLOOR) {
+        wv = stm_commit(tx); /* leaves the set sizes as they were */
+        /* Stamped at the linearisation point: the write version is taken
+         * and the locks are still held, so every attempt that sees this
+         * commit's version aborts after this stamp. */
+        if (traced)
+            tb_ev_commit(&tx->trace, wv, tx->stm.rn, tx->stm.wn);
+        else
+            clock_floor_read();
+        stm_commit_finish(tx, wv);
+    } else {
+        wv = stm_commit_whole(tx); /* nothing to record: one call */
+    }
     htm_sw_leave(tx);
     tx_committed(tx, wv);
 }
