@@ -35,6 +35,7 @@ struct _Thread {
     tmt_tx *tx;
     long id;
     int in_tx; /* between an outermost TxStart and its TxCommit (how TxStart tells a restart) */
+    int commit_slow; /* in_tx or TxStoreLocal writes logged: TxCommit forgets them */
     struct tl2_undo *undo;
     size_t nundo;
     size_t capundo;
@@ -130,6 +131,7 @@ void TxStartAt(Thread *Self, jmp_buf *envPtr, int *ROFlag, TxSite *site)
     jmp_buf *env = tmt_tx_prepare(tx, (tmt_site *)(void *)site, flags);
     memcpy(env, envPtr, sizeof *env);
     Self->in_tx = 1;
+    Self->commit_slow = 1;
     tmt_tx_start(tx);
 }
 
@@ -167,21 +169,27 @@ void (TxStart)(Thread *Self, jmp_buf *envPtr, int *ROFlag)
     TxStartAt(Self, envPtr, ROFlag, (TxSite *)(void *)&tl2_default_site);
 }
 
-/* After a commit that may have ended the TxStartAt protocol or kept
- * TxStoreLocal writes: forgets both once the outermost block committed. */
-__attribute__((noinline)) static void tl2_committed_with_state(Thread *Self)
+/* A commit that may end the TxStartAt protocol or keep TxStoreLocal
+ * writes: forgets both once the outermost block committed (a conflict
+ * restarts the block with them intact). */
+__attribute__((noinline)) static int tl2_commit_with_state(Thread *Self)
 {
+    tmt_tx_commit(Self->tx);
     if (tmt_tx_depth(Self->tx) == 0) {
         Self->in_tx = 0;
         Self->nundo = 0;
+        Self->commit_slow = 0;
     }
+    return 1;
 }
 
 int TxCommit(Thread *Self)
 {
+    /* Tested before the commit, so that the usual one has nothing to do
+     * after it. */
+    if (__builtin_expect(Self->commit_slow, 0))
+        return tl2_commit_with_state(Self);
     tmt_tx_commit(Self->tx);
-    if (__builtin_expect(Self->in_tx || Self->nundo > 0, 0))
-        tl2_committed_with_state(Self);
     return 1;
 }
 
@@ -213,6 +221,7 @@ void TxStoreLocal(Thread *Self, volatile intptr_t *addr, intptr_t value)
             Self->undo = u;
             Self->capundo = cap;
         }
+        Self->commit_slow = 1;
         Self->undo[Self->nundo].addr = addr;
         Self->undo[Self->nundo].old = *addr;
         Self->nundo++;

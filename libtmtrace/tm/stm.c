@@ -27,18 +27,8 @@
 #include "tx_upcall.h"
 #include "tx_util.h"
 
-/* The clock has its own cache line: every update commit increments it. */
-static struct {
-    uint64_t now;
-    char pad[56];
-} stm_clock __attribute__((aligned(64)));
-
-/* The serial lock: trace thread id of the serial attempt, 0 when none. Read
- * by every software begin, written twice per serial attempt. */
-static struct {
-    uint32_t owner;
-    char pad[60];
-} stm_serial __attribute__((aligned(64)));
+struct stm_clock_line stm_clock;
+struct stm_serial_line stm_serial;
 
 uintptr_t *stm_stripes; /* stm_barrier.h reads them on every access */
 unsigned stm_log2;
@@ -50,7 +40,7 @@ unsigned stm_shift;
  * every announcement (reclamation, the serial drain) pay for the fence with
  * stm_fence_others(). 0: every begin fences itself (also when asked to,
  * stm_fence_begins: stm_self_fenced). */
-static int stm_asym_fence;
+int stm_asym_fence;
 static int stm_self_fenced;
 
 void stm_fence_begins(void)
@@ -59,7 +49,6 @@ void stm_fence_begins(void)
     stm_asym_fence = 0;
 }
 
-#define STM_WLINEAR 16          /* redo logs up to this size are searched linearly */
 #define STM_BACKOFF_MAX_LOG2 16 /* backoff: at most 2^16 pauses per abort */
 
 #ifdef TMT_TEST_HOOKS
@@ -234,8 +223,6 @@ __attribute__((noinline)) static void stm_rgrow(struct tx_stm *s)
 
 /* ---- begin ------------------------------------------------------------------ */
 
-static inline uint32_t stm_serial_owner(int order) { return __atomic_load_n(&stm_serial.owner, order); }
-
 static void stm_serial_spin(void)
 {
     for (unsigned spins = 1; stm_serial_owner(__ATOMIC_ACQUIRE) != 0; spins++) {
@@ -247,7 +234,7 @@ static void stm_serial_spin(void)
 
 /* A serial attempt holds the lock: step back (no start version announced,
  * so its drain does not wait for us), wait, announce again. */
-__attribute__((noinline, cold)) static void stm_serial_wait(struct tx_stm *s)
+void stm_serial_wait(struct tx_stm *s)
 {
     do {
         __atomic_store_n(&s->active_rv, UINT64_MAX, __ATOMIC_RELEASE);
@@ -265,37 +252,6 @@ void stm_thread_enter(struct tmt_tx *tx)
         stm_wgrow(s);
     if (s->rcap == 0)
         stm_rgrow(s);
-}
-
-/* The sets are allocated (stm_thread_enter) and no lock is held (every
- * commit and rollback released its locks). */
-void stm_begin(struct tmt_tx *tx, int read_only, int fast)
-{
-    struct tx_stm *s = &tx->stm;
-    s->ro = read_only;
-    s->rinc = !read_only;
-    s->wlimit = read_only ? 0 : STM_WLINEAR;
-    s->rn = 0;
-    s->wn = 0;
-    s->bloom = 0;
-    s->gate = fast ? 0 : UINT64_MAX;
-    s->rv = __atomic_load_n(&stm_clock.now, __ATOMIC_ACQUIRE);
-    /* The announcement must be ordered before the loads that follow (a full
-     * fence): either a reclaiming thread sees this attempt running, or this
-     * attempt's reads see the commit that unlinked what the reclaimer frees
-     * (and abort on it), see txmem.c; the same holds for the serial drain.
-     * With membarrier those threads fence every CPU (stm_fence_others) before
-     * they look, so a store the compiler keeps in place is enough here. */
-    if (TX_LIKELY(stm_asym_fence)) {
-        __atomic_store_n(&s->active_rv, s->rv, __ATOMIC_RELEASE);
-        __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    } else {
-        __atomic_store_n(&s->active_rv, s->rv, __ATOMIC_SEQ_CST);
-    }
-    /* Dekker with the serial drain: announce (above), then look at the lock;
-     * the drain takes the lock, fences, then waits for announced attempts. */
-    if (TX_UNLIKELY(stm_serial_owner(__ATOMIC_SEQ_CST) != 0))
-        stm_serial_wait(s);
 }
 
 /* ---- reads: the slow halves (fast ones in stm_barrier.h) ------------------- */

@@ -46,10 +46,65 @@ uint64_t stm_clock_now(void);
  * the read set and the redo log's index allocated, so that stm_begin tests
  * for neither. */
 void stm_thread_enter(struct tmt_tx *tx);
+
+#define STM_WLINEAR 16 /* redo logs up to this size are searched linearly */
+
+/* stm.c's state that every begin reads: stm_begin is inline (in the life
+ * cycle's start, which then makes no call for it). Hidden: loaded
+ * PC-relative, not through the GOT. */
+/* The clock has its own cache line: every update commit increments it. */
+struct stm_clock_line {
+    uint64_t now;
+    char pad[56];
+} __attribute__((aligned(64)));
+/* The serial lock: trace thread id of the serial attempt, 0 when none. Read
+ * by every software begin, written twice per serial attempt. */
+struct stm_serial_line {
+    uint32_t owner;
+    char pad[60];
+} __attribute__((aligned(64)));
+extern struct stm_clock_line stm_clock __attribute__((visibility("hidden")));
+extern struct stm_serial_line stm_serial __attribute__((visibility("hidden")));
+/* 1 once membarrier(2) is registered (stm.c, stm_fence_others). */
+extern int stm_asym_fence __attribute__((visibility("hidden")));
+
+static inline uint32_t stm_serial_owner(int order) { return __atomic_load_n(&stm_serial.owner, order); }
+/* A serial attempt holds the lock: stm_begin's wait, out of line. */
+__attribute__((noinline, cold)) void stm_serial_wait(struct tx_stm *s);
+
 /* Starts a software attempt: takes the start version, empties the sets.
  * `fast`: the accessors' inline paths serve the attempt (opens the gate);
- * 0 when the tracer records accesses, whose path runs stm_read/stm_write. */
-void stm_begin(struct tmt_tx *tx, int read_only, int fast);
+ * 0 when the tracer records accesses, whose path runs stm_read/stm_write.
+ * The sets are allocated (stm_thread_enter) and no lock is held (every
+ * commit and rollback released its locks). */
+static inline void stm_begin(struct tmt_tx *tx, int read_only, int fast)
+{
+    struct tx_stm *s = &tx->stm;
+    s->ro = read_only;
+    s->rinc = !read_only;
+    s->wlimit = read_only ? 0 : STM_WLINEAR;
+    s->rn = 0;
+    s->wn = 0;
+    s->bloom = 0;
+    s->gate = fast ? 0 : UINT64_MAX;
+    s->rv = __atomic_load_n(&stm_clock.now, __ATOMIC_ACQUIRE);
+    /* The announcement must be ordered before the loads that follow (a full
+     * fence): either a reclaiming thread sees this attempt running, or this
+     * attempt's reads see the commit that unlinked what the reclaimer frees
+     * (and abort on it), see txmem.c; the same holds for the serial drain.
+     * With membarrier those threads fence every CPU (stm_fence_others) before
+     * they look, so a store the compiler keeps in place is enough here. */
+    if (TX_LIKELY(stm_asym_fence)) {
+        __atomic_store_n(&s->active_rv, s->rv, __ATOMIC_RELEASE);
+        __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    } else {
+        __atomic_store_n(&s->active_rv, s->rv, __ATOMIC_SEQ_CST);
+    }
+    /* Dekker with the serial drain: announce (above), then look at the lock;
+     * the drain takes the lock, fences, then waits for announced attempts. */
+    if (TX_UNLIKELY(stm_serial_owner(__ATOMIC_SEQ_CST) != 0))
+        stm_serial_wait(s);
+}
 
 /* Transactional accesses (stm_read, stm_write) are static inline in
  * stm_barrier.h, which the accessors include. */

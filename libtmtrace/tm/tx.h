@@ -15,13 +15,14 @@
  *             engines read it only through tb_* calls and the two readers
  *             at the end of this file
  *   stats, site_stats   the counters: each counts its own events with
- *             tx_count (tx_life.c: commits, aborts, serial attempts; htm.c:
- *             hardware aborts and fallbacks); tx_registry.c folds and sums
- *             them and grows site_stats under its lock
+ *             tx_count (tx_life.c: commits and aborts, per site only, and
+ *             serial attempts; htm.c: hardware aborts and fallbacks);
+ *             tx_registry.c folds and sums them (stats.all, the totals, as
+ *             the sums of site_stats) and grows site_stats under its lock
  *   thread_id, next, live   tx_registry.c
  *   rng       whoever draws from it (tx_rand): htm.c, stm.c
  *   the rest (mode, depth, flags, attempt, instance, cancelled, conflicts,
- *             serial_next, env)   tx_life.c alone; restart: tx_life.c clears
+ *             serial_next, retried, env)   tx_life.c alone; restart: tx_life.c clears
  *             it, a front end with its own checkpoint sets it (itm_tx.c)
  * Never: code. Logs (read/write sets, undo and allocation logs) grow with
  * tx_grow (tx_util.h), the only allocation on a transaction's path, and are
@@ -145,7 +146,7 @@ struct tx_counts {
 };
 
 struct tx_stats {
-    struct tx_counts all;
+    struct tx_counts all;       /* 0 in a descriptor: txreg_sum adds up site_stats */
     uint64_t htm_commits;
     uint64_t htm_aborts;
     uint64_t fallbacks;
@@ -163,6 +164,9 @@ struct tmt_tx {
     uint32_t attempt;           /* attempts of the current transaction so far */
     int cancelled;              /* the restart must skip the block */
     uint32_t conflicts;         /* conflict aborts (reasons 1-4) of the current transaction */
+    int retried;                /* an abort or a hardware attempt since the last prepare: the
+                                 * next one resets what they leave (attempt, conflicts, the
+                                 * engines' per-transaction state) */
     unsigned serial_next;       /* enum tf_serial_reason: the next attempt runs serial; 0 = no */
     uint64_t instance;          /* attempts started by this thread */
     uint64_t rng;               /* xorshift state: backoff and emulation */

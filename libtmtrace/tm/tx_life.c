@@ -80,12 +80,11 @@ static inline void tx_attempt_starts(struct tmt_tx *tx, unsigned flags)
  * RTM abort's, which arrives back in htm_begin. */
 static void tx_abort_record(struct tmt_tx *tx, unsigned reason, uint64_t where, uint64_t found)
 {
-    tx_count(&tx->stats.all.aborts);
-    tx_count(&tx->stats.all.aborts_by_reason[reason]);
-    tx_count(&tx->site_stats[tx->site_id].aborts);
+    tx_count(&tx->site_stats[tx->site_id].aborts); /* the totals are their sums (txreg_sum) */
     tx_count(&tx->site_stats[tx->site_id].aborts_by_reason[reason]);
     tb_ev_abort(&tx->trace, reason, where, found);
     tx->attempt++;
+    tx->retried = 1;
 }
 
 /* ---- a transaction ------------------------------------------------------------ */
@@ -115,12 +114,17 @@ jmp_buf *tx_prepare(struct tmt_tx *tx, tmt_site *site, unsigned flags)
     tx->site_id = id;
     tx->restart = NULL;
     tx->flags = flags;
-    tx->ro_demoted = 0;
-    tx->attempt = 0;
-    tx->cancelled = 0;
-    htm_prepare(tx);
-    stm_prepare(tx);
-    tx->conflicts = 0;
+    /* What aborts and hardware attempts leave behind; a transaction that
+     * had neither (most) left it as it found it. */
+    if (TX_UNLIKELY(tx->retried)) {
+        tx->retried = 0;
+        tx->ro_demoted = 0;
+        tx->attempt = 0;
+        tx->cancelled = 0;
+        htm_prepare(tx);
+        stm_prepare(tx);
+        tx->conflicts = 0;
+    }
     tx->serial_next = (flags & TMT_TX_IRREVOCABLE) ? TF_SERIAL_REQUESTED : 0;
     return &tx->env;
 }
@@ -184,10 +188,15 @@ enum { TX_REC_ANY, TX_REC_OFF, TX_REC_INLINE };
 
 static inline void tx_start_stm(struct tmt_tx *tx, int path, int rec)
 {
-    stm_backoff(tx);
+    /* A first attempt (tx_start's and tx_start_traced's: TX_REC_OFF and
+     * TX_REC_INLINE; retries take tx_start_other) has nothing to back off
+     * from and cannot have been demoted. */
+    int first = rec != TX_REC_ANY;
+    if (!first)
+        stm_backoff(tx);
     if (path != TX_MODE_NONE)
         htm_sw_enter(tx);
-    int ro = (tx->flags & TMT_TX_READ_ONLY) && !tx->ro_demoted;
+    int ro = (tx->flags & TMT_TX_READ_ONLY) && (first || !tx->ro_demoted);
     tx->mode = TX_MODE_STM;
     unsigned flags = ro ? TF_START_READ_ONLY : 0;
     if (rec == TX_REC_ANY) {
@@ -197,7 +206,7 @@ static inline void tx_start_stm(struct tmt_tx *tx, int path, int rec)
         if (rec == TX_REC_INLINE)
             tx_ev_start(tx, flags);
     }
-    stm_begin(tx, ro, !tb_records_accesses(&tx->trace));
+    stm_begin(tx, ro, rec == TX_REC_OFF || !tb_records_accesses(&tx->trace));
 }
 
 /* Hardware attempts for the transaction, under htm.c's policy: RUNNING
@@ -224,6 +233,7 @@ __attribute__((noinline)) static enum tx_htm_outcome tx_start_htm(struct tmt_tx 
             break;
         }
         tx_attempt_starts(tx, htm_start_flags(tx, path));
+        tx->retried = 1; /* htm_begin counts the attempt */
         uint32_t status = htm_begin(tx, path);
         if (status == HTM_STARTED)
             return TX_HTM_RUNNING; /* the caller sets the mode, inside the attempt */
@@ -231,8 +241,9 @@ __attribute__((noinline)) static enum tx_htm_outcome tx_start_htm(struct tmt_tx 
     }
 }
 
-/* An outermost start that is not a plain software attempt: the block was
- * cancelled, the attempt runs serially, or a hardware path is in force. */
+/* An outermost start that is not a first software attempt: a retry (the
+ * block may have been cancelled), a serial attempt, or a hardware path is
+ * in force. */
 __attribute__((noinline)) static int tx_start_other(struct tmt_tx *tx, int path)
 {
     if (tx->cancelled) {
@@ -244,7 +255,7 @@ __attribute__((noinline)) static int tx_start_other(struct tmt_tx *tx, int path)
         tx_start_serial(tx);
         return 1;
     }
-    if (!(tx->flags & TMT_TX_NO_HTM) && !tx->htm.fell_back && config.htm_retries > 0) {
+    if (path != TX_MODE_NONE && !(tx->flags & TMT_TX_NO_HTM) && !tx->htm.fell_back && config.htm_retries > 0) {
         switch (tx_start_htm(tx, path)) {
         case TX_HTM_RUNNING:
             tx->mode = path; /* inside the hardware attempt: rolled back with it */
@@ -281,7 +292,9 @@ int tx_start(struct tmt_tx *tx)
     if (tx->depth > 0)
         return tx_start_nested(tx);
     int path = htm_path();
-    if (TX_UNLIKELY(tx->cancelled | tx->serial_next) || path != TX_MODE_NONE)
+    /* A retry (attempt > 0: every abort counts one; cancelled, demoted and
+     * backoff only follow one) or a serial or hardware attempt. */
+    if (TX_UNLIKELY(tx->attempt | tx->serial_next) || path != TX_MODE_NONE)
         return tx_start_other(tx, path);
     if (TX_UNLIKELY(tx_traced(tx)))
         return tx_start_traced(tx);
@@ -300,8 +313,7 @@ static inline void tx_committed(struct tmt_tx *tx, uint64_t wv)
     txmem_commit(tx, wv);
     tx->depth = 0;
     tx->mode = TX_MODE_NONE;
-    tx_count(&tx->stats.all.commits);
-    tx_count(&tx->site_stats[tx->site_id].commits);
+    tx_count(&tx->site_stats[tx->site_id].commits); /* the totals are their sums (txreg_sum) */
 }
 
 static void tx_commit_serial(struct tmt_tx *tx)

@@ -52,6 +52,16 @@ static void txreg_add_stats(struct tx_stats *to, const struct tx_stats *from)
     to->serial += txreg_load(&from->serial);
 }
 
+/* A thread's counters. Its totals (`all`, never counted themselves) are the
+ * sums of its per-site counts, which the life cycle keeps, once per commit
+ * or abort. */
+static void txreg_add_thread(struct tx_stats *to, const struct tmt_tx *t)
+{
+    txreg_add_stats(to, &t->stats);
+    for (uint32_t i = 0; i < t->nsite_stats; i++)
+        txreg_add_counts(&to->all, &t->site_stats[i]);
+}
+
 /* Grows a per-site array to hold `id`; caller holds the lock. 0 or -1. */
 static int txreg_grow(struct tx_counts **arr, uint32_t *n, uint32_t id)
 {
@@ -91,7 +101,7 @@ void txreg_sum(struct tx_stats *out)
     txreg_add_stats(out, &txreg_exited);
     for (struct tmt_tx *t = txreg_all; t; t = t->next)
         if (t->live)
-            txreg_add_stats(out, &t->stats);
+            txreg_add_thread(out, t);
     txreg_unlock();
 }
 
@@ -213,7 +223,7 @@ void txreg_abandon(struct tmt_tx *tx)
 void txreg_exit(struct tmt_tx *tx)
 {
     txreg_lock();
-    txreg_add_stats(&txreg_exited, &tx->stats);
+    txreg_add_thread(&txreg_exited, tx);
     memset(&tx->stats, 0, sizeof tx->stats);
     if (tx->nsite_stats && txreg_grow(&txreg_exited_sites, &txreg_nexited_sites, tx->nsite_stats - 1) == 0) {
         for (uint32_t i = 0; i < tx->nsite_stats; i++)

@@ -217,6 +217,8 @@ static void test_site_statistics_name_the_site_and_count_its_outcomes(void **s)
     (void)s;
     tmt_tx *tx = tmt_thread_enter();
     static long cell;
+    tmt_stats before, live, exited;
+    tmt_stats_get(&before);
     for (int i = 0; i < 7; i++) {
         volatile int runs = 0;
         TMT_ATOMIC(tx, "counted-site") {
@@ -241,7 +243,15 @@ static void test_site_statistics_name_the_site_and_count_its_outcomes(void **s)
         }
     }
     assert_int_equal(found, 1);
+    /* The totals are the sites' sums, for a live thread and an exited one. */
+    tmt_stats_get(&live);
     tmt_thread_exit();
+    tmt_stats_get(&exited);
+    for (const tmt_stats *t = &live; t; t = t == &live ? &exited : NULL) {
+        assert_int_equal(t->commits - before.commits, 7);
+        assert_int_equal(t->aborts - before.aborts, 7);
+        assert_int_equal(t->aborts_by_reason[TMT_ABORT_USER_RETRY] - before.aborts_by_reason[TMT_ABORT_USER_RETRY], 7);
+    }
 }
 
 static void test_abort_reasons_have_distinct_names(void **s)
