@@ -395,9 +395,13 @@ __attribute__((noinline)) static uint64_t stm_read_part(struct tmt_tx *tx, uintp
 
 /* A read of a word this attempt wrote (or a bloom filter false positive):
  * off the fast path, which then needs no registers for the redo log. The
- * usual case (the word found, all its bytes written) makes no call. */
-uint64_t stm_read_own(struct tmt_tx *tx, uintptr_t a, unsigned size)
+ * usual case (the word found, all its bytes written) makes no call. One
+ * copy per size, so that the masks and the extraction fold to constants. */
+static inline __attribute__((always_inline)) uint64_t stm_read_own_sized(struct tmt_tx *tx, uintptr_t a,
+                                                                         unsigned size)
 {
+    if (size == 8)
+        a &= ~(uintptr_t)7; /* aligned by contract: the masks fold away */
     struct tx_wentry *e = stm_wfind(&tx->stm, a & ~(uintptr_t)7);
     if (e == NULL)
         return stm_load_checked(tx, a, size);
@@ -406,6 +410,10 @@ uint64_t stm_read_own(struct tmt_tx *tx, uintptr_t a, unsigned size)
         return stm_read_part(tx, a, size, e);
     return stm_extract(e->value, a, size);
 }
+
+uint64_t stm_read_own_1(struct tmt_tx *tx, uintptr_t a) { return stm_read_own_sized(tx, a, 1); }
+uint64_t stm_read_own_4(struct tmt_tx *tx, uintptr_t a) { return stm_read_own_sized(tx, a, 4); }
+uint64_t stm_read_own_8(struct tmt_tx *tx, uintptr_t a) { return stm_read_own_sized(tx, a, 8); }
 
 /* ---- writes: the slow halves (fast ones in stm_barrier.h) ------------------ */
 

@@ -97,8 +97,16 @@ static inline int stm_gate_open(const struct tmt_tx *tx, uintptr_t a) { return !
 __attribute__((noinline)) uint64_t stm_read_slow(struct tmt_tx *tx, uintptr_t a, unsigned size);
 /* The read set is full: grows it, appends `a` and hands `val` back. */
 __attribute__((noinline, cold)) uint64_t stm_rset_push_grow(struct tmt_tx *tx, uintptr_t a, uint64_t val);
-/* A read of a word the bloom filter says this attempt may have written. */
-__attribute__((noinline)) uint64_t stm_read_own(struct tmt_tx *tx, uintptr_t a, unsigned size);
+/* A read of a word the bloom filter says this attempt may have written: one
+ * copy per size (1, 4 or 8 bytes), chosen inline (the callers' sizes are
+ * constants). */
+__attribute__((noinline)) uint64_t stm_read_own_1(struct tmt_tx *tx, uintptr_t a);
+__attribute__((noinline)) uint64_t stm_read_own_4(struct tmt_tx *tx, uintptr_t a);
+__attribute__((noinline)) uint64_t stm_read_own_8(struct tmt_tx *tx, uintptr_t a);
+static inline uint64_t stm_read_own(struct tmt_tx *tx, uintptr_t a, unsigned size)
+{
+    return size == 8 ? stm_read_own_8(tx, a) : size == 4 ? stm_read_own_4(tx, a) : stm_read_own_1(tx, a);
+}
 /* An append at or past wlimit: grows a full log, keeps a long one's index. */
 __attribute__((noinline)) void stm_wappend_slow(struct tmt_tx *tx, uintptr_t w, uint64_t val, uint32_t bytes,
                                                 uint64_t bb);
