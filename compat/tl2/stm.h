@@ -75,6 +75,23 @@
 
 typedef volatile intptr_t vintp;
 
+/* The runtime's exact-size accessors (tmtrace.h, repeated here so that a
+ * program needs no other header): STM_READ and STM_WRITE call them on the
+ * thread's descriptor directly, one call per access (TxLoad and the other
+ * Tx* accessors stay for programs that call them). */
+struct tmt_tx;
+uintptr_t tmt_read_word(struct tmt_tx *tx, const volatile uintptr_t *addr);
+void tmt_write_word(struct tmt_tx *tx, volatile uintptr_t *addr, uintptr_t value);
+int32_t tmt_read_i32(struct tmt_tx *tx, const volatile int32_t *addr);
+void tmt_write_i32(struct tmt_tx *tx, volatile int32_t *addr, int32_t value);
+uint8_t tmt_read_u8(struct tmt_tx *tx, const volatile uint8_t *addr);
+void tmt_write_u8(struct tmt_tx *tx, volatile uint8_t *addr, uint8_t value);
+float tmt_read_float(struct tmt_tx *tx, const volatile float *addr);
+void tmt_write_float(struct tmt_tx *tx, volatile float *addr, float value);
+double tmt_read_double(struct tmt_tx *tx, const volatile double *addr);
+void tmt_write_double(struct tmt_tx *tx, volatile double *addr, double value);
+#define STM_TX_ TxDescriptor_(STM_SELF)
+
 /* 1 when the variable's type is unsigned (its value zero-extends). */
 #define STM_UNSIGNED_(var)                                                     \
     _Generic((var), _Bool: 1, unsigned char: 1, unsigned short: 1,             \
@@ -84,27 +101,27 @@ typedef volatile intptr_t vintp;
                         : (intptr_t)(int##bits##_t)(raw))
 
 #define STM_READ(var)                                                          \
-    (sizeof(var) == 4   ? STM_EXTEND_(var, TxLoad32(STM_SELF, (volatile uint32_t *)(void *)&(var)), 32) \
-     : sizeof(var) == 1 ? STM_EXTEND_(var, TxLoad8(STM_SELF, (volatile uint8_t *)(void *)&(var)), 8)    \
+    (sizeof(var) == 4   ? STM_EXTEND_(var, (uint32_t)tmt_read_i32(STM_TX_, (volatile int32_t *)(void *)&(var)), 32) \
+     : sizeof(var) == 1 ? STM_EXTEND_(var, tmt_read_u8(STM_TX_, (volatile uint8_t *)(void *)&(var)), 8)    \
      : sizeof(var) == 2 ? STM_EXTEND_(var, TxLoad16(STM_SELF, (volatile uint16_t *)(void *)&(var)), 16) \
-                        : TxLoad(STM_SELF, (vintp *)(void *)&(var)))
-#define STM_READ_P(var) ((void *)TxLoad(STM_SELF, (vintp *)(void *)&(var)))
+                        : (intptr_t)tmt_read_word(STM_TX_, (volatile uintptr_t *)(void *)&(var)))
+#define STM_READ_P(var) ((void *)tmt_read_word(STM_TX_, (volatile uintptr_t *)(void *)&(var)))
 #define STM_READ_F(var)                                                        \
     __builtin_choose_expr(sizeof(var) == 4,                                    \
-        TxLoadF(STM_SELF, (volatile float *)(void *)&(var)),                   \
-        TxLoadD(STM_SELF, (volatile double *)(void *)&(var)))
+        tmt_read_float(STM_TX_, (volatile float *)(void *)&(var)),             \
+        tmt_read_double(STM_TX_, (volatile double *)(void *)&(var)))
 
 #define STM_WRITE(var, val)                                                    \
-    (sizeof(var) == 4   ? TxStore32(STM_SELF, (volatile uint32_t *)(void *)&(var), (uint32_t)(intptr_t)(val)) \
-     : sizeof(var) == 1 ? TxStore8(STM_SELF, (volatile uint8_t *)(void *)&(var), (uint8_t)(intptr_t)(val))    \
+    (sizeof(var) == 4   ? tmt_write_i32(STM_TX_, (volatile int32_t *)(void *)&(var), (int32_t)(uint32_t)(intptr_t)(val)) \
+     : sizeof(var) == 1 ? tmt_write_u8(STM_TX_, (volatile uint8_t *)(void *)&(var), (uint8_t)(intptr_t)(val))    \
      : sizeof(var) == 2 ? TxStore16(STM_SELF, (volatile uint16_t *)(void *)&(var), (uint16_t)(intptr_t)(val)) \
-                        : TxStore(STM_SELF, (vintp *)(void *)&(var), (intptr_t)(val)))
+                        : tmt_write_word(STM_TX_, (volatile uintptr_t *)(void *)&(var), (uintptr_t)(intptr_t)(val)))
 #define STM_WRITE_P(var, val)                                                  \
-    TxStore(STM_SELF, (vintp *)(void *)&(var), (intptr_t)(void *)(val))
+    tmt_write_word(STM_TX_, (volatile uintptr_t *)(void *)&(var), (uintptr_t)(void *)(val))
 #define STM_WRITE_F(var, val)                                                  \
     __builtin_choose_expr(sizeof(var) == 4,                                    \
-        TxStoreF(STM_SELF, (volatile float *)(void *)&(var), (float)(val)),    \
-        TxStoreD(STM_SELF, (volatile double *)(void *)&(var), (double)(val)))
+        tmt_write_float(STM_TX_, (volatile float *)(void *)&(var), (float)(val)),    \
+        tmt_write_double(STM_TX_, (volatile double *)(void *)&(var), (double)(val)))
 
 /* Thread-private data: plain stores, as in TL2. */
 #define STM_LOCAL_WRITE(var, val) ({ var = val; var; })

@@ -41,6 +41,8 @@ struct _Thread {
     size_t capundo;
 };
 
+_Static_assert(offsetof(Thread, tx) == 0, "TxDescriptor_ (tl2.h) reads a Thread's first member");
+
 static tmt_site tl2_default_site = TMT_SITE_INIT("TxStart");
 
 static void tl2_fatal(const char *what)

@@ -27,6 +27,11 @@ extern "C" {
 
 typedef struct _Thread Thread;
 
+/* Every Thread begins with the runtime's descriptor of its thread, which
+ * stm.h's accessors hand to the runtime directly (no Tx* call in between). */
+struct tmt_tx;
+static inline struct tmt_tx *TxDescriptor_(Thread *Self) { return *(struct tmt_tx **)(void *)Self; }
+
 /* A transaction's place in the source; STM_BEGIN declares one per use so the
  * trace names TL2 transactions by file and line. Same layout as tmt_site. */
 typedef struct TxSite {
