@@ -56,16 +56,26 @@
 #define STM_INIT_THREAD(t, id) TxInitThread(t, id)
 #define STM_FREE_THREAD(t) TxFreeThread(t)
 
+/* The runtime's transaction entry points and its read-only flag
+ * (tmtrace.h: tmt_tx_prepare, TMT_TX_READ_ONLY), for STM_BEGIN; TxSite has
+ * tmt_site's layout. */
+struct tmt_tx;
+struct tmt_site;
+jmp_buf *tmt_tx_prepare(struct tmt_tx *tx, struct tmt_site *site, unsigned flags);
+#define STM_TX_READ_ONLY_ 1u
+#define STM_TX_ TxDescriptor_(STM_SELF)
+
 /* setjmp runs here, in the caller's frame, straight into the runtime's
- * restart buffer (TxPrepareAt returns it), so an abort lands back here and
- * TxBegin starts the next attempt; nothing is copied per transaction. The
+ * restart buffer (tmt_tx_prepare returns it, as TxPrepareAt would, one call
+ * fewer), so an abort lands back here and TxBegin starts the next attempt; nothing is copied per transaction. The
  * signal mask is not saved (no system call per transaction). Each use is
  * its own site, labelled with the enclosing function, so reports name it
  * `function (file:line)`. */
 #define STM_BEGIN(isReadOnly)                                                  \
     do {                                                                       \
         static TxSite stm_site_ = { __FILE__, __LINE__, __func__, 0 };         \
-        setjmp(*TxPrepareAt(STM_SELF, (isReadOnly), &stm_site_));              \
+        setjmp(*tmt_tx_prepare(STM_TX_, (struct tmt_site *)(void *)&stm_site_, \
+                               (isReadOnly) ? STM_TX_READ_ONLY_ : 0u));        \
         TxBegin(STM_SELF);                                                     \
     } while (0) /* enforce comma */
 
@@ -79,7 +89,6 @@ typedef volatile intptr_t vintp;
  * program needs no other header): STM_READ and STM_WRITE call them on the
  * thread's descriptor directly, one call per access (TxLoad and the other
  * Tx* accessors stay for programs that call them). */
-struct tmt_tx;
 uintptr_t tmt_read_word(struct tmt_tx *tx, const volatile uintptr_t *addr);
 void tmt_write_word(struct tmt_tx *tx, volatile uintptr_t *addr, uintptr_t value);
 int32_t tmt_read_i32(struct tmt_tx *tx, const volatile int32_t *addr);
@@ -90,7 +99,6 @@ float tmt_read_float(struct tmt_tx *tx, const volatile float *addr);
 void tmt_write_float(struct tmt_tx *tx, volatile float *addr, float value);
 double tmt_read_double(struct tmt_tx *tx, const volatile double *addr);
 void tmt_write_double(struct tmt_tx *tx, volatile double *addr, double value);
-#define STM_TX_ TxDescriptor_(STM_SELF)
 
 /* 1 when the variable's type is unsigned (its value zero-extends). */
 #define STM_UNSIGNED_(var)                                                     \

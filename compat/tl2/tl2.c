@@ -42,6 +42,7 @@ struct _Thread {
 };
 
 _Static_assert(offsetof(Thread, tx) == 0, "TxDescriptor_ (tl2.h) reads a Thread's first member");
+_Static_assert(TMT_TX_READ_ONLY == 1u, "stm.h's STM_TX_READ_ONLY_ repeats TMT_TX_READ_ONLY");
 
 static tmt_site tl2_default_site = TMT_SITE_INIT("TxStart");
 

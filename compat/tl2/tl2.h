@@ -64,10 +64,11 @@ void TxStartAt(Thread *Self, jmp_buf *envPtr, int *ROFlag, TxSite *site);
         TxStartAt((Self), (envPtr), (ROFlag), &tl2_site_);                     \
     })
 #endif
-/* What stm.h's STM_BEGIN uses instead of TxStart: TxPrepareAt returns the
- * buffer an abort restarts through, for the caller to fill with setjmp in
- * its own frame; TxBegin then starts the attempt (the first one and every
- * restart). Saves TxStart's copy of the caller's buffer. */
+/* What a begin macro can use instead of TxStart (stm.h's STM_BEGIN calls
+ * tmt_tx_prepare itself, the same without the call in between): TxPrepareAt
+ * returns the buffer an abort restarts through, for the caller to fill with
+ * setjmp in its own frame; TxBegin then starts the attempt (the first one
+ * and every restart). Saves TxStart's copy of the caller's buffer. */
 jmp_buf *TxPrepareAt(Thread *Self, int readOnly, TxSite *site);
 void TxBegin(Thread *Self);
 /* Returns (1) only when the transaction committed; otherwise it restarts. */
