@@ -9,7 +9,8 @@ run of an application with a timeout (its time line, its own verification,
 its exit status: a failed run says why), the check of a traced run's trace
 (tmsync, then tmcheck on the synced trace: no dropped event, no grammar
 violation, no open attempt, and as many commits and transactions as the
-runtime counted at exit), the order of the runs (every configuration in
+runtime counted at exit), the machine line of a report (CPU model, load
+average), the order of the runs (every configuration in
 each repetition, the order rotated from one repetition to the next), the
 CSV of the runs, and medians, ratios and geometric means.
 Never: knows an application, a backend or a level (stamp, gcctm and the
@@ -178,6 +179,28 @@ class Runs:
         """The median of KEY over passed(WHERE), or None."""
         vals = [r[key] for r in self.passed(where) if r[key] is not None]
         return statistics.median(vals) if vals else None
+
+
+def machine():
+    """'CPU model, N CPUs': what a closing note says the figures were taken on."""
+    model = "unknown CPU"
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    model = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return "%s, %d CPUs" % (model, os.cpu_count() or 0)
+
+
+def load_average():
+    """The 1-minute load average, or None where the system has none."""
+    try:
+        return os.getloadavg()[0]
+    except OSError:
+        return None
 
 
 def ratio(x, y):

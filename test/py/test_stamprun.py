@@ -134,3 +134,11 @@ class TinySTMDesign(unittest.TestCase):
             stamp.tinystm_set_design("# DEFINES += -DDESIGN=WRITE_BACK_CTL\n", "WRITE_BACK_CTL")
         with self.assertRaises(ValueError):
             stamp.tinystm_set_design(self.MAKEFILE * 2, "WRITE_BACK_CTL")
+
+
+class Machine(unittest.TestCase):
+    def test_the_machine_line_names_the_cpu_and_counts_the_cpus(self):
+        self.assertRegex(stamprun.machine(), r"^.+, %d CPUs$" % os.cpu_count())
+
+    def test_the_load_average_is_a_number(self):
+        self.assertGreaterEqual(stamprun.load_average(), 0.0)
