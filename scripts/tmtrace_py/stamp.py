@@ -4,7 +4,8 @@ Owns: the list of applications, their arguments at each size, their thread
 option, the line each prints with its parallel-phase time and the line of
 its own verification, the input files their arguments name, the checks
 that a directory holds STAMP or TinySTM sources, the two TinySTM builds
-compared (their DESIGN line), the TL2-style stm.h written for TinySTM, the traced levels and their TMTRACE_* variables, and
+compared (their DESIGN line; and for callgrind, their -march), the
+TL2-style stm.h written for TinySTM, the traced levels and their TMTRACE_* variables, and
 the parsing of the commit/abort line libtl2 prints at TxShutdown (used by
 tmbench/stamp/run; tmbench/stamp/gcctm takes the applications, sizes,
 inputs and verification lines from here). Builds and runs nothing.
@@ -180,6 +181,19 @@ def tinystm_set_design(makefile, design):
     if len(found) != 1:
         raise ValueError("expected one active 'DEFINES += -DDESIGN=...' line, found %d" % len(found))
     return _DESIGN_LINE.sub("DEFINES += -DDESIGN=" + design, makefile)
+
+
+# The builds counted under valgrind (--callgrind): the same two designs,
+# compiled for a CPU valgrind can run (its default -march=native may use
+# AVX-512, which valgrind cannot decode).
+TINYSTM_COUNTED = {"tinystm-vg": "WRITE_BACK_ETL", "tinystm-ctl-vg": "WRITE_BACK_CTL"}
+VALGRIND_MARCH = "x86-64-v3"
+
+
+def tinystm_set_march(makefile_gcc, march):
+    """TinySTM's Makefile.gcc text with -march=native replaced by -march=MARCH
+    (unchanged when it has none)."""
+    return makefile_gcc.replace("-march=native", "-march=" + march)
 
 
 TINYSTM_GLUE = r"""/* STAMP's STM_* layer (the one TL2's stm.h gives) over TinySTM's API, written

@@ -1,0 +1,44 @@
+"""icount - instructions per transaction, counted by valgrind's callgrind.
+
+Owns: the valgrind command line of one counted run, and reading the
+function totals of callgrind_annotate's report into the whole program's
+count and the transactional runtime's (its functions, told apart by name:
+libtmtrace's, compat/tl2's and TinySTM's, and setjmp, which every
+transaction runs). Deterministic where wall time is not: a shared machine
+changes no count.
+Never: builds or runs anything itself (tmbench/stamp/run does).
+"""
+import re
+
+# Function names of the runtimes and of what every transaction calls on
+# their behalf (setjmp and its helper).
+RUNTIME_PREFIXES = ("Tx", "tmt_", "tx_", "stm_", "tb_", "api_", "txmem_", "htm_", "txreg_", "site_",
+                    "int_stm_", "mod_", "gc_", "_setjmp", "__sigsetjmp", "__sigjmp_save")
+
+_TOTAL = re.compile(r"^\s*([\d,]+) \(100\.0%\)\s+PROGRAM TOTALS", re.M)
+_FUNCTION = re.compile(r"^\s*([\d,]+) \(\s*[\d.]+%\)\s+(\S+)", re.M)
+
+
+def valgrind_command(out_file):
+    """The prefix of a counted run's command line."""
+    return ["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out_file]
+
+
+def annotate_command(out_file):
+    """callgrind_annotate's command for OUT_FILE: every function's own count."""
+    return ["callgrind_annotate", "--threshold=100", "--auto=no", out_file]
+
+
+def counts(report):
+    """(whole program, runtime) instruction counts from callgrind_annotate's
+    REPORT; ValueError without its PROGRAM TOTALS line."""
+    m = _TOTAL.search(report)
+    if not m:
+        raise ValueError("no PROGRAM TOTALS line in callgrind_annotate's report")
+    total = int(m.group(1).replace(",", ""))
+    runtime = 0
+    for n, where in _FUNCTION.findall(report[m.end():]):
+        name = where.split(":", 1)[-1]
+        if name.startswith(RUNTIME_PREFIXES):
+            runtime += int(n.replace(",", ""))
+    return total, runtime

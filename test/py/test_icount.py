@@ -1,0 +1,39 @@
+"""tmtrace_py.icount: the whole program's and the runtime's instruction
+counts read from callgrind_annotate's report."""
+import unittest
+
+import support  # noqa: F401  (puts the package on the path)
+from tmtrace_py import icount
+
+REPORT = """--------------------------------------------------------------------------------
+Ir
+--------------------------------------------------------------------------------
+1,000 (100.0%)  PROGRAM TOTALS
+
+--------------------------------------------------------------------------------
+Ir                    file:function
+--------------------------------------------------------------------------------
+500 (50.00%)  /s/genScalData.c:genScalData_seq [/s/ssca2]
+200 (20.00%)  ???:stm_commit_whole [/s/ssca2]
+100 (10.00%)  ???:tmt_write_word [/s/ssca2]
+ 90 ( 9.00%)  ./setjmp/../sysdeps/x86_64/bsd-_setjmp.S:__sigsetjmp [/lib/libc.so.6]
+ 60 ( 6.00%)  ???:stm_start_tx [/s/ssca2]
+ 50 ( 5.00%)  ???:TMlist_insert [/s/ssca2]
+"""
+
+
+class Counts(unittest.TestCase):
+    def test_the_runtime_is_its_functions_and_setjmp_and_the_total_is_the_programs(self):
+        self.assertEqual(icount.counts(REPORT), (1000, 450))
+
+    def test_a_report_without_its_totals_is_refused(self):
+        with self.assertRaises(ValueError):
+            icount.counts(REPORT.replace("PROGRAM TOTALS", "TOTALS"))
+
+    def test_the_counted_run_and_the_report_name_the_same_file(self):
+        self.assertIn("--callgrind-out-file=/w/out", icount.valgrind_command("/w/out"))
+        self.assertEqual(icount.annotate_command("/w/out")[-1], "/w/out")
+
+
+if __name__ == "__main__":
+    unittest.main()
