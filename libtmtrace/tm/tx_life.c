@@ -17,6 +17,7 @@
 
 #include <x86intrin.h>
 
+#include "abort_pc.h"
 #include "clock.h"
 #include "config.h"
 #include "htm.h"
@@ -85,6 +86,9 @@ static void tx_abort_record(struct tmt_tx *tx, unsigned reason, uint64_t where, 
     tx_count(&tx->site_stats[tx->site_id].aborts);
     tx_count(&tx->site_stats[tx->site_id].aborts_by_reason[reason]);
     tb_ev_abort(&tx->trace, reason, where, found);
+    /* Found at a read: where in the program (the stack walk only when traced). */
+    if ((reason == TMT_ABORT_READ_LOCKED || reason == TMT_ABORT_READ_VERSION) && tx_traced(tx))
+        tb_ev_abort_pc(&tx->trace, apc_program_pc());
     tx->attempt++;
 }
 
@@ -346,6 +350,8 @@ static inline void tx_commit_stm(struct tmt_tx *tx, int traced)
     else if (TMT_CLOCK_FLOOR)
         clock_floor_read();
     stm_commit_finish(tx, wv);
+    if (traced && tx->stm.wn) /* at tx: its write set, the locks released (the log stays until the next start) */
+        tb_ev_wset(&tx->trace, &tx->stm.wset[0].addr, &tx->stm.wset[0].mask, sizeof *tx->stm.wset, tx->stm.wn);
     htm_sw_leave(tx);
     tx_committed(tx, wv);
 }

@@ -120,6 +120,8 @@ static int keep_order(struct sync_ctx *x, struct tf_event *ev, uint64_t raw)
     struct sync_last *l = &x->last[ev->thread];
     if (l->seen && l->cpu == ev->cpu && raw > l->raw && ev->ts <= l->ns)
         ev->ts = l->ns + 1;
+    else if (l->seen && l->cpu == ev->cpu && raw == l->raw)
+        ev->ts = l->ns; /* a repeated stamp (boundary accesses, WSET, ABORT_PC) stays equal to the one it repeats */
     *l = (struct sync_last){ raw, ev->ts, ev->cpu, 1 };
     return 0;
 }
