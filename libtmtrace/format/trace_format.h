@@ -7,7 +7,8 @@
  * fallback and serial reasons with their printed names, the in-memory event
  * record (struct tf_record) and the decoded event (struct tf_event) the codec
  * makes of it, the rules for packing the record's fields (START and
- * COMMIT values, the STM abort value, TSC_AUX -> CPU, address -> stripe),
+ * COMMIT values, the STM abort value, a write set's packed words in the
+ * slot stream, TSC_AUX -> CPU, address -> stripe),
  * the header's flags and stamp kinds, the chunk kinds, END flags and codecs.
  * Never: declares the reader or writer (trace_file.h), touches memory other
  * than its arguments, allocates, or includes more than the public header:

@@ -5,7 +5,7 @@
  * the event path's measured cost per record.
  *
  * Owns: the out-of-line halves of the hooks (tb_access_slow/late,
- * tb_boundary_slow/late), the tick schedule of a thread (tb_tick), the
+ * tb_boundary_slow/late, tb_wset_slow: a write set split over chunks), the tick schedule of a thread (tb_tick), the
  * raised and injected stamps, and tb_event_cost_ns.
  *
  * Never: takes a lock or allocates on a record's path; when a chunk is full
