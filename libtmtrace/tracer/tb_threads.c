@@ -196,7 +196,7 @@ static void set_chunk(struct tb_thread *t, struct tb_chunk *c)
  * trace count as dropped. */
 static int offer_records(struct tb_thread *t, struct tb_chunk *c, struct tb_chunk *sent, size_t n)
 {
-    size_t records = n - t->fulls; /* a full record takes two slots */
+    size_t records = (size_t)((int64_t)n - t->fulls); /* a full record takes two slots, a write set packs two words a slot */
     __atomic_store_n(&c->n, n, __ATOMIC_RELAXED); /* a snapshot skips it from here */
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     t->seq += records;

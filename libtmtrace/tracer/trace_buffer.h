@@ -366,7 +366,7 @@ static inline void tb_wset_fill(struct tb_thread *t, struct tf_slot *s, const ui
     r->site = t->site;
     r->addr = n;
     r->value = 0;
-    t->fulls++;
+    t->fulls += 2 + (int64_t)tf_wset_slots(n) - (int64_t)n;
     tb_set_compact(t, !t->injecting);
     tb_publish(t, s + 2 + tf_wset_slots(n));
 }
