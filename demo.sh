@@ -23,7 +23,9 @@ mkdir -p "$out"
 rm -f "$out"/trace.bin "$out"/trace.sync.bin
 
 echo "== tracing: tmbench vacation, 2 threads, ${duration} s, skew on CPU 1, migrations every 5 ms"
-TMTRACE_FILE="$out/trace.bin" TMTRACE_EVENTS=all \
+# The skew check compares every record's stamp with its ground truth: it
+# keeps level all, which stamps every access.
+TMTRACE_FILE="$out/trace.bin" TMTRACE_EVENTS=all TMTRACE_STAMP=each \
 TMTRACE_SKEW="1:250000:120" TMTRACE_MIGRATE=5 \
     build/tmbench/tmbench vacation --preset high --threads 2 --duration "$duration" >"$out/workload.json"
 
@@ -62,6 +64,17 @@ plots/tmplot --bin "$tools" trace --out "$out/figures" "$out/trace.sync.bin" >/d
 
 echo "== Perfetto export"
 $tools/tmexport --chrome "$out/trace.sync.bin" -o "$out/trace.json"
+
+echo "== the default level (no TMTRACE_* but the file): tx with write sets"
+rm -f "$out"/default.bin "$out"/default.sync.bin
+TMTRACE_FILE="$out/default.bin" \
+    build/tmbench/tmbench vacation --preset high --threads 2 --duration "$duration" >/dev/null
+rc=0; $tools/tmsync "$out/default.bin" -o "$out/default.sync.bin" >/dev/null || rc=$?
+status_ok tmsync $rc "default-level trace"
+rc=0; $tools/tmcheck "$out/default.sync.bin" >"$out/check-default.txt" || rc=$?
+status_ok tmcheck $rc "default-level trace"
+sed -n '1,/^triage/p' "$out/check-default.txt" | grep -v '^$' | head -20
+sed -n '/^triage/,/^$/p' "$out/check-default.txt"
 
 python3 - "$out" <<'EOF'
 import json, sys, os

@@ -201,6 +201,12 @@ static inline __attribute__((always_inline)) uint8_t *codec_encode_one(uint8_t *
     case TF_EV_COMMIT:
         p = codec_put_commit(p, st, it->addr, it->value);
         break;
+    case TF_EV_WSET:
+        /* A write set's words: each a short step from the one before. */
+        p = codec_put_varint(p, codec_zz(it->addr - st->addr));
+        st->addr = it->addr;
+        p = codec_put_varint(p, it->value);
+        break;
     case TF_EV_ABORT:
         d = codec_zz(it->addr - st->addr);
         if (d < it->addr) {
@@ -335,6 +341,21 @@ static inline __attribute__((always_inline)) uint8_t *codec_slot_boundary(uint8_
     return p;
 }
 
+/* A write set's words (the record at s, whose fields `it` holds), one
+ * event each with the record's stamp, CPU, site and truth. */
+static uint8_t *codec_slot_wset(uint8_t *p, struct codec_pred *st, struct codec_item *it, const struct tf_slot *s,
+                                unsigned fl)
+{
+    uint64_t n = it->addr;
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t w = tf_wset_at(s, i);
+        it->addr = tf_wset_word(w);
+        it->value = tf_wset_mask(w);
+        p = codec_encode_one(p, st, it, fl);
+    }
+    return p;
+}
+
 /* The loop of codec_encode_slots, for one value of `fl` (inlined with it
  * constant: the truth column's test leaves the loop). */
 static inline __attribute__((always_inline)) long codec_slots_loop(uint8_t *out, struct tf_slot_stream *ss,
@@ -350,6 +371,7 @@ static inline __attribute__((always_inline)) long codec_slots_loop(uint8_t *out,
     int have = ss->have_prev;
     uint64_t instance = ss->instance;
     struct codec_item it = { 0 };
+    int whole = 1; /* 0: stopped before a write set that would pass `max` */
     for (; k < max && left; k++) {
         if (k && tf_slot_is_compact(s)) {
             /* The common records (one slot each), from the slot alone. */
@@ -371,6 +393,10 @@ static inline __attribute__((always_inline)) long codec_slots_loop(uint8_t *out,
         unsigned took = tf_slot_read(s, left, have, &r);
         if (took == 0)
             break;
+        if (r.kind == TF_EV_WSET && k + r.addr > max) {
+            whole = 0; /* the next piece takes the write set whole */
+            break;
+        }
         have = 1;
         it.tsc = r.tsc;
         it.truth = (fl & CODEC_EV_TRUTH) ? *truth : 0;
@@ -380,7 +406,12 @@ static inline __attribute__((always_inline)) long codec_slots_loop(uint8_t *out,
         it.aux = r.aux;
         it.kind = r.kind;
         it.reason = r.reason;
-        p = codec_encode_one(p, &st, &it, fl);
+        if (r.kind == TF_EV_WSET) {
+            p = codec_slot_wset(p, &st, &it, s, fl);
+            k += r.addr - 1;
+        } else {
+            p = codec_encode_one(p, &st, &it, fl);
+        }
         if (r.kind == TF_EV_START)
             instance = r.addr;
         s += took;
@@ -389,7 +420,7 @@ static inline __attribute__((always_inline)) long codec_slots_loop(uint8_t *out,
             truth += took;
     }
     *count = k;
-    if (k < max && left) /* stopped at a malformed slot */
+    if (k < max && left && (whole || k == 0)) /* stopped at a malformed slot */
         return -1;
     ss->s = s;
     ss->truth = truth;
@@ -543,6 +574,12 @@ static inline int codec_decode_fields(struct codec_rd *r, struct codec_pred *st,
     case TF_EV_ABORT:
         CODEC_GET(v);
         e->addr = (t & CODEC_TAG_ALT) ? st->addr + codec_unzz(v) : v;
+        CODEC_GET(e->value);
+        break;
+    case TF_EV_WSET:
+        CODEC_GET(v);
+        st->addr += codec_unzz(v);
+        e->addr = st->addr;
         CODEC_GET(e->value);
         break;
     default:

@@ -96,6 +96,8 @@ static void tf_header_encode(uint8_t *b, const struct tf_header *h)
         b[44] = (uint8_t)h->stripes_log2;
         b[45] = (uint8_t)h->stripe_shift;
     }
+    if ((h->version ? h->version : TF_VERSION) >= 4)
+        codec_put_u16(b + 46, (uint16_t)h->detail); /* zero before: readers of 3 see no change */
     codec_put_u64(b + 48, (uint64_t)h->wall_start_ns);
     size_t n = strnlen(h->cmdline, sizeof h->cmdline - 1);
     memcpy(b + TF_CMDLINE_AT, h->cmdline, n);
@@ -475,6 +477,7 @@ static void tf_parse_header(struct tf_header *h, const uint8_t *b, uint32_t vers
     h->events_level = codec_get_u32(b + 40);
     h->stripes_log2 = version >= 3 ? b[44] : codec_get_u32(b + 44);
     h->stripe_shift = version >= 3 ? b[45] : TF_STRIPE_SHIFT_V2;
+    h->detail = version >= 4 ? codec_get_u16(b + 46) : 0;
     h->wall_start_ns = (int64_t)codec_get_u64(b + 48);
     memcpy(h->cmdline, b + TF_CMDLINE_AT, sizeof h->cmdline - 1);
     h->cmdline[sizeof h->cmdline - 1] = '\0';
@@ -981,12 +984,15 @@ static int tf_raw_room(struct tf_writer *w, size_t need)
     return 0;
 }
 
+_Static_assert(TF_WSET_MAX <= TF_SLOTS_PIECE, "a write-set record fits one piece");
+
 int tf_write_slots(struct tf_writer *w, uint32_t thread, struct tf_slot_stream *ss, int codec, int level)
 {
     while (ss->left) {
-        /* Room for the records the piece can hold (no more than its
-         * slots): a short chunk does not grow the buffers to a full piece. */
-        size_t most = ss->left < TF_SLOTS_PIECE ? ss->left : TF_SLOTS_PIECE;
+        /* Room for the records the piece can hold (no more than twice its
+         * slots: a write set packs two words a slot): a short chunk does
+         * not grow the buffers to a full piece. */
+        size_t most = ss->left < TF_SLOTS_PIECE / 2 ? 2 * ss->left : TF_SLOTS_PIECE;
         if (tf_raw_room(w, codec_events_bound(most)) != 0)
             return -1;
         uint64_t seq = ss->seq;

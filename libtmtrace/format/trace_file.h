@@ -109,6 +109,8 @@ struct tf_header {
     uint32_t events_level;     /* 0 off, 1 tx, 2 all */
     uint32_t stripes_log2;     /* the run's TMTRACE_STRIPES; 0 = not recorded */
     uint32_t stripe_shift;     /* the run's TMTRACE_STRIPE_SHIFT; version 2 and before: 3 */
+    uint32_t detail;           /* version 4: TMTRACE_DETAIL, one attempt in `detail` recorded with its
+                                * reads and writes (TF_START_DETAIL) at level tx; 0 = none */
     int64_t wall_start_ns;     /* CLOCK_REALTIME at init */
     char cmdline[512];
     /* Version 2: enum tf_stamp of reads/writes, of start/abort/fallback and

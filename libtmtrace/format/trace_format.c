@@ -3,7 +3,7 @@
  *
  * Owns: the one name table of each enum in trace_format.h (event kinds,
  * abort, fallback and serial reasons, chunk kinds, codecs) and the count
- * of records in the event path's slot stream.
+ * of records in the event path's slot stream (a write set counts its words).
  * Never: allocates, prints, or names anything the header does not define.
  */
 #include "trace_format.h"
@@ -11,7 +11,8 @@
 const char *tf_event_kind_name(unsigned kind)
 {
     static const char *const names[TF_EV_KINDS] = { "?", "start", "read", "write",
-                                                    "commit", "abort", "fallback", "serial", "alloc" };
+                                                    "commit", "abort", "fallback", "serial", "alloc",
+                                                    "wset", "abort-pc" };
     return kind < TF_EV_KINDS ? names[kind] : "?";
 }
 
@@ -54,7 +55,16 @@ const char *tf_codec_name(unsigned codec)
 size_t tf_slots_records(const struct tf_slot *s, size_t n)
 {
     size_t k = 0;
-    for (size_t i = 0; i < n; k++)
-        i += tf_slot_is_compact(&s[i]) ? 1 : 2;
+    for (size_t i = 0; i < n;) {
+        if (tf_slot_is_compact(&s[i])) {
+            i++;
+            k++;
+            continue;
+        }
+        const struct tf_record *f = (const struct tf_record *)(const void *)&s[i];
+        /* The stream is the runtime's own: a write set's count is sound. */
+        k += f->kind == TF_EV_WSET ? f->addr : 1;
+        i += f->kind == TF_EV_WSET ? 2 + tf_wset_slots(f->addr) : 2;
+    }
     return k;
 }

@@ -7,7 +7,8 @@
  * fallback and serial reasons with their printed names, the in-memory event
  * record (struct tf_record) and the decoded event (struct tf_event) the codec
  * makes of it, the rules for packing the record's fields (START and
- * COMMIT values, the STM abort value, TSC_AUX -> CPU, address -> stripe),
+ * COMMIT values, the STM abort value, a write set's packed words in the
+ * slot stream, TSC_AUX -> CPU, address -> stripe),
  * the header's flags and stamp kinds, the chunk kinds, END flags and codecs.
  * Never: declares the reader or writer (trace_file.h), touches memory other
  * than its arguments, allocates, or includes more than the public header:
@@ -21,7 +22,7 @@
 #include "tmtrace.h" /* enum tmt_abort_reason: the ABORT record's reason */
 
 #define TF_MAGIC "TMTRACE\0"           /* 8 bytes at offset 0 */
-#define TF_VERSION 3                   /* bump on any incompatible change; readers keep reading 1 and 2 */
+#define TF_VERSION 4                   /* bump on any incompatible change; readers keep reading 1-3 */
 #define TF_CHUNK_MAGIC 0x4b4e4843u     /* "CHNK" little-endian */
 
 /* ---- event kinds and their reasons -------------------------------------- */
@@ -35,7 +36,9 @@ enum tf_event_kind {
     TF_EV_FALLBACK = 6, /* hardware path gives up; the STM takes over */
     TF_EV_SERIAL = 7,   /* the attempt runs alone from here (serial, irrevocable) to its end (v2) */
     TF_EV_ALLOC = 8,    /* tmt_malloc returned a block: address, size and call site (v2) */
-    TF_EV_KINDS = 9
+    TF_EV_WSET = 9,     /* a word the COMMIT before it wrote: address and byte mask (v4) */
+    TF_EV_ABORT_PC = 10, /* the code address of the access at which the ABORT before it was found (v4) */
+    TF_EV_KINDS = 11
 };
 
 /* The `value` of an ALLOC record: the call site (a return address, < 2^48
@@ -55,7 +58,9 @@ enum tf_start_flags {
     TF_START_HTM_EMU = 1u << 1,  /* emulated hardware attempt */
     TF_START_READ_ONLY = 1u << 2,
     TF_START_RETRY = 1u << 3,    /* a retry of an aborted attempt of the same transaction */
-    TF_START_SERIAL = 1u << 4    /* serial (irrevocable) attempt; a SERIAL record follows (v2) */
+    TF_START_SERIAL = 1u << 4,   /* serial (irrevocable) attempt; a SERIAL record follows (v2) */
+    TF_START_DETAIL = 1u << 5    /* TMTRACE_DETAIL chose this attempt: its reads and writes are
+                                  * recorded, the others' are not (v4; a START with it is full) */
 };
 
 /* The reason of an ABORT record is the public enum tmt_abort_reason
@@ -109,6 +114,15 @@ const char *tf_codec_name(unsigned codec);
  *   ALLOC     block address                tf_alloc_value(size, call site)
  *   SERIAL    conflict aborts of the transaction before this attempt
  *                                          0
+ *   WSET      word address (multiple of 8) byte mask (bit i: byte i of the word)
+ *   ABORT_PC  code address of the access   0
+ *
+ * WSET and ABORT_PC repeat the stamp and CPU of the record before them (no
+ * clock read). The WSET records after a COMMIT, up to the thread's next
+ * START, are that commit's write set, recorded after its locks were
+ * released, by an attempt whose reads and writes were not recorded (level
+ * tx, or an attempt TMTRACE_DETAIL did not choose). In the event path's
+ * slot stream they are stored in bulk (tf_wset_*, below).
  *
  * `reason`: READ/WRITE access size in bytes; ABORT enum tmt_abort_reason;
  * FALLBACK enum tf_fallback_reason; SERIAL enum tf_serial_reason. `site` is
@@ -268,12 +282,36 @@ static inline void tf_compact_apply(const struct tf_slot *s, struct tf_record *r
     }
 }
 
+/*
+ * A write set in the slot stream: a full record of kind TF_EV_WSET whose
+ * `addr` is the count of words n (1 to TF_WSET_MAX; a longer write set, or
+ * one cut by the end of a chunk, continues in more such records), then
+ * tf_wset_slots(n) raw slots holding the words two per slot (head first),
+ * each packed by tf_wset_pack; an odd count leaves the last one 0. The
+ * record expands to n records of kind TF_EV_WSET (one per word) with the
+ * full record's stamp, CPU and site; tools never see the packed form.
+ */
+#define TF_WSET_MAX 4096u
+static inline uint64_t tf_wset_slots(uint64_t n) { return (n + 1) / 2; }
+static inline uint64_t tf_wset_pack(uint64_t word, uint32_t mask) { return (word >> 3) << 8 | (mask & 0xffu); }
+static inline uint64_t tf_wset_word(uint64_t packed) { return (packed >> 8) << 3; }
+static inline uint32_t tf_wset_mask(uint64_t packed) { return (uint32_t)(packed & 0xffu); }
+/* The i-th packed word of the write-set record at s (s[0..1] the record). */
+static inline uint64_t tf_wset_at(const struct tf_slot *s, uint64_t i)
+{
+    const struct tf_slot *w = s + 2 + i / 2;
+    return (i & 1) ? w->value : w->head;
+}
+/* The records (words) a slot-stream record of `took` slots read by
+ * tf_slot_read into r stands for. */
+static inline uint64_t tf_slot_records(const struct tf_record *r) { return r->kind == TF_EV_WSET ? r->addr : 1; }
+
 /* Reads the record that starts at s[0], with `n` slots left, into *r, which
  * holds the record before it on entry when `have_prev` (a compact record
  * takes its CPU, site and stamp from there). Returns the slots the record
- * takes (1 or 2), or 0 where the stream is not well formed: a compact
+ * takes (1, 2, or a write set's 2 + tf_wset_slots), or 0 where the stream is not well formed: a compact
  * record with no record before it, a full record cut at the end, a kind
- * out of range. */
+ * out of range, a write set's count 0, too large or cut at the end. */
 static inline unsigned tf_slot_read(const struct tf_slot *s, size_t n, int have_prev, struct tf_record *r)
 {
     if (tf_slot_is_compact(s)) {
@@ -285,8 +323,10 @@ static inline unsigned tf_slot_read(const struct tf_slot *s, size_t n, int have_
     const struct tf_record *f = (const struct tf_record *)(const void *)s;
     if (n < 2 || f->kind == 0 || f->kind >= TF_EV_KINDS)
         return 0;
+    if (f->kind == TF_EV_WSET && (f->addr == 0 || f->addr > TF_WSET_MAX || tf_wset_slots(f->addr) > n - 2))
+        return 0;
     *r = *f;
-    return 2;
+    return f->kind == TF_EV_WSET ? 2 + (unsigned)tf_wset_slots(f->addr) : 2;
 }
 
 /* A thread's slot stream, read one piece at a time (codec_encode_slots,

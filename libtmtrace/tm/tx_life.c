@@ -17,6 +17,7 @@
 
 #include <x86intrin.h>
 
+#include "abort_pc.h"
 #include "clock.h"
 #include "config.h"
 #include "htm.h"
@@ -83,6 +84,9 @@ static void tx_abort_record(struct tmt_tx *tx, unsigned reason, uint64_t where, 
     tx_count(&tx->site_stats[tx->site_id].aborts); /* the totals are their sums (txreg_sum) */
     tx_count(&tx->site_stats[tx->site_id].aborts_by_reason[reason]);
     tb_ev_abort(&tx->trace, reason, where, found);
+    /* Found at a read: where in the program (the stack walk only when traced). */
+    if ((reason == TMT_ABORT_READ_LOCKED || reason == TMT_ABORT_READ_VERSION) && tx_traced(tx))
+        tb_ev_abort_pc(&tx->trace, apc_program_pc());
     tx->attempt++;
     tx->retried = 1;
 }
@@ -360,6 +364,8 @@ static inline void tx_commit_stm(struct tmt_tx *tx, int traced)
         else
             clock_floor_read();
         stm_commit_finish(tx, wv);
+        if (traced && tx->stm.wn) /* at tx: its write set, the locks released (the log stays until the next start) */
+            tb_ev_wset(&tx->trace, &tx->stm.wset[0].addr, &tx->stm.wset[0].mask, sizeof *tx->stm.wset, tx->stm.wn);
     } else {
         wv = stm_commit_whole(tx); /* nothing to record: one call */
     }

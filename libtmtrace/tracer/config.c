@@ -44,8 +44,15 @@ static int check_skew(const char *text)
 #define OFF(f) offsetof(struct config, f)
 
 static const struct config_var vars[] = {
-    { "TMTRACE_EVENTS", VAR_CHOICE, OFF(events), 0, 0, { "off", "tx", "all" }, "all",
-      "what is recorded: all = start/read/write/commit/abort, tx = start/commit/abort, off = nothing", NULL },
+    { "TMTRACE_EVENTS", VAR_CHOICE, OFF(events), 0, 0, { "off", "tx", "all" }, "tx",
+      "what is recorded: tx = start/commit/abort, each update commit's write set (its words and byte masks, "
+      "copied after its locks are released) and the code address of the access at which an abort was found, "
+      "which is what explains every software abort (class, culprit, word) at about the cost of the two clock "
+      "reads per attempt; all = also every read and write (value, stamp per TMTRACE_STAMP); off = nothing", NULL },
+    { "TMTRACE_DETAIL", VAR_INT, OFF(detail), 0, 65535, { 0 }, "0",
+      "at TMTRACE_EVENTS=tx: one attempt in N, chosen at random per thread, is recorded with its reads and "
+      "writes as at all (its START says so); the tools scale what they estimate from these samples; 0 = none",
+      NULL },
     { "TMTRACE_MODE", VAR_CHOICE, OFF(mode), 0, 0, { "stream", "memory" }, "stream",
       "stream = chunks are written while the program runs (bounded memory); memory = kept in memory and written at exit", NULL },
     { "TMTRACE_FILE", VAR_STRING, OFF(file), 0, 0, { 0 }, "trace.bin",
@@ -91,7 +98,7 @@ static const struct config_var vars[] = {
     { "TMTRACE_SERIAL_AFTER", VAR_INT, OFF(serial_after), 1, 1000000, { 0 }, "16",
       "contention management: after this many conflict aborts of one transaction its next attempt runs in serial "
       "(irrevocable) mode, alone, and commits; bounds the attempts of any transaction", NULL },
-    { "TMTRACE_STAMP", VAR_CHOICE, OFF(stamp), 0, 0, { "each", "boundary" }, "each",
+    { "TMTRACE_STAMP", VAR_CHOICE, OFF(stamp), 0, 0, { "each", "boundary" }, "boundary",
       "each = every record reads the clock (an unordered rdtsc bracketed by rdpid; rdtscp on a CPU without "
       "rdpid); boundary = only start/commit/abort/fallback read it and reads/writes repeat the previous record's "
       "stamp", NULL },

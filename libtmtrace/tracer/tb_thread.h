@@ -41,14 +41,17 @@ struct tb_thread {
     uint8_t stamp_each;        /* 1: reads/writes take their own stamp (TMTRACE_STAMP=each) */
     uint8_t fast_stamp;        /* 1: unordered stamps (rdpid; rdtsc; rdpid) where order is not needed */
     uint8_t compact;           /* 1: the chunk holds a record the next one can be compact against */
-    uint8_t pad_;
-    uint32_t fulls;            /* full (two-slot) records in the current chunk */
+    uint8_t sampled;           /* 1: level tx with TMTRACE_DETAIL; each START sets `level` for its attempt */
+    int64_t fulls;             /* slots of the current chunk beyond one per record: 1 per full record,
+                                * 2 + tf_wset_slots(n) - n per write set of n words (may be below 0) */
     /* The last stamp taken: what boundary-stamped reads/writes repeat and
      * what the next stamp on the same CPU must exceed. */
     uint64_t last_raw;         /* TSC as read (the truth when injecting) */
     uint64_t last_tsc;         /* TSC as recorded (injected when injecting) */
     uint32_t last_aux;
     uint64_t tick_tsc;         /* next in-run sample / migration is due at this TSC */
+    uint64_t rng;              /* TMTRACE_DETAIL: the thread's xorshift64 state (never 0) */
+    uint32_t detail;           /* TMTRACE_DETAIL's N when `sampled` */
     uint64_t *truth;           /* truth column of the current chunk, per slot (injecting only) */
     struct tf_slot *base;      /* first slot of the current chunk */
 

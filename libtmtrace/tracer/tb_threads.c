@@ -196,7 +196,7 @@ static void set_chunk(struct tb_thread *t, struct tb_chunk *c)
  * trace count as dropped. */
 static int offer_records(struct tb_thread *t, struct tb_chunk *c, struct tb_chunk *sent, size_t n)
 {
-    size_t records = n - t->fulls; /* a full record takes two slots */
+    size_t records = (size_t)((int64_t)n - t->fulls); /* a full record takes two slots, a write set packs two words a slot */
     __atomic_store_n(&c->n, n, __ATOMIC_RELAXED); /* a snapshot skips it from here */
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     t->seq += records;
@@ -284,6 +284,9 @@ int tb_attach(struct tb_thread *t)
     t->next_sample_tsc = now;  /* first START takes a sample at once */
     t->next_migrate_tsc = now + t->migrate_period;
     t->tick_tsc = (t->tick_period || t->migrate_period) ? now : UINT64_MAX;
+    t->sampled = config.events == CONFIG_EVENTS_TX && config.detail > 0;
+    t->detail = (uint32_t)config.detail;
+    t->rng = (now ^ (uint64_t)t->os_tid << 32) | 1; /* per thread, never 0 */
     tb_pool_thread_join();
     set_chunk(t, tb_pool_get());
     sig_stack_enter(); /* a stack overflow still runs the handler that flushes the trace */

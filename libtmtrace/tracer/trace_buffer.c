@@ -5,7 +5,7 @@
  * the event path's measured cost per record.
  *
  * Owns: the out-of-line halves of the hooks (tb_access_slow/late,
- * tb_boundary_slow/late), the tick schedule of a thread (tb_tick), the
+ * tb_boundary_slow/late, tb_wset_slow: a write set split over chunks), the tick schedule of a thread (tb_tick), the
  * raised and injected stamps, and tb_event_cost_ns.
  *
  * Never: takes a lock or allocates on a record's path; when a chunk is full
@@ -102,6 +102,40 @@ void tb_boundary_late(struct tb_thread *t, unsigned kind, uint64_t head, uint64_
                       uint32_t aux)
 {
     boundary_done(t, kind, tb_emit_as_at(t, t->cur, kind, 0, head, 1, addr, value, tsc, aux));
+}
+
+/* ---- write sets tb_ev_wset does not take inline ------------------------- */
+
+/* Steps a redo log's two columns on by k entries. */
+static void wset_skip(const uint64_t **words, const uint32_t **masks, size_t stride, size_t k)
+{
+    *words = (const uint64_t *)(const void *)((const char *)*words + k * stride);
+    *masks = (const uint32_t *)(const void *)((const char *)*masks + k * stride);
+}
+
+/* Whatever the chunk has room for, in records of at most TF_WSET_MAX
+ * words; the rest in the chunks after it. A word that finds no chunk is
+ * dropped and counted, as any record is. */
+void tb_wset_slow(struct tb_thread *t, const uint64_t *words, const uint32_t *masks, size_t stride, uint32_t n)
+{
+    while (n) {
+        struct tf_slot *s = tb_slot(t);
+        /* Words after the record within the chunk (`end` is its last slot). */
+        size_t room = s == NULL ? 0 : 2 * (size_t)(t->end - s - 1);
+        if (room == 0 && s != NULL && tb_chunk_full(t) != NULL)
+            continue; /* room for the record alone: the words go to a new chunk */
+        if (room == 0) {
+            wset_skip(&words, &masks, stride, 1);
+            n--;
+            continue;
+        }
+        uint32_t k = n < TF_WSET_MAX ? n : TF_WSET_MAX;
+        if (k > room)
+            k = (uint32_t)room;
+        tb_wset_fill(t, s, words, masks, stride, k);
+        wset_skip(&words, &masks, stride, k);
+        n -= k;
+    }
 }
 
 /* ---- raised stamps, ticks (in-run samples, migrations) ------------------ */

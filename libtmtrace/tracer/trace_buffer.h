@@ -238,6 +238,18 @@ static inline void tb_ev_start(struct tb_thread *t, uint32_t site, uint64_t inst
 {
     if (t->level == CONFIG_EVENTS_OFF)
         return;
+    if (TB_UNLIKELY(t->sampled)) {
+        /* TMTRACE_DETAIL: a xorshift64 step; its high half scaled to
+         * [0, N) is 0 for one attempt in N, whatever came before. */
+        uint64_t x = t->rng;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        t->rng = x;
+        int chosen = ((x >> 32) * t->detail) >> 32 == 0;
+        t->level = chosen ? CONFIG_EVENTS_ALL : CONFIG_EVENTS_TX;
+        flags |= chosen ? TF_START_DETAIL : 0;
+    }
     t->site = (uint16_t)site; /* site ids fit 16 bits (SITE_MAX), as in a full record */
     t->instance = instance;
     tb_boundary(t, TF_EV_START, tf_start_head(flags, 0, t->site, attempt), (flags >> 5 | attempt >> 16) == 0,
@@ -322,6 +334,77 @@ static inline void tb_ev_abort(struct tb_thread *t, unsigned reason, uint64_t wh
     if (t->level == CONFIG_EVENTS_OFF)
         return;
     tb_emit(t, 0, TF_EV_ABORT, reason, where, found);
+}
+
+/* A commit's write set, as its redo log holds it: `n` entries `stride`
+ * bytes apart, each with its word address at `words` and its byte mask at
+ * `masks` (the same entry's). Out of line: a chunk that has not room for
+ * all of it, clock faults injected (trace_buffer.c). */
+void tb_wset_slow(struct tb_thread *t, const uint64_t *words, const uint32_t *masks, size_t stride, uint32_t n);
+
+/* A WSET record of `n` words (at most TF_WSET_MAX) in slot `s`, which has
+ * room for it whole: the redo log copied in one pass, the stamp and CPU of
+ * the record before it (no clock read). */
+static inline void tb_wset_fill(struct tb_thread *t, struct tf_slot *s, const uint64_t *words, const uint32_t *masks,
+                                size_t stride, uint32_t n)
+{
+    uint64_t *out = (uint64_t *)(void *)(s + 2);
+    for (uint32_t i = 0; i < n; i++) {
+        out[i] = tf_wset_pack(*words, *masks);
+        words = (const uint64_t *)(const void *)((const char *)words + stride);
+        masks = (const uint32_t *)(const void *)((const char *)masks + stride);
+    }
+    if (n & 1)
+        out[n] = 0;
+    struct tf_record *r = (struct tf_record *)(void *)s;
+    r->tsc = t->last_tsc;
+    r->aux = t->last_aux;
+    if (TB_UNLIKELY(t->injecting))
+        t->truth[s - t->base] = t->last_raw;
+    r->kind = TF_EV_WSET;
+    r->reason = 0;
+    r->site = t->site;
+    r->addr = n;
+    r->value = 0;
+    t->fulls += 2 + (int64_t)tf_wset_slots(n) - (int64_t)n;
+    tb_set_compact(t, !t->injecting);
+    tb_publish(t, s + 2 + tf_wset_slots(n));
+}
+
+/* The write set of the commit just recorded, after its locks were released
+ * (nobody waits on it), by an attempt whose writes were not recorded: WSET
+ * records (trace_format.h). Inline when the chunk has room for it whole,
+ * so that the traced commit makes no call for it. */
+static inline void tb_ev_wset(struct tb_thread *t, const uint64_t *words, const uint32_t *masks, size_t stride,
+                              uint32_t n)
+{
+    if (t->level != CONFIG_EVENTS_TX || n == 0)
+        return;
+    struct tf_slot *s = t->cur;
+    /* A record starts before `end` and ends on it at the latest. */
+    if (TB_UNLIKELY(n > TF_WSET_MAX || s >= t->end || (size_t)(t->end - s) < 1 + tf_wset_slots(n))) {
+        tb_wset_slow(t, words, masks, stride, n);
+        return;
+    }
+    tb_wset_fill(t, s, words, masks, stride, n);
+}
+
+/* The code address of the access at which the attempt just recorded as
+ * aborted found its conflict (a return address into the program), right
+ * after its ABORT; no clock read. */
+static inline void tb_ev_abort_pc(struct tb_thread *t, uint64_t pc)
+{
+    if (t->level == CONFIG_EVENTS_OFF || pc == 0)
+        return;
+    struct tf_slot *s = tb_slot(t);
+    if (TB_UNLIKELY(s == NULL))
+        return;
+    struct tf_record *r = (struct tf_record *)(void *)s;
+    r->tsc = t->last_tsc;
+    r->aux = t->last_aux;
+    if (TB_UNLIKELY(t->injecting))
+        t->truth[s - t->base] = t->last_raw;
+    tb_fill(t, s, TF_EV_ABORT_PC, 0, pc, 0);
 }
 
 /* tmt_malloc returned `block` of `size` bytes to the code at `caller` (a

@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "abort_pc.h"
 #include "clock.h"
 #include "clock_sample.h"
 #include "config.h"
@@ -458,6 +459,7 @@ static void tr_fill_header(struct tf_header *hdr, uint64_t hz)
     hdr->ncpus = (uint32_t)(online > 0 ? online : tr_ncpus);
     hdr->pid = (uint32_t)getpid();
     hdr->events_level = (uint32_t)config.events;
+    hdr->detail = config.events == CONFIG_EVENTS_TX ? (uint32_t)config.detail : 0;
     hdr->stripes_log2 = (uint32_t)config.stripes_log2;
     hdr->stripe_shift = (uint32_t)config.stripe_shift;
     /* Must match tb_clock: unordered where the CPU has
@@ -568,6 +570,7 @@ int tracer_init(void)
     if (config.events == CONFIG_EVENTS_OFF || __atomic_load_n(&tr_state, __ATOMIC_ACQUIRE) == TR_ACTIVE)
         return 0;
     tr_pid = getpid();
+    apc_init(); /* before any thread can abort */
     __atomic_store_n(&tr_state, TR_STARTING, __ATOMIC_RELEASE);
     tr_install_handlers();
     int rc = tr_start();

@@ -86,10 +86,12 @@ def app_list(text):
     return apps
 
 
-# The traced levels: TMTRACE_EVENTS, and the TMTRACE_STAMP each one runs with
-# (set for every traced run, so that a TMTRACE_STAMP in the caller's
-# environment cannot make "all" mean something else than its name says).
-LEVELS = {"tx": ("tx", "each"), "all": ("all", "each"), "all/boundary": ("all", "boundary")}
+# The traced levels: TMTRACE_EVENTS, the TMTRACE_STAMP and TMTRACE_DETAIL each
+# one runs with (set, or unset where None, for every traced run, so that a
+# TMTRACE_* in the caller's environment cannot make "all" mean something else
+# than its name says). "default" sets none of them: what a user gets.
+LEVELS = {"tx": ("tx", "each", None), "all": ("all", "each", None), "all/boundary": ("all", "boundary", None),
+          "default": (None, None, None), "detail16": ("tx", "boundary", "16")}
 
 
 def level_list(text):
@@ -101,9 +103,19 @@ def level_list(text):
 
 
 def level_env(level):
-    """The TMTRACE_* variables a traced level runs with."""
-    events, stamp = LEVELS[level]
-    return {"TMTRACE_EVENTS": events, "TMTRACE_STAMP": stamp}
+    """The TMTRACE_* variables a traced level runs with (None: unset)."""
+    events, stamp, detail = LEVELS[level]
+    return {"TMTRACE_EVENTS": events, "TMTRACE_STAMP": stamp, "TMTRACE_DETAIL": detail}
+
+
+def apply_env(env, settings):
+    """ENV with SETTINGS applied: a value of None removes the variable."""
+    for key, value in settings.items():
+        if value is None:
+            env.pop(key, None)
+        else:
+            env[key] = value
+    return env
 
 
 def app_args(apps, size, overrides):

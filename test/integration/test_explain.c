@@ -11,9 +11,13 @@
  *     runtime's test-build hook, stm_test_locked_hook) while another thread
  *     reads the word it writes: those aborts are "holder-preempted", blamed
  *     on the holder's thread and attempt, on the word named by its symbol.
+ * The same hot word and pair at the default level (tx, no access recorded,
+ * each commit's write set) get the same classes, none with its word unknown.
  * Sites are named `label (file:line)`.
  */
 #include <pthread.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -243,41 +247,66 @@ static double class_count(const char *classes, const char *cls)
     return tg_json_num(out, k, "count");
 }
 
-static void aborts_are_named_by_symbol_and_allocation_site_and_classified_by_identity(void **st)
+/* Runs the workloads in a child traced at `level` (NULL: the default, no
+ * TMTRACE_EVENTS or TMTRACE_STAMP set), with the preempted holder when
+ * `preempt`; then tmsync, and tmcheck --json (--csv into `csv`) into out. */
+static void record_and_check(const char *level, int preempt, const char *csv)
 {
-    (void)st;
     const char *trace = tu_path("explain.bin"), *synced = tu_path("explain.sync.bin");
-    char stripes[8], shift[8];
-    snprintf(stripes, sizeof stripes, "%d", STRIPES_LOG2);
-    snprintf(shift, sizeof shift, "%d", STRIPE_SHIFT);
-    setenv("TMTRACE_FILE", trace, 1);
-    setenv("TMTRACE_EVENTS", "all", 1);
-    setenv("TMTRACE_STRIPES", stripes, 1);
-    setenv("TMTRACE_STRIPE_SHIFT", shift, 1);
-    setenv("TMTRACE_HTM", "off", 1);
-    find_pair();
-    tmt_tx *tx = tmt_thread_enter();
-    assert_non_null(tx);
-    TMT_ATOMIC(tx, "make-node") {
-        explain_node = tmt_malloc(tx, 8 * sizeof(long));
-    } TMT_END;
-    memset(explain_node, 0, 8 * sizeof(long));
-    run_until_aborts(HOT, "hot");
-    run_until_aborts(PAIR, "pair");
-    run_until_aborts(NODE, "node");
-    run_preempted_holder();
-    tmt_thread_exit();
-    assert_int_equal(tmt_shutdown(), 0);
-
+    fflush(NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        char stripes[8], shift[8];
+        snprintf(stripes, sizeof stripes, "%d", STRIPES_LOG2);
+        snprintf(shift, sizeof shift, "%d", STRIPE_SHIFT);
+        setenv("TMT_KEEP_TMP", "1", 1); /* the parent's temporary directory outlives this exit() */
+        setenv("TMTRACE_FILE", trace, 1);
+        unsetenv("TMTRACE_EVENTS");
+        unsetenv("TMTRACE_STAMP");
+        if (level) {
+            setenv("TMTRACE_EVENTS", level, 1);
+            setenv("TMTRACE_STAMP", "each", 1);
+        }
+        setenv("TMTRACE_STRIPES", stripes, 1);
+        setenv("TMTRACE_STRIPE_SHIFT", shift, 1);
+        setenv("TMTRACE_HTM", "off", 1);
+        find_pair();
+        tmt_tx *tx = tmt_thread_enter();
+        assert_non_null(tx);
+        TMT_ATOMIC(tx, "make-node") {
+            explain_node = tmt_malloc(tx, 8 * sizeof(long));
+        } TMT_END;
+        memset(explain_node, 0, 8 * sizeof(long));
+        run_until_aborts(HOT, "hot");
+        run_until_aborts(PAIR, "pair");
+        run_until_aborts(NODE, "node");
+        if (preempt)
+            run_preempted_holder();
+        tmt_thread_exit();
+        FILE *f = fopen(tu_path("held"), "wb"); /* for the parent's checks */
+        int ok = f && fwrite(&held, sizeof held, 1, f) == 1;
+        ok = f && fclose(f) == 0 && ok;
+        exit(tmt_shutdown() == 0 && ok ? 0 : 1);
+    }
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    FILE *f = fopen(tu_path("held"), "rb");
+    assert_non_null(f);
+    assert_int_equal(fread(&held, sizeof held, 1, f), 1);
+    fclose(f);
     char cmd[2048];
-    const char *csv = tu_path("explain.csv");
     snprintf(cmd, sizeof cmd, "%s '%s' -o '%s' >/dev/null 2>&1 && %s --json --csv '%s' '%s'",
              tu_build("tools/tmsync"), trace, synced, tu_build("tools/tmcheck"), csv, synced);
     assert_int_equal(tu_run(cmd, out, sizeof out), 0);
-    victim_aborts_blame_the_preempted_holder(csv);
+}
+
+/* What both levels must say: the hot word's conflicts are true ones, the
+ * pair's false ones, every STM abort has its culprit and its class. */
+static void hot_word_true_and_pair_false(void)
+{
     assert_true(tg_json_num(out, NULL, "conflict_free_aborts") == 0);
-    /* the tracer's cost per event was measured at init and kept by tmsync */
-    assert_non_null(strstr(out, "\"event_cost_measured\":true"));
     assert_true(tg_json_num(out, strstr(out, "\"attribution\":"), "by_identity") > 0);
     /* the hot word: by its symbol; conflicts on it are true ones */
     const char *hot = site_classes("\"name\":\"hot (test_explain.c:");
@@ -295,14 +324,44 @@ static void aborts_are_named_by_symbol_and_allocation_site_and_classified_by_ide
     const char *ha = strstr(out, "\"name\":\"explain_hot_word\"");
     assert_true(tg_json_num(out, ha, "false") == 0);
     assert_true(tg_json_num(out, ha, "true") > 0);
+}
+
+static void aborts_are_named_by_symbol_and_allocation_site_and_classified_by_identity(void **st)
+{
+    (void)st;
+    const char *csv = tu_path("explain.csv");
+    record_and_check("all", 1, csv);
+    victim_aborts_blame_the_preempted_holder(csv);
+    /* the tracer's cost per event was measured at init and kept by tmsync */
+    assert_non_null(strstr(out, "\"event_cost_measured\":true"));
+    hot_word_true_and_pair_false();
     /* the node's field: named by where its block was allocated */
     assert_non_null(strstr(out, "\"name\":\"block+0x18 from "));
+}
+
+/* The default level records no access, but each commit's write set: every
+ * STM abort gets the class and word it gets at all, none is left with its
+ * word unknown, and every word's writer is the culprit. */
+static void at_the_default_level_every_abort_is_classified_as_at_all(void **st)
+{
+    (void)st;
+    record_and_check(NULL, 0, tu_path("default.csv"));
+    struct tf_reader *r = tf_open(tu_path("explain.bin"), 0);
+    assert_non_null(r);
+    assert_int_equal(tf_reader_header(r)->events_level, 1); /* tx: no read or write recorded */
+    tf_close(r);
+    assert_true(tg_json_num(out, NULL, "stm_aborts") > 0);
+    hot_word_true_and_pair_false();
+    const char *all = strstr(out, "\"classes\":{");
+    assert_non_null(all);
+    assert_true(class_count(all, "\"word-unknown\"") == 0);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(aborts_are_named_by_symbol_and_allocation_site_and_classified_by_identity),
+        cmocka_unit_test(at_the_default_level_every_abort_is_classified_as_at_all),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

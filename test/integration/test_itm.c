@@ -107,7 +107,7 @@ static void traced_run_checks(const char *prefix, const char *bin, int threads, 
 {
     char cmd[2048];
     const char *raw = tu_path("itm.trace"), *synced = tu_path("itm.synced");
-    snprintf(cmd, sizeof cmd, "rm -f %s %s && %s TMTRACE_EVENTS=all TMTRACE_FILE=%s timeout 120 %s %d", raw, synced, prefix, raw,
+    snprintf(cmd, sizeof cmd, "rm -f %s %s && %s TMTRACE_EVENTS=all TMTRACE_STAMP=each TMTRACE_FILE=%s timeout 120 %s %d", raw, synced, prefix, raw,
              bin, threads);
     run_ok(cmd, out, sizeof out);
     long commits = number_after(out, "commits ");
@@ -171,6 +171,47 @@ static void the_tx_level_records_no_accesses(void **st)
     long records = strtol(out, &end, 10), accesses = strtol(end, NULL, 10);
     if (records == 0 || accesses != 0)
         fail_msg("level tx: %ld records, %ld of them reads or writes:\n%s", records, accesses, out);
+}
+
+/* At the default level, every software abort found at a read (the
+ * _ITM_R* barrier) is followed by an ABORT_PC record whose address lies in
+ * the program's own code, where the barrier was called. */
+static void aborts_at_reads_name_the_programs_code_address(void **st)
+{
+    (void)st;
+    char cmd[2048];
+    const char *raw = tu_path("pc.trace");
+    long aborts = 0;
+    for (int round = 0; round < 20 && aborts == 0; round++) {
+        snprintf(cmd, sizeof cmd,
+                 "TMTRACE_HTM=off TMTRACE_FILE=%s timeout 120 %s 8 >/dev/null && "
+                 "%s %s | grep -c ' abort .*reason=read-' || true",
+                 raw, prog_path("bank", ""), tu_build("tools/tmdump"), raw);
+        run_ok(cmd, out, sizeof out);
+        aborts = strtol(out, NULL, 10);
+    }
+    if (aborts == 0)
+        skip(); /* the machine never let two threads collide */
+    snprintf(cmd, sizeof cmd, "%s --summary %s | grep 'object .*itm_bank:' && %s %s | grep -m 100 -A1 ' abort .*reason=read-'",
+             tu_build("tools/tmdump"), raw, tu_build("tools/tmdump"), raw);
+    run_ok(cmd, out, sizeof out);
+    const char *o = strstr(out, ": 0x");
+    assert_non_null(o);
+    char *end;
+    unsigned long long lo = strtoull(o + 2, &end, 16), hi = strtoull(end + 1, NULL, 16);
+    long found = 0;
+    for (const char *a = strstr(out, " abort T"); a; a = strstr(a + 1, " abort T")) {
+        const char *nl = strchr(a, '\n');
+        assert_non_null(nl);
+        const char *pc = strstr(nl, " abort-pc T");
+        if (pc == NULL || pc > strchr(nl + 1, '\n'))
+            fail_msg("a read abort without its abort-pc:\n%.*s", (int)(nl - a), a);
+        unsigned long long v = strtoull(strstr(pc, "pc=0x") + 3, NULL, 16);
+        if (v < lo || v >= hi)
+            fail_msg("abort-pc 0x%llx outside the program's code 0x%llx-0x%llx", v, lo, hi);
+        found++;
+    }
+    assert_int_equal(found, aborts < 100 ? aborts : 100); /* the first 100 (the output's room) */
 }
 
 /* A program about the transaction's own stack (test/itm/itm_stack*.c)
@@ -308,6 +349,7 @@ int main(void)
         cmocka_unit_test(traces_pass_tmcheck_with_the_programs_commit_count),
         cmocka_unit_test(traces_on_the_emulated_hardware_path_pass_tmcheck),
         cmocka_unit_test(the_tx_level_records_no_accesses),
+        cmocka_unit_test(aborts_at_reads_name_the_programs_code_address),
         cmocka_unit_test(a_callee_writing_its_callers_stack_array_leaves_the_commit_and_later_frames_intact),
         cmocka_unit_test(stack_arrays_written_in_nested_transactions_survive_their_cancels_and_the_outer_aborts),
         cmocka_unit_test(stack_data_passed_to_memcpy_memmove_memset_and_gccs_plain_copies_is_current),

@@ -26,10 +26,13 @@
 #include "test_util.h"
 
 /* The child's environment is exactly the settings given (nothing inherited
- * from the test runner can change its configuration). */
+ * from the test runner can change its configuration), over level all with a
+ * stamp per access, which these tests read back. */
 static void child_env(const char *const *env)
 {
     clearenv();
+    putenv((char *)"TMTRACE_EVENTS=all");
+    putenv((char *)"TMTRACE_STAMP=each");
     for (; *env; env++)
         putenv((char *)*env);
 }

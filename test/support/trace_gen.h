@@ -119,6 +119,7 @@ static inline long tg_slots_expand(const struct tf_slot *s, size_t n, const uint
                                    size_t max, size_t *used)
 {
     size_t i = 0, k = 0;
+    int whole = 1; /* 0: stopped before a write set that would pass `max` (the writer's pieces do too) */
     for (; i < n && k < max; k++) {
         if (k)
             out[k] = out[k - 1];
@@ -127,12 +128,63 @@ static inline long tg_slots_expand(const struct tf_slot *s, size_t n, const uint
         unsigned took = tf_slot_read(&s[i], n - i, k || ref, &out[k]);
         if (took == 0)
             break;
-        if (truth_out)
-            truth_out[k] = truth_in[i];
+        if (out[k].kind == TF_EV_WSET && k + out[k].addr > max) {
+            whole = 0;
+            break;
+        }
+        /* A write set: one record per word (trace_format.h). */
+        uint64_t words = out[k].kind == TF_EV_WSET ? out[k].addr : 1;
+        for (uint64_t j = 0; j < words; j++) {
+            if (out[k].kind == TF_EV_WSET) {
+                out[k + j] = out[k];
+                out[k + j].addr = tf_wset_word(tf_wset_at(&s[i], j));
+                out[k + j].value = tf_wset_mask(tf_wset_at(&s[i], j));
+            }
+            if (truth_out)
+                truth_out[k + j] = truth_in[i];
+        }
+        k += words - 1;
         i += took;
     }
     *used = i;
-    return i < n && k < max ? -1 : (long)k;
+    return i < n && k < max && (whole || k == 0) ? -1 : (long)k;
+}
+
+/* The slot stream of n records whose WSET records (one per word, with an
+ * address that is a multiple of 8 and a byte mask) become the stream's
+ * packed write sets: a run of them that share stamp, CPU, site, reason and
+ * truth is one group. Returns the slots (at most 3n) in out and, with
+ * `truth`, one truth per slot in tout. */
+static inline size_t tg_pack_wsets(const struct tf_record *recs, const uint64_t *truth, size_t n,
+                                   struct tf_slot *out, uint64_t *tout)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < n;) {
+        size_t j = i + 1;
+        if (recs[i].kind == TF_EV_WSET)
+            while (j < n && j - i < TF_WSET_MAX && recs[j].kind == TF_EV_WSET && recs[j].tsc == recs[i].tsc &&
+                   recs[j].aux == recs[i].aux && recs[j].site == recs[i].site &&
+                   recs[j].reason == recs[i].reason && (!truth || truth[j] == truth[i]))
+                j++;
+        struct tf_record h = recs[i];
+        size_t slots = 2;
+        if (h.kind == TF_EV_WSET) {
+            h.addr = j - i;
+            h.value = 0;
+            slots += tf_wset_slots(j - i);
+            uint64_t *words = (uint64_t *)(void *)&out[o + 2];
+            for (size_t k = i; k < j; k++)
+                words[k - i] = tf_wset_pack(recs[k].addr, (uint32_t)recs[k].value);
+            if ((j - i) & 1)
+                words[j - i] = 0;
+        }
+        memcpy(&out[o], &h, sizeof h);
+        for (size_t k = 0; tout && k < slots; k++)
+            tout[o + k] = truth[i];
+        o += slots;
+        i = j;
+    }
+    return o;
 }
 
 /* Appends raw records of one thread as the library's writer appends a
@@ -160,11 +212,27 @@ static inline int tg_write_records(struct tf_writer *w, uint32_t thread, uint64_
     }
     for (size_t i = 0; truth && i < n; i++)
         st[2 * i] = st[2 * i + 1] = truth[i];
+    size_t wsets = 0;
+    for (size_t i = 0; i < n; i++)
+        wsets += recs[i].kind == TF_EV_WSET;
     /* A full record is two slots whose first byte is its kind
-     * (trace_format.h): the records are the stream as they are. */
+     * (trace_format.h): the records are the stream as they are, but for
+     * write sets, which the stream packs (tg_pack_wsets). */
     struct tf_slot_stream ss = { .s = (const struct tf_slot *)(const void *)recs, .truth = truth ? st : NULL,
                                  .left = 2 * n, .seq = first_seq, .instance = first_instance };
-    return tf_write_slots(w, thread, &ss, codec, level);
+    if (wsets == 0)
+        return tf_write_slots(w, thread, &ss, codec, level);
+    struct tf_slot *packed = malloc(3 * n * sizeof *packed);
+    uint64_t *pt = truth ? malloc(3 * n * sizeof *pt) : NULL;
+    if (!packed || (truth && !pt))
+        abort();
+    ss.s = packed;
+    ss.truth = pt;
+    ss.left = tg_pack_wsets(recs, truth, n, packed, pt);
+    int rc = tf_write_slots(w, thread, &ss, codec, level);
+    free(packed);
+    free(pt);
+    return rc;
 }
 
 /* Appends thread `id`'s records [first_seq, first_seq + t->n) in chunks of

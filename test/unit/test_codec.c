@@ -105,10 +105,24 @@ static size_t fill_slots(struct tf_slot *sl, uint64_t *truth, size_t cap)
             r.tsc = wild();
             r.addr = wild();
             r.value = wild();
+            size_t words = 0;
+            if (r.kind == TF_EV_WSET) { /* a packed write set of a few words, room allowing */
+                words = 1 + rnd() % 5;
+                while (words && i + 2 + tf_wset_slots(words) > cap)
+                    words--;
+                if (words == 0)
+                    r.kind = TF_EV_ALLOC;
+                r.addr = words;
+            }
             memcpy(&sl[i], &r, sizeof r);
             truth[i] = wild();
             truth[i + 1] = 0;
             i += 2;
+            for (size_t k = 0; k < tf_wset_slots(words); k++, i++) {
+                sl[i].head = tf_wset_pack(wild(), (uint32_t)rnd());
+                sl[i].value = k + 1 < tf_wset_slots(words) || !(words & 1) ? tf_wset_pack(wild(), (uint32_t)rnd()) : 0;
+                truth[i] = 0;
+            }
             continue;
         }
         uint64_t head, addr = rnd() >> 17;
@@ -148,7 +162,7 @@ static void test_slots_encode_to_the_bytes_of_their_expanded_records(void **s)
         size_t i = 0, pieces = 0;
         uint64_t seq = 77, inst = 5;
         while (i < n) {
-            size_t max = 1 + rnd() % 3000, used, got;
+            size_t max = 8 + rnd() % 3000, used, got; /* room for the largest write set fill_slots makes */
             long m = tg_slots_expand(sl + i, n - i, truth + i, i ? &ref : NULL, rec, rtruth, max, &used);
             assert_true(m > 0);
             unsigned fa, fb;

@@ -47,6 +47,7 @@ static const struct kv bad[] = {
     { "TMTRACE_PREFAULT", "1X" },        { "TMTRACE_WRITER_CPU", "-2" },
     { "TMTRACE_SERIAL_AFTER", "0" },      { "TMTRACE_STRIPE_SHIFT", "2" },
     { "TMTRACE_WRITER_NICE", "20" },      { "TMTRACE_WRITER_DEFER", "lots" },
+    { "TMTRACE_DETAIL", "65536" },
 };
 
 static void every_variable_rejects_a_bad_value_naming_itself(void **state)
@@ -57,7 +58,7 @@ static void every_variable_rejects_a_bad_value_naming_itself(void **state)
         if (strstr(error_get(), bad[i].name) == NULL)
             fail_msg("%s=%s gave '%s'", bad[i].name, bad[i].value, error_get());
         /* A failed load leaves the defaults in force. */
-        assert_int_equal(config.events, CONFIG_EVENTS_ALL);
+        assert_int_equal(config.events, CONFIG_EVENTS_TX);
     }
 }
 
@@ -106,16 +107,21 @@ static void sizes_take_units(void **state)
 static void good_values_are_stored(void **state)
 {
     (void)state;
-    assert_int_equal(load_one("TMTRACE_EVENTS", "tx"), 0);
-    assert_int_equal(config.events, CONFIG_EVENTS_TX);
+    assert_int_equal(load_one("TMTRACE_EVENTS", "all"), 0);
+    assert_int_equal(config.events, CONFIG_EVENTS_ALL);
     assert_int_equal(load_one("TMTRACE_MODE", "memory"), 0);
     assert_int_equal(config.mode, CONFIG_MODE_MEMORY);
     assert_int_equal(load_one("TMTRACE_SKEW", "1:250000:120@10:5"), 0);
     assert_string_equal(config.skew, "1:250000:120@10:5");
     assert_int_equal(load_one("TMTRACE_CODEC_LEVEL", "6"), 0);
     assert_int_equal(config.codec_level, 6);
+    assert_int_equal(load_one("TMTRACE_DETAIL", "16"), 0);
+    assert_int_equal(config.detail, 16);
     config_reset();
-    assert_int_equal(config.events, CONFIG_EVENTS_ALL);
+    /* The default explains every abort at the least cost (docs/tracer.md). */
+    assert_int_equal(config.events, CONFIG_EVENTS_TX);
+    assert_int_equal(config.stamp, CONFIG_STAMP_BOUNDARY);
+    assert_int_equal(config.detail, 0);
     assert_int_equal(config.buffer_bytes, 1 << 20);
     assert_string_equal(config.file, "trace.bin");
 }

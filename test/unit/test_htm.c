@@ -32,6 +32,7 @@ static int setup(void **state)
 {
     (void)state;
     setenv("TMTRACE_FILE", tu_path("trace.bin"), 1); /* not in the working directory */
+    setenv("TMTRACE_EVENTS", "all", 1); /* the records of every access */
     assert_int_equal(tmt_init(), 0);
     return 0;
 }

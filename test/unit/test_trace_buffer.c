@@ -87,7 +87,8 @@ static int trace_child(const char *name, const char *a, const char *b, const cha
 {
     char file[300];
     snprintf(file, sizeof file, "TMTRACE_FILE=%s", tu_path(name));
-    const char *env[] = { file, "TMTRACE_SAMPLE_MS=5", a, b, c, NULL };
+    /* Level all with a stamp per access unless a, b or c say otherwise. */
+    const char *env[] = { file, "TMTRACE_SAMPLE_MS=5", "TMTRACE_EVENTS=all", "TMTRACE_STAMP=each", a, b, c, NULL };
     return run_child(env, body, arg);
 }
 
@@ -572,6 +573,78 @@ static void level_tx_records_no_reads_or_writes(void **state)
     free_trace(&rb);
 }
 
+/* DETAIL_ATTEMPTS attempts as the runtime records them at tx: START, the
+ * read and write (recorded only in an attempt TMTRACE_DETAIL chose), the
+ * COMMIT and the write set (recorded only in the others). */
+enum { DETAIL_ATTEMPTS = 4000, DETAIL_N = 8 };
+static int body_detail(void *arg)
+{
+    (void)arg;
+    struct tb_thread t;
+    if (tb_attach(&t) != 0)
+        return 10;
+    struct {
+        uint64_t addr, value;
+        uint32_t mask, pad;
+    } log[3] = { { (uint64_t)(uintptr_t)&cells[1], 5, 0xff, 0 }, { (uint64_t)(uintptr_t)&cells[2], 6, 0x0f, 0 },
+                 { (uint64_t)(uintptr_t)&cells[3], 7, 0x80, 0 } };
+    uint32_t site = site_id(&the_site);
+    for (uint64_t i = 1; i <= DETAIL_ATTEMPTS; i++) {
+        tb_ev_start(&t, site, i, 0, 0);
+        tb_ev_read(&t, &cells[0], 4, 8);
+        tb_ev_write(&t, &cells[1], 5, 8);
+        tb_ev_commit(&t, i, 1, 3);
+        tb_ev_wset(&t, &log[0].addr, &log[0].mask, sizeof log[0], 3);
+    }
+    tb_detach(&t);
+    return 0;
+}
+
+static void detail_records_one_attempt_in_n_with_its_accesses_and_flags_it(void **state)
+{
+    (void)state;
+    char n[32];
+    snprintf(n, sizeof n, "TMTRACE_DETAIL=%d", DETAIL_N);
+    /* Small chunks: many hand-overs, write sets cut by a chunk's end too. */
+    assert_child_ok(trace_child("detail.bin", "TMTRACE_EVENTS=tx", n, "TMTRACE_BUFFER=4096", body_detail, NULL));
+    struct readback rb;
+    read_trace(tu_path("detail.bin"), &rb);
+    assert_int_equal(rb.hdr.detail, DETAIL_N);
+    size_t detailed = 0, starts = 0;
+    for (size_t i = 0; i < rb.nev; i++) {
+        if (rb.ev[i].kind != TF_EV_START)
+            continue;
+        starts++;
+        int chosen = (tf_start_flags(rb.ev[i].value) & TF_START_DETAIL) != 0;
+        detailed += (size_t)chosen;
+        /* chosen: READ WRITE COMMIT; the others: COMMIT and three WSET
+         * (a chunk's end may cut them into two records: the same words) */
+        assert_true(i + 3 < rb.nev || (!chosen && i + 4 < rb.nev));
+        if (chosen) {
+            assert_int_equal(rb.ev[i + 1].kind, TF_EV_READ);
+            assert_int_equal(rb.ev[i + 2].kind, TF_EV_WRITE);
+            assert_int_equal(rb.ev[i + 3].kind, TF_EV_COMMIT);
+        } else {
+            assert_int_equal(rb.ev[i + 1].kind, TF_EV_COMMIT);
+            static const uint64_t masks[3] = { 0xff, 0x0f, 0x80 };
+            for (size_t k = 0; k < 3; k++) {
+                assert_int_equal(rb.ev[i + 2 + k].kind, TF_EV_WSET);
+                assert_int_equal(rb.ev[i + 2 + k].addr, (uint64_t)(uintptr_t)&cells[1 + k]);
+                assert_int_equal(rb.ev[i + 2 + k].value, masks[k]);
+                assert_int_equal(rb.ev[i + 2 + k].ts, rb.ev[i + 1].ts); /* no clock read: the commit's stamp */
+            }
+        }
+    }
+    assert_int_equal(starts, DETAIL_ATTEMPTS);
+    /* Each word of a write set is a record: the program order has no gap
+     * where a chunk was handed over after write sets. */
+    for (size_t i = 0; i < rb.nev; i++)
+        assert_int_equal(rb.ev[i].seq, i);
+    /* One in N: 500 expected, a standard deviation of 21. */
+    assert_true(detailed > DETAIL_ATTEMPTS / DETAIL_N * 3 / 4 && detailed < DETAIL_ATTEMPTS / DETAIL_N * 5 / 4);
+    free_trace(&rb);
+}
+
 static void level_off_writes_no_trace_file(void **state)
 {
     (void)state;
@@ -1005,6 +1078,7 @@ int main(void)
         cmocka_unit_test(a_slot_stream_that_starts_compact_or_ends_mid_record_is_refused),
         cmocka_unit_test(an_injected_slow_clock_keeps_a_cpus_stamps_increasing),
         cmocka_unit_test(level_tx_records_no_reads_or_writes),
+        cmocka_unit_test(detail_records_one_attempt_in_n_with_its_accesses_and_flags_it),
         cmocka_unit_test(level_off_writes_no_trace_file),
         cmocka_unit_test(stream_mode_writes_every_event_through_small_chunks),
         cmocka_unit_test(memory_mode_writes_nothing_until_exit),

@@ -43,6 +43,10 @@ static void make_records(struct tf_record *r, uint64_t *truth, size_t n, uint64_
         r[i].site = (uint16_t)(rnd() % 4);
         r[i].addr = k == TF_EV_START ? ++*inst : (rnd() % 3 == 0 ? rnd() : 0x7f0000001000ull + 8 * (rnd() % 999));
         r[i].value = rnd() % 2 ? rnd() : rnd() % 1000;
+        if (k == TF_EV_WSET) { /* what a write set can hold: a word and a byte mask */
+            r[i].addr &= ((UINT64_C(1) << 56) - 1) & ~UINT64_C(7);
+            r[i].value &= 0xff;
+        }
         if (truth)
             truth[i] = tsc - 500 + rnd() % 1000;
     }
@@ -848,7 +852,7 @@ static void test_writer_refuses_invalid_records_and_unwritable_paths(void **s)
     assert_non_null(strstr(error_get(), "no/such/dir/x.bin"));
     struct tf_writer *w = tf_create(tu_path("inv.bin"), &h, 0);
     assert_non_null(w);
-    struct tf_record r[2] = { { .tsc = 1, .kind = TF_EV_START, .addr = 1 }, { .tsc = 2, .kind = 9 } };
+    struct tf_record r[2] = { { .tsc = 1, .kind = TF_EV_START, .addr = 1 }, { .tsc = 2, .kind = TF_EV_KINDS } };
     assert_int_equal(tg_write_records(w, 1, 0, 0, r, NULL, 2, TF_CODEC_NONE, 0), -1);
     assert_non_null(strstr(error_get(), "inv.bin: thread 1: records from 0 on are damaged"));
     assert_int_equal(tf_finish(w, 0), 0);

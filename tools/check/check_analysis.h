@@ -57,6 +57,8 @@ enum ca_class {
     CA_CL_USER_RETRY,
     CA_CL_USER_CANCEL,
     CA_CL_CONFLICT_FREE,     /* STM abort without a committed culprit or a live holder */
+    CA_CL_WORD_UNKNOWN,      /* a commit wrote the stripe; whether the very word, the trace's level
+                              * does not record (below the default: no write sets, no accesses) */
     CA_CLASSES
 };
 
@@ -67,7 +69,9 @@ struct ca_opts {
     double desched_gap_ns;   /* a gap this long inside an attempt is a deschedule (0 = default) */
     uint64_t uncertainty;    /* u, in trace time units (0 for raw traces) */
     double ns_per_unit;      /* 1 for synced traces, 1e9/tsc_hz for raw */
-    int have_accesses;       /* the trace records reads and writes (level all) */
+    int have_accesses;       /* the trace records reads and writes (level all, or sampled: detail) */
+    int have_wsets;          /* version 4 at level tx: update commits record their written words */
+    unsigned detail;         /* TMTRACE_DETAIL: one attempt in `detail` has its accesses (0 = none) */
     int repeated_access;     /* reads/writes repeat the previous stamp (header stamp_access REPEATED) */
     double lock_hold_ns;     /* how long a committer may hold its locks (0 = the default) */
     double event_cost_ns;    /* the tracer's cost per event, for its estimated share (0 = default) */
@@ -154,6 +158,8 @@ struct ca_totals {
     uint64_t events, transactions, attempts, commits, aborts;
     uint64_t stm_aborts, htm_aborts, user_aborts, fallbacks;
     uint64_t serial;     /* attempts that ran in serial mode (SERIAL records) */
+    uint64_t detailed;   /* attempts TMTRACE_DETAIL chose (START flag DETAIL) */
+    uint64_t accesses;   /* READ and WRITE records */
     double serial_ns;    /* time they ran alone: SERIAL to their commit or abort */
     uint64_t temporal, grammar, out_of_place, late_starts, premature_ends;
     uint64_t open_at_end, window_overflows;
@@ -186,6 +192,8 @@ struct ca_attribution {
     uint32_t culprit_thread, culprit_site;
     uint64_t culprit_instance, culprit_commit;
     uint64_t addr;                /* the conflicting address (the victim's) */
+    uint64_t pc;                  /* version 4: the code address of the access that found the
+                                   * conflict (0 = not recorded: found at commit, or older trace) */
 };
 
 struct ca_state;

@@ -3,7 +3,9 @@
  * each software abort, true or false (stripe) conflict, and the addresses
  * aborts failed on.
  *
- * Owns: the sliding store of recently committed writes (hashed by stripe),
+ * Owns: the sliding store of recently committed writes (hashed by stripe;
+ * from the recorded writes at level all, from the commits' write sets,
+ * WSET, at level tx of version 4),
  * the queue of aborts waiting until no later commit can fall inside their
  * window, the search, the hot-address table, the attribution callback. Each
  * resolved abort is counted into the shared site rows and conflict matrix
@@ -278,7 +280,8 @@ static void resolve_by_time(struct ca_state *s, struct pending *p)
 
 /* Did the identified culprit (committed) write the word the victim failed
  * on? 1 yes, 0 only other words of that stripe, -1 unknown (its writes are
- * not in the store: events level tx, dropped, or it never committed). */
+ * not in the store: a level that records neither accesses nor write sets,
+ * dropped, or it never committed). */
 static int word_match(const struct ca_state *s, const struct pending *p)
 {
     uint64_t stripe = ca_stripe(&s->o, p->rec);
@@ -296,10 +299,12 @@ static int word_match(const struct ca_state *s, const struct pending *p)
 }
 
 /* True or false conflict with the identified commit. Without its writes in
- * the store, the stripe is all that is known, and it counts as true. */
+ * the store the stripe is all that is known: the class says so rather than
+ * guess. */
 static unsigned word_class(const struct ca_state *s, const struct pending *p)
 {
-    return word_match(s, p) == 0 ? CA_CL_FALSE : CA_CL_TRUE;
+    int m = word_match(s, p);
+    return m == 1 ? CA_CL_TRUE : m == 0 ? CA_CL_FALSE : CA_CL_WORD_UNKNOWN;
 }
 
 /* The holder's attempt among its thread's recently ended ones (NULL if
@@ -318,13 +323,27 @@ static const struct ended *holder_attempt(const struct ca_state *s, const struct
     return NULL;
 }
 
-/* The holder's attempt is still running (the abort waits for its end). */
+/* The holder's attempt is still running, or its write set is still to
+ * come (the abort waits for both). */
 static int holder_open(const struct ca_state *s, const struct pending *p)
 {
     if (!p->held || p->holder == 0 || p->holder >= s->nth)
         return 0;
     const struct th *h = &s->th[p->holder];
-    return h->in_tx && (h->instance & TF_ABORT_INSTANCE_MASK) == p->holder_inst;
+    return (h->in_tx || h->wset_left) && (h->instance & TF_ABORT_INSTANCE_MASK) == p->holder_inst;
+}
+
+/* The commit whose version the abort found still has words of its write
+ * set to come (its thread records them after the COMMIT). */
+static int version_wset_open(const struct ca_state *s, const struct pending *p)
+{
+    if (!s->o.have_wsets || p->held || p->version == 0)
+        return 0;
+    const struct ventry *v = version_find(s, p->version);
+    if (!v || v->thread >= s->nth)
+        return 0;
+    const struct th *c = &s->th[v->thread];
+    return c->wset_left && c->wset_commit == v->commit;
 }
 
 /* Attribution by identity (format version 2): the commit that wrote the
@@ -333,6 +352,8 @@ static void resolve_by_identity(struct ca_state *s, struct pending *p)
 {
     if (p->held) {
         const struct ended *e = holder_attempt(s, p);
+        if (!e && p->have_holder_e)
+            e = &p->holder_e;
         int open = holder_open(s, p);
         if (!e && !open) {
             s->t.holder_unknown++;
@@ -413,7 +434,7 @@ static int resolve_ready(struct ca_state *s, int all)
 {
     while (s->pcount) {
         struct pending *p = &s->pend[s->phead];
-        if (!all && (window_end(s, p) >= s->now || holder_open(s, p)))
+        if (!all && (window_end(s, p) >= s->now || holder_open(s, p) || version_wset_open(s, p)))
             break;
         if (resolve(s, p) < 0)
             return -1;
@@ -452,6 +473,11 @@ static int queue_abort(struct ca_state *s, struct th *t, const struct tf_event *
         if (p->held) {
             p->holder = tf_abort_holder_thread(ev->value);
             p->holder_inst = tf_abort_holder_instance(ev->value);
+            const struct ended *e = holder_attempt(s, p);
+            if (e) {
+                p->holder_e = *e;
+                p->have_holder_e = 1;
+            }
         } else {
             p->version = ev->value;
         }
@@ -490,7 +516,36 @@ int ca_culprit_commit(struct ca_state *s, struct th *t, const struct tf_event *e
                 return -1;
     if (s->o.format_version >= 2 && ev->addr != 0 && version_add(s, t, ev) < 0)
         return -1;
+    /* Level tx, version 4: an update commit whose writes were not recorded
+     * one by one (TMTRACE_DETAIL did not choose it) records its write set
+     * next, one WSET per redo-log entry. Serial commits write in place and
+     * record none. */
+    int wrote = 0;
+    for (size_t i = 0; i < t->nacc && !wrote; i++)
+        wrote = t->acc[i].write;
+    t->wset_left = s->o.have_wsets && ev->addr != 0 && !wrote && !t->serial ? tf_commit_write_set(ev->value) : 0;
+    t->wset_commit = ev->ts;
     return 0;
+}
+
+int ca_culprit_wset(struct ca_state *s, struct th *t, const struct tf_event *ev)
+{
+    if (!t->wset_left)
+        return 0;
+    t->wset_left--;
+    return store_add(s, ev->addr, t->wset_commit, t);
+}
+
+void ca_culprit_abort_pc(struct ca_state *s, const struct th *t, const struct tf_event *ev)
+{
+    for (size_t i = s->pcount; i-- > 0;) {
+        struct pending *p = &s->pend[(s->phead + i) % s->pcap];
+        if (p->a.thread == t->pub.thread) {
+            if (p->a.instance == t->instance && p->a.pc == 0)
+                p->a.pc = ev->addr;
+            return;
+        }
+    }
 }
 
 /* The open attempt aborted in the software path: wait for its window. A

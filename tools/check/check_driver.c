@@ -67,7 +67,9 @@ void ca_opts_for_trace(const struct trace_index *ix, unsigned stripes_log2, stru
         .stripe_shift = ix->hdr.stripe_shift,
         .uncertainty = (uint64_t)(u + 0.999),
         .ns_per_unit = synced || !ix->hdr.tsc_hz ? 1.0 : 1e9 / (double)ix->hdr.tsc_hz,
-        .have_accesses = ix->hdr.events_level >= 2,
+        .have_accesses = ix->hdr.events_level >= 2 || ix->hdr.detail > 0,
+        .have_wsets = ix->hdr.version >= 4 && ix->hdr.events_level == 1,
+        .detail = ix->hdr.detail,
         .format_version = ix->hdr.version,
         .repeated_access = ix->hdr.stamp_access == TF_STAMP_REPEATED,
         .event_cost_ns = ix->runinfo.event_cost_ns,   /* 0: CA_EVENT_COST_NS_DEFAULT */
@@ -103,6 +105,7 @@ static int on_start(struct ca_state *s, struct th *t, const struct tf_event *ev)
     if (ca_site_start(s, ev->site) < 0)
         return -1;
     s->t.attempts++;
+    s->t.detailed += (tf_start_flags(ev->value) & TF_START_DETAIL) != 0;
     t->pub.attempts++;
     t->in_tx = 1;
     t->late = t->has_ops = 0;
@@ -113,6 +116,7 @@ static int on_start(struct ca_state *s, struct th *t, const struct tf_event *ev)
     t->htm = (ev->value & (TF_START_HTM | TF_START_HTM_EMU)) != 0;
     t->serial = 0;
     t->nacc = 0;
+    t->wset_left = 0; /* a write set cut short (dropped) waits no longer */
     t->max_gap = 0;
     t->migrated = 0;
     return 0;
@@ -217,6 +221,7 @@ int ca_event(struct ca_state *s, const struct tf_event *ev)
         break;
     case TF_EV_READ:
     case TF_EV_WRITE:
+        s->t.accesses++;
         if (t->in_tx) {
             ca_order_access(t, ev->ts);
             rc = ca_culprit_access(s, t, ev);
@@ -235,6 +240,12 @@ int ca_event(struct ca_state *s, const struct tf_event *ev)
         break;
     case TF_EV_ALLOC:
         rc = ca_alloc_event(s, ev);
+        break;
+    case TF_EV_WSET:
+        rc = ca_culprit_wset(s, t, ev);
+        break;
+    case TF_EV_ABORT_PC:
+        ca_culprit_abort_pc(s, t, ev);
         break;
     case TF_EV_SERIAL:
         if (t->in_tx) {

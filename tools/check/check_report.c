@@ -57,6 +57,29 @@ static const char *dropped_note(void)
            "and abort attribution may be affected by the dropped events";
 }
 
+/* The accesses of the run estimated from those of the attempts
+ * TMTRACE_DETAIL chose (each attempt as likely as any other). */
+static double detail_scaled(const struct ca_totals *t)
+{
+    return t->detailed ? (double)t->accesses * (double)t->attempts / (double)t->detailed : 0.0;
+}
+
+/* What the trace's level can tell: the head of the report. */
+static void text_level(FILE *f, const struct cr_input *in, const struct ca_totals *t)
+{
+    const struct tf_header *h = &in->ix->hdr;
+    if (h->events_level == 1 && h->version >= 4)
+        fprintf(f, "level tx with write sets: every software abort's class, culprit and word as at level all\n");
+    else if (h->events_level == 1)
+        fprintf(f, "level tx without write sets (format version %u): which word a culprit wrote is unknown at "
+                "this level\n", h->version);
+    if (h->detail)
+        fprintf(f, "sampled detail (TMTRACE_DETAIL=%u): %llu of %llu attempts recorded with their reads and "
+                "writes; their %llu accesses scale to an estimated %.0f for the run\n", h->detail,
+                (unsigned long long)t->detailed, (unsigned long long)t->attempts, (unsigned long long)t->accesses,
+                detail_scaled(t));
+}
+
 /* Trace, totals, consistency. */
 static void text_totals(FILE *f, const struct cr_input *in, const struct ca_totals *t)
 {
@@ -69,6 +92,7 @@ static void text_totals(FILE *f, const struct cr_input *in, const struct ca_tota
             (unsigned long long)t->transactions, (unsigned long long)t->attempts, (unsigned long long)t->commits,
             (unsigned long long)t->aborts, (unsigned long long)t->stm_aborts, (unsigned long long)t->htm_aborts,
             (unsigned long long)t->user_aborts, (unsigned long long)t->fallbacks);
+    text_level(f, in, t);
     if (t->serial)
         fprintf(f, "serial attempts %llu, %.3f ms alone (every other transaction waited)\n",
                 (unsigned long long)t->serial, t->serial_ns / 1e6);
@@ -203,6 +227,15 @@ static void json_totals(struct jw *w, const struct cr_input *in, const struct ca
     jw_ku64(w, "htm_aborts", t->htm_aborts);
     jw_ku64(w, "user_aborts", t->user_aborts);
     jw_ku64(w, "fallbacks", t->fallbacks);
+    if (in->ix->hdr.detail) {
+        jw_key(w, "detail");
+        jw_object(w);
+        jw_ku64(w, "period", in->ix->hdr.detail);
+        jw_ku64(w, "detailed_attempts", t->detailed);
+        jw_ku64(w, "accesses", t->accesses);
+        jw_knum(w, "accesses_estimated", detail_scaled(t), 0);
+        jw_object_end(w);
+    }
     jw_ku64(w, "serial_attempts", t->serial);
     jw_knum(w, "serial_ns", t->serial_ns, 0);
     jw_ku64(w, "dropped_events", in->dropped);

@@ -65,6 +65,9 @@ struct th {
     uint32_t site;
     struct access *acc;
     size_t nacc, capacc;
+    /* check_culprit.c: the last commit's write set still to come (WSET) */
+    uint64_t wset_commit;
+    uint32_t wset_left;
     uint64_t retries;   /* aborted attempts since this thread's last commit or cancel */
     /* the open attempt's deschedules: longest gap between its events, core change */
     uint64_t last_ev_ts, max_gap;
@@ -116,6 +119,8 @@ struct pending {
     int held;           /* v2: the abort record names the holder's attempt */
     uint64_t holder_inst;   /* its instance, low 31 bits */
     uint64_t version;   /* v2, not held: the version found (0 = none) */
+    struct ended holder_e;  /* the holder's attempt as it ended before the abort was queued */
+    int have_holder_e;      /* (a busy holder may end more than CA_ENDED_KEEP attempts before it resolves) */
     struct access *acc;
     size_t nacc;
 };
@@ -195,6 +200,10 @@ int ca_culprit_create(struct ca_state *s);
 int ca_culprit_access(struct ca_state *s, struct th *t, const struct tf_event *ev);
 int ca_culprit_commit(struct ca_state *s, struct th *t, const struct tf_event *ev);
 int ca_culprit_abort(struct ca_state *s, struct th *t, const struct tf_event *ev);
+/* Version 4: a word of the write set of thread t's last commit; the code
+ * address of the access at which its last abort was found. */
+int ca_culprit_wset(struct ca_state *s, struct th *t, const struct tf_event *ev);
+void ca_culprit_abort_pc(struct ca_state *s, const struct th *t, const struct tf_event *ev);
 int ca_culprit_step(struct ca_state *s);
 int ca_culprit_finish(struct ca_state *s);
 void ca_culprit_free(struct ca_state *s);

@@ -65,7 +65,13 @@ static const struct tool_doc dump_doc = {
         "               records only holder=T<thread>, of a lock abort)\n"
         "  fallback     why=REASON status=HTM_STATUS\n"
         "  serial       why=REASON conflicts=N\n"
-        "  alloc        addr=ADDRESS size=BYTES pc=CALL_SITE (size 65535+: that or more)",
+        "  alloc        addr=ADDRESS size=BYTES pc=CALL_SITE (size 65535+: that or more)\n"
+        "  wset         addr=WORD mask=BYTE_MASK: a word the commit before it wrote\n"
+        "               (level tx, format version 4; bit i of the mask: byte i)\n"
+        "  abort-pc     pc=CODE_ADDRESS: the access at which the abort before it\n"
+        "               was found (format version 4)\n"
+        "  start        detail, when TMTRACE_DETAIL chose the attempt (its reads\n"
+        "               and writes are recorded)",
     .options = dump_options,
     .exit_status = "0  success\n"
                    "2  bad usage, a thread or site the trace does not have, or an unreadable\n"
@@ -145,6 +151,16 @@ static void dump_details(FILE *out, const struct dump_meta *m, const struct tf_e
     case TF_EV_ALLOC:
         fprintf(out, " addr=0x%" PRIx64 " size=%" PRIu64 "%s pc=0x%" PRIx64, e->addr, tf_alloc_size(e->value),
                 tf_alloc_size(e->value) == TF_ALLOC_SIZE_MAX ? "+" : "", tf_alloc_pc(e->value));
+        break;
+    case TF_EV_WSET:
+        fprintf(out, " addr=0x%" PRIx64 " mask=0x%02" PRIx64, e->addr, e->value & 0xffu);
+        break;
+    case TF_EV_ABORT_PC:
+        fprintf(out, " pc=0x%" PRIx64, e->addr);
+        break;
+    case TF_EV_START:
+        if (tf_start_flags(e->value) & TF_START_DETAIL)
+            fprintf(out, " detail");
         break;
     default:
         break;
@@ -393,6 +409,10 @@ static void dump_print_header(const char *path, const struct tf_header *h)
     printf("cpus: %u\n", h->ncpus);
     printf("pid: %u\n", h->pid);
     printf("events level: %s\n", h->events_level == 0 ? "off" : h->events_level == 1 ? "tx" : "all");
+    if (h->version >= 4 && h->events_level == 1)
+        printf("write sets: recorded at each update commit\n");
+    if (h->detail)
+        printf("detail: one attempt in %u recorded with its reads and writes (TMTRACE_DETAIL)\n", h->detail);
     static const char *const stamp[] = { "not recorded", "ordered (rdtscp)", "unordered (rdpid; rdtsc; rdpid)",
                                          "repeated (previous stamp)" };
     if (h->version >= 2)

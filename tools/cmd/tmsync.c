@@ -101,7 +101,9 @@ static struct sm_result *model_for(struct sync_ctx *x, unsigned cpu)
 
 /* Stamps a thread took on one CPU in increasing order (events may be a
  * fraction of a ns apart) keep that order in ns: a stamp that rounding made
- * equal to the previous one, or put before it, becomes previous + 1 ns.
+ * equal to the previous one, or put before it, becomes previous + 1 ns; a
+ * stamp that repeats the previous one (no clock read of its own) stays
+ * equal to it, raised or not.
  * Stamps on different CPUs are left as the models make them, so a wrong
  * model still shows. */
 static int keep_order(struct sync_ctx *x, struct tf_event *ev, uint64_t raw)
@@ -120,6 +122,8 @@ static int keep_order(struct sync_ctx *x, struct tf_event *ev, uint64_t raw)
     struct sync_last *l = &x->last[ev->thread];
     if (l->seen && l->cpu == ev->cpu && raw > l->raw && ev->ts <= l->ns)
         ev->ts = l->ns + 1;
+    else if (l->seen && l->cpu == ev->cpu && raw == l->raw)
+        ev->ts = l->ns; /* boundary-stamped accesses, WSET, ABORT_PC */
     *l = (struct sync_last){ raw, ev->ts, ev->cpu, 1 };
     return 0;
 }
