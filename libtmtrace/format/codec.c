@@ -31,29 +31,45 @@ enum {
     CODEC_TAG_REASON = 1u << 5, /* reason differs from the last of this kind */
     CODEC_TAG_ALT = 1u << 6,    /* READ/WRITE: value relative to the address; ABORT: address
                                    relative to the last accessed address */
+    CODEC_TAG_ORDER = 1u << 7,  /* THREADED|DECODED: instance and seq differ from the prediction */
 };
 
 /* Threads with their own seq/instance predictor in merged chunks; higher
  * ids share slot 0 (correct, just less compact). */
 #define CODEC_THREAD_SLOTS 1024u
 
-struct codec_thread_pred {
-    uint64_t seq;       /* last seq + 1 */
-    uint64_t instance;
-};
-
-struct codec_pred {
-    uint64_t tsc;
+/* The predictors of every field but the stamp: one set per chunk, or per
+ * thread in a THREADED chunk. */
+struct codec_fields {
     uint64_t aux;
     uint64_t site;
     uint64_t addr;      /* last READ/WRITE address */
     uint64_t version;   /* last COMMIT write version */
-    uint64_t thread;
     uint8_t reason[TF_EV_KINDS];  /* last reason per kind */
+};
+
+struct codec_thread_pred {
+    uint64_t seq;       /* last seq + 1 */
+    uint64_t instance;
+    struct codec_fields f;   /* THREADED chunks only */
+};
+
+struct codec_pred {
+    uint64_t tsc;
+    struct codec_fields *f;         /* &shared, or the current thread's (THREADED) */
+    struct codec_fields shared;
     struct codec_thread_pred *tp;   /* current thread's slot */
     struct codec_thread_pred slot0;
     struct codec_thread_pred *slots; /* merged chunks only */
 };
+
+/* Selects thread `id`'s state in a merged chunk. */
+static inline void codec_select_thread(struct codec_pred *st, uint64_t id, unsigned flags)
+{
+    st->tp = (id < CODEC_THREAD_SLOTS) ? &st->slots[id] : &st->slots[0];
+    if (flags & CODEC_EV_THREADED)
+        st->f = &st->tp->f;
+}
 
 static inline uint64_t codec_zz(uint64_t delta) { return (delta << 1) ^ (uint64_t)((int64_t)delta >> 63); }
 static inline uint64_t codec_unzz(uint64_t v) { return (v >> 1) ^ (uint64_t)-(int64_t)(v & 1); }
@@ -113,8 +129,8 @@ static inline __attribute__((always_inline)) uint8_t *codec_put_access(uint8_t *
                                                                       unsigned *tag, uint64_t addr,
                                                                       uint64_t value)
 {
-    p = codec_put_varint(p, codec_zz(addr - st->addr));
-    st->addr = addr;
+    p = codec_put_varint(p, codec_zz(addr - st->f->addr));
+    st->f->addr = addr;
     uint64_t d = codec_zz(value - addr);
     if (d < value) {
         *tag |= CODEC_TAG_ALT;
@@ -136,11 +152,11 @@ static inline uint8_t *codec_put_stamp(uint8_t *p, struct codec_pred *st, uint64
 static inline uint8_t *codec_put_reason(uint8_t *p, struct codec_pred *st, unsigned *tag, unsigned kind,
                                         uint8_t reason)
 {
-    if (reason == st->reason[kind])
+    if (reason == st->f->reason[kind])
         return p;
     *tag |= CODEC_TAG_REASON;
     *p++ = reason;
-    st->reason[kind] = reason;
+    st->f->reason[kind] = reason;
     return p;
 }
 
@@ -157,8 +173,8 @@ static inline uint8_t *codec_put_start(uint8_t *p, struct codec_pred *st, uint64
  * the read-set and write-set sizes. */
 static inline uint8_t *codec_put_commit(uint8_t *p, struct codec_pred *st, uint64_t version, uint64_t value)
 {
-    p = codec_put_varint(p, codec_zz(version - st->version));
-    st->version = version;
+    p = codec_put_varint(p, codec_zz(version - st->f->version));
+    st->f->version = version;
     p = codec_put_varint(p, value & 0xffffffffu);
     return codec_put_varint(p, value >> 32);
 }
@@ -175,18 +191,18 @@ static inline __attribute__((always_inline)) uint8_t *codec_encode_one(uint8_t *
     }
     if (flags & CODEC_EV_MERGED) {
         p = codec_put_varint(p, it->thread);
-        st->tp = (it->thread < CODEC_THREAD_SLOTS) ? &st->slots[it->thread] : &st->slots[0];
+        codec_select_thread(st, it->thread, flags);
     }
     p = codec_put_stamp(p, st, it->tsc);
-    if (it->site != st->site) {
+    if (it->site != st->f->site) {
         t |= CODEC_TAG_SITE;
         p = codec_put_varint(p, it->site);
-        st->site = it->site;
+        st->f->site = it->site;
     }
-    if (it->aux != st->aux) {
+    if (it->aux != st->f->aux) {
         t |= CODEC_TAG_AUX;
-        p = codec_put_varint(p, codec_zz((uint64_t)it->aux - st->aux));
-        st->aux = it->aux;
+        p = codec_put_varint(p, codec_zz((uint64_t)it->aux - st->f->aux));
+        st->f->aux = it->aux;
     }
     p = codec_put_reason(p, st, &t, ki, it->reason);
     uint64_t d;
@@ -202,7 +218,7 @@ static inline __attribute__((always_inline)) uint8_t *codec_encode_one(uint8_t *
         p = codec_put_commit(p, st, it->addr, it->value);
         break;
     case TF_EV_ABORT:
-        d = codec_zz(it->addr - st->addr);
+        d = codec_zz(it->addr - st->f->addr);
         if (d < it->addr) {
             t |= CODEC_TAG_ALT;
             p = codec_put_varint(p, d);
@@ -220,9 +236,13 @@ static inline __attribute__((always_inline)) uint8_t *codec_encode_one(uint8_t *
         p = codec_put_varint(p, codec_zz(it->truth - it->tsc));
     if (flags & CODEC_EV_DECODED) {
         uint64_t pred = ki == TF_EV_START ? it->addr : st->tp->instance;
-        p = codec_put_varint(p, codec_zz(it->instance - pred));
+        /* THREADED: the pair only when it differs from the prediction (ORDER) */
+        if (!(flags & CODEC_EV_THREADED) || it->instance != pred || it->seq != st->tp->seq) {
+            t |= (flags & CODEC_EV_THREADED) ? CODEC_TAG_ORDER : 0;
+            p = codec_put_varint(p, codec_zz(it->instance - pred));
+            p = codec_put_varint(p, codec_zz(it->seq - st->tp->seq));
+        }
         st->tp->instance = it->instance;
-        p = codec_put_varint(p, codec_zz(it->seq - st->tp->seq));
         st->tp->seq = it->seq + 1;
     }
     *tag = (uint8_t)t;
@@ -235,12 +255,14 @@ static int codec_pred_init(struct codec_pred *st, uint64_t first_seq, uint64_t f
                            unsigned flags)
 {
     memset(st, 0, sizeof *st);
+    /* READ/WRITE accesses are mostly 8 bytes wide. */
+    st->shared.reason[TF_EV_READ] = 8;
+    st->shared.reason[TF_EV_WRITE] = 8;
+    st->f = &st->shared;
     st->slot0.seq = first_seq;
     st->slot0.instance = first_instance;
+    st->slot0.f = st->shared;
     st->tp = &st->slot0;
-    /* READ/WRITE accesses are mostly 8 bytes wide. */
-    st->reason[TF_EV_READ] = 8;
-    st->reason[TF_EV_WRITE] = 8;
     if (flags & CODEC_EV_MERGED) {
         st->slots = malloc(CODEC_THREAD_SLOTS * sizeof *st->slots);
         if (!st->slots)
@@ -317,10 +339,10 @@ static inline __attribute__((always_inline)) uint8_t *codec_slot_boundary(uint8_
         r->site = (uint16_t)(h >> 32);
         r->value = tf_start_value((uint32_t)(h >> 2 & 31u), (uint32_t)(h >> 48));
         t = TF_EV_START;
-        if (r->site != st->site) {
+        if (r->site != st->f->site) {
             t |= CODEC_TAG_SITE;
             p = codec_put_varint(p, r->site);
-            st->site = r->site;
+            st->f->site = r->site;
         }
         p = codec_put_reason(p, st, &t, TF_EV_START, 0);
         p = codec_put_start(p, st, r->addr, r->value);
@@ -426,6 +448,8 @@ size_t codec_encode_events(uint8_t *out, const struct tf_event *ev, size_t n, ui
     }
     if (thread == 0)
         fl |= CODEC_EV_MERGED;
+    if (fl & CODEC_EV_MERGED)
+        fl |= CODEC_EV_THREADED;
     uint64_t first_seq = n ? ev[0].seq : 0, first_inst = n ? ev[0].instance : 0;
     struct codec_pred st;
     if (codec_pred_init(&st, first_seq, first_inst, fl) != 0) {
@@ -489,27 +513,27 @@ static inline int codec_decode_head(struct codec_rd *r, struct codec_pred *st, u
         if (v > UINT32_MAX)
             return -1;
         e->thread = (uint32_t)v;
-        st->tp = (v < CODEC_THREAD_SLOTS) ? &st->slots[v] : &st->slots[0];
+        codec_select_thread(st, v, flags);
     }
     CODEC_GET(v);
     st->tsc += codec_unzz(v);
     e->ts = st->tsc;
     if (t & CODEC_TAG_SITE) {
         CODEC_GET(v);
-        st->site = v;
+        st->f->site = v;
     }
-    e->site = (uint32_t)st->site;
+    e->site = (uint32_t)st->f->site;
     if (t & CODEC_TAG_AUX) {
         CODEC_GET(v);
-        st->aux += codec_unzz(v);
+        st->f->aux += codec_unzz(v);
     }
-    e->cpu = (flags & CODEC_EV_DECODED) ? (uint16_t)st->aux : (uint16_t)tf_aux_cpu((uint32_t)st->aux);
+    e->cpu = (flags & CODEC_EV_DECODED) ? (uint16_t)st->f->aux : (uint16_t)tf_aux_cpu((uint32_t)st->f->aux);
     if (t & CODEC_TAG_REASON) {
         if (r->p >= r->end)
             return -1;
-        st->reason[kind] = *r->p++;
+        st->f->reason[kind] = *r->p++;
     }
-    e->reason = st->reason[kind];
+    e->reason = st->f->reason[kind];
     *tag = t;
     return 0;
 }
@@ -527,22 +551,22 @@ static inline int codec_decode_fields(struct codec_rd *r, struct codec_pred *st,
     case TF_EV_READ:
     case TF_EV_WRITE:
         CODEC_GET(v);
-        st->addr += codec_unzz(v);
-        e->addr = st->addr;
+        st->f->addr += codec_unzz(v);
+        e->addr = st->f->addr;
         CODEC_GET(v);
         e->value = (t & CODEC_TAG_ALT) ? e->addr + codec_unzz(v) : v;
         break;
     case TF_EV_COMMIT:
         CODEC_GET(v);
-        st->version += codec_unzz(v);
-        e->addr = st->version;
+        st->f->version += codec_unzz(v);
+        e->addr = st->f->version;
         CODEC_GET(v);
         CODEC_GET(w);
         e->value = tf_commit_value((uint32_t)v, (uint32_t)w);
         break;
     case TF_EV_ABORT:
         CODEC_GET(v);
-        e->addr = (t & CODEC_TAG_ALT) ? st->addr + codec_unzz(v) : v;
+        e->addr = (t & CODEC_TAG_ALT) ? st->f->addr + codec_unzz(v) : v;
         CODEC_GET(e->value);
         break;
     default:
@@ -554,7 +578,8 @@ static inline int codec_decode_fields(struct codec_rd *r, struct codec_pred *st,
 }
 
 /* Ground truth, instance and program-order index. 0 or -1. */
-static inline int codec_decode_order(struct codec_rd *r, struct codec_pred *st, unsigned flags, struct tf_event *e)
+static inline int codec_decode_order(struct codec_rd *r, struct codec_pred *st, unsigned flags, unsigned t,
+                                     struct tf_event *e)
 {
     uint64_t v;
     if (e->kind == TF_EV_START && !(flags & CODEC_EV_DECODED))
@@ -565,11 +590,16 @@ static inline int codec_decode_order(struct codec_rd *r, struct codec_pred *st, 
         e->truth = e->ts + codec_unzz(v);
     }
     if (flags & CODEC_EV_DECODED) {
-        CODEC_GET(v);
-        e->instance = (e->kind == TF_EV_START ? e->addr : st->tp->instance) + codec_unzz(v);
+        uint64_t pred = e->kind == TF_EV_START ? e->addr : st->tp->instance;
+        e->instance = pred;
+        e->seq = st->tp->seq;
+        if (!(flags & CODEC_EV_THREADED) || (t & CODEC_TAG_ORDER)) {
+            CODEC_GET(v);
+            e->instance = pred + codec_unzz(v);
+            CODEC_GET(v);
+            e->seq = st->tp->seq + codec_unzz(v);
+        }
         st->tp->instance = e->instance;
-        CODEC_GET(v);
-        e->seq = st->tp->seq + codec_unzz(v);
     } else {
         e->instance = st->tp->instance;
         e->seq = st->tp->seq;
@@ -594,7 +624,7 @@ int codec_decode_events(const uint8_t *in, size_t len, unsigned flags, uint32_t 
     for (; i < n; i++) {
         unsigned t;
         if (codec_decode_head(r, &st, flags, thread, &ev[i], &t) != 0 ||
-            codec_decode_fields(r, &st, t, &ev[i]) != 0 || codec_decode_order(r, &st, flags, &ev[i]) != 0)
+            codec_decode_fields(r, &st, t, &ev[i]) != 0 || codec_decode_order(r, &st, flags, t, &ev[i]) != 0)
             goto corrupt;
     }
     free(st.slots);

@@ -282,8 +282,10 @@ static void round_trip_all_kinds(int codec)
     for (int step = 0; step < 10; step++) {
         assert_int_equal(tf_next(rd, &c), 1);
         kinds_seen |= 1 << c.kind;
-        if (codec != TF_CODEC_NONE && c.kind == TF_CHUNK_EVENTS && codec_available(codec))
-            assert_int_equal(c.codec, codec); /* the streams compress well */
+        /* the record streams compress well; the merged chunk of random
+         * events is stored as is when the codec cannot shrink it */
+        if (codec != TF_CODEC_NONE && c.kind == TF_CHUNK_EVENTS && c.thread != 0 && codec_available(codec))
+            assert_int_equal(c.codec, codec);
         switch (step) {
         case 0:
             assert_int_equal(c.kind, TF_CHUNK_META_SITES);

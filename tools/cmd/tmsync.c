@@ -352,14 +352,14 @@ static __attribute__((noinline)) int write_events(struct sync_ctx *x, struct tra
         tc_span_add(span, ev->ts);
         buf[nb++] = *ev;
         if (nb == SYNC_OUT_BATCH) {
-            if (tf_write_events(w, 0, buf, nb, TF_CODEC_NONE, 0) < 0) {
+            if (tf_write_events(w, 0, buf, nb, ix->events_codec, 0) < 0) {
                 rc = -1;
                 break;
             }
             nb = 0;
         }
     }
-    if (rc == 0 && nb && tf_write_events(w, 0, buf, nb, TF_CODEC_NONE, 0) < 0)
+    if (rc == 0 && nb && tf_write_events(w, 0, buf, nb, ix->events_codec, 0) < 0)
         rc = -1;
     ti_merge_free(m);
     free(buf);

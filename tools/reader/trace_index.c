@@ -111,6 +111,8 @@ int ti_scan(struct tf_reader *r, struct trace_index *ix)
             else {
                 e = ti_grow((void **)&s->offsets, &s->cap, s->n + 1, sizeof *s->offsets);
                 if (e == 0) {
+                    if (ix->events_codec == TF_CODEC_NONE)
+                        ix->events_codec = (int)c.codec;
                     s->offsets[s->n++] = c.offset;
                     s->events += c.count;
                     ix->events += c.count;

@@ -49,6 +49,8 @@ struct trace_index {
     size_t nsrc;
     uint64_t events;                 /* all EVENTS chunks' counts */
     uint64_t chunks;
+    int events_codec;                /* the recorder's compression: the codec of the first
+                                        compressed EVENTS chunk (TF_CODEC_NONE: none) */
 };
 
 /* Pass 1 over an open reader (opened with TF_SKIP_EVENTS). 0 or -1 with the
