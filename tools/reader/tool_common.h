@@ -48,6 +48,13 @@ const char *tool_trace_operand(int argc, char **argv);
 int tool_parse_u64(const char *what, const char *s, uint64_t min, uint64_t max, uint64_t *out);
 int tool_parse_double(const char *what, const char *s, double min, double max, double *out);
 
+/* The threads a tool decodes with by default: the CPUs this process may
+ * run on (at least 1). */
+unsigned tool_jobs_default(void);
+/* --jobs N, N in 1..TI_MAX_JOBS: 0, else -1 (the message printed). */
+int tool_parse_jobs(const char *s, unsigned *jobs);
+#define TOOL_JOBS_HELP "decoding threads (default: the CPUs available); the output is the same for every N"
+
 /* 1 if a and b name the same existing file (same device and inode, or the
  * same path string), else 0. */
 int tool_same_file(const char *a, const char *b);
