@@ -253,8 +253,8 @@ static void round_trip_all_kinds(int codec)
     assert_int_equal(tf_write_samples(w, samples, 300), 0);
     assert_int_equal(tg_write_records(w, 1, 1000, 40, r1, t1, N1, codec, 1), 0);
     assert_int_equal(tg_write_records(w, 2, 0, 7, r2, NULL, N2, codec, 9), 0);
-    assert_int_equal(tf_write_events(w, 0, merged, NE, codec, 1), 0);
-    assert_int_equal(tf_write_events(w, 2, single, NE, codec, 1), 0);
+    assert_int_equal(tg_write_events(w, 0, merged, NE, codec, 1), 0);
+    assert_int_equal(tg_write_events(w, 2, single, NE, codec, 1), 0);
     assert_int_equal(tf_write_models(w, models, 2), 0);
     threads[0].events = N1;
     threads[1].dropped = 9;

@@ -25,6 +25,7 @@
 #include "trace_file.h"
 
 #define SYNC_OUT_BATCH 65536     /* events per merged output chunk */
+#define SYNC_OUT_RING 4          /* output chunks in the making at a time */
 #define SYNC_MAX_CPU TF_AUX_CPUS /* the CPU numbers TSC_AUX can carry */
 
 static const struct tool_option sync_options[] = {
@@ -349,8 +350,42 @@ static char *default_output(const char *in)
     return o;
 }
 
+/* One output chunk in the making: its events, encoded and compressed by
+ * one of the merge's threads while the merge goes on. */
+struct out_batch {
+    struct tf_event *ev;
+    size_t n;
+    int codec;
+    struct tf_prepared p;
+    struct ti_task task;
+    int posted, rc;
+    char err[256];
+};
+
+static void prepare_batch(void *arg)
+{
+    struct out_batch *b = arg;
+    b->rc = tf_prepare_events(&b->p, 0, b->ev, b->n, b->codec, 0);
+    if (b->rc < 0)
+        snprintf(b->err, sizeof b->err, "%s", error_get());
+}
+
+/* Waits for a posted batch and appends its chunk. 0, or -1 with the message set. */
+static int flush_batch(struct ti_merge *m, struct tf_writer *w, struct out_batch *b)
+{
+    if (!b->posted)
+        return 0;
+    ti_merge_wait(m, &b->task);
+    b->posted = 0;
+    b->n = 0;
+    if (b->rc < 0)
+        return error_set("%s", b->err);
+    return tf_write_prepared(w, &b->p);
+}
+
 /* The merged events, rewritten by map_events and order_events (`o`), in
- * chunks of SYNC_OUT_BATCH.
+ * chunks of SYNC_OUT_BATCH that the merge's threads prepare, a ring of
+ * SYNC_OUT_RING of them in flight, appended in order.
  * Kept out of main() and its callers: GCC compiles a function it knows runs
  * once for size, and the per-event copy below then became a microcoded
  * `rep movs`. *span counts them and their stamps. 0, or -1 with the message
@@ -359,32 +394,59 @@ static __attribute__((noinline)) int write_events(struct trace_index *ix, struct
                                                   const struct ti_merge_opts *o, struct tf_writer *w,
                                                   struct tc_span *span)
 {
-    struct tf_event *buf = malloc(SYNC_OUT_BATCH * sizeof *buf);
-    if (!buf)
-        return error_set("out of memory");
-    struct ti_merge *m = ti_merge_create(r, ix, o);
-    if (!m) {
-        free(buf);
-        return -1;
+    struct ti_merge_opts mo = *o;
+    mo.tasks = SYNC_OUT_RING;
+    struct out_batch ring[SYNC_OUT_RING] = { 0 };
+    int rc = 0;
+    for (unsigned k = 0; k < SYNC_OUT_RING; k++) {
+        ring[k].codec = ix->events_codec;
+        ring[k].task = (struct ti_task){ prepare_batch, &ring[k], 0 };
+        if (!(ring[k].ev = malloc(SYNC_OUT_BATCH * sizeof *ring[k].ev)))
+            rc = error_set("out of memory");
     }
-    size_t nb = 0;
-    const struct tf_event *ev;
-    int rc;
-    while ((rc = ti_merge_next(m, &ev)) == 1) {
-        tc_span_add(span, ev->ts);
-        buf[nb++] = *ev;
-        if (nb == SYNC_OUT_BATCH) {
-            if (tf_write_events(w, 0, buf, nb, ix->events_codec, 0) < 0) {
-                rc = -1;
-                break;
+    struct ti_merge *m = rc == 0 ? ti_merge_create(r, ix, &mo) : NULL;
+    if (m) {
+        unsigned at = 0;
+        struct tf_event *buf = ring[0].ev;
+        size_t nb = 0;
+        const struct tf_event *ev;
+        while ((rc = ti_merge_next(m, &ev)) == 1) {
+            tc_span_add(span, ev->ts);
+            buf[nb++] = *ev;
+            if (nb == SYNC_OUT_BATCH) {
+                ring[at].n = nb;
+                ring[at].posted = 1;
+                ti_merge_post(m, &ring[at].task);
+                at = (at + 1) % SYNC_OUT_RING;
+                if (flush_batch(m, w, &ring[at]) < 0) {
+                    rc = -1;
+                    break;
+                }
+                buf = ring[at].ev;
+                nb = 0;
             }
-            nb = 0;
         }
-    }
-    if (rc == 0 && nb && tf_write_events(w, 0, buf, nb, ix->events_codec, 0) < 0)
+        if (rc == 0 && nb) {
+            ring[at].n = nb;
+            ring[at].posted = 1;
+            ti_merge_post(m, &ring[at].task);
+        }
+        /* the rest in order; after a failure only waited for, never written */
+        for (unsigned k = 1; k <= SYNC_OUT_RING; k++) {
+            struct out_batch *b = &ring[(at + k) % SYNC_OUT_RING];
+            if (rc >= 0 && flush_batch(m, w, b) < 0)
+                rc = -1;
+            else if (b->posted)
+                ti_merge_wait(m, &b->task);
+        }
+        ti_merge_free(m);
+    } else {
         rc = -1;
-    ti_merge_free(m);
-    free(buf);
+    }
+    for (unsigned k = 0; k < SYNC_OUT_RING; k++) {
+        free(ring[k].ev);
+        tf_prepared_free(&ring[k].p);
+    }
     return rc < 0 ? -1 : 0;
 }
 

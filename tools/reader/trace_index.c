@@ -20,7 +20,7 @@
 
 #include "error.h"
 
-int ti_grow(void **p, size_t *cap, size_t need, size_t elem)
+int ti_grow_slow(void **p, size_t *cap, size_t need, size_t elem)
 {
     if (need <= *cap)
         return 0;
@@ -201,11 +201,15 @@ struct cursor {
     size_t n, pos;
 };
 
-/* The decoding threads' queue: (cursor, slot) pairs in the order queued. */
+/* The decoding threads' queue: (cursor, slot) pairs or tasks, in the
+ * order queued. */
 struct job {
     struct cursor *c;
     struct slot *s;
+    struct ti_task *t;
 };
+
+enum task_state { TASK_QUEUED = 1, TASK_BUSY, TASK_DONE };
 
 struct ti_merge {
     struct tf_reader *r;
@@ -272,6 +276,59 @@ static void slot_run(struct ti_merge *m, struct tf_reader *r, unsigned worker, s
     pthread_mutex_unlock(&m->mu);
 }
 
+/* Appends a job (the lock held). The queue grows when full: a slot the
+ * merge decoded itself leaves its entry behind, and may be queued again
+ * before a thread skips that one. -1 when out of memory. */
+static int queue_push(struct ti_merge *m, struct job j)
+{
+    if (m->qlen == m->qcap) {
+        size_t nc = m->qcap ? 2 * m->qcap : 16;
+        struct job *q = malloc(nc * sizeof *q);
+        if (!q)
+            return -1;
+        for (size_t i = 0; i < m->qlen; i++)
+            q[i] = m->q[(m->qhead + i) % m->qcap];
+        free(m->q);
+        m->q = q;
+        m->qcap = nc;
+        m->qhead = 0;
+    }
+    m->q[(m->qhead + m->qlen) % m->qcap] = j;
+    m->qlen++;
+    pthread_cond_signal(&m->work);
+    return 0;
+}
+
+/* Runs a queued task; the caller holds the lock, which is released meanwhile. */
+static void task_run(struct ti_merge *m, struct ti_task *t)
+{
+    t->state = TASK_BUSY;
+    pthread_mutex_unlock(&m->mu);
+    t->fn(t->arg);
+    pthread_mutex_lock(&m->mu);
+    t->state = TASK_DONE;
+    pthread_cond_broadcast(&m->done);
+}
+
+void ti_merge_post(struct ti_merge *m, struct ti_task *t)
+{
+    pthread_mutex_lock(&m->mu);
+    t->state = TASK_QUEUED;
+    if (m->nthr)
+        (void)queue_push(m, (struct job){ NULL, NULL, t }); /* no memory: ti_merge_wait runs it */
+    pthread_mutex_unlock(&m->mu);
+}
+
+void ti_merge_wait(struct ti_merge *m, struct ti_task *t)
+{
+    pthread_mutex_lock(&m->mu);
+    if (t->state == TASK_QUEUED)
+        task_run(m, t);
+    while (t->state != TASK_DONE)
+        pthread_cond_wait(&m->done, &m->mu);
+    pthread_mutex_unlock(&m->mu);
+}
+
 struct worker_arg {
     struct ti_merge *m;
     unsigned index;
@@ -291,6 +348,11 @@ static void *worker_main(void *p)
         struct job j = m->q[m->qhead];
         m->qhead = (m->qhead + 1) % m->qcap;
         m->qlen--;
+        if (j.t) {
+            if (j.t->state == TASK_QUEUED)
+                task_run(m, j.t);
+            continue;
+        }
         if (j.s->state != SLOT_QUEUED)
             continue;   /* the merge took it itself */
         j.s->state = SLOT_BUSY;
@@ -311,11 +373,8 @@ static void slot_queue(struct ti_merge *m, struct cursor *c, size_t k)
     struct slot *s = &c->slots[k % m->window];
     s->chunk = k;
     s->state = SLOT_QUEUED;
-    if (m->nthr) {
-        m->q[(m->qhead + m->qlen) % m->qcap] = (struct job){ c, s };
-        m->qlen++;
-        pthread_cond_signal(&m->work);
-    }
+    if (m->nthr)
+        (void)queue_push(m, (struct job){ c, s, NULL }); /* no memory: slot_wait decodes it */
 }
 
 /* Waits for the cursor's next chunk, decoding it here when no worker has
@@ -408,7 +467,7 @@ static int merge_start_workers(struct ti_merge *m)
     unsigned n = m->o.jobs - 1;
     if (!m->o.path)
         return error_set("a merge with %u jobs needs the trace's path", m->o.jobs);
-    m->qcap = m->ncur * m->window;
+    m->qcap = m->ncur * m->window + m->o.tasks;
     m->q = calloc(m->qcap ? m->qcap : 1, sizeof *m->q);
     m->thr = calloc(n, sizeof *m->thr);
     m->rd = calloc(n, sizeof *m->rd);
@@ -431,6 +490,17 @@ static int merge_start_workers(struct ti_merge *m)
     return 0;
 }
 
+static unsigned ti_window(unsigned jobs, size_t nsrc)
+{
+    if (jobs <= 1)
+        return 1;
+    /* about two chunks per thread in flight over all sources, and no
+     * source more than a thread's worth ahead */
+    size_t w = 2 * (size_t)jobs / (nsrc ? nsrc : 1) + 1;
+    size_t most = jobs + 1 < TI_WINDOW_MAX ? jobs + 1 : TI_WINDOW_MAX;
+    return (unsigned)(w < 2 ? 2 : w > most ? most : w);
+}
+
 struct ti_merge *ti_merge_create(struct tf_reader *r, const struct trace_index *ix, const struct ti_merge_opts *o)
 {
     struct ti_merge *m = calloc(1, sizeof *m);
@@ -448,7 +518,7 @@ struct ti_merge *ti_merge_create(struct tf_reader *r, const struct trace_index *
         m->o.jobs = 1;
     if (m->o.jobs > TI_MAX_JOBS)
         m->o.jobs = TI_MAX_JOBS;
-    m->window = m->o.jobs > 1 ? TI_WINDOW(m->o.jobs) : 1;
+    m->window = ti_window(m->o.jobs, ix->nsrc);
     m->ncur = ix->nsrc;
     m->cur = calloc(ix->nsrc ? ix->nsrc : 1, sizeof *m->cur);
     m->heap = calloc(ix->nsrc ? ix->nsrc : 1, sizeof *m->heap);

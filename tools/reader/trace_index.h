@@ -61,8 +61,14 @@ void ti_free(struct trace_index *ix);
 /* Opens `path` (TF_SALVAGE in `flags` passes through), scans it and closes
  * it; *skipped = damaged chunks skipped. 0 or -1 (error_get()). */
 int ti_load(const char *path, unsigned flags, struct trace_index *ix, uint64_t *skipped);
-/* Grows an array to hold `need` elements (doubling, new part zeroed). */
-int ti_grow(void **p, size_t *cap, size_t need, size_t elem);
+/* Grows an array to hold `need` elements (doubling, new part zeroed).
+ * Inline for the analyses that call it on every event, where it nearly
+ * always has room already. */
+int ti_grow_slow(void **p, size_t *cap, size_t need, size_t elem);
+static inline int ti_grow(void **p, size_t *cap, size_t need, size_t elem)
+{
+    return need <= *cap ? 0 : ti_grow_slow(p, cap, need, elem);
+}
 /* Dropped events recorded in the END chunk (0 without one). */
 uint64_t ti_dropped(const struct trace_index *ix);
 
@@ -78,8 +84,8 @@ typedef int (*ti_order_fn)(void *ctx, struct tf_event *ev, const uint64_t *keep,
 /* How a merge reads. jobs > 1: jobs - 1 threads read, decompress, decode
  * and map chunks ahead of the merge (each with its own reader of `path`),
  * and the caller's thread helps with the chunk it waits for; each source
- * keeps at most TI_WINDOW(jobs) decoded chunks. The merged order and the
- * events are the same for every `jobs`. */
+ * keeps at most ti_window() decoded chunks. The merged order and the events
+ * are the same for every `jobs`. */
 struct ti_merge_opts {
     unsigned jobs;        /* 0 and 1: the caller's thread alone */
     const char *path;     /* the trace (jobs > 1) */
@@ -87,8 +93,11 @@ struct ti_merge_opts {
     ti_map_fn map;        /* NULL: none */
     ti_order_fn order;    /* NULL: none */
     void *ctx;
+    unsigned tasks;       /* the most ti_tasks posted and not yet waited for */
 };
-#define TI_WINDOW(jobs) ((jobs) + 1u)
+/* The decoded chunks a source keeps: 1 for one job, else about two per
+ * thread over all the sources, 2..min(jobs + 1, TI_WINDOW_MAX). */
+#define TI_WINDOW_MAX 16u
 /* The most worker threads a merge starts. */
 #define TI_MAX_JOBS 64u
 
@@ -98,6 +107,19 @@ struct ti_merge;
  * file; may be the one scanned, opened without TF_SKIP_EVENTS). `o` NULL:
  * one thread, no map. */
 struct ti_merge *ti_merge_create(struct tf_reader *r, const struct trace_index *ix, const struct ti_merge_opts *o);
+/* Work the merge's threads take on besides decoding (tmsync's output
+ * chunks), in the order posted. `state` is the merge's. */
+struct ti_task {
+    void (*fn)(void *arg);
+    void *arg;
+    int state;
+};
+/* Queues `t` for the merge's threads (at most opts.tasks at a time; with
+ * one job nobody runs it before ti_merge_wait). */
+void ti_merge_post(struct ti_merge *m, struct ti_task *t);
+/* Returns once `t` has run, running it here when no thread has started it. */
+void ti_merge_wait(struct ti_merge *m, struct ti_task *t);
+
 /* The next event in merged order: 1 = *ev points at it (valid until the next
  * call), 0 = all done, -1 = error (error_get()). */
 int ti_merge_next(struct ti_merge *m, const struct tf_event **ev);
