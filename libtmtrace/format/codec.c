@@ -493,7 +493,7 @@ struct codec_rd {
 
 /* One event's tag, thread (merged chunks), stamp, site, CPU and reason.
  * *tag gets the tag byte. 0 or -1 (corrupt). */
-static inline int codec_decode_head(struct codec_rd *r, struct codec_pred *st, unsigned flags, uint32_t thread,
+static inline __attribute__((always_inline)) int codec_decode_head(struct codec_rd *r, struct codec_pred *st, unsigned flags, uint32_t thread,
                                     struct tf_event *e, unsigned *tag)
 {
     uint64_t v;
@@ -539,7 +539,7 @@ static inline int codec_decode_head(struct codec_rd *r, struct codec_pred *st, u
 }
 
 /* The kind's own fields: address and value. 0 or -1. */
-static inline int codec_decode_fields(struct codec_rd *r, struct codec_pred *st, unsigned t, struct tf_event *e)
+static inline __attribute__((always_inline)) int codec_decode_fields(struct codec_rd *r, struct codec_pred *st, unsigned t, struct tf_event *e)
 {
     uint64_t v, w;
     switch (e->kind) {
@@ -578,7 +578,7 @@ static inline int codec_decode_fields(struct codec_rd *r, struct codec_pred *st,
 }
 
 /* Ground truth, instance and program-order index. 0 or -1. */
-static inline int codec_decode_order(struct codec_rd *r, struct codec_pred *st, unsigned flags, unsigned t,
+static inline __attribute__((always_inline)) int codec_decode_order(struct codec_rd *r, struct codec_pred *st, unsigned flags, unsigned t,
                                      struct tf_event *e)
 {
     uint64_t v;
@@ -608,6 +608,21 @@ static inline int codec_decode_order(struct codec_rd *r, struct codec_pred *st, 
     return 0;
 }
 
+/* Decodes up to n events; returns how many decoded before the payload
+ * turned out corrupt (n: all). Inlined once per common value of `flags`. */
+static inline __attribute__((always_inline)) size_t codec_decode_loop(struct codec_rd *r, struct codec_pred *st,
+                                                                     unsigned flags, uint32_t thread,
+                                                                     struct tf_event *ev, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        unsigned t;
+        if (codec_decode_head(r, st, flags, thread, &ev[i], &t) != 0 ||
+            codec_decode_fields(r, st, t, &ev[i]) != 0 || codec_decode_order(r, st, flags, t, &ev[i]) != 0)
+            return i;
+    }
+    return n;
+}
+
 int codec_decode_events(const uint8_t *in, size_t len, unsigned flags, uint32_t thread,
                         struct tf_event *ev, size_t n)
 {
@@ -621,12 +636,18 @@ int codec_decode_events(const uint8_t *in, size_t len, unsigned flags, uint32_t 
         goto corrupt;
     if (codec_pred_init(&st, first_seq, first_inst, flags) != 0)
         return error_set("out of memory decoding %zu events", n);
-    for (; i < n; i++) {
-        unsigned t;
-        if (codec_decode_head(r, &st, flags, thread, &ev[i], &t) != 0 ||
-            codec_decode_fields(r, &st, t, &ev[i]) != 0 || codec_decode_order(r, &st, flags, t, &ev[i]) != 0)
-            goto corrupt;
+    /* the flags of a recorder's chunk and of tmsync's, as constants: their
+     * tests leave the loop */
+    const unsigned synced = CODEC_EV_MERGED | CODEC_EV_THREADED | CODEC_EV_DECODED;
+    switch (flags) {
+    case 0: i = codec_decode_loop(r, &st, 0, thread, ev, n); break;
+    case CODEC_EV_TRUTH: i = codec_decode_loop(r, &st, CODEC_EV_TRUTH, thread, ev, n); break;
+    case synced: i = codec_decode_loop(r, &st, synced, thread, ev, n); break;
+    case synced | CODEC_EV_TRUTH: i = codec_decode_loop(r, &st, synced | CODEC_EV_TRUTH, thread, ev, n); break;
+    default: i = codec_decode_loop(r, &st, flags, thread, ev, n); break;
     }
+    if (i < n)
+        goto corrupt;
     free(st.slots);
     if (r->p != r->end)
         return error_set("event payload has %zu bytes after its %zu events", (size_t)(r->end - r->p), n);
