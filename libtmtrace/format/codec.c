@@ -436,6 +436,30 @@ long codec_encode_slots(uint8_t *out, struct tf_slot_stream *ss, size_t max, siz
     return len;
 }
 
+/* The loop of codec_encode_events, inlined once per common `fl`. */
+static inline __attribute__((always_inline)) uint8_t *codec_events_loop(uint8_t *p, struct codec_pred *st,
+                                                                       const struct tf_event *ev, size_t n,
+                                                                       unsigned fl)
+{
+    struct codec_item it = { 0 };
+    for (size_t i = 0; i < n; i++) {
+        const struct tf_event *e = &ev[i];
+        it.tsc = e->ts;
+        it.truth = e->truth;
+        it.addr = e->addr;
+        it.value = e->value;
+        it.instance = e->instance;
+        it.seq = e->seq;
+        it.thread = e->thread;
+        it.site = e->site;
+        it.aux = e->cpu;
+        it.kind = e->kind;
+        it.reason = e->reason;
+        p = codec_encode_one(p, st, &it, fl);
+    }
+    return p;
+}
+
 size_t codec_encode_events(uint8_t *out, const struct tf_event *ev, size_t n, uint32_t thread,
                            unsigned *flags)
 {
@@ -457,22 +481,14 @@ size_t codec_encode_events(uint8_t *out, const struct tf_event *ev, size_t n, ui
         return 0;
     }
     uint8_t *p = codec_put_varint(codec_put_varint(out, first_seq), first_inst);
-    struct codec_item it = { 0 };
-    for (size_t i = 0; i < n; i++) {
-        const struct tf_event *e = &ev[i];
-        it.tsc = e->ts;
-        it.truth = e->truth;
-        it.addr = e->addr;
-        it.value = e->value;
-        it.instance = e->instance;
-        it.seq = e->seq;
-        it.thread = e->thread;
-        it.site = e->site;
-        it.aux = e->cpu;
-        it.kind = e->kind;
-        it.reason = e->reason;
-        p = codec_encode_one(p, &st, &it, fl);
-    }
+    /* tmsync's merged chunks, with and without truth, with constant flags */
+    const unsigned synced = CODEC_EV_MERGED | CODEC_EV_THREADED | CODEC_EV_DECODED;
+    if (fl == synced)
+        p = codec_events_loop(p, &st, ev, n, synced);
+    else if (fl == (synced | CODEC_EV_TRUTH))
+        p = codec_events_loop(p, &st, ev, n, synced | CODEC_EV_TRUTH);
+    else
+        p = codec_events_loop(p, &st, ev, n, fl);
     free(st.slots);
     *flags = fl;
     return (size_t)(p - out);
