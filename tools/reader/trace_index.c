@@ -461,6 +461,19 @@ static void sift_down(struct ti_merge *m, size_t i)
     h[i] = x;
 }
 
+/* The top's head moved on: one source (a synchronised trace) needs no
+ * comparison, two (a two-thread trace) one. */
+static inline void heap_fix_top(struct ti_merge *m)
+{
+    if (m->nheap > 2) {
+        sift_down(m, 0);
+    } else if (m->nheap == 2 && cur_before(m->heap[1], m->heap[0])) {
+        struct cursor *x = m->heap[0];
+        m->heap[0] = m->heap[1];
+        m->heap[1] = x;
+    }
+}
+
 /* Starts the workers, each with its own reader. 0 or -1. */
 static int merge_start_workers(struct ti_merge *m)
 {
@@ -581,7 +594,7 @@ int ti_merge_next(struct ti_merge *m, const struct tf_event **ev)
                 goto pick;
             }
         }
-        sift_down(m, 0);
+        heap_fix_top(m);
     }
 pick:
     if (m->nheap == 0)
