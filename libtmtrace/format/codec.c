@@ -31,8 +31,12 @@ enum {
     CODEC_TAG_REASON = 1u << 5, /* reason differs from the last of this kind */
     CODEC_TAG_ALT = 1u << 6,    /* READ/WRITE: value relative to the address; ABORT: address
                                    relative to the last accessed address */
-    CODEC_TAG_ORDER = 1u << 7,  /* THREADED|DECODED: instance and seq differ from the prediction */
+    CODEC_TAG_THREAD = 1u << 7, /* THREADED: the thread id follows (it differs from the last row's) */
 };
+/* THREADED|DECODED: the row's instance and seq differ from the prediction
+ * and follow; on disk bit 7 of an escaped kind byte (any kind escapes). */
+#define CODEC_ESC_ORDER 0x80u
+#define CODEC_ROW_ORDER (1u << 8)   /* the decoder's note of it, beside the tag's bits */
 
 /* Threads with their own seq/instance predictor in merged chunks; higher
  * ids share slot 0 (correct, just less compact). */
@@ -56,6 +60,7 @@ struct codec_thread_pred {
 
 struct codec_pred {
     uint64_t tsc;
+    uint32_t thread;                /* merged chunks: the last row's thread */
     struct codec_fields *f;         /* &shared, or the current thread's (THREADED) */
     struct codec_fields shared;
     struct codec_thread_pred *tp;   /* current thread's slot */
@@ -66,6 +71,7 @@ struct codec_pred {
 /* Selects thread `id`'s state in a merged chunk. */
 static inline void codec_select_thread(struct codec_pred *st, uint64_t id, unsigned flags)
 {
+    st->thread = (uint32_t)id;
     st->tp = (id < CODEC_THREAD_SLOTS) ? &st->slots[id] : &st->slots[0];
     if (flags & CODEC_EV_THREADED)
         st->f = &st->tp->f;
@@ -185,13 +191,24 @@ static inline __attribute__((always_inline)) uint8_t *codec_encode_one(uint8_t *
     uint8_t *tag = p++;
     unsigned ki = it->kind < TF_EV_KINDS ? it->kind : 0;
     unsigned t = ki & CODEC_TAG_KIND;
-    if (ki > CODEC_TAG_KIND) {
-        t = 0;   /* escaped: the kind follows the tag */
-        *p++ = (uint8_t)ki;
-    }
-    if (flags & CODEC_EV_MERGED) {
-        p = codec_put_varint(p, it->thread);
+    /* THREADED: the thread only when it changes (most rows continue the
+     * last one's), and (DECODED) the order pair only off the prediction */
+    int threaded = (flags & CODEC_EV_THREADED) != 0;
+    int new_thread = (flags & CODEC_EV_MERGED) && (!threaded || it->thread != st->thread);
+    if (new_thread)
         codec_select_thread(st, it->thread, flags);
+    unsigned order = 0;
+    if (threaded && (flags & CODEC_EV_DECODED)) {
+        uint64_t pred = ki == TF_EV_START ? it->addr : st->tp->instance;
+        order = it->instance != pred || it->seq != st->tp->seq ? CODEC_ESC_ORDER : 0;
+    }
+    if (ki > CODEC_TAG_KIND || order) {
+        t = 0;   /* escaped: the kind follows the tag */
+        *p++ = (uint8_t)(ki | order);
+    }
+    if (new_thread) {
+        p = codec_put_varint(p, it->thread);
+        t |= threaded ? CODEC_TAG_THREAD : 0;
     }
     p = codec_put_stamp(p, st, it->tsc);
     if (it->site != st->f->site) {
@@ -236,9 +253,7 @@ static inline __attribute__((always_inline)) uint8_t *codec_encode_one(uint8_t *
         p = codec_put_varint(p, codec_zz(it->truth - it->tsc));
     if (flags & CODEC_EV_DECODED) {
         uint64_t pred = ki == TF_EV_START ? it->addr : st->tp->instance;
-        /* THREADED: the pair only when it differs from the prediction (ORDER) */
-        if (!(flags & CODEC_EV_THREADED) || it->instance != pred || it->seq != st->tp->seq) {
-            t |= (flags & CODEC_EV_THREADED) ? CODEC_TAG_ORDER : 0;
+        if (!threaded || order) {
             p = codec_put_varint(p, codec_zz(it->instance - pred));
             p = codec_put_varint(p, codec_zz(it->seq - st->tp->seq));
         }
@@ -517,19 +532,31 @@ static inline __attribute__((always_inline)) int codec_decode_head(struct codec_
         return -1;
     unsigned t = *r->p++;
     unsigned kind = t & CODEC_TAG_KIND;
+    int threaded = (flags & CODEC_EV_THREADED) != 0;
     if (kind == 0) {   /* escaped kind */
-        if (r->p >= r->end || *r->p <= CODEC_TAG_KIND || *r->p >= TF_EV_KINDS)
+        if (r->p >= r->end)
             return -1;
-        kind = *r->p++;
+        unsigned b = *r->p++;
+        if (threaded && (flags & CODEC_EV_DECODED) && (b & CODEC_ESC_ORDER)) {
+            t |= CODEC_ROW_ORDER;
+            b &= ~CODEC_ESC_ORDER;
+            if (b == 0 || b >= TF_EV_KINDS)
+                return -1;
+        } else if (b <= CODEC_TAG_KIND || b >= TF_EV_KINDS) {
+            return -1;
+        }
+        kind = b;
     }
     e->kind = (uint8_t)kind;
     e->thread = thread;
     if (flags & CODEC_EV_MERGED) {
-        CODEC_GET(v);
-        if (v > UINT32_MAX)
-            return -1;
-        e->thread = (uint32_t)v;
-        codec_select_thread(st, v, flags);
+        if (!threaded || (t & CODEC_TAG_THREAD)) {
+            CODEC_GET(v);
+            if (v > UINT32_MAX)
+                return -1;
+            codec_select_thread(st, v, flags);
+        }
+        e->thread = st->thread;
     }
     CODEC_GET(v);
     st->tsc += codec_unzz(v);
@@ -609,7 +636,7 @@ static inline __attribute__((always_inline)) int codec_decode_order(struct codec
         uint64_t pred = e->kind == TF_EV_START ? e->addr : st->tp->instance;
         e->instance = pred;
         e->seq = st->tp->seq;
-        if (!(flags & CODEC_EV_THREADED) || (t & CODEC_TAG_ORDER)) {
+        if (!(flags & CODEC_EV_THREADED) || (t & CODEC_ROW_ORDER)) {
             CODEC_GET(v);
             e->instance = pred + codec_unzz(v);
             CODEC_GET(v);
