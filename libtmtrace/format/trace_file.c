@@ -835,6 +835,20 @@ int tf_read_at(struct tf_reader *r, uint64_t offset, struct tf_chunk *out)
     return -1;
 }
 
+int tf_read_events_at(struct tf_reader *r, uint64_t offset, struct tf_chunk *out, void **buf, size_t *cap)
+{
+    void *own = r->elems;
+    size_t own_cap = r->elems_cap;
+    r->elems = *buf;
+    r->elems_cap = *cap;
+    int rc = tf_read_at(r, offset, out);
+    *buf = r->elems;
+    *cap = r->elems_cap;
+    r->elems = own;
+    r->elems_cap = own_cap;
+    return rc;
+}
+
 /* ---- writer ---------------------------------------------------------------- */
 
 struct tf_writer {

@@ -157,6 +157,10 @@ const struct tf_header *tf_reader_header(const struct tf_reader *r);
 int tf_next(struct tf_reader *r, struct tf_chunk *out);
 /* Reads and decodes the chunk whose header is at `offset` (from tf_next). */
 int tf_read_at(struct tf_reader *r, uint64_t offset, struct tf_chunk *out);
+/* The same, decoding the chunk's elements into the caller's *buf of *cap
+ * bytes (grown with realloc as needed; the caller frees it), so that
+ * threads each with a reader can keep decoded chunks without copying them. */
+int tf_read_events_at(struct tf_reader *r, uint64_t offset, struct tf_chunk *out, void **buf, size_t *cap);
 uint64_t tf_reader_skipped(const struct tf_reader *r);   /* damaged chunks skipped */
 uint64_t tf_reader_skipped_bytes(const struct tf_reader *r);
 const char *tf_reader_path(const struct tf_reader *r);

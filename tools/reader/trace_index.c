@@ -187,8 +187,10 @@ struct slot {
     enum slot_state state;
     size_t chunk;             /* index into the source's offsets */
     struct tf_event *ev;
+    size_t ev_bytes;          /* allocated */
     uint64_t *keep;           /* the map's words for the order callback */
-    size_t n, cap;
+    size_t keep_cap;
+    size_t n;
     char *error;              /* SLOT_FAILED: the message */
 };
 
@@ -238,27 +240,18 @@ static int slot_decode(struct ti_merge *m, struct tf_reader *r, unsigned worker,
 {
     struct tf_chunk ch;
     uint64_t off = src->offsets[s->chunk];
-    if (tf_read_at(r, off, &ch) != 1)
+    s->n = 0;
+    /* decoded in place: the slot's array is the reader's for this chunk */
+    if (tf_read_events_at(r, off, &ch, (void **)&s->ev, &s->ev_bytes) != 1)
         return -1;
     if (ch.kind != TF_CHUNK_EVENTS)
         return error_set("%s: offset %llu: expected an events chunk, found %s", tf_reader_path(r),
                          (unsigned long long)off, tf_chunk_kind_name(ch.kind));
-    s->n = 0;
-    if (ch.count > s->cap) {
-        size_t cap = s->cap;
-        if (ti_grow((void **)&s->ev, &cap, ch.count, sizeof *s->ev) < 0)
+    if (m->o.map && ch.count) {
+        if (ti_grow((void **)&s->keep, &s->keep_cap, ch.count, sizeof *s->keep) < 0 ||
+            m->o.map(m->o.ctx, worker, s->ev, s->keep, ch.count) < 0)
             return -1;
-        cap = s->cap;
-        if (ti_grow((void **)&s->keep, &cap, ch.count, sizeof *s->keep) < 0)
-            return -1;
-        s->cap = cap;
     }
-    memcpy(s->ev, ch.events, ch.count * sizeof *s->ev);
-    if (ch.thread != 0)
-        for (size_t i = 0; i < ch.count; i++)
-            s->ev[i].thread = ch.thread;
-    if (m->o.map && ch.count && m->o.map(m->o.ctx, worker, s->ev, s->keep, ch.count) < 0)
-        return -1;
     s->n = ch.count;
     return 0;
 }
