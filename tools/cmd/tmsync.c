@@ -4,9 +4,12 @@
  *
  * Owns: the command line, the per-CPU table (text and JSON), and the two
  * passes: index + fits (sync_model), then the merge (trace_index) written as
- * a new trace with the MODEL chunk and TF_HDR_SYNCED.
- * Never: overwrites its input, leaves a partial output file, or holds more
- * than one decoded chunk per thread.
+ * a new trace with the MODEL chunk and TF_HDR_SYNCED; the stamp correction
+ * the merge's decoding threads run (per-thread segment hints, fallback
+ * models made once) and the ring of output chunks they prepare.
+ * Never: overwrites its input, leaves a partial output file, holds more
+ * than the merge's window of decoded chunks per thread and SYNC_OUT_RING
+ * output chunks, or writes output that depends on --jobs.
  */
 #include <getopt.h>
 #include <math.h>

@@ -4,7 +4,8 @@
  * code 2, number parsing with range checks, output files that never
  * overwrite the input and appear atomically, and the --version text.
  *
- * Owns: the tool's name for messages and the output-file discipline.
+ * Owns: the tool's name for messages, the output-file discipline and the
+ * --jobs option (its default: the CPUs available).
  * Never: calls exit() on its own (the tools return the codes it gives),
  * prints more than one line per error.
  */
