@@ -31,29 +31,51 @@ enum {
     CODEC_TAG_REASON = 1u << 5, /* reason differs from the last of this kind */
     CODEC_TAG_ALT = 1u << 6,    /* READ/WRITE: value relative to the address; ABORT: address
                                    relative to the last accessed address */
+    CODEC_TAG_THREAD = 1u << 7, /* THREADED: the thread id follows (it differs from the last row's) */
 };
+/* THREADED|DECODED: the row's instance and seq differ from the prediction
+ * and follow; on disk bit 7 of an escaped kind byte (any kind escapes). */
+#define CODEC_ESC_ORDER 0x80u
+#define CODEC_ROW_ORDER (1u << 8)   /* the decoder's note of it, beside the tag's bits */
 
 /* Threads with their own seq/instance predictor in merged chunks; higher
  * ids share slot 0 (correct, just less compact). */
 #define CODEC_THREAD_SLOTS 1024u
 
-struct codec_thread_pred {
-    uint64_t seq;       /* last seq + 1 */
-    uint64_t instance;
-};
-
-struct codec_pred {
-    uint64_t tsc;
+/* The predictors of every field but the stamp: one set per chunk, or per
+ * thread in a THREADED chunk. */
+struct codec_fields {
     uint64_t aux;
     uint64_t site;
     uint64_t addr;      /* last READ/WRITE address */
     uint64_t version;   /* last COMMIT write version */
-    uint64_t thread;
     uint8_t reason[TF_EV_KINDS];  /* last reason per kind */
+};
+
+struct codec_thread_pred {
+    uint64_t seq;       /* last seq + 1 */
+    uint64_t instance;
+    struct codec_fields f;   /* THREADED chunks only */
+};
+
+struct codec_pred {
+    uint64_t tsc;
+    uint32_t thread;                /* merged chunks: the last row's thread */
+    struct codec_fields *f;         /* &shared, or the current thread's (THREADED) */
+    struct codec_fields shared;
     struct codec_thread_pred *tp;   /* current thread's slot */
     struct codec_thread_pred slot0;
     struct codec_thread_pred *slots; /* merged chunks only */
 };
+
+/* Selects thread `id`'s state in a merged chunk. */
+static inline void codec_select_thread(struct codec_pred *st, uint64_t id, unsigned flags)
+{
+    st->thread = (uint32_t)id;
+    st->tp = (id < CODEC_THREAD_SLOTS) ? &st->slots[id] : &st->slots[0];
+    if (flags & CODEC_EV_THREADED)
+        st->f = &st->tp->f;
+}
 
 static inline uint64_t codec_zz(uint64_t delta) { return (delta << 1) ^ (uint64_t)((int64_t)delta >> 63); }
 static inline uint64_t codec_unzz(uint64_t v) { return (v >> 1) ^ (uint64_t)-(int64_t)(v & 1); }
@@ -113,8 +135,8 @@ static inline __attribute__((always_inline)) uint8_t *codec_put_access(uint8_t *
                                                                       unsigned *tag, uint64_t addr,
                                                                       uint64_t value)
 {
-    p = codec_put_varint(p, codec_zz(addr - st->addr));
-    st->addr = addr;
+    p = codec_put_varint(p, codec_zz(addr - st->f->addr));
+    st->f->addr = addr;
     uint64_t d = codec_zz(value - addr);
     if (d < value) {
         *tag |= CODEC_TAG_ALT;
@@ -136,11 +158,11 @@ static inline uint8_t *codec_put_stamp(uint8_t *p, struct codec_pred *st, uint64
 static inline uint8_t *codec_put_reason(uint8_t *p, struct codec_pred *st, unsigned *tag, unsigned kind,
                                         uint8_t reason)
 {
-    if (reason == st->reason[kind])
+    if (reason == st->f->reason[kind])
         return p;
     *tag |= CODEC_TAG_REASON;
     *p++ = reason;
-    st->reason[kind] = reason;
+    st->f->reason[kind] = reason;
     return p;
 }
 
@@ -157,8 +179,8 @@ static inline uint8_t *codec_put_start(uint8_t *p, struct codec_pred *st, uint64
  * the read-set and write-set sizes. */
 static inline uint8_t *codec_put_commit(uint8_t *p, struct codec_pred *st, uint64_t version, uint64_t value)
 {
-    p = codec_put_varint(p, codec_zz(version - st->version));
-    st->version = version;
+    p = codec_put_varint(p, codec_zz(version - st->f->version));
+    st->f->version = version;
     p = codec_put_varint(p, value & 0xffffffffu);
     return codec_put_varint(p, value >> 32);
 }
@@ -169,24 +191,35 @@ static inline __attribute__((always_inline)) uint8_t *codec_encode_one(uint8_t *
     uint8_t *tag = p++;
     unsigned ki = it->kind < TF_EV_KINDS ? it->kind : 0;
     unsigned t = ki & CODEC_TAG_KIND;
-    if (ki > CODEC_TAG_KIND) {
-        t = 0;   /* escaped: the kind follows the tag */
-        *p++ = (uint8_t)ki;
+    /* THREADED: the thread only when it changes (most rows continue the
+     * last one's), and (DECODED) the order pair only off the prediction */
+    int threaded = (flags & CODEC_EV_THREADED) != 0;
+    int new_thread = (flags & CODEC_EV_MERGED) && (!threaded || it->thread != st->thread);
+    if (new_thread)
+        codec_select_thread(st, it->thread, flags);
+    unsigned order = 0;
+    if (threaded && (flags & CODEC_EV_DECODED)) {
+        uint64_t pred = ki == TF_EV_START ? it->addr : st->tp->instance;
+        order = it->instance != pred || it->seq != st->tp->seq ? CODEC_ESC_ORDER : 0;
     }
-    if (flags & CODEC_EV_MERGED) {
+    if (ki > CODEC_TAG_KIND || order) {
+        t = 0;   /* escaped: the kind follows the tag */
+        *p++ = (uint8_t)(ki | order);
+    }
+    if (new_thread) {
         p = codec_put_varint(p, it->thread);
-        st->tp = (it->thread < CODEC_THREAD_SLOTS) ? &st->slots[it->thread] : &st->slots[0];
+        t |= threaded ? CODEC_TAG_THREAD : 0;
     }
     p = codec_put_stamp(p, st, it->tsc);
-    if (it->site != st->site) {
+    if (it->site != st->f->site) {
         t |= CODEC_TAG_SITE;
         p = codec_put_varint(p, it->site);
-        st->site = it->site;
+        st->f->site = it->site;
     }
-    if (it->aux != st->aux) {
+    if (it->aux != st->f->aux) {
         t |= CODEC_TAG_AUX;
-        p = codec_put_varint(p, codec_zz((uint64_t)it->aux - st->aux));
-        st->aux = it->aux;
+        p = codec_put_varint(p, codec_zz((uint64_t)it->aux - st->f->aux));
+        st->f->aux = it->aux;
     }
     p = codec_put_reason(p, st, &t, ki, it->reason);
     uint64_t d;
@@ -208,7 +241,7 @@ static inline __attribute__((always_inline)) uint8_t *codec_encode_one(uint8_t *
         p = codec_put_varint(p, it->value);
         break;
     case TF_EV_ABORT:
-        d = codec_zz(it->addr - st->addr);
+        d = codec_zz(it->addr - st->f->addr);
         if (d < it->addr) {
             t |= CODEC_TAG_ALT;
             p = codec_put_varint(p, d);
@@ -226,9 +259,11 @@ static inline __attribute__((always_inline)) uint8_t *codec_encode_one(uint8_t *
         p = codec_put_varint(p, codec_zz(it->truth - it->tsc));
     if (flags & CODEC_EV_DECODED) {
         uint64_t pred = ki == TF_EV_START ? it->addr : st->tp->instance;
-        p = codec_put_varint(p, codec_zz(it->instance - pred));
+        if (!threaded || order) {
+            p = codec_put_varint(p, codec_zz(it->instance - pred));
+            p = codec_put_varint(p, codec_zz(it->seq - st->tp->seq));
+        }
         st->tp->instance = it->instance;
-        p = codec_put_varint(p, codec_zz(it->seq - st->tp->seq));
         st->tp->seq = it->seq + 1;
     }
     *tag = (uint8_t)t;
@@ -241,12 +276,14 @@ static int codec_pred_init(struct codec_pred *st, uint64_t first_seq, uint64_t f
                            unsigned flags)
 {
     memset(st, 0, sizeof *st);
+    /* READ/WRITE accesses are mostly 8 bytes wide. */
+    st->shared.reason[TF_EV_READ] = 8;
+    st->shared.reason[TF_EV_WRITE] = 8;
+    st->f = &st->shared;
     st->slot0.seq = first_seq;
     st->slot0.instance = first_instance;
+    st->slot0.f = st->shared;
     st->tp = &st->slot0;
-    /* READ/WRITE accesses are mostly 8 bytes wide. */
-    st->reason[TF_EV_READ] = 8;
-    st->reason[TF_EV_WRITE] = 8;
     if (flags & CODEC_EV_MERGED) {
         st->slots = malloc(CODEC_THREAD_SLOTS * sizeof *st->slots);
         if (!st->slots)
@@ -323,10 +360,10 @@ static inline __attribute__((always_inline)) uint8_t *codec_slot_boundary(uint8_
         r->site = (uint16_t)(h >> 32);
         r->value = tf_start_value((uint32_t)(h >> 2 & 31u), (uint32_t)(h >> 48));
         t = TF_EV_START;
-        if (r->site != st->site) {
+        if (r->site != st->f->site) {
             t |= CODEC_TAG_SITE;
             p = codec_put_varint(p, r->site);
-            st->site = r->site;
+            st->f->site = r->site;
         }
         p = codec_put_reason(p, st, &t, TF_EV_START, 0);
         p = codec_put_start(p, st, r->addr, r->value);
@@ -445,25 +482,11 @@ long codec_encode_slots(uint8_t *out, struct tf_slot_stream *ss, size_t max, siz
     return len;
 }
 
-size_t codec_encode_events(uint8_t *out, const struct tf_event *ev, size_t n, uint32_t thread,
-                           unsigned *flags)
+/* The loop of codec_encode_events, inlined once per common `fl`. */
+static inline __attribute__((always_inline)) uint8_t *codec_events_loop(uint8_t *p, struct codec_pred *st,
+                                                                       const struct tf_event *ev, size_t n,
+                                                                       unsigned fl)
 {
-    unsigned fl = CODEC_EV_DECODED;
-    for (size_t i = 0; i < n; i++) {
-        if (ev[i].truth)
-            fl |= CODEC_EV_TRUTH;
-        if (ev[i].thread != thread)
-            fl |= CODEC_EV_MERGED;
-    }
-    if (thread == 0)
-        fl |= CODEC_EV_MERGED;
-    uint64_t first_seq = n ? ev[0].seq : 0, first_inst = n ? ev[0].instance : 0;
-    struct codec_pred st;
-    if (codec_pred_init(&st, first_seq, first_inst, fl) != 0) {
-        error_set("out of memory encoding %zu events", n);
-        return 0;
-    }
-    uint8_t *p = codec_put_varint(codec_put_varint(out, first_seq), first_inst);
     struct codec_item it = { 0 };
     for (size_t i = 0; i < n; i++) {
         const struct tf_event *e = &ev[i];
@@ -478,8 +501,40 @@ size_t codec_encode_events(uint8_t *out, const struct tf_event *ev, size_t n, ui
         it.aux = e->cpu;
         it.kind = e->kind;
         it.reason = e->reason;
-        p = codec_encode_one(p, &st, &it, fl);
+        p = codec_encode_one(p, st, &it, fl);
     }
+    return p;
+}
+
+size_t codec_encode_events(uint8_t *out, const struct tf_event *ev, size_t n, uint32_t thread,
+                           unsigned *flags)
+{
+    unsigned fl = CODEC_EV_DECODED;
+    for (size_t i = 0; i < n; i++) {
+        if (ev[i].truth)
+            fl |= CODEC_EV_TRUTH;
+        if (ev[i].thread != thread)
+            fl |= CODEC_EV_MERGED;
+    }
+    if (thread == 0)
+        fl |= CODEC_EV_MERGED;
+    if (fl & CODEC_EV_MERGED)
+        fl |= CODEC_EV_THREADED;
+    uint64_t first_seq = n ? ev[0].seq : 0, first_inst = n ? ev[0].instance : 0;
+    struct codec_pred st;
+    if (codec_pred_init(&st, first_seq, first_inst, fl) != 0) {
+        error_set("out of memory encoding %zu events", n);
+        return 0;
+    }
+    uint8_t *p = codec_put_varint(codec_put_varint(out, first_seq), first_inst);
+    /* tmsync's merged chunks, with and without truth, with constant flags */
+    const unsigned synced = CODEC_EV_MERGED | CODEC_EV_THREADED | CODEC_EV_DECODED;
+    if (fl == synced)
+        p = codec_events_loop(p, &st, ev, n, synced);
+    else if (fl == (synced | CODEC_EV_TRUTH))
+        p = codec_events_loop(p, &st, ev, n, synced | CODEC_EV_TRUTH);
+    else
+        p = codec_events_loop(p, &st, ev, n, fl);
     free(st.slots);
     *flags = fl;
     return (size_t)(p - out);
@@ -500,7 +555,7 @@ struct codec_rd {
 
 /* One event's tag, thread (merged chunks), stamp, site, CPU and reason.
  * *tag gets the tag byte. 0 or -1 (corrupt). */
-static inline int codec_decode_head(struct codec_rd *r, struct codec_pred *st, unsigned flags, uint32_t thread,
+static inline __attribute__((always_inline)) int codec_decode_head(struct codec_rd *r, struct codec_pred *st, unsigned flags, uint32_t thread,
                                     struct tf_event *e, unsigned *tag)
 {
     uint64_t v;
@@ -508,45 +563,57 @@ static inline int codec_decode_head(struct codec_rd *r, struct codec_pred *st, u
         return -1;
     unsigned t = *r->p++;
     unsigned kind = t & CODEC_TAG_KIND;
+    int threaded = (flags & CODEC_EV_THREADED) != 0;
     if (kind == 0) {   /* escaped kind */
-        if (r->p >= r->end || *r->p <= CODEC_TAG_KIND || *r->p >= TF_EV_KINDS)
+        if (r->p >= r->end)
             return -1;
-        kind = *r->p++;
+        unsigned b = *r->p++;
+        if (threaded && (flags & CODEC_EV_DECODED) && (b & CODEC_ESC_ORDER)) {
+            t |= CODEC_ROW_ORDER;
+            b &= ~CODEC_ESC_ORDER;
+            if (b == 0 || b >= TF_EV_KINDS)
+                return -1;
+        } else if (b <= CODEC_TAG_KIND || b >= TF_EV_KINDS) {
+            return -1;
+        }
+        kind = b;
     }
     e->kind = (uint8_t)kind;
     e->thread = thread;
     if (flags & CODEC_EV_MERGED) {
-        CODEC_GET(v);
-        if (v > UINT32_MAX)
-            return -1;
-        e->thread = (uint32_t)v;
-        st->tp = (v < CODEC_THREAD_SLOTS) ? &st->slots[v] : &st->slots[0];
+        if (!threaded || (t & CODEC_TAG_THREAD)) {
+            CODEC_GET(v);
+            if (v > UINT32_MAX)
+                return -1;
+            codec_select_thread(st, v, flags);
+        }
+        e->thread = st->thread;
     }
     CODEC_GET(v);
     st->tsc += codec_unzz(v);
     e->ts = st->tsc;
     if (t & CODEC_TAG_SITE) {
         CODEC_GET(v);
-        st->site = v;
+        st->f->site = v;
     }
-    e->site = (uint32_t)st->site;
+    e->site = (uint32_t)st->f->site;
     if (t & CODEC_TAG_AUX) {
         CODEC_GET(v);
-        st->aux += codec_unzz(v);
+        st->f->aux += codec_unzz(v);
     }
-    e->cpu = (flags & CODEC_EV_DECODED) ? (uint16_t)st->aux : (uint16_t)tf_aux_cpu((uint32_t)st->aux);
+    e->cpu = (flags & CODEC_EV_DECODED) ? (uint16_t)st->f->aux : (uint16_t)tf_aux_cpu((uint32_t)st->f->aux);
     if (t & CODEC_TAG_REASON) {
         if (r->p >= r->end)
             return -1;
-        st->reason[kind] = *r->p++;
+        st->f->reason[kind] = *r->p++;
     }
-    e->reason = st->reason[kind];
+    e->reason = st->f->reason[kind];
     *tag = t;
     return 0;
 }
 
 /* The kind's own fields: address and value. 0 or -1. */
-static inline int codec_decode_fields(struct codec_rd *r, struct codec_pred *st, unsigned t, struct tf_event *e)
+static inline __attribute__((always_inline)) int codec_decode_fields(struct codec_rd *r, struct codec_pred *st, unsigned t, struct tf_event *e)
 {
     uint64_t v, w;
     switch (e->kind) {
@@ -558,22 +625,22 @@ static inline int codec_decode_fields(struct codec_rd *r, struct codec_pred *st,
     case TF_EV_READ:
     case TF_EV_WRITE:
         CODEC_GET(v);
-        st->addr += codec_unzz(v);
-        e->addr = st->addr;
+        st->f->addr += codec_unzz(v);
+        e->addr = st->f->addr;
         CODEC_GET(v);
         e->value = (t & CODEC_TAG_ALT) ? e->addr + codec_unzz(v) : v;
         break;
     case TF_EV_COMMIT:
         CODEC_GET(v);
-        st->version += codec_unzz(v);
-        e->addr = st->version;
+        st->f->version += codec_unzz(v);
+        e->addr = st->f->version;
         CODEC_GET(v);
         CODEC_GET(w);
         e->value = tf_commit_value((uint32_t)v, (uint32_t)w);
         break;
     case TF_EV_ABORT:
         CODEC_GET(v);
-        e->addr = (t & CODEC_TAG_ALT) ? st->addr + codec_unzz(v) : v;
+        e->addr = (t & CODEC_TAG_ALT) ? st->f->addr + codec_unzz(v) : v;
         CODEC_GET(e->value);
         break;
     case TF_EV_WSET:
@@ -591,7 +658,8 @@ static inline int codec_decode_fields(struct codec_rd *r, struct codec_pred *st,
 }
 
 /* Ground truth, instance and program-order index. 0 or -1. */
-static inline int codec_decode_order(struct codec_rd *r, struct codec_pred *st, unsigned flags, struct tf_event *e)
+static inline __attribute__((always_inline)) int codec_decode_order(struct codec_rd *r, struct codec_pred *st, unsigned flags, unsigned t,
+                                     struct tf_event *e)
 {
     uint64_t v;
     if (e->kind == TF_EV_START && !(flags & CODEC_EV_DECODED))
@@ -602,17 +670,37 @@ static inline int codec_decode_order(struct codec_rd *r, struct codec_pred *st, 
         e->truth = e->ts + codec_unzz(v);
     }
     if (flags & CODEC_EV_DECODED) {
-        CODEC_GET(v);
-        e->instance = (e->kind == TF_EV_START ? e->addr : st->tp->instance) + codec_unzz(v);
+        uint64_t pred = e->kind == TF_EV_START ? e->addr : st->tp->instance;
+        e->instance = pred;
+        e->seq = st->tp->seq;
+        if (!(flags & CODEC_EV_THREADED) || (t & CODEC_ROW_ORDER)) {
+            CODEC_GET(v);
+            e->instance = pred + codec_unzz(v);
+            CODEC_GET(v);
+            e->seq = st->tp->seq + codec_unzz(v);
+        }
         st->tp->instance = e->instance;
-        CODEC_GET(v);
-        e->seq = st->tp->seq + codec_unzz(v);
     } else {
         e->instance = st->tp->instance;
         e->seq = st->tp->seq;
     }
     st->tp->seq = e->seq + 1;
     return 0;
+}
+
+/* Decodes up to n events; returns how many decoded before the payload
+ * turned out corrupt (n: all). Inlined once per common value of `flags`. */
+static inline __attribute__((always_inline)) size_t codec_decode_loop(struct codec_rd *r, struct codec_pred *st,
+                                                                     unsigned flags, uint32_t thread,
+                                                                     struct tf_event *ev, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        unsigned t;
+        if (codec_decode_head(r, st, flags, thread, &ev[i], &t) != 0 ||
+            codec_decode_fields(r, st, t, &ev[i]) != 0 || codec_decode_order(r, st, flags, t, &ev[i]) != 0)
+            return i;
+    }
+    return n;
 }
 
 int codec_decode_events(const uint8_t *in, size_t len, unsigned flags, uint32_t thread,
@@ -628,12 +716,18 @@ int codec_decode_events(const uint8_t *in, size_t len, unsigned flags, uint32_t 
         goto corrupt;
     if (codec_pred_init(&st, first_seq, first_inst, flags) != 0)
         return error_set("out of memory decoding %zu events", n);
-    for (; i < n; i++) {
-        unsigned t;
-        if (codec_decode_head(r, &st, flags, thread, &ev[i], &t) != 0 ||
-            codec_decode_fields(r, &st, t, &ev[i]) != 0 || codec_decode_order(r, &st, flags, &ev[i]) != 0)
-            goto corrupt;
+    /* the flags of a recorder's chunk and of tmsync's, as constants: their
+     * tests leave the loop */
+    const unsigned synced = CODEC_EV_MERGED | CODEC_EV_THREADED | CODEC_EV_DECODED;
+    switch (flags) {
+    case 0: i = codec_decode_loop(r, &st, 0, thread, ev, n); break;
+    case CODEC_EV_TRUTH: i = codec_decode_loop(r, &st, CODEC_EV_TRUTH, thread, ev, n); break;
+    case synced: i = codec_decode_loop(r, &st, synced, thread, ev, n); break;
+    case synced | CODEC_EV_TRUTH: i = codec_decode_loop(r, &st, synced | CODEC_EV_TRUTH, thread, ev, n); break;
+    default: i = codec_decode_loop(r, &st, flags, thread, ev, n); break;
     }
+    if (i < n)
+        goto corrupt;
     free(st.slots);
     if (r->p != r->end)
         return error_set("event payload has %zu bytes after its %zu events", (size_t)(r->end - r->p), n);

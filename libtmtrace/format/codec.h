@@ -22,6 +22,8 @@ enum codec_event_flags {
     CODEC_EV_TRUTH = 1u << 0,   /* each event carries truth - ts */
     CODEC_EV_MERGED = 1u << 1,  /* each event carries its thread */
     CODEC_EV_DECODED = 1u << 2, /* written from tf_event: seq and instance explicit, cpu exact */
+    CODEC_EV_THREADED = 1u << 3, /* MERGED: every predictor but the stamp's is per thread; with
+                                    DECODED, seq and instance only where they break the prediction */
 };
 
 /* Most events one EVENTS chunk may hold; writers split longer runs. */

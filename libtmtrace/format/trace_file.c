@@ -32,6 +32,7 @@
 #define TF_STAMPS_AT 568u    /* version 2: stamp_access, stamp_boundary, stamp_commit, stamp_flags */
 #define TF_CMDLINE_AT 56u
 #define TF_CHUNK_HEADER_SIZE 40u
+_Static_assert(sizeof(((struct tf_prepared *)0)->hdr) == TF_CHUNK_HEADER_SIZE, "a prepared chunk holds its header");
 #define TF_CHUNK_HCRC_AT 36u
 /* No chunk payload is larger than this, stored or raw. */
 #define TF_MAX_PAYLOAD (256u << 20)
@@ -837,6 +838,20 @@ int tf_read_at(struct tf_reader *r, uint64_t offset, struct tf_chunk *out)
     return -1;
 }
 
+int tf_read_events_at(struct tf_reader *r, uint64_t offset, struct tf_chunk *out, void **buf, size_t *cap)
+{
+    void *own = r->elems;
+    size_t own_cap = r->elems_cap;
+    r->elems = *buf;
+    r->elems_cap = *cap;
+    int rc = tf_read_at(r, offset, out);
+    *buf = r->elems;
+    *cap = r->elems_cap;
+    r->elems = own;
+    r->elems_cap = own_cap;
+    return rc;
+}
+
 /* ---- writer ---------------------------------------------------------------- */
 
 struct tf_writer {
@@ -937,6 +952,35 @@ fail:
     return NULL;
 }
 
+/* Compresses raw[0..raw_len) with `codec` into *comp (falling back to
+ * storing it plainly) and makes the chunk header `hb`; *payload and
+ * *stored are what follows it. Pure: a writer's or a prepared chunk's. */
+static void tf_seal(const uint8_t *raw, uint8_t **comp, size_t *comp_cap, unsigned kind, unsigned flags,
+                    uint32_t thread, size_t count, size_t raw_len, int codec, int level, uint8_t *hb,
+                    const uint8_t **payload, size_t *stored)
+{
+    if (codec == TF_CODEC_LZ4 && !codec_available(TF_CODEC_LZ4))
+        codec = TF_CODEC_ZLIB; /* documented fallback: the data matters more than the codec */
+    *payload = raw;
+    *stored = raw_len;
+    unsigned used = TF_CODEC_NONE;
+    if (codec == TF_CODEC_ZLIB || codec == TF_CODEC_LZ4) {
+        size_t cap = codec_compress_bound(codec, raw_len);
+        if (cap && tf_grow((void **)comp, comp_cap, cap) == 0) {
+            size_t got = codec_compress(codec, level, raw, raw_len, *comp, cap);
+            if (got) {
+                *payload = *comp;
+                *stored = got;
+                used = (unsigned)codec;
+            }
+        }
+    }
+    struct tf_chunk_hdr c = { (uint8_t)kind, (uint8_t)used, (uint16_t)flags, thread,
+                              (uint32_t)count, (uint32_t)raw_len, (uint32_t)*stored,
+                              codec_crc32(*payload, *stored) };
+    tf_chunk_hdr_encode(hb, &c);
+}
+
 /* Compresses w->raw[0..raw_len) with `codec` (falling back to storing it
  * plainly) and appends the chunk. Only EVENTS chunks are compressed: the
  * others are small and pass TF_CODEC_NONE (a reader accepts any codec on
@@ -949,27 +993,11 @@ static int tf_put_chunk(struct tf_writer *w, unsigned kind, unsigned flags, uint
     if (raw_len > TF_MAX_PAYLOAD || count > UINT32_MAX)
         return error_set("%s: offset %llu: %s chunk of %zu bytes is over the 256 MiB limit",
                          w->path, (unsigned long long)w->bytes, tf_chunk_kind_name(kind), raw_len);
-    if (codec == TF_CODEC_LZ4 && !codec_available(TF_CODEC_LZ4))
-        codec = TF_CODEC_ZLIB; /* documented fallback: the data matters more than the codec */
-    const uint8_t *payload = w->raw;
-    size_t stored = raw_len;
-    unsigned used = TF_CODEC_NONE;
-    if (codec == TF_CODEC_ZLIB || codec == TF_CODEC_LZ4) {
-        size_t cap = codec_compress_bound(codec, raw_len);
-        if (cap && tf_grow((void **)&w->comp, &w->comp_cap, cap) == 0) {
-            size_t got = codec_compress(codec, level, w->raw, raw_len, w->comp, cap);
-            if (got) {
-                payload = w->comp;
-                stored = got;
-                used = (unsigned)codec;
-            }
-        }
-    }
-    struct tf_chunk_hdr c = { (uint8_t)kind, (uint8_t)used, (uint16_t)flags, thread,
-                              (uint32_t)count, (uint32_t)raw_len, (uint32_t)stored,
-                              codec_crc32(payload, stored) };
     uint8_t hb[TF_CHUNK_HEADER_SIZE];
-    tf_chunk_hdr_encode(hb, &c);
+    const uint8_t *payload;
+    size_t stored;
+    tf_seal(w->raw, &w->comp, &w->comp_cap, kind, flags, thread, count, raw_len, codec, level, hb, &payload,
+            &stored);
     struct iovec iov[2] = { { hb, sizeof hb }, { (void *)payload, stored } };
     return tf_write_all(w, iov, 2);
 }
@@ -1011,27 +1039,48 @@ int tf_write_slots(struct tf_writer *w, uint32_t thread, struct tf_slot_stream *
     return 0;
 }
 
-int tf_write_events(struct tf_writer *w, uint32_t thread, const struct tf_event *ev, size_t n,
-                    int codec, int level)
+/* The first event of ev[0..n) whose kind no reader accepts, or n. */
+static size_t tf_bad_kind(const struct tf_event *ev, size_t n)
 {
-    size_t done = 0;
-    while (done < n) {
-        size_t m = n - done < CODEC_MAX_EVENTS ? n - done : CODEC_MAX_EVENTS;
-        for (size_t i = done; i < done + m; i++)
-            if (ev[i].kind == 0 || ev[i].kind >= TF_EV_KINDS)
-                return error_set("%s: event %zu has invalid kind %u", w->path, i, ev[i].kind);
-        if (tf_raw_room(w, codec_events_bound(m)) != 0)
-            return -1;
-        unsigned fl;
-        size_t len = codec_encode_events(w->raw, ev + done, m, thread, &fl);
-        if (len == 0)
-            return -1;
-        if (tf_put_chunk(w, TF_CHUNK_EVENTS, fl, (fl & CODEC_EV_MERGED) ? 0 : thread, m, len, codec,
-                         level) != 0)
-            return -1;
-        done += m;
-    }
+    for (size_t i = 0; i < n; i++)
+        if (ev[i].kind == 0 || ev[i].kind >= TF_EV_KINDS)
+            return i;
+    return n;
+}
+
+int tf_prepare_events(struct tf_prepared *p, uint32_t thread, const struct tf_event *ev, size_t n, int codec,
+                      int level)
+{
+    if (n > CODEC_MAX_EVENTS)
+        return error_set("%zu events are more than one chunk holds (%u)", n, CODEC_MAX_EVENTS);
+    size_t bad = tf_bad_kind(ev, n);
+    if (bad < n)
+        return error_set("event %zu has invalid kind %u", bad, ev[bad].kind);
+    size_t need = codec_events_bound(n);
+    if (need > TF_MAX_PAYLOAD || tf_grow((void **)&p->raw, &p->raw_cap, need) != 0)
+        return error_set("out of memory for a %zu-byte chunk", need);
+    unsigned fl;
+    size_t len = codec_encode_events(p->raw, ev, n, thread, &fl);
+    if (len == 0)
+        return -1;
+    tf_seal(p->raw, &p->comp, &p->comp_cap, TF_CHUNK_EVENTS, fl, (fl & CODEC_EV_MERGED) ? 0 : thread, n, len,
+            codec, level, p->hdr, &p->payload, &p->stored);
     return 0;
+}
+
+int tf_write_prepared(struct tf_writer *w, const struct tf_prepared *p)
+{
+    if (w->failed)
+        return error_set("%s: an earlier write failed", w->path);
+    struct iovec iov[2] = { { (void *)p->hdr, sizeof p->hdr }, { (void *)p->payload, p->stored } };
+    return tf_write_all(w, iov, 2);
+}
+
+void tf_prepared_free(struct tf_prepared *p)
+{
+    free(p->raw);
+    free(p->comp);
+    memset(p, 0, sizeof *p);
 }
 
 int tf_write_samples(struct tf_writer *w, const struct tf_sample *s, size_t n)

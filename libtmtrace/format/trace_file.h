@@ -159,6 +159,10 @@ const struct tf_header *tf_reader_header(const struct tf_reader *r);
 int tf_next(struct tf_reader *r, struct tf_chunk *out);
 /* Reads and decodes the chunk whose header is at `offset` (from tf_next). */
 int tf_read_at(struct tf_reader *r, uint64_t offset, struct tf_chunk *out);
+/* The same, decoding the chunk's elements into the caller's *buf of *cap
+ * bytes (grown with realloc as needed; the caller frees it), so that
+ * threads each with a reader can keep decoded chunks without copying them. */
+int tf_read_events_at(struct tf_reader *r, uint64_t offset, struct tf_chunk *out, void **buf, size_t *cap);
 uint64_t tf_reader_skipped(const struct tf_reader *r);   /* damaged chunks skipped */
 uint64_t tf_reader_skipped_bytes(const struct tf_reader *r);
 const char *tf_reader_path(const struct tf_reader *r);
@@ -186,10 +190,22 @@ struct tf_writer *tf_create(const char *path, const struct tf_header *hdr, unsig
  * that failed. */
 #define TF_SLOTS_PIECE 16384
 int tf_write_slots(struct tf_writer *w, uint32_t thread, struct tf_slot_stream *ss, int codec, int level);
-/* Decoded events (the tools): one EVENTS chunk; thread = 0 for a merged chunk
- * whose events carry their own thread ids. */
-int tf_write_events(struct tf_writer *w, uint32_t thread, const struct tf_event *ev, size_t n,
-                    int codec, int level);
+/* Decoded events (the tools): one EVENTS chunk of at most CODEC_MAX_EVENTS
+ * events, encoded and compressed apart from any writer, so that several
+ * threads can prepare a writer's chunks; tf_write_prepared appends one.
+ * thread = 0 for a merged chunk whose events carry their own thread ids.
+ * Start from a zeroed struct; reusable. */
+struct tf_prepared {
+    uint8_t *raw, *comp;
+    size_t raw_cap, comp_cap;
+    uint8_t hdr[40];           /* the chunk header */
+    const uint8_t *payload;    /* raw or comp */
+    size_t stored;
+};
+int tf_prepare_events(struct tf_prepared *p, uint32_t thread, const struct tf_event *ev, size_t n, int codec,
+                      int level);
+int tf_write_prepared(struct tf_writer *w, const struct tf_prepared *p);
+void tf_prepared_free(struct tf_prepared *p);
 int tf_write_samples(struct tf_writer *w, const struct tf_sample *s, size_t n);
 int tf_write_sites(struct tf_writer *w, const struct tf_site *s, size_t n);
 int tf_write_threads(struct tf_writer *w, const struct tf_thread_info *t, size_t n);

@@ -16,6 +16,7 @@
 #include "error.h"
 #include "fuzz_util.h"
 #include "trace_file.h"
+#include "trace_gen.h"
 
 /* Copies every chunk, cutting SAMPLES chunks to `max` samples. */
 static int trim_trace(const char *in, const char *outpath, size_t max)
@@ -39,7 +40,7 @@ static int trim_trace(const char *in, const char *outpath, size_t max)
         case TF_CHUNK_META_THREADS: rc = tf_write_threads(w, c.threads, c.count); break;
         case TF_CHUNK_META_SKEW: rc = tf_write_skews(w, c.skews, c.count); break;
         case TF_CHUNK_SAMPLES: rc = tf_write_samples(w, c.samples, c.count < max ? c.count : max); break;
-        case TF_CHUNK_EVENTS: rc = tf_write_events(w, c.thread, c.events, c.count, (int)c.codec, 1); break;
+        case TF_CHUNK_EVENTS: rc = tg_write_events(w, c.thread, c.events, c.count, (int)c.codec, 1); break;
         case TF_CHUNK_MODEL: rc = tf_write_models(w, c.models, c.count); break;
         case TF_CHUNK_END: rc = tf_write_end(w, c.threads, c.count, c.writer_errors, c.end_signal); break;
         default: break;

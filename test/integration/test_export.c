@@ -19,6 +19,7 @@
 #include "test_util.h"
 #include "tmtrace.h"
 #include "trace_file.h"
+#include "trace_gen.h"
 
 #define ADDR_A 0x7f0000001000ull
 #define ADDR_B 0x7f0000002000ull
@@ -126,7 +127,7 @@ static void write_trace(const char *path, unsigned flags, const struct tf_event 
     assert_int_equal(tf_write_sites(w, s, 2), 0);
     assert_int_equal(tf_write_threads(w, t, 2), 0);
     if (n)
-        assert_int_equal(tf_write_events(w, 0, e, n, TF_CODEC_NONE, 0), 0);
+        assert_int_equal(tg_write_events(w, 0, e, n, TF_CODEC_NONE, 0), 0);
     assert_int_equal(tf_finish(w, 0), 0);
 }
 

@@ -18,6 +18,7 @@
 #include "test_util.h"
 #include "tmtrace.h"
 #include "trace_file.h"
+#include "trace_gen.h"
 
 static const char *tmplot(void)
 {
@@ -203,7 +204,7 @@ static void write_trace(const char *path)
         }
     for (size_t i = 0; i < n; i++)
         ev[i].seq = seq[ev[i].thread]++;
-    assert_int_equal(tf_write_events(w, 0, ev, n, TF_CODEC_NONE, 0), 0);
+    assert_int_equal(tg_write_events(w, 0, ev, n, TF_CODEC_NONE, 0), 0);
     assert_int_equal(tf_finish(w, 0), 0);
     free(ev);
 }

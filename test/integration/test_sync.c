@@ -424,6 +424,86 @@ static void bad_inputs_are_refused_with_one_line(void **st)
     expect_bad("--nope", "--nope", NULL);
 }
 
+/* tmsync --json and the synchronised file's bytes with `jobs` decoding
+ * threads, into `json` (malloc'd) and *file (malloc'd, *len bytes). */
+static void sync_with_jobs(const char *in, const char *outp, unsigned jobs, char **json, char **file, size_t *len)
+{
+    char a[2000];
+    snprintf(a, sizeof a, "--json --jobs %u '%s' -o '%s' 2>&1", jobs, in, outp);
+    assert_int_equal(run("tools/tmsync", a), 0);
+    *json = strdup(out);
+    *file = tu_read_file(outp, len);
+    assert_non_null(*json);
+    assert_non_null(*file);
+}
+
+/* tmcheck --json on `path` with `jobs` decoding threads (malloc'd). */
+static char *check_with_jobs(const char *path, unsigned jobs)
+{
+    char a[2000];
+    snprintf(a, sizeof a, "--json --jobs %u '%s' 2>&1", jobs, path);
+    int rc = run("tools/tmcheck", a);
+    assert_true(rc == 0 || rc == 1);
+    char *json = strdup(out);
+    assert_non_null(json);
+    return json;
+}
+
+static void every_jobs_count_gives_the_same_bytes_and_json(void **st)
+{
+    (void)st;
+    /* a recorded trace with clock faults and migrations, as the tools meet them */
+    char in[512], syn[512], a[2000];
+    snprintf(in, sizeof in, "%s", tu_path("jobs.bin"));
+    snprintf(syn, sizeof syn, "%s", tu_path("jobs.sync.bin"));
+    snprintf(a, sizeof a,
+             "TMTRACE_FILE='%s' TMTRACE_EVENTS=all TMTRACE_SKEW=1:250000:120 TMTRACE_MIGRATE=2 "
+             "'%s' vacation --preset high --threads 2 --ops 3000 >/dev/null 2>&1",
+             in, tu_build("tmbench/tmbench"));
+    assert_int_equal(tu_run(a, out, sizeof out), 0);
+    char *json1, *file1, *json4, *file4;
+    size_t len1, len4;
+    sync_with_jobs(in, syn, 1, &json1, &file1, &len1);
+    sync_with_jobs(in, syn, 4, &json4, &file4, &len4);
+    assert_string_equal(json1, json4);
+    assert_int_equal(len1, len4);
+    assert_memory_equal(file1, file4, len1);
+    for (int k = 0; k < 2; k++) {
+        const char *path = k ? syn : in;
+        char *c1 = check_with_jobs(path, 1), *c3 = check_with_jobs(path, 3);
+        assert_string_equal(c1, c3);
+        free(c1);
+        free(c3);
+    }
+    free(json1), free(file1), free(json4), free(file4);
+}
+
+static void the_synchronised_trace_keeps_every_record_in_no_more_bytes(void **st)
+{
+    (void)st;
+    char in[512], syn[512], a[2000];
+    snprintf(in, sizeof in, "%s", tu_path("size.bin"));
+    snprintf(syn, sizeof syn, "%s", tu_path("size.sync.bin"));
+    snprintf(a, sizeof a,
+             "TMTRACE_FILE='%s' TMTRACE_EVENTS=all TMTRACE_SKEW=1:250000:120 TMTRACE_MIGRATE=2 "
+             "'%s' vacation --preset high --threads 2 --ops 3000 >/dev/null 2>&1",
+             in, tu_build("tmbench/tmbench"));
+    assert_int_equal(tu_run(a, out, sizeof out), 0);
+    snprintf(a, sizeof a, "'%s' -o '%s' >/dev/null 2>&1", in, syn);
+    assert_int_equal(run("tools/tmsync", a), 0);
+    struct stat sr, ss;
+    assert_int_equal(stat(in, &sr), 0);
+    assert_int_equal(stat(syn, &ss), 0);
+    print_message("raw %lld bytes, synchronised %lld bytes\n", (long long)sr.st_size, (long long)ss.st_size);
+    assert_true(ss.st_size <= sr.st_size);
+    struct tu_trace_counts cr, cs;
+    assert_int_equal(tu_count_trace(in, &cr), 0);
+    assert_int_equal(tu_count_trace(syn, &cs), 0);
+    assert_true(cr.records > 100000);
+    assert_int_equal(cs.records, cr.records);
+    assert_int_equal(cs.commits, cr.commits);
+}
+
 /* Peak RSS of the children run so far, in MiB. */
 static double children_rss_mib(void)
 {
@@ -470,6 +550,8 @@ int main(void)
         cmocka_unit_test(an_incomplete_trace_is_synchronised_said_and_exits_4),
         cmocka_unit_test(bad_inputs_are_refused_with_one_line),
         cmocka_unit_test(a_trace_larger_than_the_memory_limit_streams_within_it),
+        cmocka_unit_test(every_jobs_count_gives_the_same_bytes_and_json),
+        cmocka_unit_test(the_synchronised_trace_keeps_every_record_in_no_more_bytes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -247,7 +247,7 @@ static void test_synced_trace_prints_merged_order_and_models(void **s)
         { .ts = 530, .instance = 4, .seq = 2, .thread = 2, .site = 1, .cpu = 1, .kind = TF_EV_ALLOC, .addr = 0x9000,
           .value = (UINT64_C(48) << 48) | 0x401234 },
     };
-    assert_int_equal(tf_write_events(w, 0, ev, 4, TF_CODEC_ZLIB, 1), 0);
+    assert_int_equal(tg_write_events(w, 0, ev, 4, TF_CODEC_ZLIB, 1), 0);
     static struct tf_cpu_model m;
     m.cpu = 1;
     m.nseg = 1;

@@ -17,7 +17,24 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "codec.h"
 #include "trace_file.h"
+
+/* Decoded events as EVENTS chunks of at most CODEC_MAX_EVENTS (thread 0:
+ * merged), as tmsync writes them. 0, or -1 with the message set. */
+static inline int tg_write_events(struct tf_writer *w, uint32_t thread, const struct tf_event *ev, size_t n,
+                                  int codec, int level)
+{
+    struct tf_prepared p = { 0 };
+    int rc = 0;
+    for (size_t done = 0; rc == 0 && done < n;) {
+        size_t m = n - done < CODEC_MAX_EVENTS ? n - done : CODEC_MAX_EVENTS;
+        rc = tf_prepare_events(&p, thread, ev + done, m, codec, level) < 0 || tf_write_prepared(w, &p) < 0 ? -1 : 0;
+        done += m;
+    }
+    tf_prepared_free(&p);
+    return rc;
+}
 
 /* A growing array of raw records for one thread, with truth stamps. */
 struct tg_thread {

@@ -230,6 +230,43 @@ static void test_decoded_events_round_trip_merged_or_per_thread(void **s)
     free(in), free(ev), free(buf);
 }
 
+/* tmsync's chunks: runs of one thread (its id only where it changes), seq
+ * and instance as predicted except after a gap (dropped events) or a START
+ * whose instance is not its address, every kind. */
+static void test_merged_runs_round_trip_with_their_gaps(void **s)
+{
+    (void)s;
+    enum { N = 20000 };
+    struct tf_event *in = calloc(N, sizeof *in), *ev = calloc(N, sizeof *ev);
+    uint8_t *buf = malloc(codec_events_bound(N));
+    assert_true(in && ev && buf);
+    uint64_t seq[4] = { 0 }, inst[4] = { 0 }, ts = 1000;
+    uint32_t t = 1;
+    for (size_t i = 0; i < N; i++) {
+        if (rnd() % 8 == 0)
+            t = 1 + (uint32_t)(rnd() % 3);
+        unsigned kind = 1 + (unsigned)(rnd() % (TF_EV_KINDS - 1));
+        seq[t] += rnd() % 50 == 0 ? 2 + rnd() % 9 : 1;   /* a gap now and then */
+        uint64_t addr = wild();
+        if (kind == TF_EV_START)
+            inst[t] = rnd() % 20 == 0 ? wild() : (addr = inst[t] + 1);
+        else if (rnd() % 100 == 0)
+            inst[t] = wild();
+        in[i] = (struct tf_event){ ts += rnd() % 300, rnd() % 2 ? 0 : ts + rnd() % 40, addr, wild(), inst[t],
+                                   seq[t], t, (uint32_t)(rnd() % 5), (uint16_t)(rnd() % 4), (uint8_t)kind,
+                                   (uint8_t)(rnd() % 9) };
+    }
+    unsigned fl;
+    size_t len = codec_encode_events(buf, in, N, 0, &fl);
+    assert_true(fl & CODEC_EV_THREADED);
+    assert_int_equal(codec_decode_events(buf, len, fl, 0, ev, N), 0);
+    assert_int_equal(tg_first_event_diff(ev, in, N), N);
+    /* a payload cut short is refused */
+    for (size_t cut = 1; cut < 64; cut++)
+        assert_int_not_equal(codec_decode_events(buf, len - cut, fl, 0, ev, N), 0);
+    free(in), free(ev), free(buf);
+}
+
 /* A payload of exactly `len` heap bytes, so that ASan sees any overread. */
 static int decode_copy(const uint8_t *src, size_t len, unsigned fl, struct tf_event *ev, size_t n)
 {
@@ -348,6 +385,7 @@ int main(void)
         cmocka_unit_test(test_records_round_trip_exactly_even_with_extreme_values),
         cmocka_unit_test(test_slots_encode_to_the_bytes_of_their_expanded_records),
         cmocka_unit_test(test_decoded_events_round_trip_merged_or_per_thread),
+        cmocka_unit_test(test_merged_runs_round_trip_with_their_gaps),
         cmocka_unit_test(test_every_truncated_or_padded_payload_is_rejected),
         cmocka_unit_test(test_corrupted_payloads_never_read_out_of_bounds),
         cmocka_unit_test(test_block_codecs_round_trip_and_refuse_wrong_lengths),

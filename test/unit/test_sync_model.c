@@ -272,6 +272,34 @@ static void each_sample_gets_the_verdict_that_its_counts_report(void **st)
     }
 }
 
+/* A long run's exact clock: pre and post samples a minute and more apart,
+ * 50 ticks of noise. Its sum of squares, taken from moments, once came out
+ * below zero by rounding, and the fit was refused. */
+static void a_long_runs_nearly_exact_clock_is_fitted(void **st)
+{
+    (void)st;
+    const size_t n = 1700;
+    struct tf_sample *s = calloc(n, sizeof *s);
+    assert_non_null(s);
+    uint64_t x = 88172645463325252ull;
+    const double spans[] = { 60e9, 600e9 };
+    for (int k = 0; k < 2; k++) {
+        for (int rep = 0; rep < 20; rep++) {
+            for (size_t i = 0; i < n; i++) {
+                x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+                double ref = 5e9 + (i < n / 2 ? (double)i * 5e5 : spans[k] - (double)(n - i) * 5e5);
+                double tsc = 1e12 + (ref - 5e9) * 2.6 + ((double)(x % 20001) / 10000.0 - 1.0) * 50;
+                s[i] = (struct tf_sample){ .tsc = (uint64_t)tsc, .ref_ns = (uint64_t)ref, .truth_tsc = (uint64_t)tsc,
+                                           .width = 80, .phase = (uint8_t)(i < n / 2 ? TF_PHASE_PRE : TF_PHASE_POST) };
+            }
+            struct sm_result r;
+            assert_int_equal(sm_fit_cpu(0, s, n, SM_LINEAR, 1 / 2.6, 0, NULL, &r, NULL), 0);
+            assert_true(fabs(r.m.drift_ppm) < 0.1);
+        }
+    }
+    free(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -281,6 +309,7 @@ int main(void)
         cmocka_unit_test(linear_model_cannot_follow_the_change),
         cmocka_unit_test(a_drift_change_between_knot_candidates_is_placed_where_it_happened),
         cmocka_unit_test(each_sample_gets_the_verdict_that_its_counts_report),
+        cmocka_unit_test(a_long_runs_nearly_exact_clock_is_fitted),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -257,8 +257,8 @@ static void round_trip_all_kinds(int codec)
     assert_int_equal(tf_write_samples(w, samples, 300), 0);
     assert_int_equal(tg_write_records(w, 1, 1000, 40, r1, t1, N1, codec, 1), 0);
     assert_int_equal(tg_write_records(w, 2, 0, 7, r2, NULL, N2, codec, 9), 0);
-    assert_int_equal(tf_write_events(w, 0, merged, NE, codec, 1), 0);
-    assert_int_equal(tf_write_events(w, 2, single, NE, codec, 1), 0);
+    assert_int_equal(tg_write_events(w, 0, merged, NE, codec, 1), 0);
+    assert_int_equal(tg_write_events(w, 2, single, NE, codec, 1), 0);
     assert_int_equal(tf_write_models(w, models, 2), 0);
     threads[0].events = N1;
     threads[1].dropped = 9;
@@ -286,8 +286,10 @@ static void round_trip_all_kinds(int codec)
     for (int step = 0; step < 10; step++) {
         assert_int_equal(tf_next(rd, &c), 1);
         kinds_seen |= 1 << c.kind;
-        if (codec != TF_CODEC_NONE && c.kind == TF_CHUNK_EVENTS && codec_available(codec))
-            assert_int_equal(c.codec, codec); /* the streams compress well */
+        /* the record streams compress well; the merged chunk of random
+         * events is stored as is when the codec cannot shrink it */
+        if (codec != TF_CODEC_NONE && c.kind == TF_CHUNK_EVENTS && c.thread != 0 && codec_available(codec))
+            assert_int_equal(c.codec, codec);
         switch (step) {
         case 0:
             assert_int_equal(c.kind, TF_CHUNK_META_SITES);

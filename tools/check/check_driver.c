@@ -86,7 +86,7 @@ static struct th *thread_of(struct ca_state *s, uint32_t id)
         return NULL;
     struct th *t = &s->th[id];
     if (!t->ring) {
-        t->ring = malloc(CA_REORDER_WINDOW * sizeof *t->ring);
+        t->ring = malloc(2 * CA_REORDER_WINDOW * sizeof *t->ring);   /* ring and heap */
         if (!t->ring) {
             error_set("out of memory");
             return NULL;

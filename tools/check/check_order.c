@@ -2,12 +2,12 @@
  * check_order.c - program order against timestamp order, per thread.
  *
  * Owns: the temporal check (a thread's stamps must grow in program order),
- * the bounded timestamp-ordered view of each thread (a sorted ring of its
- * last CA_REORDER_WINDOW events) through which the grammar
+ * the bounded timestamp-ordered view of each thread (its last
+ * CA_REORDER_WINDOW events: a sorted ring and a heap) through which the grammar
  * (S (R|W)* (C|A))* and the out-of-place count are checked, and the late
  * starts and premature ends of an attempt.
- * Never: looks at another thread's events; allocates (the ring is the
- * driver's).
+ * Never: looks at another thread's events; allocates (the ring and the
+ * heap behind it are the driver's).
  */
 #include "check_state.h"
 
@@ -60,34 +60,89 @@ static void emit(struct ca_state *s, struct th *t, const struct ro_ent *e)
         grammar_step(s, t, kind);
 }
 
+/* The view's order: stamp, then push order (prog), which is the order of a
+ * sorted ring that inserts an equal stamp after the ones before it. */
+static inline int ro_before(const struct ro_ent *a, const struct ro_ent *b)
+{
+    const uint64_t mask = (UINT64_C(1) << 56) - 1;
+    if (a->ts != b->ts)
+        return a->ts < b->ts;
+    return (a->prog & mask) < (b->prog & mask);
+}
+
+/* The view's out-of-order part: a binary min-heap in the second half of
+ * the thread's ring allocation. */
+static void heap_push(struct th *t, struct ro_ent e)
+{
+    struct ro_ent *h = t->ring + CA_REORDER_WINDOW;
+    uint32_t i = t->hcount++;
+    while (i > 0) {
+        uint32_t up = (i - 1) / 2;
+        if (!ro_before(&e, &h[up]))
+            break;
+        h[i] = h[up];
+        i = up;
+    }
+    h[i] = e;
+}
+
+static struct ro_ent heap_pop(struct th *t)
+{
+    struct ro_ent *h = t->ring + CA_REORDER_WINDOW;
+    struct ro_ent top = h[0], x = h[--t->hcount];
+    uint32_t n = t->hcount, i = 0;
+    for (;;) {
+        uint32_t l = 2 * i + 1;
+        if (l >= n)
+            break;
+        uint32_t m = l + 1 < n && ro_before(&h[l + 1], &h[l]) ? l + 1 : l;
+        if (!ro_before(&h[m], &x))
+            break;
+        h[i] = h[m];
+        i = m;
+    }
+    if (n)
+        h[i] = x;
+    return top;
+}
+
+/* Emits the earliest event of the view: the ring's front or the heap's top. */
+static void view_emit_first(struct ca_state *s, struct th *t)
+{
+    const uint32_t W = CA_REORDER_WINDOW;
+    if (t->hcount && (t->rcount == 0 || ro_before(t->ring + W, &t->ring[t->rhead]))) {
+        struct ro_ent e = heap_pop(t);
+        emit(s, t, &e);
+        return;
+    }
+    emit(s, t, &t->ring[t->rhead]);
+    t->rhead = (t->rhead + 1) % W;
+    t->rcount--;
+}
+
+/* The view holds the last CA_REORDER_WINDOW events and emits them in
+ * timestamp order: stamps in order append to a sorted ring (one
+ * comparison), the others go to a heap (a sorted ring's insertion from the
+ * back cost the whole window per event after a migration to a lagging
+ * CPU), and the earlier of the two fronts leaves first. */
 static void view_push(struct ca_state *s, struct th *t, uint64_t ts, uint64_t prog, unsigned kind)
 {
     const uint32_t W = CA_REORDER_WINDOW;
-    if (t->rcount == W) {
-        emit(s, t, &t->ring[t->rhead]);
-        t->rhead = (t->rhead + 1) % W;
-        t->rcount--;
+    if (t->rcount + t->hcount == W)
+        view_emit_first(s, t);
+    struct ro_ent e = { ts, prog | (uint64_t)kind << 56 };
+    if (t->rcount == 0 || t->ring[(t->rhead + t->rcount - 1) % W].ts <= ts) {
+        t->ring[(t->rhead + t->rcount) % W] = e;
+        t->rcount++;
+    } else {
+        heap_push(t, e);
     }
-    /* insertion from the back: in-order stamps cost one comparison */
-    uint32_t pos = t->rcount;
-    while (pos > 0) {
-        const struct ro_ent *p = &t->ring[(t->rhead + pos - 1) % W];
-        if (p->ts <= ts)
-            break;
-        t->ring[(t->rhead + pos) % W] = *p;
-        pos--;
-    }
-    t->ring[(t->rhead + pos) % W] = (struct ro_ent){ ts, prog | (uint64_t)kind << 56 };
-    t->rcount++;
 }
 
 void ca_order_flush(struct ca_state *s, struct th *t)
 {
-    while (t->rcount) {
-        emit(s, t, &t->ring[t->rhead]);
-        t->rhead = (t->rhead + 1) % CA_REORDER_WINDOW;
-        t->rcount--;
-    }
+    while (t->rcount + t->hcount)
+        view_emit_first(s, t);
 }
 
 /* Every event, in program order: the temporal check and the view. */

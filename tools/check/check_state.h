@@ -52,9 +52,11 @@ struct th {
     int seen;
     uint64_t last_ts;
     uint64_t prog;
-    /* timestamp-ordered view: a sorted ring of the last CA_REORDER_WINDOW events */
+    /* timestamp-ordered view of the last CA_REORDER_WINDOW events: a sorted
+     * ring, and behind it (ring + CA_REORDER_WINDOW) a heap of those that
+     * came out of order (check_order.c) */
     struct ro_ent *ring;
-    uint32_t rhead, rcount;
+    uint32_t rhead, rcount, hcount;
     uint64_t emitted, last_emit_ts;
     int have_emit;
     int gstate;

@@ -30,6 +30,7 @@ static const struct tool_option check_options[] = {
     { "-c, --csv DIR", "also write DIR/sites.csv, conflicts.csv, threads.csv, aborts.csv" },
     { "-s, --salvage", "skip damaged chunks, say so on stderr and report how many" },
     { "-S, --stripes LOG2", "the traced run's TMTRACE_STRIPES (default: as recorded in the trace)" },
+    { "-J, --jobs N", TOOL_JOBS_HELP },
     { "-h, --help", "this text" },
     { "    --man", "this text as a man page (troff)" },
     { "-V, --version", "the version" },
@@ -39,7 +40,7 @@ static const struct tool_option check_options[] = {
 static const struct tool_doc check_doc = {
     .name = "tmcheck",
     .purpose = "check a trace for the inconsistencies unsynchronised clocks cause and explain its aborts",
-    .synopsis = "tmcheck TRACE [--json] [--csv DIR] [--salvage] [--stripes LOG2]",
+    .synopsis = "tmcheck TRACE [--json] [--csv DIR] [--salvage] [--stripes LOG2] [--jobs N]",
     .description =
         "Checks a raw or synchronised trace: temporal inconsistencies, grammar violations\n"
         "(S (R|W)* A)* (S (R|W)* C), out-of-place events, late starts, premature commits/aborts,\n"
@@ -61,6 +62,7 @@ struct check_args {
     int json;
     unsigned flags;
     uint64_t stripes;   /* 0: as recorded in the trace */
+    unsigned jobs;
 };
 
 /* 0: go on; otherwise the tool's exit code (--help, --version, bad usage) + 1. */
@@ -70,18 +72,23 @@ static int parse_args(int argc, char **argv, struct check_args *a)
         { "json", no_argument, 0, 'j' },    { "csv", required_argument, 0, 'c' },
         { "salvage", no_argument, 0, 's' }, { "stripes", required_argument, 0, 'S' },
         { "help", no_argument, 0, 'h' },    { "version", no_argument, 0, 'V' },
-        { "man", no_argument, 0, 'M' },     { 0, 0, 0, 0 }
+        { "man", no_argument, 0, 'M' },     { "jobs", required_argument, 0, 'J' },
+        { 0, 0, 0, 0 }
     };
-    *a = (struct check_args){ 0 };
+    *a = (struct check_args){ .jobs = tool_jobs_default() };
     opterr = 0;
     int c;
-    while ((c = getopt_long(argc, argv, ":jc:sS:hV", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":jc:sS:J:hV", opts, NULL)) != -1) {
         switch (c) {
         case 'j': a->json = 1; break;
         case 'c': a->csv = optarg; break;
         case 's': a->flags |= TF_SALVAGE; break;
         case 'S':
             if (tool_parse_u64("--stripes", optarg, 1, 40, &a->stripes) < 0)
+                return TOOL_USAGE + 1;
+            break;
+        case 'J':
+            if (tool_parse_jobs(optarg, &a->jobs) < 0)
                 return TOOL_USAGE + 1;
             break;
         case 'h': tool_doc_help(stdout, &check_doc); return TOOL_OK + 1;
@@ -103,7 +110,8 @@ static int parse_args(int argc, char **argv, struct check_args *a)
 static int analyse(const struct check_args *a, struct tf_reader *r, const struct trace_index *ix,
                    struct ca_state *st, struct tc_span *span)
 {
-    struct ti_merge *m = ti_merge_create(r, ix, NULL, NULL);
+    struct ti_merge_opts o = { .jobs = a->jobs, .path = a->path, .open_flags = a->flags };
+    struct ti_merge *m = ti_merge_create(r, ix, &o);
     if (!m)
         return tool_error_lib();
     const struct tf_event *ev;

@@ -425,7 +425,7 @@ static struct ti_merge *open_events(const struct exporter *x, const char *path, 
     *r = tf_open(path, oflags);
     if (!*r)
         return NULL;
-    struct ti_merge *m = ti_merge_create(*r, x->ix, NULL, NULL);
+    struct ti_merge *m = ti_merge_create(*r, x->ix, NULL);
     if (!m) {
         tf_close(*r);
         *r = NULL;

@@ -4,12 +4,16 @@
  *
  * Owns: the command line, the per-CPU table (text and JSON), and the two
  * passes: index + fits (sync_model), then the merge (trace_index) written as
- * a new trace with the MODEL chunk and TF_HDR_SYNCED.
- * Never: overwrites its input, leaves a partial output file, or holds more
- * than one decoded chunk per thread.
+ * a new trace with the MODEL chunk and TF_HDR_SYNCED; the stamp correction
+ * the merge's decoding threads run (per-thread segment hints, fallback
+ * models made once) and the ring of output chunks they prepare.
+ * Never: overwrites its input, leaves a partial output file, holds more
+ * than the merge's window of decoded chunks per thread and SYNC_OUT_RING
+ * output chunks, or writes output that depends on --jobs.
  */
 #include <getopt.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +28,7 @@
 #include "trace_file.h"
 
 #define SYNC_OUT_BATCH 65536     /* events per merged output chunk */
+#define SYNC_OUT_RING 4          /* output chunks in the making at a time */
 #define SYNC_MAX_CPU TF_AUX_CPUS /* the CPU numbers TSC_AUX can carry */
 
 static const struct tool_option sync_options[] = {
@@ -34,6 +39,7 @@ static const struct tool_option sync_options[] = {
                           "none: no correction (nominal TSC rate), merge only" },
     { "-j, --json", "print the per-CPU table as JSON (keys: docs/json.md)" },
     { "-s, --salvage", "skip damaged chunks, say so on stderr and report how many" },
+    { "-J, --jobs N", TOOL_JOBS_HELP },
     { "-h, --help", "this text" },
     { "    --man", "this text as a man page (troff)" },
     { "-V, --version", "the version" },
@@ -43,7 +49,7 @@ static const struct tool_option sync_options[] = {
 static const struct tool_doc sync_doc = {
     .name = "tmsync",
     .purpose = "put every event of a trace on one clock and merge the threads",
-    .synopsis = "tmsync TRACE [-o FILE] [--model linear|piecewise|auto|none] [--json] [--salvage]",
+    .synopsis = "tmsync TRACE [-o FILE] [--model linear|piecewise|auto|none] [--json] [--salvage] [--jobs N]",
     .description =
         "Fits every CPU's TSC to the reference clock from the trace's samples, rewrites each\n"
         "event's stamp in reference ns with the model of the CPU that took it, and merges all\n"
@@ -65,14 +71,20 @@ struct sync_last {
     int seen;
 };
 
+/* What one decoding thread changes while it maps: its segment hints. */
+struct sync_hints {
+    uint32_t cpu[SYNC_MAX_CPU];
+    uint32_t truth;
+};
+
 struct sync_ctx {
-    struct sm_result *bycpu[SYNC_MAX_CPU];
-    uint32_t hint[SYNC_MAX_CPU];
+    struct sm_result *bycpu[SYNC_MAX_CPU];   /* read by every decoding thread (atomically) */
+    pthread_mutex_t fallback_mu;  /* model_for, from any decoding thread */
+    struct sync_hints *hints;     /* one per decoding thread */
     struct sm_result pooled;
     int have_pooled;
     struct sm_result truth;       /* fit of the uninjected TSCs (all CPUs share that clock) */
     int have_truth;
-    uint32_t truth_hint;
     double ns_per_tick;
     struct tf_sample *samples;    /* sorted by CPU, with what each CPU's fit made of them */
     uint8_t *verdict;             /* enum sm_verdict per sample */
@@ -81,22 +93,23 @@ struct sync_ctx {
     size_t nlast;
 };
 
-/* The model for a CPU no sample came from: the pooled fit. */
+/* The model for a CPU no sample came from: the pooled fit, made once by
+ * whichever decoding thread meets the CPU first. */
 static struct sm_result *model_for(struct sync_ctx *x, unsigned cpu)
 {
     if (cpu >= SYNC_MAX_CPU)
         cpu = SYNC_MAX_CPU - 1;
-    if (!x->bycpu[cpu]) {
-        struct sm_result *m = malloc(sizeof *m);
-        if (!m)
-            return NULL;
+    pthread_mutex_lock(&x->fallback_mu);
+    struct sm_result *m = __atomic_load_n(&x->bycpu[cpu], __ATOMIC_ACQUIRE);
+    if (!m && (m = malloc(sizeof *m)) != NULL) {
         *m = x->pooled;
         m->m.cpu = cpu;
         m->m.used = m->m.rejected = 0;
         m->how = SM_HOW_POOLED;
-        x->bycpu[cpu] = m;
+        __atomic_store_n(&x->bycpu[cpu], m, __ATOMIC_RELEASE);
     }
-    return x->bycpu[cpu];
+    pthread_mutex_unlock(&x->fallback_mu);
+    return m;
 }
 
 /* Stamps a thread took on one CPU in increasing order (events may be a
@@ -128,21 +141,32 @@ static int keep_order(struct sync_ctx *x, struct tf_event *ev, uint64_t raw)
     return 0;
 }
 
-static int map_events(void *ctx, struct tf_event *ev, size_t n)
+/* A decoded chunk's stamps to ns, in any decoding thread; `raw` keeps
+ * the TSCs for order_events. */
+static int map_events(void *ctx, unsigned worker, struct tf_event *ev, uint64_t *raw, size_t n)
 {
     struct sync_ctx *x = ctx;
+    struct sync_hints *h = &x->hints[worker];
     for (size_t i = 0; i < n; i++) {
         unsigned cpu = ev[i].cpu < SYNC_MAX_CPU ? ev[i].cpu : SYNC_MAX_CPU - 1;
-        struct sm_result *m = x->bycpu[cpu];
+        struct sm_result *m = __atomic_load_n(&x->bycpu[cpu], __ATOMIC_ACQUIRE);
         if (!m && !(m = model_for(x, cpu)))
             return error_set("out of memory");
-        uint64_t raw = ev[i].ts;
-        ev[i].ts = sm_to_ns(sm_eval(&m->m, raw, &x->hint[cpu]));
-        if (keep_order(x, &ev[i], raw) < 0)
-            return error_set("out of memory");
+        raw[i] = ev[i].ts;
+        ev[i].ts = sm_to_ns(sm_eval(&m->m, raw[i], &h->cpu[cpu]));
         if (x->have_truth && ev[i].truth)
-            ev[i].truth = sm_to_ns(sm_eval(&x->truth.m, ev[i].truth, &x->truth_hint));
+            ev[i].truth = sm_to_ns(sm_eval(&x->truth.m, ev[i].truth, &h->truth));
     }
+    return 0;
+}
+
+/* Each thread's chunks in order: its stamps on one CPU keep their order. */
+static int order_events(void *ctx, struct tf_event *ev, const uint64_t *raw, size_t n)
+{
+    struct sync_ctx *x = ctx;
+    for (size_t i = 0; i < n; i++)
+        if (keep_order(x, &ev[i], raw[i]) < 0)
+            return error_set("out of memory");
     return 0;
 }
 
@@ -333,40 +357,103 @@ static char *default_output(const char *in)
     return o;
 }
 
-/* The merged events, rewritten by map_events, in chunks of SYNC_OUT_BATCH.
+/* One output chunk in the making: its events, encoded and compressed by
+ * one of the merge's threads while the merge goes on. */
+struct out_batch {
+    struct tf_event *ev;
+    size_t n;
+    int codec;
+    struct tf_prepared p;
+    struct ti_task task;
+    int posted, rc;
+    char err[256];
+};
+
+static void prepare_batch(void *arg)
+{
+    struct out_batch *b = arg;
+    b->rc = tf_prepare_events(&b->p, 0, b->ev, b->n, b->codec, 0);
+    if (b->rc < 0)
+        snprintf(b->err, sizeof b->err, "%s", error_get());
+}
+
+/* Waits for a posted batch and appends its chunk. 0, or -1 with the message set. */
+static int flush_batch(struct ti_merge *m, struct tf_writer *w, struct out_batch *b)
+{
+    if (!b->posted)
+        return 0;
+    ti_merge_wait(m, &b->task);
+    b->posted = 0;
+    b->n = 0;
+    if (b->rc < 0)
+        return error_set("%s", b->err);
+    return tf_write_prepared(w, &b->p);
+}
+
+/* The merged events, rewritten by map_events and order_events (`o`), in
+ * chunks of SYNC_OUT_BATCH that the merge's threads prepare, a ring of
+ * SYNC_OUT_RING of them in flight, appended in order.
  * Kept out of main() and its callers: GCC compiles a function it knows runs
  * once for size, and the per-event copy below then became a microcoded
  * `rep movs`. *span counts them and their stamps. 0, or -1 with the message
  * set. */
-static __attribute__((noinline)) int write_events(struct sync_ctx *x, struct trace_index *ix, struct tf_reader *r,
-                                                  struct tf_writer *w, struct tc_span *span)
+static __attribute__((noinline)) int write_events(struct trace_index *ix, struct tf_reader *r,
+                                                  const struct ti_merge_opts *o, struct tf_writer *w,
+                                                  struct tc_span *span)
 {
-    struct tf_event *buf = malloc(SYNC_OUT_BATCH * sizeof *buf);
-    if (!buf)
-        return error_set("out of memory");
-    struct ti_merge *m = ti_merge_create(r, ix, map_events, x);
-    if (!m) {
-        free(buf);
-        return -1;
+    struct ti_merge_opts mo = *o;
+    mo.tasks = SYNC_OUT_RING;
+    struct out_batch ring[SYNC_OUT_RING] = { 0 };
+    int rc = 0;
+    for (unsigned k = 0; k < SYNC_OUT_RING; k++) {
+        ring[k].codec = ix->events_codec;
+        ring[k].task = (struct ti_task){ prepare_batch, &ring[k], 0 };
+        if (!(ring[k].ev = malloc(SYNC_OUT_BATCH * sizeof *ring[k].ev)))
+            rc = error_set("out of memory");
     }
-    size_t nb = 0;
-    const struct tf_event *ev;
-    int rc;
-    while ((rc = ti_merge_next(m, &ev)) == 1) {
-        tc_span_add(span, ev->ts);
-        buf[nb++] = *ev;
-        if (nb == SYNC_OUT_BATCH) {
-            if (tf_write_events(w, 0, buf, nb, TF_CODEC_NONE, 0) < 0) {
-                rc = -1;
-                break;
+    struct ti_merge *m = rc == 0 ? ti_merge_create(r, ix, &mo) : NULL;
+    if (m) {
+        unsigned at = 0;
+        struct tf_event *buf = ring[0].ev;
+        size_t nb = 0;
+        const struct tf_event *ev;
+        while ((rc = ti_merge_next(m, &ev)) == 1) {
+            tc_span_add(span, ev->ts);
+            buf[nb++] = *ev;
+            if (nb == SYNC_OUT_BATCH) {
+                ring[at].n = nb;
+                ring[at].posted = 1;
+                ti_merge_post(m, &ring[at].task);
+                at = (at + 1) % SYNC_OUT_RING;
+                if (flush_batch(m, w, &ring[at]) < 0) {
+                    rc = -1;
+                    break;
+                }
+                buf = ring[at].ev;
+                nb = 0;
             }
-            nb = 0;
         }
-    }
-    if (rc == 0 && nb && tf_write_events(w, 0, buf, nb, TF_CODEC_NONE, 0) < 0)
+        if (rc == 0 && nb) {
+            ring[at].n = nb;
+            ring[at].posted = 1;
+            ti_merge_post(m, &ring[at].task);
+        }
+        /* the rest in order; after a failure only waited for, never written */
+        for (unsigned k = 1; k <= SYNC_OUT_RING; k++) {
+            struct out_batch *b = &ring[(at + k) % SYNC_OUT_RING];
+            if (rc >= 0 && flush_batch(m, w, b) < 0)
+                rc = -1;
+            else if (b->posted)
+                ti_merge_wait(m, &b->task);
+        }
+        ti_merge_free(m);
+    } else {
         rc = -1;
-    ti_merge_free(m);
-    free(buf);
+    }
+    for (unsigned k = 0; k < SYNC_OUT_RING; k++) {
+        free(ring[k].ev);
+        tf_prepared_free(&ring[k].p);
+    }
     return rc < 0 ? -1 : 0;
 }
 
@@ -393,8 +480,12 @@ static int write_models_end(const struct sync_ctx *x, const struct trace_index *
 /* The synchronised trace: the input's metadata, the merged events, the
  * models; written atomically (nothing is left at `out` on failure). */
 static int write_output(struct sync_ctx *x, struct trace_index *ix, const char *in, const char *out,
-                        unsigned open_flags, struct tc_span *span)
+                        unsigned open_flags, unsigned jobs, struct tc_span *span)
 {
+    struct ti_merge_opts o = { .jobs = jobs, .path = in, .open_flags = open_flags,
+                               .map = map_events, .order = order_events, .ctx = x };
+    if (!(x->hints = calloc(jobs, sizeof *x->hints)))
+        return tool_error("out of memory");
     struct tf_reader *r = tf_open(in, open_flags & TF_SALVAGE);
     if (!r)
         return tool_error_lib();
@@ -411,7 +502,7 @@ static int write_output(struct sync_ctx *x, struct trace_index *ix, const char *
               (ix->nsamples && tf_write_samples(w, ix->samples, ix->nsamples) < 0) ||
               (ix->nobjects && tf_write_objects(w, ix->objects, ix->nobjects) < 0) ||
               (ix->runinfo.event_cost_ns > 0 && tf_write_runinfo(w, &ix->runinfo) < 0) ||
-              write_events(x, ix, r, w, span) < 0 || write_models_end(x, ix, w) < 0;
+              write_events(ix, r, &o, w, span) < 0 || write_models_end(x, ix, w) < 0;
     if (bad)
         tf_abandon(w);
     if (bad || tf_finish(w, 0) < 0) {
@@ -428,6 +519,7 @@ struct sync_args {
     enum sm_kind kind;
     int json;
     unsigned flags;
+    unsigned jobs;
 };
 
 /* 0: go on; otherwise the tool's exit code (--help, --version, bad usage) + 1. */
@@ -437,12 +529,13 @@ static int parse_args(int argc, char **argv, struct sync_args *a)
         { "output", required_argument, 0, 'o' }, { "model", required_argument, 0, 'm' },
         { "json", no_argument, 0, 'j' },         { "salvage", no_argument, 0, 's' },
         { "help", no_argument, 0, 'h' },         { "version", no_argument, 0, 'V' },
-        { "man", no_argument, 0, 'M' },          { 0, 0, 0, 0 }
+        { "man", no_argument, 0, 'M' },          { "jobs", required_argument, 0, 'J' },
+        { 0, 0, 0, 0 }
     };
-    *a = (struct sync_args){ .kind = SM_AUTO };
+    *a = (struct sync_args){ .kind = SM_AUTO, .jobs = tool_jobs_default() };
     opterr = 0;
     int c;
-    while ((c = getopt_long(argc, argv, ":o:m:jshV", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":o:m:jsJ:hV", opts, NULL)) != -1) {
         switch (c) {
         case 'o': a->out = optarg; break;
         case 'm':
@@ -454,6 +547,10 @@ static int parse_args(int argc, char **argv, struct sync_args *a)
             break;
         case 'j': a->json = 1; break;
         case 's': a->flags |= TF_SALVAGE; break;
+        case 'J':
+            if (tool_parse_jobs(optarg, &a->jobs) < 0)
+                return TOOL_USAGE + 1;
+            break;
         case 'h': tool_doc_help(stdout, &sync_doc); return TOOL_OK + 1;
         case 'M': tool_doc_man(stdout, &sync_doc); return TOOL_OK + 1;
         case 'V': tool_print_version(stdout); return TOOL_OK + 1;
@@ -475,7 +572,7 @@ static int sync_trace(const struct sync_args *a, struct sync_ctx *x, struct trac
     if (fit_all(x, ix, a->kind) < 0)
         return tool_error("%s: %s", a->in, error_get());
     struct tc_span span = { .ns_per_unit = 1.0 };   /* the output's stamps are ns */
-    if (write_output(x, ix, a->in, a->out, a->flags, &span) != 0)
+    if (write_output(x, ix, a->in, a->out, a->flags, a->jobs, &span) != 0)
         return TOOL_USAGE;
     struct tc_verdict verdict;
     tc_judge(ix, &span, &verdict);
@@ -516,11 +613,14 @@ int main(int argc, char **argv)
     if (!x) {
         rc = tool_error("out of memory");
     } else {
+        pthread_mutex_init(&x->fallback_mu, NULL);
         rc = sync_trace(&a, x, &ix, skipped);
+        pthread_mutex_destroy(&x->fallback_mu);
         for (unsigned k = 0; k < SYNC_MAX_CPU; k++)
             free(x->bycpu[k]);
         free(x->samples);
         free(x->verdict);
+        free(x->hints);
         free(x->last);
         free(x);
     }

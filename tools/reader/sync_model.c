@@ -125,7 +125,9 @@ static int solve(long double *A, long double *b, int m)
 }
 
 /* Least squares of v on [1, u, (u-k_j)+...] over the used points; knots
- * given in `knots` (sorted). Returns the sum of squared residuals or -1. */
+ * given in `knots` (sorted). Returns the sum of squared residuals (below
+ * zero by rounding when the fit is nearly exact: see refit), or -INFINITY
+ * when the system is singular. */
 static long double fit_with(const struct fitdata *d, const long double *knots, int nk, long double *coef)
 {
     int m = nk + 2;
@@ -158,7 +160,7 @@ static long double fit_with(const struct fitdata *d, const long double *knots, i
         }
     }
     if (solve(A, b, m) < 0)
-        return -1;
+        return -INFINITY;
     memcpy(coef, b, sizeof(long double) * (size_t)m);
     /* residual sum of squares from the same moments */
     long double sse = 0;
@@ -208,10 +210,14 @@ static long double snap(const struct fitdata *d, long double k)
     return d->umin + floorl((k - d->umin) / d->bw) * d->bw;
 }
 
+/* 0, or -1 when the system is singular. The sum of squares it also gives
+ * comes from moments, which cancel: on a run of a minute or more a nearly
+ * exact fit's came out below zero, and the fit was refused as if it had
+ * none (tmsync then had no truth model, or no model at all). */
 static int refit(struct fitdata *d)
 {
     bin_points(d);
-    return fit_with(d, d->knots, d->nk, d->coef) < 0 ? -1 : 0;
+    return fit_with(d, d->knots, d->nk, d->coef) == -INFINITY ? -1 : 0;
 }
 
 static inline long double resid(const struct fitdata *d, const struct pt *p)

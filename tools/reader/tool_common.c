@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <sched.h>
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
@@ -17,6 +18,7 @@
 
 #include "tmtrace.h"
 #include "trace_file.h"
+#include "trace_index.h"
 
 static const char *tool_progname = "tool";
 
@@ -226,4 +228,22 @@ void tool_print_version(FILE *f)
 {
     fprintf(f, "%s (libtmtrace %d.%d, trace format %d)\n", tool_progname, TMT_VERSION_MAJOR,
             TMT_VERSION_MINOR, TF_VERSION);
+}
+
+unsigned tool_jobs_default(void)
+{
+    cpu_set_t set;
+    int n = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+    if (n < 1)
+        n = 1;
+    return (unsigned)n < TI_MAX_JOBS ? (unsigned)n : TI_MAX_JOBS;
+}
+
+int tool_parse_jobs(const char *s, unsigned *jobs)
+{
+    uint64_t v;
+    if (tool_parse_u64("--jobs", s, 1, TI_MAX_JOBS, &v) < 0)
+        return -1;
+    *jobs = (unsigned)v;
+    return 0;
 }

@@ -4,7 +4,8 @@
  * code 2, number parsing with range checks, output files that never
  * overwrite the input and appear atomically, and the --version text.
  *
- * Owns: the tool's name for messages and the output-file discipline.
+ * Owns: the tool's name for messages, the output-file discipline and the
+ * --jobs option (its default: the CPUs available).
  * Never: calls exit() on its own (the tools return the codes it gives),
  * prints more than one line per error.
  */
@@ -47,6 +48,13 @@ const char *tool_trace_operand(int argc, char **argv);
  * the message is already printed and -1 is returned. */
 int tool_parse_u64(const char *what, const char *s, uint64_t min, uint64_t max, uint64_t *out);
 int tool_parse_double(const char *what, const char *s, double min, double max, double *out);
+
+/* The threads a tool decodes with by default: the CPUs this process may
+ * run on (at least 1). */
+unsigned tool_jobs_default(void);
+/* --jobs N, N in 1..TI_MAX_JOBS: 0, else -1 (the message printed). */
+int tool_parse_jobs(const char *s, unsigned *jobs);
+#define TOOL_JOBS_HELP "decoding threads (default: the CPUs available); the output is the same for every N"
 
 /* 1 if a and b name the same existing file (same device and inode, or the
  * same path string), else 0. */

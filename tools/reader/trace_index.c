@@ -2,19 +2,25 @@
  * trace_index.c - pass 1 (the trace index) and pass 2 (the k-way merge of
  * the threads' events) for tmsync and tmcheck.
  *
- * Owns: the index arrays and the per-thread cursors. A cursor owns a copy
- * of one decoded chunk (the reader's arrays only live until its next call,
- * and the merge reads the chunks of many threads in turn).
- * Never: keeps more than one chunk per thread; prints; exits.
+ * Owns: the index arrays, the per-thread cursors and the decoding threads.
+ * A cursor owns a window of slots, each a copy of one decoded chunk (the
+ * reader's arrays only live until its next call, and the merge reads the
+ * chunks of many threads in turn); chunk k of a source goes to slot
+ * k % window, and a slot is queued for its next chunk when the merge moves
+ * past it, so the decoding threads work ahead of the merge by at most a
+ * window. Every slot is decoded the same whichever thread does it.
+ * Never: keeps more than a window of chunks per thread; prints; exits.
  */
 #include "trace_index.h"
 
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "error.h"
 
-int ti_grow(void **p, size_t *cap, size_t need, size_t elem)
+int ti_grow_slow(void **p, size_t *cap, size_t need, size_t elem)
 {
     if (need <= *cap)
         return 0;
@@ -111,6 +117,8 @@ int ti_scan(struct tf_reader *r, struct trace_index *ix)
             else {
                 e = ti_grow((void **)&s->offsets, &s->cap, s->n + 1, sizeof *s->offsets);
                 if (e == 0) {
+                    if (ix->events_codec == TF_CODEC_NONE)
+                        ix->events_codec = (int)c.codec;
                     s->offsets[s->n++] = c.offset;
                     s->events += c.count;
                     ix->events += c.count;
@@ -172,47 +180,248 @@ uint64_t ti_dropped(const struct trace_index *ix)
 
 /* ---- the merge -------------------------------------------------------- */
 
+enum slot_state { SLOT_IDLE, SLOT_QUEUED, SLOT_BUSY, SLOT_READY, SLOT_FAILED };
+
+/* One decoded chunk of a source, or the job of decoding it. */
+struct slot {
+    enum slot_state state;
+    size_t chunk;             /* index into the source's offsets */
+    struct tf_event *ev;
+    size_t ev_bytes;          /* allocated */
+    uint64_t *keep;           /* the map's words for the order callback */
+    size_t keep_cap;
+    size_t n;
+    char *error;              /* SLOT_FAILED: the message */
+};
+
 struct cursor {
     const struct ti_source *src;
-    size_t next_chunk;        /* index into src->offsets */
-    struct tf_event *ev;      /* this cursor's copy of the current chunk */
-    size_t n, pos, cap;
+    size_t next_chunk;        /* the chunk the cursor takes next */
+    struct slot *slots;       /* the window */
+    struct slot *cur;         /* the slot being merged (NULL: none) */
+    struct tf_event *ev;      /* cur's events */
+    size_t n, pos;
 };
+
+/* The decoding threads' queue: (cursor, slot) pairs or tasks, in the
+ * order queued. */
+struct job {
+    struct cursor *c;
+    struct slot *s;
+    struct ti_task *t;
+};
+
+enum task_state { TASK_QUEUED = 1, TASK_BUSY, TASK_DONE };
 
 struct ti_merge {
     struct tf_reader *r;
-    ti_map_fn map;
-    void *ctx;
+    struct ti_merge_opts o;
+    unsigned window;
     struct cursor *cur;
     size_t ncur;
     struct cursor **heap;     /* min-heap on the head events */
     size_t nheap;
     int started;
     struct cursor *last;      /* popped last time: re-inserted on the next call */
+    /* jobs > 1 */
+    pthread_mutex_t mu;
+    pthread_cond_t work, done;
+    struct job *q;            /* ring of ncur * window jobs */
+    size_t qhead, qlen, qcap;
+    int stop;
+    pthread_t *thr;
+    struct tf_reader **rd;    /* the workers' readers */
+    unsigned nthr;
 };
 
-/* Loads the cursor's next non-empty chunk. 1 = has events, 0 = exhausted. */
+/* Decodes the slot's chunk through `r` and maps it (any thread). 0 or -1. */
+static int slot_decode(struct ti_merge *m, struct tf_reader *r, unsigned worker, const struct ti_source *src,
+                       struct slot *s)
+{
+    struct tf_chunk ch;
+    uint64_t off = src->offsets[s->chunk];
+    s->n = 0;
+    /* decoded in place: the slot's array is the reader's for this chunk */
+    if (tf_read_events_at(r, off, &ch, (void **)&s->ev, &s->ev_bytes) != 1)
+        return -1;
+    if (ch.kind != TF_CHUNK_EVENTS)
+        return error_set("%s: offset %llu: expected an events chunk, found %s", tf_reader_path(r),
+                         (unsigned long long)off, tf_chunk_kind_name(ch.kind));
+    if (m->o.map && ch.count) {
+        if (ti_grow((void **)&s->keep, &s->keep_cap, ch.count, sizeof *s->keep) < 0 ||
+            m->o.map(m->o.ctx, worker, s->ev, s->keep, ch.count) < 0)
+            return -1;
+    }
+    s->n = ch.count;
+    return 0;
+}
+
+/* Decodes a slot taken off the queue (or by the merge itself) and publishes it. */
+static void slot_run(struct ti_merge *m, struct tf_reader *r, unsigned worker, struct cursor *c, struct slot *s)
+{
+    int rc = slot_decode(m, r, worker, c->src, s);
+    char *msg = rc < 0 ? strdup(error_get()) : NULL;
+    pthread_mutex_lock(&m->mu);
+    free(s->error);
+    s->error = msg;
+    s->state = rc < 0 ? SLOT_FAILED : SLOT_READY;
+    pthread_cond_broadcast(&m->done);
+    pthread_mutex_unlock(&m->mu);
+}
+
+/* Appends a job (the lock held). The queue grows when full: a slot the
+ * merge decoded itself leaves its entry behind, and may be queued again
+ * before a thread skips that one. -1 when out of memory. */
+static int queue_push(struct ti_merge *m, struct job j)
+{
+    if (m->qlen == m->qcap) {
+        size_t nc = m->qcap ? 2 * m->qcap : 16;
+        struct job *q = malloc(nc * sizeof *q);
+        if (!q)
+            return -1;
+        for (size_t i = 0; i < m->qlen; i++)
+            q[i] = m->q[(m->qhead + i) % m->qcap];
+        free(m->q);
+        m->q = q;
+        m->qcap = nc;
+        m->qhead = 0;
+    }
+    m->q[(m->qhead + m->qlen) % m->qcap] = j;
+    m->qlen++;
+    pthread_cond_signal(&m->work);
+    return 0;
+}
+
+/* Runs a queued task; the caller holds the lock, which is released meanwhile. */
+static void task_run(struct ti_merge *m, struct ti_task *t)
+{
+    t->state = TASK_BUSY;
+    pthread_mutex_unlock(&m->mu);
+    t->fn(t->arg);
+    pthread_mutex_lock(&m->mu);
+    t->state = TASK_DONE;
+    pthread_cond_broadcast(&m->done);
+}
+
+void ti_merge_post(struct ti_merge *m, struct ti_task *t)
+{
+    pthread_mutex_lock(&m->mu);
+    t->state = TASK_QUEUED;
+    if (m->nthr)
+        (void)queue_push(m, (struct job){ NULL, NULL, t }); /* no memory: ti_merge_wait runs it */
+    pthread_mutex_unlock(&m->mu);
+}
+
+void ti_merge_wait(struct ti_merge *m, struct ti_task *t)
+{
+    pthread_mutex_lock(&m->mu);
+    if (t->state == TASK_QUEUED)
+        task_run(m, t);
+    while (t->state != TASK_DONE)
+        pthread_cond_wait(&m->done, &m->mu);
+    pthread_mutex_unlock(&m->mu);
+}
+
+struct worker_arg {
+    struct ti_merge *m;
+    unsigned index;
+};
+
+static void *worker_main(void *p)
+{
+    struct ti_merge *m = ((struct worker_arg *)p)->m;
+    unsigned me = ((struct worker_arg *)p)->index;
+    free(p);
+    pthread_mutex_lock(&m->mu);
+    for (;;) {
+        while (!m->stop && m->qlen == 0)
+            pthread_cond_wait(&m->work, &m->mu);
+        if (m->stop)
+            break;
+        struct job j = m->q[m->qhead];
+        m->qhead = (m->qhead + 1) % m->qcap;
+        m->qlen--;
+        if (j.t) {
+            if (j.t->state == TASK_QUEUED)
+                task_run(m, j.t);
+            continue;
+        }
+        if (j.s->state != SLOT_QUEUED)
+            continue;   /* the merge took it itself */
+        j.s->state = SLOT_BUSY;
+        pthread_mutex_unlock(&m->mu);
+        slot_run(m, m->rd[me], me, j.c, j.s);
+        pthread_mutex_lock(&m->mu);
+    }
+    pthread_mutex_unlock(&m->mu);
+    return NULL;
+}
+
+/* Queues the cursor's chunk `k` into its slot (caller holds the lock when
+ * there are workers). */
+static void slot_queue(struct ti_merge *m, struct cursor *c, size_t k)
+{
+    if (k >= c->src->n)
+        return;
+    struct slot *s = &c->slots[k % m->window];
+    s->chunk = k;
+    s->state = SLOT_QUEUED;
+    if (m->nthr)
+        (void)queue_push(m, (struct job){ c, s, NULL }); /* no memory: slot_wait decodes it */
+}
+
+/* Waits for the cursor's next chunk, decoding it here when no worker has
+ * started on it. 0, or -1 with the message set. */
+static int slot_wait(struct ti_merge *m, struct cursor *c, struct slot *s)
+{
+    if (!m->nthr) {
+        s->state = SLOT_BUSY;
+        if (slot_decode(m, m->r, 0, c->src, s) < 0)
+            return -1;
+        s->state = SLOT_READY;
+        return 0;
+    }
+    pthread_mutex_lock(&m->mu);
+    for (;;) {
+        if (s->state == SLOT_QUEUED) {
+            s->state = SLOT_BUSY;
+            pthread_mutex_unlock(&m->mu);
+            slot_run(m, m->r, m->nthr, c, s);
+            pthread_mutex_lock(&m->mu);
+        }
+        if (s->state == SLOT_READY || s->state == SLOT_FAILED)
+            break;
+        pthread_cond_wait(&m->done, &m->mu);
+    }
+    pthread_mutex_unlock(&m->mu);
+    return s->state == SLOT_READY ? 0 : error_set("%s", s->error ? s->error : "out of memory");
+}
+
+/* Moves the cursor to its next non-empty chunk; the slot it leaves is
+ * queued for the chunk a window later. 1 = has events, 0 = exhausted. */
 static int cursor_fill(struct ti_merge *m, struct cursor *c)
 {
     while (c->next_chunk < c->src->n) {
-        struct tf_chunk ch;
-        if (tf_read_at(m->r, c->src->offsets[c->next_chunk++], &ch) != 1)
+        if (c->cur) {
+            if (m->nthr)
+                pthread_mutex_lock(&m->mu);
+            c->cur->state = SLOT_IDLE;
+            slot_queue(m, c, c->cur->chunk + m->window);
+            if (m->nthr)
+                pthread_mutex_unlock(&m->mu);
+            c->cur = NULL;
+        }
+        struct slot *s = &c->slots[c->next_chunk % m->window];
+        c->next_chunk++;
+        if (slot_wait(m, c, s) < 0)
             return -1;
-        if (ch.kind != TF_CHUNK_EVENTS)
-            return error_set("%s: offset %llu: expected an events chunk, found %s", tf_reader_path(m->r),
-                             (unsigned long long)c->src->offsets[c->next_chunk - 1],
-                             tf_chunk_kind_name(ch.kind));
-        if (ch.count == 0)
+        c->cur = s;
+        if (s->n == 0)
             continue;
-        if (ti_grow((void **)&c->ev, &c->cap, ch.count, sizeof *c->ev) < 0)
+        if (m->o.order && m->o.order(m->o.ctx, s->ev, s->keep, s->n) < 0)
             return -1;
-        memcpy(c->ev, ch.events, ch.count * sizeof *c->ev);
-        if (ch.thread != 0)
-            for (size_t i = 0; i < ch.count; i++)
-                c->ev[i].thread = ch.thread;
-        if (m->map && m->map(m->ctx, c->ev, ch.count) < 0)
-            return -1;
-        c->n = ch.count;
+        c->ev = s->ev;
+        c->n = s->n;
         c->pos = 0;
         return 1;
     }
@@ -245,7 +454,60 @@ static void sift_down(struct ti_merge *m, size_t i)
     h[i] = x;
 }
 
-struct ti_merge *ti_merge_create(struct tf_reader *r, const struct trace_index *ix, ti_map_fn map, void *ctx)
+/* The top's head moved on: one source (a synchronised trace) needs no
+ * comparison, two (a two-thread trace) one. */
+static inline void heap_fix_top(struct ti_merge *m)
+{
+    if (m->nheap > 2) {
+        sift_down(m, 0);
+    } else if (m->nheap == 2 && cur_before(m->heap[1], m->heap[0])) {
+        struct cursor *x = m->heap[0];
+        m->heap[0] = m->heap[1];
+        m->heap[1] = x;
+    }
+}
+
+/* Starts the workers, each with its own reader. 0 or -1. */
+static int merge_start_workers(struct ti_merge *m)
+{
+    unsigned n = m->o.jobs - 1;
+    if (!m->o.path)
+        return error_set("a merge with %u jobs needs the trace's path", m->o.jobs);
+    m->qcap = m->ncur * m->window + m->o.tasks;
+    m->q = calloc(m->qcap ? m->qcap : 1, sizeof *m->q);
+    m->thr = calloc(n, sizeof *m->thr);
+    m->rd = calloc(n, sizeof *m->rd);
+    if (!m->q || !m->thr || !m->rd)
+        return error_set("out of memory");
+    for (unsigned i = 0; i < n; i++) {
+        if (!(m->rd[i] = tf_open(m->o.path, m->o.open_flags & TF_SALVAGE)))
+            return -1;
+        struct worker_arg *a = malloc(sizeof *a);
+        if (!a)
+            return error_set("out of memory");
+        *a = (struct worker_arg){ m, i };
+        int e = pthread_create(&m->thr[i], NULL, worker_main, a);
+        if (e != 0) {
+            free(a);
+            return error_set("cannot start a decoding thread: %s", strerror(e));
+        }
+        m->nthr = i + 1;
+    }
+    return 0;
+}
+
+static unsigned ti_window(unsigned jobs, size_t nsrc)
+{
+    if (jobs <= 1)
+        return 1;
+    /* about two chunks per thread in flight over all sources, and no
+     * source more than a thread's worth ahead */
+    size_t w = 2 * (size_t)jobs / (nsrc ? nsrc : 1) + 1;
+    size_t most = jobs + 1 < TI_WINDOW_MAX ? jobs + 1 : TI_WINDOW_MAX;
+    return (unsigned)(w < 2 ? 2 : w > most ? most : w);
+}
+
+struct ti_merge *ti_merge_create(struct tf_reader *r, const struct trace_index *ix, const struct ti_merge_opts *o)
 {
     struct ti_merge *m = calloc(1, sizeof *m);
     if (!m) {
@@ -253,34 +515,63 @@ struct ti_merge *ti_merge_create(struct tf_reader *r, const struct trace_index *
         return NULL;
     }
     m->r = r;
-    m->map = map;
-    m->ctx = ctx;
+    pthread_mutex_init(&m->mu, NULL);
+    pthread_cond_init(&m->work, NULL);
+    pthread_cond_init(&m->done, NULL);
+    if (o)
+        m->o = *o;
+    if (m->o.jobs < 1)
+        m->o.jobs = 1;
+    if (m->o.jobs > TI_MAX_JOBS)
+        m->o.jobs = TI_MAX_JOBS;
+    m->window = ti_window(m->o.jobs, ix->nsrc);
     m->ncur = ix->nsrc;
     m->cur = calloc(ix->nsrc ? ix->nsrc : 1, sizeof *m->cur);
     m->heap = calloc(ix->nsrc ? ix->nsrc : 1, sizeof *m->heap);
-    if (!m->cur || !m->heap) {
-        ti_merge_free(m);
+    int bad = !m->cur || !m->heap;
+    for (size_t i = 0; !bad && i < ix->nsrc; i++) {
+        m->cur[i].src = &ix->src[i];
+        bad = !(m->cur[i].slots = calloc(m->window, sizeof *m->cur[i].slots));
+    }
+    if (bad)
         error_set("out of memory");
+    if (bad || (m->o.jobs > 1 && merge_start_workers(m) < 0)) {
+        ti_merge_free(m);
         return NULL;
     }
-    for (size_t i = 0; i < ix->nsrc; i++)
-        m->cur[i].src = &ix->src[i];
     return m;
+}
+
+/* The first call: every source's first window queued, its first chunk in
+ * the heap. 0 or -1. */
+static int merge_begin(struct ti_merge *m)
+{
+    m->started = 1;
+    if (m->nthr)
+        pthread_mutex_lock(&m->mu);
+    /* chunk by chunk across the sources: every source's first chunk comes first */
+    for (size_t k = 0; k < m->window; k++)
+        for (size_t i = 0; i < m->ncur; i++)
+            slot_queue(m, &m->cur[i], k);
+    if (m->nthr)
+        pthread_mutex_unlock(&m->mu);
+    for (size_t i = 0; i < m->ncur; i++) {
+        int rc = cursor_fill(m, &m->cur[i]);
+        if (rc < 0)
+            return -1;
+        if (rc == 1)
+            m->heap[m->nheap++] = &m->cur[i];
+    }
+    for (size_t i = m->nheap / 2; i-- > 0;)
+        sift_down(m, i);
+    return 0;
 }
 
 int ti_merge_next(struct ti_merge *m, const struct tf_event **ev)
 {
     if (!m->started) {
-        m->started = 1;
-        for (size_t i = 0; i < m->ncur; i++) {
-            int rc = cursor_fill(m, &m->cur[i]);
-            if (rc < 0)
-                return -1;
-            if (rc == 1)
-                m->heap[m->nheap++] = &m->cur[i];
-        }
-        for (size_t i = m->nheap / 2; i-- > 0;)
-            sift_down(m, i);
+        if (merge_begin(m) < 0)
+            return -1;
     } else if (m->last) {
         /* advance the cursor popped last time, then restore the heap */
         struct cursor *c = m->last;
@@ -296,7 +587,7 @@ int ti_merge_next(struct ti_merge *m, const struct tf_event **ev)
                 goto pick;
             }
         }
-        sift_down(m, 0);
+        heap_fix_top(m);
     }
 pick:
     if (m->nheap == 0)
@@ -310,9 +601,32 @@ void ti_merge_free(struct ti_merge *m)
 {
     if (!m)
         return;
-    for (size_t i = 0; i < m->ncur; i++)
-        free(m->cur[i].ev);
+    if (m->nthr) {
+        pthread_mutex_lock(&m->mu);
+        m->stop = 1;
+        pthread_cond_broadcast(&m->work);
+        pthread_mutex_unlock(&m->mu);
+        for (unsigned i = 0; i < m->nthr; i++)
+            pthread_join(m->thr[i], NULL);
+    }
+    for (unsigned i = 0; m->rd && i < m->o.jobs - 1; i++)
+        if (m->rd[i])
+            tf_close(m->rd[i]);
+    pthread_mutex_destroy(&m->mu);
+    pthread_cond_destroy(&m->work);
+    pthread_cond_destroy(&m->done);
+    for (size_t i = 0; m->cur && i < m->ncur; i++) {
+        for (unsigned k = 0; m->cur[i].slots && k < m->window; k++) {
+            free(m->cur[i].slots[k].ev);
+            free(m->cur[i].slots[k].keep);
+            free(m->cur[i].slots[k].error);
+        }
+        free(m->cur[i].slots);
+    }
     free(m->cur);
     free(m->heap);
+    free(m->q);
+    free(m->thr);
+    free(m->rd);
     free(m);
 }

@@ -6,8 +6,9 @@
  * threads, skews, samples, models, END counts, the file offsets of every
  * thread's EVENTS chunks), and producing the events of all threads in one
  * order that keeps each thread's own order: a binary heap keyed on
- * (ts, thread, seq) over one cursor per thread.
- * Never: holds more than one decoded chunk per thread; prints.
+ * (ts, thread, seq) over one cursor per thread, fed by decoding threads.
+ * Never: holds more than a window of decoded chunks per thread (one with a
+ * single job); prints.
  */
 #ifndef TMT_TRACE_INDEX_H
 #define TMT_TRACE_INDEX_H
@@ -49,6 +50,8 @@ struct trace_index {
     size_t nsrc;
     uint64_t events;                 /* all EVENTS chunks' counts */
     uint64_t chunks;
+    int events_codec;                /* the recorder's compression: the codec of the first
+                                        compressed EVENTS chunk (TF_CODEC_NONE: none) */
 };
 
 /* Pass 1 over an open reader (opened with TF_SKIP_EVENTS). 0 or -1 with the
@@ -58,20 +61,65 @@ void ti_free(struct trace_index *ix);
 /* Opens `path` (TF_SALVAGE in `flags` passes through), scans it and closes
  * it; *skipped = damaged chunks skipped. 0 or -1 (error_get()). */
 int ti_load(const char *path, unsigned flags, struct trace_index *ix, uint64_t *skipped);
-/* Grows an array to hold `need` elements (doubling, new part zeroed). */
-int ti_grow(void **p, size_t *cap, size_t need, size_t elem);
+/* Grows an array to hold `need` elements (doubling, new part zeroed).
+ * Inline for the analyses that call it on every event, where it nearly
+ * always has room already. */
+int ti_grow_slow(void **p, size_t *cap, size_t need, size_t elem);
+static inline int ti_grow(void **p, size_t *cap, size_t need, size_t elem)
+{
+    return need <= *cap ? 0 : ti_grow_slow(p, cap, need, elem);
+}
 /* Dropped events recorded in the END chunk (0 without one). */
 uint64_t ti_dropped(const struct trace_index *ix);
 
-/* Called on every decoded chunk before its events enter the merge: lets
- * tmsync rewrite ts/truth in one tight loop. Returns 0 or -1 (message set). */
-typedef int (*ti_map_fn)(void *ctx, struct tf_event *ev, size_t n);
+/* Called on every decoded chunk before its events enter the merge, in any
+ * of the merge's threads (`worker` < jobs names it: state the map changes
+ * must be that worker's): lets tmsync rewrite ts/truth in one tight loop.
+ * `keep` has n words the map may fill for `order`. 0 or -1 (message set). */
+typedef int (*ti_map_fn)(void *ctx, unsigned worker, struct tf_event *ev, uint64_t *keep, size_t n);
+/* Called on the caller's thread on every source's chunks in their order,
+ * after the map, with the map's `keep` words. 0 or -1 (message set). */
+typedef int (*ti_order_fn)(void *ctx, struct tf_event *ev, const uint64_t *keep, size_t n);
+
+/* How a merge reads. jobs > 1: jobs - 1 threads read, decompress, decode
+ * and map chunks ahead of the merge (each with its own reader of `path`),
+ * and the caller's thread helps with the chunk it waits for; each source
+ * keeps at most ti_window() decoded chunks. The merged order and the events
+ * are the same for every `jobs`. */
+struct ti_merge_opts {
+    unsigned jobs;        /* 0 and 1: the caller's thread alone */
+    const char *path;     /* the trace (jobs > 1) */
+    unsigned open_flags;  /* TF_SALVAGE passes to the workers' readers */
+    ti_map_fn map;        /* NULL: none */
+    ti_order_fn order;    /* NULL: none */
+    void *ctx;
+    unsigned tasks;       /* the most ti_tasks posted and not yet waited for */
+};
+/* The decoded chunks a source keeps: 1 for one job, else about two per
+ * thread over all the sources, 2..min(jobs + 1, TI_WINDOW_MAX). */
+#define TI_WINDOW_MAX 16u
+/* The most worker threads a merge starts. */
+#define TI_MAX_JOBS 64u
 
 struct ti_merge;
 
 /* A merge over the sources of `ix`, read through `r` (a reader of the same
- * file; may be the one scanned, opened without TF_SKIP_EVENTS). */
-struct ti_merge *ti_merge_create(struct tf_reader *r, const struct trace_index *ix, ti_map_fn map, void *ctx);
+ * file; may be the one scanned, opened without TF_SKIP_EVENTS). `o` NULL:
+ * one thread, no map. */
+struct ti_merge *ti_merge_create(struct tf_reader *r, const struct trace_index *ix, const struct ti_merge_opts *o);
+/* Work the merge's threads take on besides decoding (tmsync's output
+ * chunks), in the order posted. `state` is the merge's. */
+struct ti_task {
+    void (*fn)(void *arg);
+    void *arg;
+    int state;
+};
+/* Queues `t` for the merge's threads (at most opts.tasks at a time; with
+ * one job nobody runs it before ti_merge_wait). */
+void ti_merge_post(struct ti_merge *m, struct ti_task *t);
+/* Returns once `t` has run, running it here when no thread has started it. */
+void ti_merge_wait(struct ti_merge *m, struct ti_task *t);
+
 /* The next event in merged order: 1 = *ev points at it (valid until the next
  * call), 0 = all done, -1 = error (error_get()). */
 int ti_merge_next(struct ti_merge *m, const struct tf_event **ev);
