@@ -236,8 +236,8 @@ static inline __attribute__((always_inline)) uint8_t *codec_encode_one(uint8_t *
         break;
     case TF_EV_WSET:
         /* A write set's words: each a short step from the one before. */
-        p = codec_put_varint(p, codec_zz(it->addr - st->addr));
-        st->addr = it->addr;
+        p = codec_put_varint(p, codec_zz(it->addr - st->f->addr));
+        st->f->addr = it->addr;
         p = codec_put_varint(p, it->value);
         break;
     case TF_EV_ABORT:
@@ -645,8 +645,8 @@ static inline __attribute__((always_inline)) int codec_decode_fields(struct code
         break;
     case TF_EV_WSET:
         CODEC_GET(v);
-        st->addr += codec_unzz(v);
-        e->addr = st->addr;
+        st->f->addr += codec_unzz(v);
+        e->addr = st->f->addr;
         CODEC_GET(e->value);
         break;
     default:
