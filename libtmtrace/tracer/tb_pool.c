@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 
 #include "config.h"
 
@@ -31,6 +32,8 @@ static int pool_truth;                  /* chunks carry a truth column */
 static int pool_is_open;                /* atomic: hand-over accepted */
 static int pool_halt;                   /* atomic: a fatal signal's flush needs the writer now */
 static uint64_t pool_inline;            /* atomic: chunks mapped on a recording thread (pool ran dry) */
+static uint64_t pool_late;              /* atomic: of those, the ones mapped TB_LATE_NS after setup */
+static uint64_t pool_setup_ns;          /* CLOCK_MONOTONIC at tb_pool_setup */
 static uint64_t pool_bytes_last;        /* atomic: the most pool_bytes held before it last fell */
 
 /* The reserve: chunks kept free ahead of demand. */
@@ -347,6 +350,18 @@ void tb_pool_not_consumed(void) { __atomic_fetch_sub(&pool_taken, 1, __ATOMIC_RE
 
 /* ---- taking and giving back ----------------------------------------------- */
 
+/* How long after setup a recording thread that maps a chunk itself counts
+ * as a steady-state failure of the refill (tmt_stats' buffer_late_maps):
+ * before it, the reserve is still learning the threads' rate. */
+#define TB_LATE_NS 1000000000u
+
+static uint64_t pool_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 /* The reserve ran dry (the writer could not refill it in time): the
  * recording thread maps the chunk itself, its bytes already charged, and
  * the reserve doubles now rather than at the writer's next pass, but never
@@ -360,6 +375,8 @@ static struct tb_chunk *pool_grow_inline(void)
     }
     c->pooled = 1;
     __atomic_fetch_add(&pool_inline, 1, __ATOMIC_RELAXED);
+    if (pool_now_ns() - pool_setup_ns >= TB_LATE_NS)
+        __atomic_fetch_add(&pool_late, 1, __ATOMIC_RELAXED);
     size_t taken = (size_t)__atomic_load_n(&pool_taken, __ATOMIC_RELAXED);
     size_t twice = 2 * pool_want();
     pool_reserve_raise(twice < taken ? twice : taken);
@@ -419,6 +436,7 @@ void tb_pool_setup(int truth)
     pool_bytes = 0;
     __atomic_store_n(&pool_bytes_last, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&pool_inline, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&pool_late, 0, __ATOMIC_RELAXED);
     pool_free = NULL;
     pool_nfree = 0;
     int64_t prefault = config.prefault_bytes;
@@ -431,6 +449,7 @@ void tb_pool_setup(int truth)
     __atomic_store_n(&pool_halt, 0, __ATOMIC_RELEASE);
     pool_fill((size_t)(prefault / (int64_t)chunk_bytes()));
     pool_at_init = __atomic_load_n(&pool_bytes, __ATOMIC_RELAXED);
+    pool_setup_ns = pool_now_ns();
     __atomic_store_n(&pool_is_open, 1, __ATOMIC_RELEASE);
 }
 
@@ -486,5 +505,7 @@ uint64_t tb_pool_bytes(void)
 }
 
 uint64_t tb_inline_growths(void) { return __atomic_load_n(&pool_inline, __ATOMIC_RELAXED); }
+
+uint64_t tb_late_growths(void) { return __atomic_load_n(&pool_late, __ATOMIC_RELAXED); }
 
 uint64_t tb_pool_capacity(void) { return (uint64_t)(pool_limit / (int64_t)chunk_bytes()); }

@@ -127,5 +127,7 @@ uint64_t tb_pool_capacity(void);
  * map itself because the reserve ran dry. */
 uint64_t tb_pool_bytes(void);
 uint64_t tb_inline_growths(void);
+/* Of those, the chunks mapped at least a second after tb_pool_setup. */
+uint64_t tb_late_growths(void);
 
 #endif
