@@ -670,6 +670,76 @@ static void a_steady_all_level_run_takes_its_buffers_from_the_writers_reserve(vo
     uint64_t used = st->buffer_bytes / STEADY_BUFFER;
     assert_true(used >= 450);
     assert_true(st->buffer_inline_maps * 16 <= used);
+    /* The run takes less than a second: whatever the thread mapped, it
+     * mapped before the steady state that buffer_late_maps counts. */
+    assert_int_equal(st->buffer_late_maps, 0);
+    free(st);
+}
+
+/* Bursts that run a fixed reserve dry (as in the steady run above), made
+ * only after the first second: every buffer the thread maps itself then
+ * counts as mapped in steady state. */
+static int body_late(void)
+{
+    nanosleep(&(struct timespec){ 1, 100000000 }, NULL);
+    tmt_tx *tx = tmt_thread_enter();
+    if (tx == NULL)
+        return 10;
+    for (int i = 0; i < 4; i++)
+        pass_counter(tx, STEADY_BURST_TXS);
+    return stats_for_parent("late-stats.bin");
+}
+
+static void buffers_a_thread_maps_a_second_after_init_count_as_late_maps(void **state)
+{
+    (void)state;
+    /* The writer waits at nice 19 on the thread's CPU, so the fixed reserve
+     * of the first burst runs dry before it can refill it. */
+    const char *env[] = { NULL, "TMTRACE_SAMPLE_MS=5", "TMTRACE_HTM=off", "TMTRACE_MODE=memory",
+                          "TMTRACE_EVENTS=all", "TMTRACE_BUFFER=64k", "TMTRACE_PREFAULT=256k",
+                          "TMTRACE_WRITER_NICE=19", NULL };
+    tmt_stats *st = child_stats(env, "late.bin", body_late, "late-stats.bin");
+    assert_int_equal(st->events_dropped, 0);
+    assert_true(st->buffer_inline_maps > 0);
+    assert_int_equal(st->buffer_late_maps, st->buffer_inline_maps);
+    free(st);
+}
+
+/* Records into memory (nothing is written during the run) and saves the
+ * stats before and after tmt_shutdown. */
+static int body_exit_cpu(void)
+{
+    tmt_tx *tx = tmt_thread_enter();
+    if (tx == NULL)
+        return 10;
+    pass_counter(tx, 200000);
+    tmt_stats st[2];
+    tmt_stats_get(&st[0]);
+    tmt_thread_exit();
+    if (tmt_shutdown() != 0)
+        return 11;
+    tmt_stats_get(&st[1]);
+    return save_for_parent("exit-cpu-stats.bin", st, sizeof st);
+}
+
+static void the_tracers_cpu_time_counts_the_writing_at_exit(void **state)
+{
+    (void)state;
+    static char file[300];
+    snprintf(file, sizeof file, "TMTRACE_FILE=%s", tu_path("exit-cpu.bin"));
+    const char *env[] = { file, "TMTRACE_SAMPLE_MS=5", "TMTRACE_HTM=off", "TMTRACE_MODE=memory", NULL };
+    int status = run_child(env, body_exit_cpu);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    size_t len;
+    tmt_stats *st = (tmt_stats *)tu_read_file(tu_path("exit-cpu-stats.bin"), &len);
+    assert_non_null(st);
+    assert_int_equal(len, 2 * sizeof *st);
+    /* Before shutdown: init and a writer that wrote nothing. After: the
+     * 800 000 records encoded at exit too, far more than a millisecond. */
+    assert_true(st[0].tracer_cpu_ns > 0 && st[0].tracer_cpu_ns >= st[0].writer_cpu_ns);
+    assert_int_equal(st[0].writer_events, 0);
+    assert_true(st[1].writer_events >= 800000);
+    assert_true(st[1].tracer_cpu_ns >= st[0].tracer_cpu_ns + 1000000);
     free(st);
 }
 
@@ -931,6 +1001,8 @@ int main(void)
         cmocka_unit_test(memory_mode_records_into_buffers_populated_at_init),
         cmocka_unit_test(threads_that_come_and_go_keep_their_records_but_not_a_buffer_each),
         cmocka_unit_test(a_steady_all_level_run_takes_its_buffers_from_the_writers_reserve),
+        cmocka_unit_test(buffers_a_thread_maps_a_second_after_init_count_as_late_maps),
+        cmocka_unit_test(the_tracers_cpu_time_counts_the_writing_at_exit),
         cmocka_unit_test(while_every_cpu_runs_a_traced_thread_the_writer_defers_until_one_exits),
         cmocka_unit_test(a_deferring_writer_maps_buffers_while_memory_allows_and_writes_when_it_does_not),
         cmocka_unit_test(an_attached_thread_that_records_nothing_leaves_the_writer_free),
