@@ -6,7 +6,8 @@
  * hand-over is open, and the pool's figures for tmt_stats.
  *
  * Never: runs on the event path (only on a recording thread's slow path
- * when the reserve ran dry, at attach, and on the writer thread), prints,
+ * when the reserve ran dry, at attach, and on the writer's threads: the
+ * writer and its refill thread), prints,
  * or calls another module of the tracer: tb_threads.c and trace_writer.c
  * call it, never the reverse (docs/tracer.md, "Buffers and hand-over").
  */
