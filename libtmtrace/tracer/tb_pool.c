@@ -284,9 +284,18 @@ static void pool_fill(size_t want)
     }
 }
 
+#ifdef TMT_TEST_HOOKS
+static int pool_test_no_refill;
+void tb_pool_test_no_refill(int on) { pool_test_no_refill = on; }
+#endif
+
 /* Tops the reserve up while hand-over is open. */
 static void pool_refill(void)
 {
+#ifdef TMT_TEST_HOOKS
+    if (pool_test_no_refill)
+        return;
+#endif
     if (__atomic_load_n(&pool_is_open, __ATOMIC_ACQUIRE))
         pool_fill(pool_want());
 }

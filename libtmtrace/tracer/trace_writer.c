@@ -93,6 +93,7 @@ static uint64_t tw_nbytes;    /* atomic: copy of the file's size; the tf_writer'
 static pthread_t tw_refill_tid;
 static int tw_refill_running;
 static int tw_refill_stop;      /* atomic */
+static int tw_refill_detach;    /* atomic: stopped by a signal's flush, never joined */
 static sem_t tw_refill_wake;
 static uint64_t tw_refill_cpu;  /* atomic: the refill thread's CPU time, ns */
 /* How often the refill thread sizes the reserve from the chunks taken
@@ -524,6 +525,8 @@ static void *tw_refill_main(void *arg)
         tw_note_thread_cpu(&tw_refill_cpu);
         tw_wait(&tw_refill_wake, TW_REFILL_PERIOD_NS);
     }
+    if (__atomic_load_n(&tw_refill_detach, __ATOMIC_ACQUIRE))
+        pthread_detach(pthread_self());
     return NULL;
 }
 
@@ -532,6 +535,7 @@ static void *tw_refill_main(void *arg)
 static void tw_refill_start(void)
 {
     __atomic_store_n(&tw_refill_stop, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&tw_refill_detach, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&tw_refill_cpu, 0, __ATOMIC_RELAXED);
     if (sem_init(&tw_refill_wake, 0, 0) != 0)
         return;
@@ -544,7 +548,7 @@ static void tw_refill_start(void)
 
 static void tw_refill_end(void)
 {
-    if (!__atomic_load_n(&tw_refill_running, __ATOMIC_ACQUIRE))
+    if (!__atomic_load_n(&tw_refill_running, __ATOMIC_ACQUIRE) || __atomic_load_n(&tw_refill_detach, __ATOMIC_ACQUIRE))
         return;
     __atomic_store_n(&tw_refill_stop, 1, __ATOMIC_RELEASE);
     sem_post(&tw_refill_wake);
@@ -667,7 +671,8 @@ int tw_signal_flush(int stall_ms)
     if (!tw_running)
         return 0;
     (void)tb_pool_service(TB_POOL_HALT, NULL, 0); /* a writer mapping chunks returns to the queue at once */
-    __atomic_store_n(&tw_refill_stop, 1, __ATOMIC_RELEASE); /* nothing left to map for; never joined */
+    __atomic_store_n(&tw_refill_detach, 1, __ATOMIC_RELEASE); /* nothing left to map for; never joined */
+    __atomic_store_n(&tw_refill_stop, 1, __ATOMIC_RELEASE);
     if (__atomic_load_n(&tw_refill_running, __ATOMIC_ACQUIRE))
         sem_post(&tw_refill_wake);
     __atomic_store_n(&tw_sig_req, 1, __ATOMIC_RELEASE);

@@ -676,9 +676,9 @@ static void a_steady_all_level_run_takes_its_buffers_from_the_writers_reserve(vo
     free(st);
 }
 
-/* Bursts that run a fixed reserve dry (as in the steady run above), made
- * only after the first second: every buffer the thread maps itself then
- * counts as mapped in steady state. */
+/* Bursts that need more buffers than the reserve the thread found when it
+ * entered, made only after the first second: every buffer the thread maps
+ * itself then counts as mapped in steady state. */
 static int body_late(void)
 {
     nanosleep(&(struct timespec){ 1, 100000000 }, NULL);
@@ -690,15 +690,18 @@ static int body_late(void)
     return stats_for_parent("late-stats.bin");
 }
 
+static void no_refill(void) { tb_pool_test_no_refill(1); }
+
 static void buffers_a_thread_maps_a_second_after_init_count_as_late_maps(void **state)
 {
     (void)state;
-    /* The writer waits at nice 19 on the thread's CPU, so the fixed reserve
-     * of the first burst runs dry before it can refill it. */
+    /* Nothing tops the reserve up: the 4 buffers of the thread's reserve
+     * run dry in the first burst, and the thread maps the rest itself. */
     const char *env[] = { NULL, "TMTRACE_SAMPLE_MS=5", "TMTRACE_HTM=off", "TMTRACE_MODE=memory",
-                          "TMTRACE_EVENTS=all", "TMTRACE_BUFFER=64k", "TMTRACE_PREFAULT=256k",
-                          "TMTRACE_WRITER_NICE=19", NULL };
+                          "TMTRACE_EVENTS=all", "TMTRACE_BUFFER=64k", "TMTRACE_PREFAULT=256k", NULL };
+    child_pre_init = no_refill;
     tmt_stats *st = child_stats(env, "late.bin", body_late, "late-stats.bin");
+    child_pre_init = NULL;
     assert_int_equal(st->events_dropped, 0);
     assert_true(st->buffer_inline_maps > 0);
     assert_int_equal(st->buffer_late_maps, st->buffer_inline_maps);
