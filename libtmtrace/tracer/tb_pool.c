@@ -42,7 +42,6 @@ static size_t pool_threads;  /* atomic: threads attached */
 static size_t pool_reserve;  /* atomic: the adaptive part of the reserve, in chunks */
 static uint64_t pool_taken;  /* atomic: chunks handed to recording threads */
 static uint64_t pool_mark;   /* pool_taken at the previous pass (the thread that passes only) */
-static uint64_t pool_mark_ns; /* when that pass was (CLOCK_MONOTONIC) */
 
 /* Chunks a thread let go of after hand-over closed. They are never freed
  * while the trace may still be written: on a fatal signal the writer thread
@@ -216,8 +215,7 @@ int tb_pool_may_give(void)
  * still works on the last ones. The reserve adapts to the recording rate:
  * at least TB_RESERVE per attached thread, and at each pass (the refill
  * thread's, trace_writer.c) twice the chunks taken since the previous pass
- * and at least TB_AHEAD_NS of them at that rate (pool_ahead_of), so at a
- * steady rate the threads never map a
+ * (what the threads consumed while it was away), so at a steady rate the threads never map a
  * chunk themselves; a chunk a thread still had to map doubles it, up to
  * the chunks taken so far (so it stays within what the run uses). It never
  * shrinks during a run (the chunks it asked for stay mapped anyway) and
@@ -286,36 +284,6 @@ static void pool_fill(size_t want)
     }
 }
 
-/* How long after setup a recording thread that maps a chunk itself counts
- * as a steady-state failure of the refill (tmt_stats' buffer_late_maps):
- * before it, the reserve is still learning the threads' rate. */
-#define TB_LATE_NS 1000000000u
-
-static uint64_t pool_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-/* The reserve a pass asks for, from the `n` chunks taken in the last `ns`
- * nanoseconds: twice those, and at least what the threads take in
- * TB_AHEAD_NS at that rate. The passes come every 20-50 ms, but the thread
- * that refills may wait far longer for a CPU on a machine that has no
- * spare one, and the threads must not run dry meanwhile. */
-#define TB_AHEAD_NS 200000000u
-
-static size_t pool_ahead_of(uint64_t n, uint64_t ns)
-{
-    uint64_t want = 2 * n;
-    if (ns > 0 && ns < TB_AHEAD_NS && n < UINT64_MAX / TB_AHEAD_NS) {
-        uint64_t rate = n * TB_AHEAD_NS / ns;
-        if (rate > want)
-            want = rate;
-    }
-    return (size_t)want;
-}
-
 #ifdef TMT_TEST_HOOKS
 static int pool_test_no_refill;
 void tb_pool_test_no_refill(int on) { pool_test_no_refill = on; }
@@ -345,11 +313,10 @@ struct tb_pool_advice tb_pool_service(enum tb_pool_call call, struct tb_chunk *w
 {
     switch (call) {
     case TB_POOL_PASS: {
-        uint64_t taken = __atomic_load_n(&pool_taken, __ATOMIC_RELAXED), now = pool_now_ns();
+        uint64_t taken = __atomic_load_n(&pool_taken, __ATOMIC_RELAXED);
         /* Below the mark when chunks taken before it came straight back. */
-        pool_reserve_raise(taken > pool_mark ? pool_ahead_of(taken - pool_mark, now - pool_mark_ns) : 0);
+        pool_reserve_raise(taken > pool_mark ? (size_t)(2 * (taken - pool_mark)) : 0);
         pool_mark = taken;
-        pool_mark_ns = now;
         pool_refill();
         break;
     }
@@ -392,6 +359,18 @@ void tb_pool_thread_leave(void) { __atomic_fetch_sub(&pool_threads, 1, __ATOMIC_
 void tb_pool_not_consumed(void) { __atomic_fetch_sub(&pool_taken, 1, __ATOMIC_RELAXED); }
 
 /* ---- taking and giving back ----------------------------------------------- */
+
+/* How long after setup a recording thread that maps a chunk itself counts
+ * as a steady-state failure of the refill (tmt_stats' buffer_late_maps):
+ * before it, the reserve is still learning the threads' rate. */
+#define TB_LATE_NS 1000000000u
+
+static uint64_t pool_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 /* The reserve ran dry (the writer could not refill it in time): the
  * recording thread maps the chunk itself, its bytes already charged, and
@@ -481,7 +460,6 @@ void tb_pool_setup(int truth)
     pool_fill((size_t)(prefault / (int64_t)chunk_bytes()));
     pool_at_init = __atomic_load_n(&pool_bytes, __ATOMIC_RELAXED);
     pool_setup_ns = pool_now_ns();
-    pool_mark_ns = pool_setup_ns;
     __atomic_store_n(&pool_is_open, 1, __ATOMIC_RELEASE);
 }
 

@@ -810,6 +810,68 @@ static int body_idle(void)
     return save_for_parent("idle-stats.bin", &ws, sizeof ws);
 }
 
+/* What a busy writer took: its CPU time while the thread recorded without
+ * a pause for SHARE_RUN_NS on the one CPU, against that wall time. */
+#define SHARE_RUN_NS 1200000000ll
+struct share_run {
+    tmt_stats during;
+    int64_t wall_ns;
+};
+
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
+}
+
+static int body_share(void)
+{
+    tmt_tx *tx = tmt_thread_enter();
+    if (tx == NULL)
+        return 10;
+    struct share_run sr;
+    int64_t t0 = mono_ns();
+    while (mono_ns() - t0 < SHARE_RUN_NS)
+        pass_counter(tx, 2048);
+    tmt_stats_get(&sr.during);
+    sr.wall_ns = mono_ns() - t0;
+    tmt_thread_exit();
+    return save_for_parent("share-stats.bin", &sr, sizeof sr);
+}
+
+static void one_cpu_no_refill(void)
+{
+    one_cpu();
+    tb_pool_test_no_refill(1); /* the writer's CPU time is then its writing alone */
+}
+
+static void with_no_cpu_to_spare_the_writer_takes_at_most_a_tenth_of_one(void **state)
+{
+    (void)state;
+    char file[300];
+    snprintf(file, sizeof file, "TMTRACE_FILE=%s", tu_path("share.bin"));
+    /* Recording every access with boundary stamps, without a pause, gives
+     * the writer more to do than a tenth of a CPU can: at the thread's own
+     * priority, with no share kept, it took 29 % of the wall time. */
+    const char *env[] = { file, "TMTRACE_SAMPLE_MS=5", "TMTRACE_HTM=off", "TMTRACE_MODE=stream",
+                          "TMTRACE_EVENTS=all", "TMTRACE_BUFFER=64k", "TMTRACE_MEMORY=128M",
+                          "TMTRACE_WRITER_DEFER=0", "TMTRACE_STAMP=boundary", "TMTRACE_WRITER_NICE=0", NULL };
+    child_pre_init = one_cpu_no_refill;
+    int status = run_child(env, body_share);
+    child_pre_init = NULL;
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    size_t len;
+    struct share_run *sr = (struct share_run *)tu_read_file(tu_path("share-stats.bin"), &len);
+    assert_non_null(sr);
+    assert_int_equal(len, sizeof *sr);
+    assert_true(sr->during.writer_events > 0);
+    /* A tenth of the wall time, and one window's worth of slack (the
+     * chunk that crosses the share, the writer's start). */
+    assert_true(sr->during.writer_cpu_ns <= (uint64_t)(sr->wall_ns / 10 + 100000000ll));
+    free(sr);
+}
+
 /* Runs `body` in a child confined to one CPU, the trace in `trace`, stream
  * mode with deferral on; returns the writer_stats it saved as `stats`. */
 static struct writer_stats *one_cpu_run(const char *trace, int (*body)(void), const char *stats)
@@ -1006,6 +1068,7 @@ int main(void)
         cmocka_unit_test(a_steady_all_level_run_takes_its_buffers_from_the_writers_reserve),
         cmocka_unit_test(buffers_a_thread_maps_a_second_after_init_count_as_late_maps),
         cmocka_unit_test(the_tracers_cpu_time_counts_the_writing_at_exit),
+        cmocka_unit_test(with_no_cpu_to_spare_the_writer_takes_at_most_a_tenth_of_one),
         cmocka_unit_test(while_every_cpu_runs_a_traced_thread_the_writer_defers_until_one_exits),
         cmocka_unit_test(a_deferring_writer_maps_buffers_while_memory_allows_and_writes_when_it_does_not),
         cmocka_unit_test(an_attached_thread_that_records_nothing_leaves_the_writer_free),
