@@ -318,6 +318,9 @@ struct bench_counts {
     int aborts_known;
 #if !defined(TM_ITM) && !defined(TM_MUTEX)
     tmt_stats stats;
+    uint64_t writer_run_ns; /* the writer's CPU time between the snapshots */
+    tmt_stats fin;          /* after tmt_shutdown: the tracer's work at exit included */
+    int have_fin;
 #endif
 };
 
@@ -372,6 +375,24 @@ static void backend_snapshot(struct bench_counts *c)
     }
 #elif defined(TM_MUTEX)
     c->aborts_known = 1; /* a lock never aborts */
+#endif
+}
+
+/* Closes the runtime after the run (the main thread leaves, the trace is
+ * written to its end) and takes the tracer's final figures into c->fin, so
+ * that its CPU per event counts the work at exit. Teardown comes after:
+ * no workload's teardown runs a transaction. */
+static void backend_finish(struct bench_counts *c)
+{
+#if !defined(TM_ITM) && !defined(TM_MUTEX)
+    backend_thread_exit();
+    /* A failed write is reported by the tracer itself (stderr); its
+     * figures still hold. */
+    (void)tmt_shutdown();
+    if (tmt_stats_get(&c->fin) == 0)
+        c->have_fin = 1;
+#else
+    (void)c;
 #endif
 }
 
@@ -453,7 +474,31 @@ static void sleep_until(double deadline)
  * as they stood at the end of the run, setup included (not differences): the
  * writer's CPU time and the file's bytes cannot be split at the start gate,
  * so the events they are divided by must not be either. */
-static void json_runtime(struct jw *w, const struct bench_counts *d)
+#if !defined(TM_ITM) && !defined(TM_MUTEX)
+/* What the tracer costs in CPU beyond the program's threads: its whole CPU
+ * time (init, writer, exit) per event recorded in the process, the
+ * writer's share of one CPU during the timed part, the file's bytes per
+ * event, and the buffers the threads mapped themselves in steady state.
+ * Null where the figures could not be read. */
+static void json_tracer_cost(struct jw *w, const struct bench_counts *d, double seconds)
+{
+    jw_knum(w, "writer_cpu_share", seconds > 0 ? (double)d->writer_run_ns * 1e-9 / seconds : 0.0, 4);
+    if (!d->have_fin) {
+        jw_knull(w, "tracer_cpu_s");
+        jw_knull(w, "tracer_ns_per_event");
+        jw_knull(w, "bytes_per_event");
+        jw_knull(w, "buffer_late_maps");
+        return;
+    }
+    double ev = d->fin.events_recorded ? (double)d->fin.events_recorded : 1.0;
+    jw_knum(w, "tracer_cpu_s", (double)d->fin.tracer_cpu_ns * 1e-9, 6);
+    jw_knum(w, "tracer_ns_per_event", d->fin.events_recorded ? (double)d->fin.tracer_cpu_ns / ev : 0.0, 2);
+    jw_knum(w, "bytes_per_event", d->fin.events_recorded ? (double)d->fin.trace_bytes / ev : 0.0, 3);
+    jw_ku64(w, "buffer_late_maps", d->fin.buffer_late_maps);
+}
+#endif
+
+static void json_runtime(struct jw *w, const struct bench_counts *d, double seconds)
 {
 #if !defined(TM_ITM) && !defined(TM_MUTEX)
     jw_key(w, "aborts_by_reason");
@@ -471,9 +516,11 @@ static void json_runtime(struct jw *w, const struct bench_counts *d)
     jw_ku64(w, "buffer_bytes", d->stats.buffer_bytes);
     jw_ku64(w, "buffer_inline_maps", d->stats.buffer_inline_maps);
     jw_ku64(w, "stamps_raised", d->stats.stamps_raised);
+    json_tracer_cost(w, d, seconds);
 #else
     (void)w;
     (void)d;
+    (void)seconds;
 #endif
 }
 
@@ -496,7 +543,7 @@ static void print_json(const struct workload *wl, void *state, const struct benc
         jw_ku64(&w, "aborts", d->aborts);
     else
         jw_knull(&w, "aborts");
-    json_runtime(&w, d);
+    json_runtime(&w, d, seconds);
     jw_ku64(&w, "seed", o->seed);
     jw_key(&w, "duration");
     jw_g(&w, o->ops ? 0.0 : o->duration);
@@ -641,6 +688,7 @@ int bench_run(const struct workload *wl, int argc, char **argv)
         delta.stats.aborts_by_reason[r] -= before.stats.aborts_by_reason[r];
     delta.stats.htm_commits -= before.stats.htm_commits;
     delta.stats.fallbacks -= before.stats.fallbacks;
+    delta.writer_run_ns = after.stats.writer_cpu_ns - before.stats.writer_cpu_ns;
 #endif
 
     char msg[512] = "";
@@ -651,6 +699,7 @@ int bench_run(const struct workload *wl, int argc, char **argv)
         check_ok = 0;
     if (!check_ok && !msg[0])
         snprintf(msg, sizeof msg, "check failed");
+    backend_finish(&delta);
     print_json(wl, state, &o, seconds, ops, &delta, check_ok, msg);
     if (!check_ok)
         bench_err("%s: check failed: %s", wl->name, msg);

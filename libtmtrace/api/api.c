@@ -244,6 +244,8 @@ TMT_API int tmt_stats_get(tmt_stats *out)
     out->buffer_bytes = tracer_buffer_bytes();
     out->buffer_inline_maps = tracer_buffer_inline_maps();
     out->stamps_raised = tracer_stamps_raised();
+    out->buffer_late_maps = tracer_buffer_late_maps();
+    out->tracer_cpu_ns = tracer_cpu_ns();
     return 0;
 }
 

@@ -247,6 +247,9 @@ typedef struct tmt_stats {
     uint64_t buffer_inline_maps;               /* buffers a traced thread mapped itself (pre-faulted reserve ran dry) */
     uint64_t serial;                           /* attempts run in serial (irrevocable) mode */
     uint64_t stamps_raised;                    /* unordered stamps raised above their thread's previous one on that CPU */
+    uint64_t buffer_late_maps;                 /* of buffer_inline_maps, those mapped a second or more after tmt_init */
+    uint64_t tracer_cpu_ns;                    /* the tracer's own CPU time (ns): init, writer thread, and after
+                                                  tmt_shutdown its work at exit (last drain, the trace's tail) */
 } tmt_stats;
 
 typedef struct tmt_site_stats {

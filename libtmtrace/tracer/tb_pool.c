@@ -6,7 +6,8 @@
  * hand-over is open, and the pool's figures for tmt_stats.
  *
  * Never: runs on the event path (only on a recording thread's slow path
- * when the reserve ran dry, at attach, and on the writer thread), prints,
+ * when the reserve ran dry, at attach, and on the writer's threads: the
+ * writer and its refill thread), prints,
  * or calls another module of the tracer: tb_threads.c and trace_writer.c
  * call it, never the reverse (docs/tracer.md, "Buffers and hand-over").
  */
@@ -17,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 
 #include "config.h"
 
@@ -31,13 +33,15 @@ static int pool_truth;                  /* chunks carry a truth column */
 static int pool_is_open;                /* atomic: hand-over accepted */
 static int pool_halt;                   /* atomic: a fatal signal's flush needs the writer now */
 static uint64_t pool_inline;            /* atomic: chunks mapped on a recording thread (pool ran dry) */
+static uint64_t pool_late;              /* atomic: of those, the ones mapped TB_LATE_NS after setup */
+static uint64_t pool_setup_ns;          /* CLOCK_MONOTONIC at tb_pool_setup */
 static uint64_t pool_bytes_last;        /* atomic: the most pool_bytes held before it last fell */
 
 /* The reserve: chunks kept free ahead of demand. */
 static size_t pool_threads;  /* atomic: threads attached */
 static size_t pool_reserve;  /* atomic: the adaptive part of the reserve, in chunks */
 static uint64_t pool_taken;  /* atomic: chunks handed to recording threads */
-static uint64_t pool_mark;   /* pool_taken at the writer's previous pass (writer only) */
+static uint64_t pool_mark;   /* pool_taken at the previous pass (the thread that passes only) */
 
 /* Chunks a thread let go of after hand-over closed. They are never freed
  * while the trace may still be written: on a fatal signal the writer thread
@@ -209,9 +213,9 @@ int tb_pool_may_give(void)
 /* Free chunks the pool keeps ahead of demand, so that a thread that hands
  * a chunk over finds the next one mapped and populated while the writer
  * still works on the last ones. The reserve adapts to the recording rate:
- * at least TB_RESERVE per attached thread, and at each writer pass twice
- * the chunks taken since the previous pass (what the threads consumed
- * while the writer was away), so at a steady rate the threads never map a
+ * at least TB_RESERVE per attached thread, and at each pass (the refill
+ * thread's, trace_writer.c) twice the chunks taken since the previous pass
+ * (what the threads consumed while it was away), so at a steady rate the threads never map a
  * chunk themselves; a chunk a thread still had to map doubles it, up to
  * the chunks taken so far (so it stays within what the run uses). It never
  * shrinks during a run (the chunks it asked for stay mapped anyway) and
@@ -257,8 +261,8 @@ static size_t pool_want(void)
  * pass TMTRACE_MEMORY, adding at most what the reserve lacked on entry:
  * threads that take chunks as fast as they are mapped must not keep the
  * writer here, away from the chunks it has to write (and from a signal's
- * flush, which stops it). Runs at init, at attach and on the writer thread:
- * never on the event path. */
+ * flush, which stops it). Runs at init, at attach and on the writer's
+ * threads: never on the event path. */
 static void pool_fill(size_t want)
 {
     size_t added = 0, ahead = pool_ahead();
@@ -280,9 +284,18 @@ static void pool_fill(size_t want)
     }
 }
 
+#ifdef TMT_TEST_HOOKS
+static int pool_test_no_refill;
+void tb_pool_test_no_refill(int on) { pool_test_no_refill = on; }
+#endif
+
 /* Tops the reserve up while hand-over is open. */
 static void pool_refill(void)
 {
+#ifdef TMT_TEST_HOOKS
+    if (pool_test_no_refill)
+        return;
+#endif
     if (__atomic_load_n(&pool_is_open, __ATOMIC_ACQUIRE))
         pool_fill(pool_want());
 }
@@ -347,6 +360,18 @@ void tb_pool_not_consumed(void) { __atomic_fetch_sub(&pool_taken, 1, __ATOMIC_RE
 
 /* ---- taking and giving back ----------------------------------------------- */
 
+/* How long after setup a recording thread that maps a chunk itself counts
+ * as a steady-state failure of the refill (tmt_stats' buffer_late_maps):
+ * before it, the reserve is still learning the threads' rate. */
+#define TB_LATE_NS 1000000000u
+
+static uint64_t pool_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 /* The reserve ran dry (the writer could not refill it in time): the
  * recording thread maps the chunk itself, its bytes already charged, and
  * the reserve doubles now rather than at the writer's next pass, but never
@@ -360,6 +385,8 @@ static struct tb_chunk *pool_grow_inline(void)
     }
     c->pooled = 1;
     __atomic_fetch_add(&pool_inline, 1, __ATOMIC_RELAXED);
+    if (pool_now_ns() - pool_setup_ns >= TB_LATE_NS)
+        __atomic_fetch_add(&pool_late, 1, __ATOMIC_RELAXED);
     size_t taken = (size_t)__atomic_load_n(&pool_taken, __ATOMIC_RELAXED);
     size_t twice = 2 * pool_want();
     pool_reserve_raise(twice < taken ? twice : taken);
@@ -419,6 +446,7 @@ void tb_pool_setup(int truth)
     pool_bytes = 0;
     __atomic_store_n(&pool_bytes_last, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&pool_inline, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&pool_late, 0, __ATOMIC_RELAXED);
     pool_free = NULL;
     pool_nfree = 0;
     int64_t prefault = config.prefault_bytes;
@@ -431,6 +459,7 @@ void tb_pool_setup(int truth)
     __atomic_store_n(&pool_halt, 0, __ATOMIC_RELEASE);
     pool_fill((size_t)(prefault / (int64_t)chunk_bytes()));
     pool_at_init = __atomic_load_n(&pool_bytes, __ATOMIC_RELAXED);
+    pool_setup_ns = pool_now_ns();
     __atomic_store_n(&pool_is_open, 1, __ATOMIC_RELEASE);
 }
 
@@ -486,5 +515,7 @@ uint64_t tb_pool_bytes(void)
 }
 
 uint64_t tb_inline_growths(void) { return __atomic_load_n(&pool_inline, __ATOMIC_RELAXED); }
+
+uint64_t tb_late_growths(void) { return __atomic_load_n(&pool_late, __ATOMIC_RELAXED); }
 
 uint64_t tb_pool_capacity(void) { return (uint64_t)(pool_limit / (int64_t)chunk_bytes()); }

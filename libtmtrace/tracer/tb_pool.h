@@ -127,5 +127,13 @@ uint64_t tb_pool_capacity(void);
  * map itself because the reserve ran dry. */
 uint64_t tb_pool_bytes(void);
 uint64_t tb_inline_growths(void);
+/* Of those, the chunks mapped at least a second after tb_pool_setup. */
+uint64_t tb_late_growths(void);
+#ifdef TMT_TEST_HOOKS
+/* Test builds only: with `on`, the reserve is never topped up during the
+ * run (setup and attach still populate theirs), so a recording thread
+ * that needs more maps its chunks itself. */
+void tb_pool_test_no_refill(int on);
+#endif
 
 #endif

@@ -3,7 +3,8 @@
  * trace_writer.h).
  *
  * Owns: the queue, the writer thread, where it runs, when it defers, and
- * its counts. The queue is a lock-free LIFO list: producers push with one
+ * its counts; the refill thread, which keeps the pool's reserve populated
+ * at the program's priority while the writer encodes at its own. The queue is a lock-free LIFO list: producers push with one
  * CAS, the writer takes the whole list with one exchange and reverses it,
  * so each thread's chunks are written in the order they were handed over.
  *
@@ -79,6 +80,25 @@ static char tw_errmsg[256];
 static uint64_t tw_nrecords;  /* atomic: records written into the file */
 static uint64_t tw_cpu;       /* atomic: writer thread's CPU time, ns */
 static uint64_t tw_nbytes;    /* atomic: copy of the file's size; the tf_writer's own count is unsynchronised */
+
+/* The refill thread: keeps the pool's reserve of populated chunks ahead of
+ * the recording threads, apart from the writer. The writer runs at a lower
+ * priority (TMTRACE_WRITER_NICE) and spends milliseconds on each chunk it
+ * encodes; a reserve refilled only between its chunks fell behind on a
+ * machine with no spare CPU, and the threads mapped their chunks
+ * themselves (in the middle of a transaction, at a page fault per 4 KiB).
+ * Mapping is the urgent part and costs a fraction of encoding, so this
+ * thread runs at the program's own priority and does nothing else: what
+ * it maps is what the threads would otherwise map on their own CPUs. */
+static pthread_t tw_refill_tid;
+static int tw_refill_running;
+static int tw_refill_stop;      /* atomic */
+static int tw_refill_detach;    /* atomic: stopped by a signal's flush, never joined */
+static sem_t tw_refill_wake;
+static uint64_t tw_refill_cpu;  /* atomic: the refill thread's CPU time, ns */
+/* How often the refill thread sizes the reserve from the chunks taken
+ * since (TB_POOL_PASS), and wakes when nobody called it. */
+#define TW_REFILL_PERIOD_NS 20000000u
 
 static int tw_file_codec(int c)
 {
@@ -196,12 +216,14 @@ void tw_note_bytes(void)
 /* The writer's own CPU time, read on the writer thread (the only thread
  * whose clock CLOCK_THREAD_CPUTIME_ID names). One system call per chunk
  * written, a fraction of a microsecond against the chunk's encoding. */
-static void tw_note_cpu(void)
+static void tw_note_thread_cpu(uint64_t *to)
 {
     struct timespec ts;
     if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0)
-        __atomic_store_n(&tw_cpu, (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec, __ATOMIC_RELAXED);
+        __atomic_store_n(to, (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec, __ATOMIC_RELAXED);
 }
+
+static void tw_note_cpu(void) { tw_note_thread_cpu(&tw_cpu); }
 
 void tw_note_error(size_t records, uint32_t thread)
 {
@@ -426,12 +448,59 @@ int tw_offer(struct tb_chunk *c)
         }
         c->next = head;
     } while (!__atomic_compare_exchange_n(&tw_queue, &head, c, 1, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE));
-    /* Memory mode writes nothing until exit, but the writer still tops up
-     * the pool's reserve of populated chunks when it runs low. */
+    /* Whatever the mode, the refill thread tops the reserve up when it
+     * runs low; the writer is woken only to write. */
     struct tb_pool_advice a = tb_pool_service(TB_POOL_ASK, NULL, tw_defer_limit());
-    if ((tw_mode == CONFIG_MODE_STREAM && !tw_deferring(a)) || a.low)
+    if (a.low && __atomic_load_n(&tw_refill_running, __ATOMIC_ACQUIRE))
+        sem_post(&tw_refill_wake);
+    if (tw_mode == CONFIG_MODE_STREAM && !tw_deferring(a))
         sem_post(&tw_wake);
     return 0;
+}
+
+/* The most of one CPU the writer takes while every CPU the process may use
+ * runs a traced thread (tw_cpus_busy), in percent of wall time over
+ * windows of TW_SHARE_WINDOW_NS: past it, it sleeps between chunks and
+ * what it has not written stays in memory (the threads go on in fresh
+ * chunks the refill thread maps, up to TMTRACE_MEMORY, then drop). At its
+ * nice alone the scheduler gave it about a quarter of a CPU against two
+ * busy threads on two CPUs (docs/tracer.md, "The writer's share of a
+ * CPU"). Not at stop nor for a signal's flush, nor with a CPU to spare. */
+#define TW_BUSY_SHARE_PCT 10u
+#define TW_SHARE_WINDOW_NS 100000000u
+static uint64_t tw_share_wall0, tw_share_cpu0; /* writer only: the window's start */
+
+static uint64_t tw_thread_cpu_now(void)
+{
+    uint64_t t = 0;
+    tw_note_thread_cpu(&t);
+    return t;
+}
+
+static int tw_flush_asked(void)
+{
+    return __atomic_load_n(&tw_stop_req, __ATOMIC_ACQUIRE) || __atomic_load_n(&tw_sig_req, __ATOMIC_ACQUIRE);
+}
+
+/* After a chunk written on the writer thread: sleeps, in steps that watch
+ * for a stop or a signal's flush, until its CPU time in the window is
+ * within TW_BUSY_SHARE_PCT of the wall time, while every CPU is busy. */
+static void tw_keep_share(void)
+{
+    uint64_t now = tw_now_ns(), cpu = tw_thread_cpu_now();
+    if (tw_mode != CONFIG_MODE_STREAM || tw_flush_asked() || now - tw_share_wall0 >= TW_SHARE_WINDOW_NS ||
+        !tw_cpus_busy(tb_pool_service(TB_POOL_ASK, NULL, 0).threads)) {
+        tw_share_wall0 = now;
+        tw_share_cpu0 = cpu;
+        return;
+    }
+    uint64_t need = (cpu - tw_share_cpu0) * 100u / TW_BUSY_SHARE_PCT; /* wall time that share takes */
+    while (now - tw_share_wall0 < need && !tw_flush_asked()) {
+        uint64_t left = need - (now - tw_share_wall0);
+        struct timespec ts = { 0, (long)(left < 5000000u ? left : 5000000u) };
+        nanosleep(&ts, NULL);
+        now = tw_now_ns();
+    }
 }
 
 /* Takes the queue (sealing it if asked) and writes it oldest first. */
@@ -458,8 +527,10 @@ static void tw_take_and_write(int seal, int writer)
             pthread_mutex_unlock(&tw_busy);
         /* Per chunk, not only per drain: a backlog of many chunks takes one
          * drain, and the CPU time would lag the records for all of it. */
-        if (writer)
+        if (writer) {
             tw_note_cpu();
+            tw_keep_share();
+        }
         rev = next;
     }
 }
@@ -469,22 +540,78 @@ static void tw_drain(void) { tw_take_and_write(0, 1); }
 
 void tw_seal(void) { tw_take_and_write(1, 0); }
 
+/* Waits on `sem` at most `ns` (< 1 s) nanoseconds. */
+static void tw_wait(sem_t *sem, uint64_t ns)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_nsec += (long)ns;
+    if (ts.tv_nsec >= 1000000000) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000;
+    }
+    while (sem_timedwait(sem, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+/* The refill thread: every TW_REFILL_PERIOD_NS it sizes the reserve from
+ * what the threads took since its last pass, and between passes it tops
+ * the reserve up whenever a hand-over finds it low (tw_offer). */
+static void *tw_refill_main(void *arg)
+{
+    (void)arg;
+    uint64_t pass_at = 0;
+    while (!__atomic_load_n(&tw_refill_stop, __ATOMIC_ACQUIRE)) {
+        uint64_t now = tw_now_ns();
+        if (now - pass_at >= TW_REFILL_PERIOD_NS) {
+            (void)tb_pool_service(TB_POOL_PASS, NULL, 0);
+            pass_at = now;
+        } else {
+            (void)tb_pool_service(TB_POOL_TOPUP, NULL, 0);
+        }
+        tw_note_thread_cpu(&tw_refill_cpu);
+        tw_wait(&tw_refill_wake, TW_REFILL_PERIOD_NS);
+    }
+    if (__atomic_load_n(&tw_refill_detach, __ATOMIC_ACQUIRE))
+        pthread_detach(pthread_self());
+    return NULL;
+}
+
+/* Starts the refill thread; without it (pthread_create failed) the writer
+ * refills the reserve itself, as it did before the refill thread. */
+static void tw_refill_start(void)
+{
+    __atomic_store_n(&tw_refill_stop, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&tw_refill_detach, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&tw_refill_cpu, 0, __ATOMIC_RELAXED);
+    if (sem_init(&tw_refill_wake, 0, 0) != 0)
+        return;
+    if (pthread_create(&tw_refill_tid, NULL, tw_refill_main, NULL) != 0) {
+        sem_destroy(&tw_refill_wake);
+        return;
+    }
+    __atomic_store_n(&tw_refill_running, 1, __ATOMIC_RELEASE);
+}
+
+static void tw_refill_end(void)
+{
+    if (!__atomic_load_n(&tw_refill_running, __ATOMIC_ACQUIRE) || __atomic_load_n(&tw_refill_detach, __ATOMIC_ACQUIRE))
+        return;
+    __atomic_store_n(&tw_refill_stop, 1, __ATOMIC_RELEASE);
+    sem_post(&tw_refill_wake);
+    pthread_join(tw_refill_tid, NULL);
+    __atomic_store_n(&tw_refill_running, 0, __ATOMIC_RELEASE);
+    sem_destroy(&tw_refill_wake);
+}
+
 static void *tw_main(void *arg)
 {
     (void)arg;
     (void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), (int)config.writer_nice);
     tw_place(1);
     for (;;) {
-        if (tw_mode == CONFIG_MODE_STREAM) {
-            struct timespec ts;
-            clock_gettime(CLOCK_REALTIME, &ts);
-            ts.tv_nsec += 50 * 1000000;
-            if (ts.tv_nsec >= 1000000000) {
-                ts.tv_sec++;
-                ts.tv_nsec -= 1000000000;
-            }
-            while (sem_timedwait(&tw_wake, &ts) != 0 && errno == EINTR)
-                ;
+        if (tw_mode == CONFIG_MODE_STREAM || !__atomic_load_n(&tw_refill_running, __ATOMIC_ACQUIRE)) {
+            tw_wait(&tw_wake, 50000000u);
         } else {
             while (sem_wait(&tw_wake) != 0 && errno == EINTR)
                 ;
@@ -503,8 +630,9 @@ static void *tw_main(void *arg)
         int stop = __atomic_load_n(&tw_stop_req, __ATOMIC_ACQUIRE);
         tw_count_active();
         /* Size the reserve from what the threads took since the last pass
-         * and top it up before writing a backlog, which takes a while. */
-        if (!stop) {
+         * and top it up before writing a backlog, which takes a while (the
+         * refill thread's work, when it could not be started). */
+        if (!stop && !__atomic_load_n(&tw_refill_running, __ATOMIC_ACQUIRE)) {
             tw_busy_lock();
             (void)tb_pool_service(TB_POOL_PASS, NULL, 0);
             pthread_mutex_unlock(&tw_busy);
@@ -515,7 +643,7 @@ static void *tw_main(void *arg)
         }
         /* Written chunks went back to the pool first; map only what the
          * reserve still lacks, here rather than on a recording thread. */
-        if (!stop) {
+        if (!stop && !__atomic_load_n(&tw_refill_running, __ATOMIC_ACQUIRE)) {
             tw_busy_lock();
             (void)tb_pool_service(TB_POOL_TOPUP, NULL, 0);
             pthread_mutex_unlock(&tw_busy);
@@ -561,10 +689,13 @@ int tw_start(struct tf_writer *w, int mode, void (*on_signal)(void), const char 
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, &old);
+    tw_refill_start(); /* before the writer, which looks at whether it runs */
     int e = pthread_create(&tw_tid, NULL, tw_main, NULL);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (e != 0)
+    if (e != 0) {
+        tw_refill_end();
         return error_set_errno(e, "trace writer: pthread_create");
+    }
     tw_running = 1;
     return 0;
 }
@@ -573,6 +704,7 @@ void tw_stop(void)
 {
     if (!tw_running)
         return;
+    tw_refill_end(); /* hand-over is closed: nothing to map any more */
     __atomic_store_n(&tw_stop_req, 1, __ATOMIC_RELEASE);
     sem_post(&tw_wake);
     pthread_join(tw_tid, NULL);
@@ -586,6 +718,10 @@ int tw_signal_flush(int stall_ms)
     if (!tw_running)
         return 0;
     (void)tb_pool_service(TB_POOL_HALT, NULL, 0); /* a writer mapping chunks returns to the queue at once */
+    __atomic_store_n(&tw_refill_detach, 1, __ATOMIC_RELEASE); /* nothing left to map for; never joined */
+    __atomic_store_n(&tw_refill_stop, 1, __ATOMIC_RELEASE);
+    if (__atomic_load_n(&tw_refill_running, __ATOMIC_ACQUIRE))
+        sem_post(&tw_refill_wake);
     __atomic_store_n(&tw_sig_req, 1, __ATOMIC_RELEASE);
     sem_post(&tw_wake);
     /* A long queue may take a while to write: give up only when the writer
@@ -621,7 +757,8 @@ void tw_fork_child(void)
 {
     pthread_mutex_unlock(&tw_busy);
     __atomic_store_n(&tw_forking, 0, __ATOMIC_RELEASE);
-    tw_running = 0; /* the writer thread stayed in the parent */
+    tw_running = 0; /* the writer thread stayed in the parent, and so did the refill thread */
+    __atomic_store_n(&tw_refill_running, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&tw_queue, NULL, __ATOMIC_RELEASE);
     __atomic_store_n(&tw_queued, 0, __ATOMIC_RELAXED);
 }
@@ -632,6 +769,9 @@ uint64_t tw_errors(void) { return __atomic_load_n(&tw_nerrors, __ATOMIC_RELAXED)
 uint64_t tw_lost(void) { return __atomic_load_n(&tw_nlost, __ATOMIC_RELAXED); }
 uint64_t tw_chunks_written(void) { return __atomic_load_n(&tw_nwritten, __ATOMIC_RELAXED); }
 uint64_t tw_records_written(void) { return __atomic_load_n(&tw_nrecords, __ATOMIC_RELAXED); }
-uint64_t tw_cpu_ns(void) { return __atomic_load_n(&tw_cpu, __ATOMIC_RELAXED); }
+uint64_t tw_cpu_ns(void)
+{
+    return __atomic_load_n(&tw_cpu, __ATOMIC_RELAXED) + __atomic_load_n(&tw_refill_cpu, __ATOMIC_RELAXED);
+}
 uint64_t tw_bytes(void) { return __atomic_load_n(&tw_nbytes, __ATOMIC_RELAXED); }
 const char *tw_first_error(void) { return tw_errmsg; }

@@ -49,6 +49,21 @@ static int tr_atexit_done;
 static pid_t tr_pid;                 /* the process that owns the trace file */
 static int tr_pending;               /* atomic: a signal held while the tracer starts, 0 = none */
 static char tr_path[4096];           /* TMTRACE_FILE with %p replaced by the process id */
+/* The tracer's own CPU time outside the program's threads (tmt_stats'
+ * tracer_cpu_ns): the process's CPU time while tracer_init and
+ * tracer_shutdown run (the program waits in them: the pre-run sampling
+ * threads, the writer's last drain, the tail of the trace), plus the
+ * writer thread's CPU time before shutdown. */
+static uint64_t tr_init_cpu, tr_exit_cpu, tr_writer_cpu_before_exit; /* atomic */
+static int tr_exited; /* atomic: tracer_shutdown finished, tr_exit_cpu holds the tail */
+
+static uint64_t tr_process_cpu_ns(void)
+{
+    struct timespec ts;
+    if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) != 0)
+        return 0;
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 /* TMTRACE_FILE with every %p replaced by the pid (%% is a %): a forked
  * child then writes a trace of its own. */
@@ -571,9 +586,13 @@ int tracer_init(void)
         return 0;
     tr_pid = getpid();
     apc_init(); /* before any thread can abort */
+    uint64_t cpu0 = tr_process_cpu_ns();
+    __atomic_store_n(&tr_exited, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&tr_exit_cpu, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&tr_state, TR_STARTING, __ATOMIC_RELEASE);
     tr_install_handlers();
     int rc = tr_start();
+    __atomic_store_n(&tr_init_cpu, tr_process_cpu_ns() - cpu0, __ATOMIC_RELAXED);
     __atomic_store_n(&tr_state, rc == 0 ? TR_ACTIVE : TR_IDLE, __ATOMIC_RELEASE);
     if (rc != 0)
         tr_remove_handlers();
@@ -592,6 +611,8 @@ int tracer_shutdown(void)
     int expect = TR_ACTIVE;
     if (!__atomic_compare_exchange_n(&tr_state, &expect, TR_CLOSED, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
         return 0;
+    uint64_t cpu0 = tr_process_cpu_ns();
+    __atomic_store_n(&tr_writer_cpu_before_exit, tw_cpu_ns(), __ATOMIC_RELAXED);
     tr_remove_handlers();
     /* Threads that did not leave (e.g. exit() from a traced thread) run on:
      * as on a signal, hand-over closes and the queue is written and sealed
@@ -625,6 +646,8 @@ int tracer_shutdown(void)
         rc = error_set("libtmtrace: %s: write failed: %s; %llu events lost", tr_path, tw_first_error(),
                        (unsigned long long)tw_lost());
     tb_teardown();
+    __atomic_store_n(&tr_exit_cpu, tr_process_cpu_ns() - cpu0, __ATOMIC_RELAXED);
+    __atomic_store_n(&tr_exited, 1, __ATOMIC_RELEASE);
     return rc;
 }
 
@@ -637,4 +660,14 @@ uint64_t tracer_writer_cpu_ns(void) { return tw_cpu_ns(); }
 uint64_t tracer_trace_bytes(void) { return tw_bytes(); }
 uint64_t tracer_buffer_bytes(void) { return tb_pool_bytes(); }
 uint64_t tracer_buffer_inline_maps(void) { return tb_inline_growths(); }
+uint64_t tracer_buffer_late_maps(void) { return tb_late_growths(); }
+
+uint64_t tracer_cpu_ns(void)
+{
+    uint64_t init = __atomic_load_n(&tr_init_cpu, __ATOMIC_RELAXED);
+    if (!__atomic_load_n(&tr_exited, __ATOMIC_ACQUIRE))
+        return init + tw_cpu_ns();
+    return init + __atomic_load_n(&tr_writer_cpu_before_exit, __ATOMIC_RELAXED) +
+           __atomic_load_n(&tr_exit_cpu, __ATOMIC_RELAXED);
+}
 uint64_t tracer_stamps_raised(void) { return tb_total_raised(); }

@@ -37,6 +37,12 @@ uint64_t tracer_trace_bytes(void);
  * itself because the pre-faulted reserve ran dry. */
 uint64_t tracer_buffer_bytes(void);
 uint64_t tracer_buffer_inline_maps(void);
+/* Of those, the buffers mapped a second or more after init: the reserve
+ * fell behind in steady state. */
+uint64_t tracer_buffer_late_maps(void);
+/* The tracer's own CPU time (ns): init (pre-run sampling), the writer
+ * thread, and shutdown (the last drain and the trace's tail) once it ran. */
+uint64_t tracer_cpu_ns(void);
 /* Stamps raised to keep a thread's stamps on one CPU increasing. */
 uint64_t tracer_stamps_raised(void);
 

@@ -673,6 +673,79 @@ static void a_steady_all_level_run_takes_its_buffers_from_the_writers_reserve(vo
     uint64_t used = st->buffer_bytes / STEADY_BUFFER;
     assert_true(used >= 450);
     assert_true(st->buffer_inline_maps * 16 <= used);
+    /* The run takes less than a second: whatever the thread mapped, it
+     * mapped before the steady state that buffer_late_maps counts. */
+    assert_int_equal(st->buffer_late_maps, 0);
+    free(st);
+}
+
+/* Bursts that need more buffers than the reserve the thread found when it
+ * entered, made only after the first second: every buffer the thread maps
+ * itself then counts as mapped in steady state. */
+static int body_late(void)
+{
+    nanosleep(&(struct timespec){ 1, 100000000 }, NULL);
+    tmt_tx *tx = tmt_thread_enter();
+    if (tx == NULL)
+        return 10;
+    for (int i = 0; i < 4; i++)
+        pass_counter(tx, STEADY_BURST_TXS);
+    return stats_for_parent("late-stats.bin");
+}
+
+static void no_refill(void) { tb_pool_test_no_refill(1); }
+
+static void buffers_a_thread_maps_a_second_after_init_count_as_late_maps(void **state)
+{
+    (void)state;
+    /* Nothing tops the reserve up: the 4 buffers of the thread's reserve
+     * run dry in the first burst, and the thread maps the rest itself. */
+    const char *env[] = { NULL, "TMTRACE_SAMPLE_MS=5", "TMTRACE_HTM=off", "TMTRACE_MODE=memory",
+                          "TMTRACE_EVENTS=all", "TMTRACE_BUFFER=64k", "TMTRACE_PREFAULT=256k", NULL };
+    child_pre_init = no_refill;
+    tmt_stats *st = child_stats(env, "late.bin", body_late, "late-stats.bin");
+    child_pre_init = NULL;
+    assert_int_equal(st->events_dropped, 0);
+    assert_true(st->buffer_inline_maps > 0);
+    assert_int_equal(st->buffer_late_maps, st->buffer_inline_maps);
+    free(st);
+}
+
+/* Records into memory (nothing is written during the run) and saves the
+ * stats before and after tmt_shutdown. */
+static int body_exit_cpu(void)
+{
+    tmt_tx *tx = tmt_thread_enter();
+    if (tx == NULL)
+        return 10;
+    pass_counter(tx, 200000);
+    tmt_stats st[2];
+    tmt_stats_get(&st[0]);
+    tmt_thread_exit();
+    if (tmt_shutdown() != 0)
+        return 11;
+    tmt_stats_get(&st[1]);
+    return save_for_parent("exit-cpu-stats.bin", st, sizeof st);
+}
+
+static void the_tracers_cpu_time_counts_the_writing_at_exit(void **state)
+{
+    (void)state;
+    static char file[300];
+    snprintf(file, sizeof file, "TMTRACE_FILE=%s", tu_path("exit-cpu.bin"));
+    const char *env[] = { file, "TMTRACE_SAMPLE_MS=5", "TMTRACE_HTM=off", "TMTRACE_MODE=memory", NULL };
+    int status = run_child(env, body_exit_cpu);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    size_t len;
+    tmt_stats *st = (tmt_stats *)tu_read_file(tu_path("exit-cpu-stats.bin"), &len);
+    assert_non_null(st);
+    assert_int_equal(len, 2 * sizeof *st);
+    /* Before shutdown: init and a writer that wrote nothing. After: the
+     * 800 000 records encoded at exit too, far more than a millisecond. */
+    assert_true(st[0].tracer_cpu_ns > 0 && st[0].tracer_cpu_ns >= st[0].writer_cpu_ns);
+    assert_int_equal(st[0].writer_events, 0);
+    assert_true(st[1].writer_events >= 800000);
+    assert_true(st[1].tracer_cpu_ns >= st[0].tracer_cpu_ns + 1000000);
     free(st);
 }
 
@@ -738,6 +811,68 @@ static int body_idle(void)
     wait_written(&ws.after);
     tmt_thread_exit();
     return save_for_parent("idle-stats.bin", &ws, sizeof ws);
+}
+
+/* What a busy writer took: its CPU time while the thread recorded without
+ * a pause for SHARE_RUN_NS on the one CPU, against that wall time. */
+#define SHARE_RUN_NS 1200000000ll
+struct share_run {
+    tmt_stats during;
+    int64_t wall_ns;
+};
+
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
+}
+
+static int body_share(void)
+{
+    tmt_tx *tx = tmt_thread_enter();
+    if (tx == NULL)
+        return 10;
+    struct share_run sr;
+    int64_t t0 = mono_ns();
+    while (mono_ns() - t0 < SHARE_RUN_NS)
+        pass_counter(tx, 2048);
+    tmt_stats_get(&sr.during);
+    sr.wall_ns = mono_ns() - t0;
+    tmt_thread_exit();
+    return save_for_parent("share-stats.bin", &sr, sizeof sr);
+}
+
+static void one_cpu_no_refill(void)
+{
+    one_cpu();
+    tb_pool_test_no_refill(1); /* the writer's CPU time is then its writing alone */
+}
+
+static void with_no_cpu_to_spare_the_writer_takes_at_most_a_tenth_of_one(void **state)
+{
+    (void)state;
+    char file[300];
+    snprintf(file, sizeof file, "TMTRACE_FILE=%s", tu_path("share.bin"));
+    /* Recording every access with boundary stamps, without a pause, gives
+     * the writer more to do than a tenth of a CPU can: at the thread's own
+     * priority, with no share kept, it took 29 % of the wall time. */
+    const char *env[] = { file, "TMTRACE_SAMPLE_MS=5", "TMTRACE_HTM=off", "TMTRACE_MODE=stream",
+                          "TMTRACE_EVENTS=all", "TMTRACE_BUFFER=64k", "TMTRACE_MEMORY=128M",
+                          "TMTRACE_WRITER_DEFER=0", "TMTRACE_STAMP=boundary", "TMTRACE_WRITER_NICE=0", NULL };
+    child_pre_init = one_cpu_no_refill;
+    int status = run_child(env, body_share);
+    child_pre_init = NULL;
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    size_t len;
+    struct share_run *sr = (struct share_run *)tu_read_file(tu_path("share-stats.bin"), &len);
+    assert_non_null(sr);
+    assert_int_equal(len, sizeof *sr);
+    assert_true(sr->during.writer_events > 0);
+    /* A tenth of the wall time, and one window's worth of slack (the
+     * chunk that crosses the share, the writer's start). */
+    assert_true(sr->during.writer_cpu_ns <= (uint64_t)(sr->wall_ns / 10 + 100000000ll));
+    free(sr);
 }
 
 /* Runs `body` in a child confined to one CPU, the trace in `trace`, stream
@@ -934,6 +1069,9 @@ int main(void)
         cmocka_unit_test(memory_mode_records_into_buffers_populated_at_init),
         cmocka_unit_test(threads_that_come_and_go_keep_their_records_but_not_a_buffer_each),
         cmocka_unit_test(a_steady_all_level_run_takes_its_buffers_from_the_writers_reserve),
+        cmocka_unit_test(buffers_a_thread_maps_a_second_after_init_count_as_late_maps),
+        cmocka_unit_test(the_tracers_cpu_time_counts_the_writing_at_exit),
+        cmocka_unit_test(with_no_cpu_to_spare_the_writer_takes_at_most_a_tenth_of_one),
         cmocka_unit_test(while_every_cpu_runs_a_traced_thread_the_writer_defers_until_one_exits),
         cmocka_unit_test(a_deferring_writer_maps_buffers_while_memory_allows_and_writes_when_it_does_not),
         cmocka_unit_test(an_attached_thread_that_records_nothing_leaves_the_writer_free),
