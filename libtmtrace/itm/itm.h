@@ -81,6 +81,12 @@ struct itm_action {
     void *arg;
 };
 
+/* One remembered answer of the clone tables (itm_alloc.c). */
+struct itm_clone_hit {
+    void *fn, *clone;
+};
+#define ITM_CLONE_HITS 64 /* a power of two */
+
 struct itm_thread {
     struct tmt_tx *tx;
     struct itm_jb jb;                  /* the outermost transaction's checkpoint */
@@ -96,6 +102,8 @@ struct itm_thread {
     uint64_t txid, txseq;
     void *eh_in_flight;                /* _ITM_commitTransactionEH's exception */
     unsigned eh_uncaught;              /* uncaught exceptions before that throw */
+    uint64_t clone_gen;                /* the clone tables' generation the hits belong to */
+    struct itm_clone_hit clone_hits[ITM_CLONE_HITS]; /* by the function's address */
 };
 
 /* The calling thread's descriptor (NULL before its first transaction). */
