@@ -91,6 +91,7 @@ struct itm_thread {
     struct tmt_tx *tx;
     struct itm_jb jb;                  /* the outermost transaction's checkpoint */
     uint32_t prop;                     /* its code properties */
+    int lone;                          /* it runs serially because the thread was alone */
     struct itm_frame *frames;
     uint32_t nframes, framecap;
     struct itm_log *log;

@@ -26,6 +26,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "htm.h"
 #include "itm.h"
 #include "itm_site.h"
 #include "stm.h"
@@ -304,9 +305,15 @@ uint32_t itm_begin(uint32_t prop, const struct itm_jb *jb)
     t->txid = ((uint64_t)tx->thread_id << 40) + ++t->txseq + ITM_NO_TRANSACTION_ID;
     unsigned flags = ((prop & ITM_PR_READ_ONLY) ? TMT_TX_READ_ONLY : 0u) |
                      ((prop & ITM_PR_DOES_GO_IRREVOCABLE) ? TMT_TX_IRREVOCABLE : 0u);
-    /* A thread alone runs the plain clone serially, as libitm does: a lock,
-     * no barriers (the serial lock then costs no fence, see tx_life.c). */
-    if (itm_serial_plain(prop, tx) && txreg_alone())
+    /* A thread alone runs serially, as libitm does: the plain clone when
+     * the block cannot cancel (no barriers at all), else the instrumented
+     * one in place with the runtime's undo log, which a cancel or retry
+     * rolls back; either way no read set, no redo log, no commit-time
+     * validation or privatization wait, and the serial lock costs no
+     * fence (tx_life.c). Not when a hardware path is configured: a lone
+     * thread's traces show its hardware attempts, as with more threads. */
+    t->lone = txreg_alone() && (itm_serial_plain(prop, tx) || htm_path() == TX_MODE_NONE);
+    if (t->lone)
         flags |= TMT_TX_IRREVOCABLE;
     (void)tmt_tx_prepare(tx, itm_site_of(jb->rip), flags);
     tx->restart = itm_restart;
@@ -394,8 +401,10 @@ ITM_ABI void _ITM_changeTransactionMode(int mode)
 {
     (void)mode; /* modeSerialIrrevocable is the only one */
     struct tmt_tx *tx = itm_tx;
-    if (tx != NULL && tx->depth > 0)
+    if (tx != NULL && tx->depth > 0) {
         itm_go_serial(tx);
+        itm_me->lone = 0; /* irrevocable now by the program's wish */
+    }
 }
 
 ITM_ABI int _ITM_inTransaction(void)
@@ -403,7 +412,8 @@ ITM_ABI int _ITM_inTransaction(void)
     const struct tmt_tx *tx = itm_tx;
     if (tx == NULL || tx->depth == 0)
         return ITM_OUTSIDE;
-    return tx_is_serial(tx) ? ITM_IN_IRREVOCABLE : ITM_IN_RETRYABLE;
+    /* A lone thread's serial attempt can still cancel: retryable. */
+    return tx_is_serial(tx) && !itm_me->lone ? ITM_IN_IRREVOCABLE : ITM_IN_RETRYABLE;
 }
 
 ITM_ABI uint64_t _ITM_getTransactionId(void)
