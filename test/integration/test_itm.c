@@ -1,9 +1,10 @@
 /*
  * test_itm.c - libtmtrace-itm runs unmodified -fgnu-tm programs (test/itm/):
- * each gives GCC's libitm's result at 1, 2 and 4 threads, linked against
- * libtmtrace-itm and preloaded into the binary built for libitm; its trace
- * passes tmcheck after tmsync with the program's own commit count and its
- * sites named by function through the load map; the programs about the
+ * each gives GCC's libitm's result at 1, 2 and 4 threads (itm_clones's:
+ * calls through function pointers reach each function's own clone), linked
+ * against libtmtrace-itm and preloaded into the binary built for libitm; its
+ * trace passes tmcheck after tmsync with the program's own commit count and
+ * its sites named by function through the load map; the programs about the
  * transaction's own stack hold in every mode, and memory a commit unlinked
  * is private when it returns; a lone thread runs serially and its
  * transactions still cancel; a bad TMTRACE_* value ends a program with
