@@ -337,12 +337,15 @@ ITM_ABI void _ITM_commitTransaction(void)
     /* Privatization safety, as libitm gives it: once this returns, no
      * software attempt of another thread that started before this commit
      * still runs, so memory this transaction (or one it saw) unlinked may
-     * be freed or used without a transaction. Hardware and serial attempts
-     * leave no such attempt behind. */
-    int software = tx->mode == TX_MODE_STM;
+     * be freed or used without a transaction. A read-only attempt unlinked
+     * nothing itself, and every commit it saw is at or below its snapshot:
+     * attempts older than the snapshot are all it waits for. Hardware and
+     * serial attempts leave no such attempt behind. */
+    int software = tx->mode == TX_MODE_STM, read_only = tx->stm.wn == 0;
+    uint64_t snapshot = tx->stm.rv;
     tmt_tx_commit(tx); /* a failed commit restarts at the checkpoint */
     if (software)
-        txreg_wait_older(tx, stm_clock_now());
+        txreg_wait_older(tx, read_only ? snapshot : stm_clock_now());
     for (uint32_t i = 0; i < t->ncommit; i++)
         t->commit[i].fn(t->commit[i].arg);
     itm_reset(t);
