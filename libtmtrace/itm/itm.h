@@ -91,7 +91,8 @@ struct itm_thread {
     struct tmt_tx *tx;
     struct itm_jb jb;                  /* the outermost transaction's checkpoint */
     uint32_t prop;                     /* its code properties */
-    int lone;                          /* it runs serially because the thread was alone */
+    int lone;                          /* it runs serially, instrumented and cancellable, only
+                                          because the thread was alone (itm_begin) */
     struct itm_frame *frames;
     uint32_t nframes, framecap;
     struct itm_log *log;

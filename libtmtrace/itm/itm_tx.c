@@ -279,6 +279,8 @@ static uint32_t itm_begin_nested(struct itm_thread *t, struct tmt_tx *tx, uint32
 {
     (void)tmt_tx_prepare(tx, itm_site_of(jb->rip), (prop & ITM_PR_DOES_GO_IRREVOCABLE) ? TMT_TX_IRREVOCABLE : 0u);
     (void)tmt_tx_start(tx); /* one level deeper; may restart the whole transaction serially */
+    if (prop & ITM_PR_DOES_GO_IRREVOCABLE)
+        t->lone = 0; /* irrevocable from here on */
     if (!(prop & ITM_PR_HAS_NO_ABORT)) {
         if (t->nframes == t->framecap)
             t->frames = tx_grow(t->frames, &t->framecap, sizeof *t->frames, 4);
@@ -310,10 +312,13 @@ uint32_t itm_begin(uint32_t prop, const struct itm_jb *jb)
      * one in place with the runtime's undo log, which a cancel or retry
      * rolls back; either way no read set, no redo log, no commit-time
      * validation or privatization wait, and the serial lock costs no
-     * fence (tx_life.c). Not when a hardware path is configured: a lone
-     * thread's traces show its hardware attempts, as with more threads. */
-    t->lone = txreg_alone() && (itm_serial_plain(prop, tx) || htm_path() == TX_MODE_NONE);
-    if (t->lone)
+     * fence (tx_life.c). The instrumented serial attempt is still
+     * retryable (t->lone, _ITM_inTransaction); the plain one is not. Not
+     * when a hardware path is configured: a lone thread's traces show its
+     * hardware attempts, as with more threads. */
+    int alone = !(prop & ITM_PR_DOES_GO_IRREVOCABLE) && txreg_alone(), plain = itm_serial_plain(prop, tx);
+    t->lone = alone && !plain && htm_path() == TX_MODE_NONE;
+    if (t->lone || (alone && plain))
         flags |= TMT_TX_IRREVOCABLE;
     (void)tmt_tx_prepare(tx, itm_site_of(jb->rip), flags);
     tx->restart = itm_restart;
@@ -398,16 +403,18 @@ ITM_ABI __attribute__((noreturn)) void _ITM_abortTransaction(int reason)
 
 /* ---- modes and queries ---------------------------------------------------- */
 
-void itm_go_serial(struct tmt_tx *tx) { tx_serial_now(tx, TF_SERIAL_REQUESTED); }
+void itm_go_serial(struct tmt_tx *tx)
+{
+    tx_serial_now(tx, TF_SERIAL_REQUESTED);
+    itm_me->lone = 0; /* serial already: irrevocable now, not only alone */
+}
 
 ITM_ABI void _ITM_changeTransactionMode(int mode)
 {
     (void)mode; /* modeSerialIrrevocable is the only one */
     struct tmt_tx *tx = itm_tx;
-    if (tx != NULL && tx->depth > 0) {
+    if (tx != NULL && tx->depth > 0)
         itm_go_serial(tx);
-        itm_me->lone = 0; /* irrevocable now by the program's wish */
-    }
 }
 
 ITM_ABI int _ITM_inTransaction(void)

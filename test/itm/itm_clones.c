@@ -5,7 +5,12 @@
  * function adds its own amount to its own counter, so a call that reached
  * another function's clone, or the original instead of the clone (its
  * store would bypass the transaction), shows in the totals. There are more
- * functions than a thread remembers clones (64), so some share a slot. */
+ * functions than a thread remembers clones (64), so some share a slot.
+ * The blocks also count how _ITM_inTransaction says they run: a relaxed
+ * one that called the unsafe function is irrevocable; an atomic block that
+ * may cancel is retryable at one thread, where both runtimes run it
+ * serially but can still cancel it (with more threads, either runtime may
+ * make a block that keeps losing conflicts irrevocable). */
 #include "itm_prog.h"
 
 #define FNS 80
@@ -16,6 +21,11 @@ typedef void (*plain_fn)(long *);
 
 static long counter[FNS];
 static long unsafe_calls;
+/* By _ITM_inTransaction's answer (outside, retryable, irrevocable): in the
+ * atomic blocks, and in the relaxed blocks after the unsafe call. */
+static long how_atomic[3], how_unsafe[3];
+
+extern int _ITM_inTransaction(void) __attribute__((transaction_pure));
 
 #define SAFE(k)                                                                                    \
     __attribute__((transaction_safe, noinline)) static void add_##k(long *c) { c[k] += k + 1; }
@@ -44,11 +54,16 @@ static void worker(int id)
         unsigned a = prog_rand(&seed) % FNS, b = prog_rand(&seed) % FNS;
         if (i % 100 == 0) {
             plain_fn f = plain[(i / 100) % 2];
-            __transaction_relaxed { f(counter); }
+            __transaction_relaxed {
+                f(counter);
+                if (f == unsafe_count)
+                    how_unsafe[_ITM_inTransaction()]++;
+            }
         } else {
             __transaction_atomic {
                 fns[a](counter);
                 fns[b](counter);
+                how_atomic[_ITM_inTransaction()]++;
                 if (counter[0] < 0) /* never: but a block that may cancel runs GCC's instrumented clone */
                     __transaction_cancel;
             }
@@ -67,8 +82,12 @@ static int check(void)
             return printf("\n"), 1;
         calls += counter[k] / (k + 1);
     }
-    printf(" unsafe %ld\n", unsafe_calls);
+    long n = prog_threads, atomic = n * (OPS - OPS / 100);
+    if (n == 1)
+        printf(" atomic %ld %ld %ld", how_atomic[0], how_atomic[1], how_atomic[2]);
+    printf(" unsafe %ld after_unsafe %ld %ld %ld\n", unsafe_calls, how_unsafe[0], how_unsafe[1], how_unsafe[2]);
     /* Two safe calls per atomic block, one per relaxed block that called add_3. */
-    long want = (long)prog_threads * (2L * (OPS - OPS / 100) + OPS / 200);
-    return calls == want && unsafe_calls == (long)prog_threads * (OPS / 200) ? 0 : 1;
+    long want = n * (2L * (OPS - OPS / 100) + OPS / 200);
+    int how_ok = how_atomic[1] + (n > 1 ? how_atomic[2] : 0) == atomic && how_unsafe[2] == n * (OPS / 200);
+    return calls == want && unsafe_calls == n * (OPS / 200) && how_ok ? 0 : 1;
 }
