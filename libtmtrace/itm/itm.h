@@ -81,10 +81,18 @@ struct itm_action {
     void *arg;
 };
 
+/* One remembered answer of the clone tables (itm_alloc.c). */
+struct itm_clone_hit {
+    void *fn, *clone;
+};
+#define ITM_CLONE_HITS 64 /* a power of two */
+
 struct itm_thread {
     struct tmt_tx *tx;
     struct itm_jb jb;                  /* the outermost transaction's checkpoint */
     uint32_t prop;                     /* its code properties */
+    int lone;                          /* it runs serially, instrumented and cancellable, only
+                                          because the thread was alone (itm_begin) */
     struct itm_frame *frames;
     uint32_t nframes, framecap;
     struct itm_log *log;
@@ -96,6 +104,8 @@ struct itm_thread {
     uint64_t txid, txseq;
     void *eh_in_flight;                /* _ITM_commitTransactionEH's exception */
     unsigned eh_uncaught;              /* uncaught exceptions before that throw */
+    uint64_t clone_gen;                /* the clone tables' generation the hits belong to */
+    struct itm_clone_hit clone_hits[ITM_CLONE_HITS]; /* by the function's address */
 };
 
 /* The calling thread's descriptor (NULL before its first transaction). */

@@ -5,7 +5,13 @@
  * transactional clone.
  *
  * Owns: the registered clone tables (sorted copies, under a mutex; they are
- * registered from constructors, possibly before the runtime starts).
+ * registered from constructors, possibly before the runtime starts) and
+ * their generation, which each registration and removal advances; each
+ * thread remembers the answers it found (itm_thread.clone_hits) while the
+ * generation stays the same, because a transaction asks for the clone of
+ * the same few functions again and again, and under a mutex shared by all
+ * threads every call of a function pointer in a transaction would pass a
+ * cache line from core to core.
  * Allocation goes through tmt_malloc/tmt_free, so an aborted attempt's
  * allocations are released and frees wait for the commit; operator new and
  * delete are assumed to be the default ones (malloc and free underneath), as
@@ -119,6 +125,7 @@ struct itm_clone_table {
 
 static pthread_mutex_t itm_clone_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct itm_clone_table *itm_clones;
+static uint64_t itm_clone_gen = 1; /* written under itm_clone_lock; a thread's hits start at 0 */
 
 static int itm_clone_cmp(const void *a, const void *b)
 {
@@ -143,6 +150,7 @@ ITM_ABI void _ITM_registerTMCloneTable(void *table, size_t n)
     pthread_mutex_lock(&itm_clone_lock);
     t->next = itm_clones;
     itm_clones = t;
+    __atomic_add_fetch(&itm_clone_gen, 1, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&itm_clone_lock);
 }
 
@@ -158,15 +166,17 @@ ITM_ABI void _ITM_deregisterTMCloneTable(void *table)
             break;
         }
     }
+    __atomic_add_fetch(&itm_clone_gen, 1, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&itm_clone_lock);
 }
 
-/* The transactional clone of `fn`, or NULL. */
-static void *itm_clone_of(void *fn)
+/* The transactional clone of `fn`, or NULL, from the tables. */
+__attribute__((noinline)) static void *itm_clone_search(void *fn, uint64_t *gen)
 {
     struct itm_clone key = { fn, NULL };
     void *found = NULL;
     pthread_mutex_lock(&itm_clone_lock);
+    *gen = itm_clone_gen;
     for (struct itm_clone_table *t = itm_clones; t && !found; t = t->next) {
         const struct itm_clone *c = bsearch(&key, t->entries, t->n, sizeof key, itm_clone_cmp);
         if (c != NULL)
@@ -174,6 +184,47 @@ static void *itm_clone_of(void *fn)
     }
     pthread_mutex_unlock(&itm_clone_lock);
     return found;
+}
+
+static inline struct itm_clone_hit *itm_clone_slot(struct itm_thread *t, const void *fn)
+{
+    uintptr_t a = (uintptr_t)fn;
+    return &t->clone_hits[((a >> 4) ^ (a >> 10)) & (ITM_CLONE_HITS - 1)];
+}
+
+/* The tables' answer, remembered by the thread (when it has its state)
+ * under the generation it was found in. */
+__attribute__((noinline)) static void *itm_clone_miss(void *fn)
+{
+    uint64_t gen;
+    void *c = itm_clone_search(fn, &gen);
+    struct itm_thread *t = itm_me;
+    if (t == NULL || c == NULL)
+        return c;
+    if (t->clone_gen != gen) {
+        memset(t->clone_hits, 0, sizeof t->clone_hits);
+        t->clone_gen = gen;
+    }
+    struct itm_clone_hit *h = itm_clone_slot(t, fn);
+    h->fn = fn;
+    h->clone = c;
+    return c;
+}
+
+/* The transactional clone of `fn`, or NULL: the thread's remembered answer
+ * while no table came or went since, else the tables'. A table removed
+ * while another thread still calls into its library is the program's
+ * error (its code is being unloaded), so a hit one generation old does no
+ * harm that the tables' answer would not. */
+static inline void *itm_clone_of(void *fn)
+{
+    struct itm_thread *t = itm_me;
+    if (TX_LIKELY(t != NULL && t->clone_gen == __atomic_load_n(&itm_clone_gen, __ATOMIC_ACQUIRE))) {
+        const struct itm_clone_hit *h = itm_clone_slot(t, fn);
+        if (TX_LIKELY(h->fn == fn)) /* an empty slot answers NULL for NULL: right too */
+            return h->clone;
+    }
+    return itm_clone_miss(fn);
 }
 
 ITM_ABI void *_ITM_getTMCloneOrIrrevocable(void *fn)

@@ -17,6 +17,8 @@
 #include <string.h>
 
 #include "itm.h"
+#include "stm.h"
+#include "trace_buffer.h"
 
 /* ---- any size, any alignment ------------------------------------------------ */
 
@@ -75,16 +77,29 @@ void itm_write_bytes(struct tmt_tx *tx, void *dst, const void *src, size_t n)
 
 /* ---- words: one accessor call when naturally aligned ------------------------ */
 
+/* A serial attempt that records no access (a lone thread's, mostly: see
+ * itm_begin) reads in place and writes in place with the runtime's undo
+ * log; the barriers call those two directly rather than through the
+ * accessors' dispatch, which would find the same after three calls. */
+static inline int itm_in_place(const struct tmt_tx *tx)
+{
+    return TX_UNLIKELY(tx_is_serial(tx)) && !tb_records_accesses(&tx->trace);
+}
+
 static inline uint64_t itm_rd(const void *p, unsigned size)
 {
     struct tmt_tx *tx = itm_tx;
     uintptr_t a = (uintptr_t)p;
-    if (TX_LIKELY(tx != NULL && (a & (size - 1)) == 0 && size != 2 && !itm_own_stack(a, size))) {
-        if (size == 8)
-            return (uint64_t)tmt_read_i64(tx, (const volatile int64_t *)p);
-        if (size == 4)
-            return (uint32_t)tmt_read_i32(tx, (const volatile int32_t *)p);
-        return tmt_read_u8(tx, (const volatile uint8_t *)p);
+    if (TX_LIKELY(tx != NULL && (a & (size - 1)) == 0 && size != 2)) {
+        if (itm_in_place(tx))
+            return stm_serial_read(tx, a, size); /* the own frames too: in place either way */
+        if (!itm_own_stack(a, size)) {
+            if (size == 8)
+                return (uint64_t)tmt_read_i64(tx, (const volatile int64_t *)p);
+            if (size == 4)
+                return (uint32_t)tmt_read_i32(tx, (const volatile int32_t *)p);
+            return tmt_read_u8(tx, (const volatile uint8_t *)p);
+        }
     }
     uint64_t v = 0;
     itm_read_bytes(tx, &v, p, size);
@@ -96,7 +111,9 @@ static inline void itm_wr(void *p, uint64_t v, unsigned size)
     struct tmt_tx *tx = itm_tx;
     uintptr_t a = (uintptr_t)p;
     if (TX_LIKELY(tx != NULL && (a & (size - 1)) == 0 && size != 2 && !itm_own_stack(a, size))) {
-        if (size == 8)
+        if (itm_in_place(tx))
+            stm_serial_write(tx, a, v, size);
+        else if (size == 8)
             tmt_write_i64(tx, (volatile int64_t *)p, (int64_t)v);
         else if (size == 4)
             tmt_write_i32(tx, (volatile int32_t *)p, (int32_t)(uint32_t)v);

@@ -83,17 +83,27 @@ static tmt_site *itm_site_lookup(uintptr_t pc)
     return found;
 }
 
-tmt_site *itm_site_of(uintptr_t pc)
+static inline unsigned itm_site_slot(uintptr_t pc) { return (unsigned)(pc ^ (pc >> 6)) & (ITM_SITE_CACHE - 1); }
+
+/* A pc the thread's cache does not hold: the table's site, remembered. Out
+ * of line, so that a hit saves no registers. */
+__attribute__((noinline)) static tmt_site *itm_site_miss(uintptr_t pc)
 {
-    unsigned k = (unsigned)(pc ^ (pc >> 6)) & (ITM_SITE_CACHE - 1);
-    if (itm_site_cache[k].pc == pc)
-        return itm_site_cache[k].site;
     tmt_site *s = itm_site_lookup(pc);
     if (s == NULL) {
         static tmt_site unknown = { "", 0, "libitm transaction", 0 };
         return &unknown;
     }
+    unsigned k = itm_site_slot(pc);
     itm_site_cache[k].pc = pc;
     itm_site_cache[k].site = s;
     return s;
+}
+
+tmt_site *itm_site_of(uintptr_t pc)
+{
+    unsigned k = itm_site_slot(pc);
+    if (__builtin_expect(itm_site_cache[k].pc == pc, 1))
+        return itm_site_cache[k].site;
+    return itm_site_miss(pc);
 }

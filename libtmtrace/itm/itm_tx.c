@@ -26,6 +26,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "htm.h"
 #include "itm.h"
 #include "itm_site.h"
 #include "stm.h"
@@ -278,6 +279,8 @@ static uint32_t itm_begin_nested(struct itm_thread *t, struct tmt_tx *tx, uint32
 {
     (void)tmt_tx_prepare(tx, itm_site_of(jb->rip), (prop & ITM_PR_DOES_GO_IRREVOCABLE) ? TMT_TX_IRREVOCABLE : 0u);
     (void)tmt_tx_start(tx); /* one level deeper; may restart the whole transaction serially */
+    if (prop & ITM_PR_DOES_GO_IRREVOCABLE)
+        t->lone = 0; /* irrevocable from here on */
     if (!(prop & ITM_PR_HAS_NO_ABORT)) {
         if (t->nframes == t->framecap)
             t->frames = tx_grow(t->frames, &t->framecap, sizeof *t->frames, 4);
@@ -304,9 +307,18 @@ uint32_t itm_begin(uint32_t prop, const struct itm_jb *jb)
     t->txid = ((uint64_t)tx->thread_id << 40) + ++t->txseq + ITM_NO_TRANSACTION_ID;
     unsigned flags = ((prop & ITM_PR_READ_ONLY) ? TMT_TX_READ_ONLY : 0u) |
                      ((prop & ITM_PR_DOES_GO_IRREVOCABLE) ? TMT_TX_IRREVOCABLE : 0u);
-    /* A thread alone runs the plain clone serially, as libitm does: a lock,
-     * no barriers (the serial lock then costs no fence, see tx_life.c). */
-    if (itm_serial_plain(prop, tx) && txreg_alone())
+    /* A thread alone runs serially, as libitm does: the plain clone when
+     * the block cannot cancel (no barriers at all), else the instrumented
+     * one in place with the runtime's undo log, which a cancel or retry
+     * rolls back; either way no read set, no redo log, no commit-time
+     * validation or privatization wait, and the serial lock costs no
+     * fence (tx_life.c). The instrumented serial attempt is still
+     * retryable (t->lone, _ITM_inTransaction); the plain one is not. Not
+     * when a hardware path is configured: a lone thread's traces show its
+     * hardware attempts, as with more threads. */
+    int alone = !(prop & ITM_PR_DOES_GO_IRREVOCABLE) && txreg_alone(), plain = itm_serial_plain(prop, tx);
+    t->lone = alone && !plain && htm_path() == TX_MODE_NONE;
+    if (t->lone || (alone && plain))
         flags |= TMT_TX_IRREVOCABLE;
     (void)tmt_tx_prepare(tx, itm_site_of(jb->rip), flags);
     tx->restart = itm_restart;
@@ -330,12 +342,15 @@ ITM_ABI void _ITM_commitTransaction(void)
     /* Privatization safety, as libitm gives it: once this returns, no
      * software attempt of another thread that started before this commit
      * still runs, so memory this transaction (or one it saw) unlinked may
-     * be freed or used without a transaction. Hardware and serial attempts
-     * leave no such attempt behind. */
-    int software = tx->mode == TX_MODE_STM;
+     * be freed or used without a transaction. A read-only attempt unlinked
+     * nothing itself, and every commit it saw is at or below its snapshot:
+     * attempts older than the snapshot are all it waits for. Hardware and
+     * serial attempts leave no such attempt behind. */
+    int software = tx->mode == TX_MODE_STM, read_only = tx->stm.wn == 0;
+    uint64_t snapshot = tx->stm.rv;
     tmt_tx_commit(tx); /* a failed commit restarts at the checkpoint */
     if (software)
-        txreg_wait_older(tx, stm_clock_now());
+        txreg_wait_older(tx, read_only ? snapshot : stm_clock_now());
     for (uint32_t i = 0; i < t->ncommit; i++)
         t->commit[i].fn(t->commit[i].arg);
     itm_reset(t);
@@ -388,7 +403,11 @@ ITM_ABI __attribute__((noreturn)) void _ITM_abortTransaction(int reason)
 
 /* ---- modes and queries ---------------------------------------------------- */
 
-void itm_go_serial(struct tmt_tx *tx) { tx_serial_now(tx, TF_SERIAL_REQUESTED); }
+void itm_go_serial(struct tmt_tx *tx)
+{
+    tx_serial_now(tx, TF_SERIAL_REQUESTED);
+    itm_me->lone = 0; /* serial already: irrevocable now, not only alone */
+}
 
 ITM_ABI void _ITM_changeTransactionMode(int mode)
 {
@@ -403,7 +422,8 @@ ITM_ABI int _ITM_inTransaction(void)
     const struct tmt_tx *tx = itm_tx;
     if (tx == NULL || tx->depth == 0)
         return ITM_OUTSIDE;
-    return tx_is_serial(tx) ? ITM_IN_IRREVOCABLE : ITM_IN_RETRYABLE;
+    /* A lone thread's serial attempt can still cancel: retryable. */
+    return tx_is_serial(tx) && !itm_me->lone ? ITM_IN_IRREVOCABLE : ITM_IN_RETRYABLE;
 }
 
 ITM_ABI uint64_t _ITM_getTransactionId(void)

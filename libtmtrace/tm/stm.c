@@ -768,12 +768,6 @@ void stm_serial_begin(struct tmt_tx *tx)
     __atomic_store_n(&s->active_rv, s->rv, __ATOMIC_SEQ_CST);
 }
 
-uint64_t stm_serial_read(struct tmt_tx *tx, uintptr_t addr, unsigned size)
-{
-    tx->stm.serial_reads++;
-    return tx_mem_load(addr, size);
-}
-
 void stm_serial_write(struct tmt_tx *tx, uintptr_t addr, uint64_t value, unsigned size)
 {
     struct tx_stm *s = &tx->stm;

@@ -168,7 +168,13 @@ uint32_t stm_serial_holder(void);
 /* The serial attempt itself: in-place accesses with an undo log; commit
  * takes a write version and stamps it on the stripes written (0 if none). */
 void stm_serial_begin(struct tmt_tx *tx);
-uint64_t stm_serial_read(struct tmt_tx *tx, uintptr_t addr, unsigned size);
+/* Inline: the libitm ABI's barriers read in place through it when a lone
+ * thread runs serially. */
+static inline uint64_t stm_serial_read(struct tmt_tx *tx, uintptr_t addr, unsigned size)
+{
+    tx->stm.serial_reads++;
+    return tx_mem_load(addr, size);
+}
 void stm_serial_write(struct tmt_tx *tx, uintptr_t addr, uint64_t value, unsigned size);
 uint64_t stm_serial_commit(struct tmt_tx *tx);
 void stm_serial_rollback(struct tmt_tx *tx);

@@ -1,11 +1,13 @@
 /*
  * test_itm.c - libtmtrace-itm runs unmodified -fgnu-tm programs (test/itm/):
- * each gives GCC's libitm's result at 1, 2 and 4 threads, linked against
- * libtmtrace-itm and preloaded into the binary built for libitm; its trace
- * passes tmcheck after tmsync with the program's own commit count and its
- * sites named by function through the load map; the programs about the
+ * each gives GCC's libitm's result at 1, 2 and 4 threads (itm_clones's:
+ * calls through function pointers reach each function's own clone), linked
+ * against libtmtrace-itm and preloaded into the binary built for libitm; its
+ * trace passes tmcheck after tmsync with the program's own commit count and
+ * its sites named by function through the load map; the programs about the
  * transaction's own stack hold in every mode, and memory a commit unlinked
- * is private when it returns; a bad TMTRACE_* value ends a program with
+ * is private when it returns; a lone thread runs serially and its
+ * transactions still cancel; a bad TMTRACE_* value ends a program with
  * one line and status 1; the library exports every TM ABI symbol libitm
  * does.
  */
@@ -142,6 +144,27 @@ static void traces_pass_tmcheck_with_the_programs_commit_count(void **st)
         for (size_t t = 0; t < sizeof thread_counts / sizeof thread_counts[0]; t++)
             traced_run_checks("", prog_path(progs[p], ""), thread_counts[t], progs[p]);
         traced_run_checks(preload, prog_path(progs[p], "_libitm"), 2, progs[p]);
+    }
+}
+
+/* A thread alone runs every attempt serially, as libitm does (in place,
+ * no read set, no commit-time validation), and a block that may cancel
+ * still can: itm_nested and itm_stack_nested cancel inner and outer
+ * transactions and check what each cancel undid themselves. */
+static void a_lone_thread_runs_every_attempt_serially_and_its_cancels_still_undo(void **st)
+{
+    (void)st;
+    static const char *const lone[] = { "bank", "nested", "stack_nested" };
+    char cmd[2048];
+    const char *raw = tu_path("lone.trace"), *synced = tu_path("lone.synced");
+    for (size_t p = 0; p < sizeof lone / sizeof lone[0]; p++) {
+        snprintf(cmd, sizeof cmd, "rm -f %s %s && TMTRACE_EVENTS=tx TMTRACE_FILE=%s timeout 120 %s 1 >/dev/null && "
+                 "%s %s -o %s >/dev/null 2>&1 && %s %s 2>&1", raw, synced, raw, prog_path(lone[p], ""),
+                 tu_build("tools/tmsync"), raw, synced, tu_build("tools/tmcheck"), synced);
+        run_ok(cmd, out, sizeof out);
+        long attempts = number_after(out, ", attempts "), serial = number_after(out, "serial attempts ");
+        if (attempts == 0 || serial != attempts)
+            fail_msg("%s at 1 thread: %ld of %ld attempts serial:\n%s", lone[p], serial, attempts, out);
     }
 }
 
@@ -350,6 +373,7 @@ int main(void)
         cmocka_unit_test(traces_on_the_emulated_hardware_path_pass_tmcheck),
         cmocka_unit_test(the_tx_level_records_no_accesses),
         cmocka_unit_test(aborts_at_reads_name_the_programs_code_address),
+        cmocka_unit_test(a_lone_thread_runs_every_attempt_serially_and_its_cancels_still_undo),
         cmocka_unit_test(a_callee_writing_its_callers_stack_array_leaves_the_commit_and_later_frames_intact),
         cmocka_unit_test(stack_arrays_written_in_nested_transactions_survive_their_cancels_and_the_outer_aborts),
         cmocka_unit_test(stack_data_passed_to_memcpy_memmove_memset_and_gccs_plain_copies_is_current),
