@@ -436,6 +436,10 @@ static int resolve_ready(struct ca_state *s, int all)
         struct pending *p = &s->pend[s->phead];
         if (!all && (window_end(s, p) >= s->now || holder_open(s, p) || version_wset_open(s, p)))
             break;
+        if (p->awaits_holder) {
+            p->awaits_holder = 0;
+            s->holders_awaited--;
+        }
         if (resolve(s, p) < 0)
             return -1;
         s->phead = (s->phead + 1) % s->pcap;
@@ -477,6 +481,9 @@ static int queue_abort(struct ca_state *s, struct th *t, const struct tf_event *
             if (e) {
                 p->holder_e = *e;
                 p->have_holder_e = 1;
+            } else if (holder_open(s, p)) {
+                p->awaits_holder = 1;
+                s->holders_awaited++;
             }
         } else {
             p->version = ev->value;
@@ -493,6 +500,19 @@ static int queue_abort(struct ca_state *s, struct th *t, const struct tf_event *
     }
     s->pcount++;
     return 0;
+}
+
+void ca_culprit_holder_ended(struct ca_state *s, const struct th *t, const struct ended *e)
+{
+    for (size_t i = 0; s->holders_awaited && i < s->pcount; i++) {
+        struct pending *p = &s->pend[(s->phead + i) % s->pcap];
+        if (p->awaits_holder && &s->th[p->holder] == t && (e->instance & TF_ABORT_INSTANCE_MASK) == p->holder_inst) {
+            p->holder_e = *e;
+            p->have_holder_e = 1;
+            p->awaits_holder = 0;
+            s->holders_awaited--;
+        }
+    }
 }
 
 /* A read or write of the open attempt: kept while it runs. */

@@ -141,6 +141,7 @@ static void attempt_ended(struct ca_state *s, struct th *t, uint64_t ts, int com
     e->site = t->site;
     e->committed = (uint8_t)committed;
     e->descheduled = t->migrated || (double)t->max_gap * s->o.ns_per_unit >= s->o.desched_gap_ns;
+    ca_culprit_holder_ended(s, t, e);
 }
 
 /* Gaps and core changes inside the open attempt (deschedules, migrations). */

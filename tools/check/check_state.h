@@ -123,6 +123,7 @@ struct pending {
     uint64_t version;   /* v2, not held: the version found (0 = none) */
     struct ended holder_e;  /* the holder's attempt as it ended before the abort was queued */
     int have_holder_e;      /* (a busy holder may end more than CA_ENDED_KEEP attempts before it resolves) */
+    int awaits_holder;      /* counted in holders_awaited: the copy is taken when the holder's attempt ends */
     struct access *acc;
     size_t nacc;
 };
@@ -153,6 +154,7 @@ struct ca_state {
     /* check_culprit.c: pending aborts, FIFO */
     struct pending *pend;
     size_t phead, pcount, pcap;
+    size_t holders_awaited;        /* queued aborts whose holder's attempt was open when queued, not yet copied */
     uint64_t since_prune;
     /* check_tables.c: the conflict matrix, open addressing */
     struct ca_conflict *cm;
@@ -201,6 +203,10 @@ void ca_order_flush(struct ca_state *s, struct th *t);
 int ca_culprit_create(struct ca_state *s);
 int ca_culprit_access(struct ca_state *s, struct th *t, const struct tf_event *ev);
 int ca_culprit_commit(struct ca_state *s, struct th *t, const struct tf_event *ev);
+/* Thread t's attempt `e` ended: the queued aborts that name it as their
+ * lock's holder keep a copy (they may resolve after t has ended more than
+ * CA_ENDED_KEEP other attempts). */
+void ca_culprit_holder_ended(struct ca_state *s, const struct th *t, const struct ended *e);
 int ca_culprit_abort(struct ca_state *s, struct th *t, const struct tf_event *ev);
 /* Version 4: a word of the write set of thread t's last commit; the code
  * address of the access at which its last abort was found. */
