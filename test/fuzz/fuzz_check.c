@@ -45,7 +45,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!s)
         return 0;
     uint64_t attributions = 0;
-    ca_on_attribution(s, fuzz_attribution, &attributions);
+    ca_listen(s, fuzz_attribution, &attributions);
     uint64_t ts = 1000, fed = 0, seq[8] = {0}, inst[8] = {0};
     for (; size >= FUZZ_EVENT_BYTES; data += FUZZ_EVENT_BYTES, size -= FUZZ_EVENT_BYTES) {
         struct tf_event ev;

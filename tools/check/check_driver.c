@@ -7,8 +7,9 @@
  * per-thread records, the trace's and each thread's totals (attempts,
  * commits, aborts by path, transactions, retries), and the order in which
  * every event is handed to the analyses (check_order.c, check_culprit.c,
- * check_clock.c, check_sites.c, check_time.c, check_alloc.c; see
- * check_state.h). The analyses never call back here: what they share lives
+ * check_clock.c, check_sites.c, check_time.c, check_alloc.c,
+ * check_groups.c; see check_state.h), the caller's listener for resolved
+ * aborts (after the groups). The analyses never call back here: what they share lives
  * below them in check_tables.c.
  * Never: does I/O; keeps state that grows with the trace's length.
  */
@@ -33,6 +34,15 @@ static void ca_stripes_sane(struct ca_opts *o)
         o->stripe_shift = CA_STRIPE_SHIFT_DEFAULT;
 }
 
+/* Every resolved STM abort: into its group, then to the caller's listener. */
+static void on_resolved(void *ctx, const struct ca_attribution *a)
+{
+    struct ca_state *s = ctx;
+    ca_group_add(s, a);
+    if (s->user_cb)
+        s->user_cb(s->user_ctx, a);
+}
+
 struct ca_state *ca_create(const struct ca_opts *o)
 {
     struct ca_state *s = calloc(1, sizeof *s);
@@ -52,7 +62,14 @@ struct ca_state *ca_create(const struct ca_opts *o)
         ca_free(s);
         return NULL;
     }
+    ca_on_attribution(s, on_resolved, s);
     return s;
+}
+
+void ca_listen(struct ca_state *s, void (*fn)(void *, const struct ca_attribution *), void *ctx)
+{
+    s->user_cb = fn;
+    s->user_ctx = ctx;
 }
 
 void ca_opts_for_trace(const struct trace_index *ix, unsigned stripes_log2, struct ca_opts *o)
@@ -113,7 +130,7 @@ static int on_start(struct ca_state *s, struct th *t, const struct tf_event *ev)
     t->htm = (ev->value & (TF_START_HTM | TF_START_HTM_EMU)) != 0;
     t->serial = 0;
     t->nacc = 0;
-    t->max_gap = 0;
+    t->max_gap = t->off_sum = 0;
     t->migrated = 0;
     return 0;
 }
@@ -137,14 +154,18 @@ static void attempt_ended(struct ca_state *s, struct th *t, uint64_t ts, int com
     e->site = t->site;
     e->committed = (uint8_t)committed;
     e->descheduled = t->migrated || (double)t->max_gap * s->o.ns_per_unit >= s->o.desched_gap_ns;
+    e->off_ns = ca_attempt_off_ns(s, t);
 }
 
 /* Gaps and core changes inside the open attempt (deschedules, migrations). */
-static void attempt_progress(struct th *t, const struct tf_event *ev)
+static void attempt_progress(const struct ca_state *s, struct th *t, const struct tf_event *ev)
 {
     if (ev->kind != TF_EV_START && t->in_tx) {
-        if (ev->ts > t->last_ev_ts && ev->ts - t->last_ev_ts > t->max_gap)
-            t->max_gap = ev->ts - t->last_ev_ts;
+        uint64_t gap = ev->ts > t->last_ev_ts ? ev->ts - t->last_ev_ts : 0;
+        if (gap > t->max_gap)
+            t->max_gap = gap;
+        if ((double)gap * s->o.ns_per_unit >= s->o.desched_gap_ns)
+            t->off_sum += gap;
         if (ev->cpu != t->last_cpu)
             t->migrated = 1;
     }
@@ -207,7 +228,7 @@ int ca_event(struct ca_state *s, const struct tf_event *ev)
         s->now = ev->ts;
     ca_order_event(s, t, ev);
     ca_clock_event(s, ev);
-    attempt_progress(t, ev);
+    attempt_progress(s, t, ev);
     if (ca_time_event(s, t, ev) < 0)
         return -1;
     int rc = 0;
@@ -281,7 +302,7 @@ static int threads_out(struct ca_state *s)
 int ca_finish(struct ca_state *s)
 {
     threads_finish(s);
-    if (ca_culprit_finish(s) < 0)
+    if (ca_culprit_finish(s) < 0 || ca_groups_finish(s) < 0)
         return -1;
     ca_clock_finish(s);
     if (ca_time_finish(s) < 0)
@@ -302,6 +323,7 @@ void ca_free(struct ca_state *s)
     ca_time_free(s);
     ca_alloc_free(s);
     ca_culprit_free(s);
+    ca_groups_free(s);
     ca_tables_free(s);
     free(s->th);
     free(s->threads_out);

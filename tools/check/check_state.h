@@ -15,6 +15,9 @@
  *   check_sites.c    what a site's row counts, the names of its columns;
  *   check_time.c     where each thread's and site's time went;
  *   check_alloc.c    the blocks tmt_malloc returned, by address;
+ *   check_groups.c   the resolved STM aborts grouped by (victim site,
+ *                    class, word, culprit site), with their on-CPU and
+ *                    descheduled time;
  *   check_tables.c   what the analyses share: the site rows, the conflict
  *                    matrix, the open-addressing table they grow with.
  * Never: included outside tools/check/; does I/O.
@@ -66,8 +69,9 @@ struct th {
     struct access *acc;
     size_t nacc, capacc;
     uint64_t retries;   /* aborted attempts since this thread's last commit or cancel */
-    /* the open attempt's deschedules: longest gap between its events, core change */
-    uint64_t last_ev_ts, max_gap;
+    /* the open attempt's deschedules: longest gap between its events, the sum
+     * of its gaps of a deschedule's length, core change */
+    uint64_t last_ev_ts, max_gap, off_sum;
     uint16_t last_cpu;
     int migrated;
     /* the attempts that ended lately, for aborts that name them as lock holder */
@@ -75,6 +79,7 @@ struct th {
         uint64_t instance, start, end;
         uint32_t site;
         uint8_t committed, descheduled;
+        double off_ns;      /* its time off the CPU (check_groups.c charges the rest) */
     } ended[CA_ENDED_KEEP];
     uint32_t nended;    /* ended attempts so far (the ring holds the last CA_ENDED_KEEP) */
     /* check_time.c: the thread's timeline */
@@ -157,6 +162,14 @@ struct ca_state {
     struct ca_hot *hot_sorted;
     void (*cb)(void *, const struct ca_attribution *);
     void *cbctx;
+    /* check_driver.c: the caller's listener (ca_listen), after the groups */
+    void (*user_cb)(void *, const struct ca_attribution *);
+    void *user_ctx;
+    /* check_groups.c: groups, open addressing; sorted at the end */
+    struct ca_group *grp;
+    size_t grpcap, grpn;
+    struct ca_group *grp_sorted;
+    int grp_failed;                /* out of memory while grouping (the report says so) */
     /* check_alloc.c: blocks by start address, open addressing */
     struct ca_block *allocs;
     size_t alloc_cap, alloc_n;
@@ -211,6 +224,13 @@ void ca_alloc_free(struct ca_state *s);
 int ca_time_event(struct ca_state *s, struct th *t, const struct tf_event *ev);
 int ca_time_finish(struct ca_state *s);
 void ca_time_free(struct ca_state *s);
+
+/* check_groups.c: one resolved STM abort into its group; sorting; freeing.
+ * An attempt's time off the CPU (0 on it throughout), from the trace. */
+void ca_group_add(struct ca_state *s, const struct ca_attribution *a);
+int ca_groups_finish(struct ca_state *s);
+void ca_groups_free(struct ca_state *s);
+double ca_attempt_off_ns(const struct ca_state *s, const struct th *t);
 
 /* check_clock.c */
 void ca_clock_event(struct ca_state *s, const struct tf_event *ev);

@@ -166,7 +166,7 @@ static int check(const struct check_args *a, const struct trace_index *ix, uint6
         if ((rc = cr_aborts_open(a->csv, &aborts)) != 0)
             goto out;
         rows.f = aborts.f;
-        ca_on_attribution(st, cr_abort_row, &rows);
+        ca_listen(st, cr_abort_row, &rows);
     }
     struct tc_span span = { .ns_per_unit = o.ns_per_unit };
     if ((rc = analyse(a, r, ix, st, &span)) != 0)

@@ -674,7 +674,7 @@ static int write_chrome(const struct export_args *a, const struct trace_index *i
         goto done;
     }
     if (st)
-        ca_on_attribution(st, on_attribution, &x);
+        ca_listen(st, on_attribution, &x);
     /* -o: written beside the target and renamed, so no partial file is left. */
     struct tool_out to;
     if (tool_out_open(&to, a->outpath, a->path) < 0) {

@@ -3,11 +3,14 @@
  *
  * Owns: one libdwfl session (Dwfl) in which every object of the load map is
  * reported at its load bias, the check of each object's build-id against the
- * recorded one, and the notes about objects that could not be used. Never
- * parses ELF or DWARF itself.
+ * recorded one, the notes about objects that could not be used, and the
+ * walk from a variable's DWARF type to the member an offset falls in (with
+ * a small cache of the variables found). Never parses ELF or DWARF itself.
  */
 #include "symbols.h"
 
+#include <dwarf.h>
+#include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -19,8 +22,18 @@ struct sym_obj {
     Dwfl_Module *mod;            /* NULL: not usable (note written) */
 };
 
+/* A variable's DWARF entry, by its symbol's address (found 0: none). */
+#define SYM_VAR_CACHE 64
+struct sym_var {
+    uint64_t addr;
+    int found;
+    Dwarf_Die type;
+};
+
 struct sym_table {
     Dwfl *dwfl;
+    struct sym_var var[SYM_VAR_CACHE];
+    unsigned nvar;
     struct tf_object *objs;
     struct sym_obj *obj;
     size_t n;
@@ -146,21 +159,126 @@ static const char *sym_lookup(struct sym_table *t, uint64_t addr, char *out, siz
     return dwfl_module_addrinfo(so->mod, addr, off, sym, NULL, NULL, NULL);
 }
 
-int sym_data(struct sym_table *t, uint64_t addr, char *out, size_t cap)
+/* The type of the global variable `name` among the module's compile units
+ * (its definition: a DW_AT_location). 1 when found. */
+static int var_type(Dwfl_Module *mod, const char *name, Dwarf_Die *type)
+{
+    Dwarf_Addr bias;
+    Dwarf *dw = dwfl_module_getdwarf(mod, &bias);
+    Dwarf_Off off = 0, next;
+    size_t hsize;
+    while (dw && dwarf_nextcu(dw, off, &next, &hsize, NULL, NULL, NULL) == 0) {
+        Dwarf_Die cu, d;
+        if (dwarf_offdie(dw, off + hsize, &cu) && dwarf_child(&cu, &d) == 0) {
+            do {
+                Dwarf_Attribute a;
+                const char *n;
+                if (dwarf_tag(&d) != DW_TAG_variable || !dwarf_attr(&d, DW_AT_location, &a) ||
+                    !(n = dwarf_diename(&d)) || strcmp(n, name) != 0)
+                    continue;
+                if (dwarf_attr_integrate(&d, DW_AT_type, &a) && dwarf_formref_die(&a, type))
+                    return 1;
+            } while (dwarf_siblingof(&d, &d) == 0);
+        }
+        off = next;
+    }
+    return 0;
+}
+
+/* Appends to `path` the member (`.name`, `[i]`) of `type` at byte `off`,
+ * descending into nested structs and arrays; stops at a scalar. */
+static void member_path(Dwarf_Die *type, uint64_t off, char *path, size_t cap)
+{
+    for (int depth = 0; depth < 8; depth++) {
+        Dwarf_Die t, m;
+        Dwarf_Word size;
+        if (dwarf_peel_type(type, &t) != 0)
+            return;
+        size_t len = strlen(path);
+        int tag = dwarf_tag(&t);
+        if (tag == DW_TAG_array_type) {
+            Dwarf_Attribute a;
+            Dwarf_Die el;
+            if (!dwarf_attr_integrate(&t, DW_AT_type, &a) || !dwarf_formref_die(&a, &el) ||
+                dwarf_aggregate_size(&el, &size) != 0 || size == 0)
+                return;
+            snprintf(path + len, cap - len, "[%llu]", (unsigned long long)(off / size));
+            off %= size;
+            *type = el;
+            continue;
+        }
+        if ((tag != DW_TAG_structure_type && tag != DW_TAG_union_type) || dwarf_child(&t, &m) != 0)
+            return;
+        int found = 0;
+        do {
+            Dwarf_Attribute a;
+            Dwarf_Word at = 0;
+            Dwarf_Die mt;
+            if (dwarf_tag(&m) != DW_TAG_member || !dwarf_attr_integrate(&m, DW_AT_type, &a) ||
+                !dwarf_formref_die(&a, &mt) || dwarf_aggregate_size(&mt, &size) != 0)
+                continue;
+            if (dwarf_attr(&m, DW_AT_data_member_location, &a) && dwarf_formudata(&a, &at) != 0)
+                continue;
+            if (off < at || off >= at + size)
+                continue;
+            const char *n = dwarf_diename(&m);
+            snprintf(path + len, cap - len, ".%s", n ? n : "?");
+            off -= at;
+            *type = mt;
+            found = 1;
+            break;
+        } while (dwarf_siblingof(&m, &m) == 0);
+        if (!found)
+            return;
+    }
+}
+
+/* The member of the variable at `start` (symbol `name`) holding byte `off`:
+ * "" when its type is not known or it is a scalar. */
+static void sym_member(struct sym_table *t, Dwfl_Module *mod, const char *name, uint64_t start, uint64_t off,
+                       char *path, size_t cap)
+{
+    path[0] = 0;
+    struct sym_var *v = NULL;
+    for (unsigned i = 0; i < t->nvar && i < SYM_VAR_CACHE; i++)
+        if (t->var[i].addr == start)
+            v = &t->var[i];
+    if (!v) {
+        v = &t->var[t->nvar++ % SYM_VAR_CACHE];
+        v->addr = start;
+        v->found = var_type(mod, name, &v->type);
+    }
+    if (v->found) {
+        Dwarf_Die type = v->type;
+        member_path(&type, off, path, cap);
+    }
+}
+
+int sym_data_parts(struct sym_table *t, uint64_t addr, char *obj, size_t cap, char *field, size_t fcap)
 {
     const struct sym_obj *so;
     GElf_Off off = 0;
     GElf_Sym sym;
-    const char *name = sym_lookup(t, addr, out, cap, &so, &off, &sym);
+    field[0] = 0;
+    const char *name = sym_lookup(t, addr, obj, cap, &so, &off, &sym);
     if (name == NULL || (sym.st_size && off >= sym.st_size)) {
-        sym_plain(so, addr, out, cap);
+        sym_plain(so, addr, obj, cap);
         return 0;
     }
-    if (off)
-        snprintf(out, cap, "%s+0x%" PRIx64, name, (uint64_t)off);
-    else
-        snprintf(out, cap, "%s", name);
+    snprintf(obj, cap, "%s", name);
+    if (sym.st_size > 8 || off)
+        sym_member(t, so->mod, name, addr - off, off, field, fcap);
+    if (!field[0] && off)
+        snprintf(field, fcap, "+0x%" PRIx64, (uint64_t)off);
     return 1;
+}
+
+int sym_data(struct sym_table *t, uint64_t addr, char *out, size_t cap)
+{
+    char obj[512], field[256];
+    int found = sym_data_parts(t, addr, obj, sizeof obj, field, sizeof field);
+    snprintf(out, cap, "%s%s", obj, field);
+    return found;
 }
 
 /* The function, offset, source file and line of a code address (NULL

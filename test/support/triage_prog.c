@@ -1,0 +1,138 @@
+/*
+ * triage_prog.c - a traced program whose aborts have known causes, for
+ * tmcheck's triage (test_triage, tmbench/triage-repeat):
+ *   - `count_event` threads increment one global word, triage_hot (true
+ *     conflicts among themselves);
+ *   - two `note_side` threads each increment their own field of one
+ *     16-byte struct, triage_pair.evens and triage_pair.odds (one lock
+ *     stripe: false sharing), or with --padded those of triage_padded,
+ *     whose fields lie on different stripes;
+ *   - with --nap-ms N, the first count_event thread sleeps N ms once inside
+ *     an attempt, after its read: an attempt descheduled on purpose, which
+ *     aborts (the others write the word meanwhile).
+ * Runs rounds until both sites have aborted a few times (a loaded machine
+ * may run the threads one after another for a while).
+ * Usage: triage_prog [--hot-threads N] [--iters N] [--padded] [--nap-ms N]
+ * Never: prints anything but a one-line error (exit 2) on a bad option.
+ */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "tmtrace.h"
+
+long triage_hot;
+struct pair_s {
+    long evens, odds;
+} __attribute__((aligned(16))) triage_pair;
+struct padded_s {
+    long evens;
+    char pad[112];
+    long odds;
+} __attribute__((aligned(128))) triage_padded;
+
+static int iters = 20000, padded, nap_ms;
+static int nap_pending;   /* the first hot thread's one nap, still to take */
+
+static void nap(int ms)
+{
+    struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+    nanosleep(&ts, NULL);
+}
+
+static void count_event(tmt_tx *tx, int napper)
+{
+    TMT_ATOMIC(tx, "count_event") {
+        long v = tmt_read_long(tx, &triage_hot);
+        if (napper && __atomic_exchange_n(&nap_pending, 0, __ATOMIC_ACQ_REL))
+            nap(nap_ms);
+        tmt_write_long(tx, &triage_hot, v + 1);
+    } TMT_END;
+}
+
+static void note_side(tmt_tx *tx, long *field)
+{
+    TMT_ATOMIC(tx, "note_side") {
+        tmt_write_long(tx, field, tmt_read_long(tx, field) + 1);
+    } TMT_END;
+}
+
+/* arg: 0 .. hot threads - 1: count_event; -1, -2: note_side's two fields. */
+static void *worker(void *arg)
+{
+    intptr_t k = (intptr_t)arg;
+    tmt_tx *tx = tmt_thread_enter();
+    if (!tx)
+        return NULL;
+    long *field = k == -1 ? (padded ? &triage_padded.evens : &triage_pair.evens)
+                          : (padded ? &triage_padded.odds : &triage_pair.odds);
+    for (int i = 0; i < (k < 0 ? iters / 4 : iters); i++) {
+        if (k < 0)
+            note_side(tx, field);
+        else
+            count_event(tx, k == 0 && i == 100);
+    }
+    tmt_thread_exit();
+    return NULL;
+}
+
+static uint64_t site_aborts(const char *label)
+{
+    tmt_site_stats s[8];
+    size_t n = tmt_stats_sites(s, 8);
+    uint64_t a = 0;
+    for (size_t i = 0; i < n && i < 8; i++)
+        if (strcmp(s[i].label, label) == 0)
+            a += s[i].aborts;
+    return a;
+}
+
+static int int_arg(int argc, char **argv, int *i, int *out)
+{
+    char *end;
+    if (*i + 1 >= argc)
+        return -1;
+    long v = strtol(argv[++*i], &end, 10);
+    if (*end || v < 0 || v > 1000000)
+        return -1;
+    *out = (int)v;
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    int hot = 3;
+    for (int i = 1; i < argc; i++) {
+        int bad = 0;
+        if (strcmp(argv[i], "--padded") == 0)
+            padded = 1;
+        else if (strcmp(argv[i], "--hot-threads") == 0)
+            bad = int_arg(argc, argv, &i, &hot) < 0 || hot < 1 || hot > 64;
+        else if (strcmp(argv[i], "--iters") == 0)
+            bad = int_arg(argc, argv, &i, &iters) < 0;
+        else if (strcmp(argv[i], "--nap-ms") == 0)
+            bad = int_arg(argc, argv, &i, &nap_ms) < 0;
+        else
+            bad = 1;
+        if (bad) {
+            fprintf(stderr, "triage_prog: bad option or value: %s\n", argv[i]);
+            return 2;
+        }
+    }
+    nap_pending = nap_ms > 0;
+    for (int round = 0; round < 30; round++) {
+        pthread_t t[66];
+        int n = 0;
+        for (intptr_t k = -2; k < hot; k++)
+            if (pthread_create(&t[n], NULL, worker, (void *)k) == 0)
+                n++;
+        for (int k = 0; k < n; k++)
+            pthread_join(t[k], NULL);
+        if (site_aborts("count_event") >= 20 && site_aborts("note_side") >= 20)
+            break;
+    }
+    return tmt_shutdown() == 0 ? 0 : 1;
+}

@@ -1,0 +1,56 @@
+/*
+ * check_triage.h - the groups of STM aborts as a reader acts on them: words
+ * folded into data objects (a symbol, or the blocks of one allocation site)
+ * and their fields, the triage lines (one group each) and their advice.
+ *
+ * Owns: struct cx_fold and the folding; the triage and top-data parts of the
+ * text report and their JSON members. Never: computes a metric (the groups
+ * are check_groups.c's); joins facts of two groups in one line.
+ */
+#ifndef TMT_CHECK_TRIAGE_H
+#define TMT_CHECK_TRIAGE_H
+
+#include <stdio.h>
+
+#include "check_report_input.h"
+
+#define CX_FOLD_FIELDS 4
+#define CX_OBJ_NAME 256
+
+/* Groups folded by (victim site, class, object, culprit site), or by object
+ * alone (victim 0, culprit 0, class CA_CLASSES). */
+struct cx_fold {
+    uint32_t victim_site, culprit_site;
+    unsigned cls;
+    char obj[CX_OBJ_NAME];        /* "symbol", "blocks from fn (file:line)", or the word's own name */
+    uint64_t count, held, same_word_known;
+    double oncpu_ns;
+    uint64_t desched_n;
+    double desched_ns;
+    uint64_t cls_n[CA_CLASSES];   /* by object alone: its aborts by class */
+    struct {
+        char name[64];            /* ".member", "+0xoff", or "" (the object is one word) */
+        uint64_t n;
+        uint32_t writer;          /* the culprit site of its costliest group (0: none) */
+    } fld[CX_FOLD_FIELDS];
+    unsigned nfld, more_fields;
+};
+
+/* The folds, by on-CPU wasted time then count (*n of them; NULL out of
+ * memory, *n 0). by_object: one per object. The caller frees. */
+struct cx_fold *cx_fold_groups(const struct cr_input *in, int by_object, size_t *n);
+
+/* The on-CPU wasted time of every aborted attempt (the triage's 100 %). */
+double cx_oncpu_wasted(const struct cr_input *in);
+
+/* Text: the top data objects and the triage lines. */
+void cx_triage_text(FILE *f, const struct cr_input *in);
+struct jw;
+/* JSON members "data" and "triage". */
+void cx_triage_json(struct jw *w, const struct cr_input *in);
+/* The name of a group class as the triage prints it ("false sharing" for a
+ * false conflict, "conflict (word unknown at this level)" for a true one
+ * whose culprit's writes are not in the trace). */
+const char *cx_fold_class(const struct cx_fold *f);
+
+#endif
