@@ -92,9 +92,9 @@ static void at_all_the_hot_word_leads_and_the_struct_is_false_sharing_with_both_
     size_t n;
     char **l = triage_lines(out, &n);
     assert_true(n >= 2);
-    assert_non_null(strstr(l[0], "count_event (triage_prog.c:"));
-    assert_non_null(strstr(l[0], "on triage_hot, "));
-    assert_non_null(strstr(l[0], " by count_event (triage_prog.c:"));
+    if (!strstr(l[0], "count_event (triage_prog.c:") || !strstr(l[0], "on triage_hot, ") ||
+        !strstr(l[0], " by count_event (triage_prog.c:"))
+        fail_msg("the first triage line is not the hot word's:\n%s", l[0]);
     int pair = 0;
     for (size_t i = 0; i < n; i++)
         if (strstr(l[i], "false sharing") && strstr(l[i], "on triage_pair (") && strstr(l[i], ".evens ") &&

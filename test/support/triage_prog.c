@@ -11,7 +11,8 @@
  *     an attempt, after its read: an attempt descheduled on purpose, which
  *     aborts (the others write the word meanwhile).
  * Runs rounds until both sites have aborted a few times (a loaded machine
- * may run the threads one after another for a while).
+ * may run the threads one after another for a while). count_event's
+ * attempts are longer and more frequent: the hot word is the main cause.
  * Usage: triage_prog [--hot-threads N] [--iters N] [--padded] [--nap-ms N]
  * Never: prints anything but a one-line error (exit 2) on a bad option.
  */
@@ -34,7 +35,7 @@ struct padded_s {
     long odds;
 } __attribute__((aligned(128))) triage_padded;
 
-static int iters = 20000, padded, nap_ms;
+static int iters = 10000, padded, nap_ms;
 static int nap_pending;   /* the first hot thread's one nap, still to take */
 
 static void nap(int ms)
@@ -43,12 +44,21 @@ static void nap(int ms)
     nanosleep(&ts, NULL);
 }
 
+/* Work between the read and the write: the window in which another
+ * count_event commits, so that the hot word is the main cause by design. */
+static void spin(int n)
+{
+    for (volatile int k = 0; k < n; k++)
+        ;
+}
+
 static void count_event(tmt_tx *tx, int napper)
 {
     TMT_ATOMIC(tx, "count_event") {
         long v = tmt_read_long(tx, &triage_hot);
         if (napper && __atomic_exchange_n(&nap_pending, 0, __ATOMIC_ACQ_REL))
             nap(nap_ms);
+        spin(1000);
         tmt_write_long(tx, &triage_hot, v + 1);
     } TMT_END;
 }
@@ -69,7 +79,7 @@ static void *worker(void *arg)
         return NULL;
     long *field = k == -1 ? (padded ? &triage_padded.evens : &triage_pair.evens)
                           : (padded ? &triage_padded.odds : &triage_pair.odds);
-    for (int i = 0; i < (k < 0 ? iters / 4 : iters); i++) {
+    for (int i = 0; i < (k < 0 ? iters / 16 : iters); i++) {
         if (k < 0)
             note_side(tx, field);
         else
@@ -131,7 +141,7 @@ int main(int argc, char **argv)
                 n++;
         for (int k = 0; k < n; k++)
             pthread_join(t[k], NULL);
-        if (site_aborts("count_event") >= 20 && site_aborts("note_side") >= 20)
+        if (site_aborts("count_event") >= 100 && site_aborts("note_side") >= 40)
             break;
     }
     return tmt_shutdown() == 0 ? 0 : 1;
