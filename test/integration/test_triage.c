@@ -119,11 +119,30 @@ static void at_tx_no_line_claims_a_true_conflict_on_the_struct(void **st)
     culprits_wrote_their_data(l, n, "on triage_pair", "by note_side (");
 }
 
+static void compare_after_padding_shows_the_false_sharing_gone(void **st)
+{
+    (void)st;
+    char before[600], cmd[2048];
+    snprintf(before, sizeof before, "%s", trace_prog("before.bin", "all", ""));
+    const char *after = trace_prog("after.bin", "all", "--padded");
+    snprintf(cmd, sizeof cmd, "%s --compare '%s' '%s'", tu_build("tools/tmcheck"), before, after);
+    assert_int_equal(tu_run(cmd, out, sizeof out), 0);
+    const char *g = strstr(out, "\ngroups (");
+    assert_non_null(g);
+    const char *fs = strstr(g, "note_side (triage_prog.c), false sharing on triage_pair, culprit note_side (triage_prog.c) (gone): ");
+    if (!fs)
+        fail_msg("no false-sharing group gone:\n%s", out);
+    assert_non_null(strstr(out, "  triage_pair (gone): "));
+    /* padded, its fields share no stripe: no false sharing on it */
+    assert_null(strstr(out, "false sharing on triage_padded"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(at_all_the_hot_word_leads_and_the_struct_is_false_sharing_with_both_fields),
         cmocka_unit_test(at_tx_no_line_claims_a_true_conflict_on_the_struct),
+        cmocka_unit_test(compare_after_padding_shows_the_false_sharing_gone),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

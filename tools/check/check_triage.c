@@ -154,7 +154,7 @@ struct cx_fold *cx_fold_groups(const struct cr_input *in, int by_object, size_t 
 const char *cx_fold_class(const struct cx_fold *f)
 {
     if (f->cls == CA_CL_FALSE)
-        return f->held ? "false sharing (some found the stripe locked)" : "false sharing";
+        return "false sharing";
     if (f->cls == CA_CL_TRUE && f->same_word_known < f->count)
         return "conflict on the stripe (word unknown at this level)";
     return ca_class_name(f->cls);

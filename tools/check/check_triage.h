@@ -48,9 +48,10 @@ void cx_triage_text(FILE *f, const struct cr_input *in);
 struct jw;
 /* JSON members "data" and "triage". */
 void cx_triage_json(struct jw *w, const struct cr_input *in);
-/* The name of a group class as the triage prints it ("false sharing" for a
- * false conflict, "conflict (word unknown at this level)" for a true one
- * whose culprit's writes are not in the trace). */
+/* The name of a group's class wherever a group is named (text, JSON,
+ * --compare): "false sharing" for a false conflict, "conflict on the
+ * stripe (word unknown at this level)" for a true one whose culprit's
+ * writes are not in the trace, else the class's name. */
 const char *cx_fold_class(const struct cx_fold *f);
 
 #endif
