@@ -157,6 +157,9 @@ struct ca_totals {
     uint64_t events, transactions, attempts, commits, aborts;
     uint64_t stm_aborts, htm_aborts, user_aborts, fallbacks;
     uint64_t serial;     /* attempts that ran in serial mode (SERIAL records) */
+    uint64_t serial_by_reason[TF_SERIAL_REASONS];   /* by enum tf_serial_reason (0: other) */
+    uint64_t serial_overlapped;   /* of them, attempts while another thread was in a transaction */
+    uint64_t htm_injected;        /* hardware aborts of emulated attempts (TMTRACE_HTM=emulate) */
     double serial_ns;    /* time they ran alone: SERIAL to their commit or abort */
     uint64_t temporal, grammar, out_of_place, late_starts, premature_ends;
     uint64_t open_at_end, window_overflows;
@@ -239,6 +242,9 @@ const struct ca_hot *ca_hot_addresses(const struct ca_state *s, size_t *n);  /* 
  * count; *failed set when grouping ran out of memory (the groups are then
  * partial). */
 const struct ca_group *ca_groups(const struct ca_state *s, size_t *n, int *failed);
+/* The recorded allocation (ALLOC) holding addr as the stream stands now:
+ * its start and call site; 0 when none (check_alloc.c). */
+int ca_block_at(const struct ca_state *s, uint64_t addr, uint64_t *base, uint64_t *pc);
 /* Optional listener for every resolved STM abort (e.g. a listing), called
  * after the groups have counted it (check_driver.c). */
 void ca_listen(struct ca_state *s, void (*fn)(void *, const struct ca_attribution *), void *ctx);

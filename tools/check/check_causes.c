@@ -112,16 +112,11 @@ static struct cx_line *hot_lines(const struct ca_state *st, size_t *n)
     return l;
 }
 
-/* A hot address by name: its symbol (static data), else the tmt_malloc
- * block holding it (`block+0xoff from function (file:line)`), else what
- * symbols.h says (an object's offset, or "heap or stack"). */
+/* A hot address by its one name (cx_word_name). */
 static void hot_name(struct sym_table *sym, const struct ca_hot *h, char *out, size_t cap)
 {
-    if (sym_data(sym, h->addr, out, cap) || !h->alloc_pc)
-        return;
-    char site[600];
-    sym_code(sym, h->alloc_pc, site, sizeof site);
-    snprintf(out, cap, "block+0x%llx from %s", (unsigned long long)h->alloc_off, site);
+    char obj[CX_OBJ_NAME], fld[64];
+    cx_word_name(sym, h->addr, h->alloc_pc, h->addr - h->alloc_off, obj, fld, out, cap);
 }
 
 static double share(double a, double b) { return b > 0 ? 100.0 * a / b : 0.0; }

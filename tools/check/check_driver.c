@@ -111,11 +111,52 @@ static struct th *thread_of(struct ca_state *s, uint32_t id)
     return t;
 }
 
+/* A serial attempt ends: it ran alone from its SERIAL record to here. */
+static void serial_end(struct ca_state *s, struct th *t, uint64_t ts)
+{
+    if (t->serial && ts > t->serial_ts)
+        s->t.serial_ns += (double)(ts - t->serial_ts) * s->o.ns_per_unit;
+    if (t->serial) {
+        s->serial_open--;
+        s->t.serial_overlapped += t->serial_overlap;
+    }
+    t->serial = 0;
+}
+
+/* Thread `t` is in a transaction while others run serial attempts (or
+ * starts one itself while others are in theirs): those kept it waiting. */
+static void serial_meets(struct ca_state *s, struct th *t)
+{
+    if (!s->serial_open && !t->serial)
+        return;
+    for (size_t i = 0; i < s->nth; i++) {
+        struct th *o = &s->th[i];
+        if (o == t || !o->in_tx)
+            continue;
+        if (o->serial)
+            o->serial_overlap = 1;
+        else if (t->serial)
+            t->serial_overlap = 1;
+    }
+}
+
+static void on_serial(struct ca_state *s, struct th *t, const struct tf_event *ev)
+{
+    s->t.serial++;
+    s->t.serial_by_reason[ev->reason < TF_SERIAL_REASONS ? ev->reason : 0]++;
+    t->serial = 1;
+    t->serial_ts = ev->ts;
+    t->serial_overlap = 0;
+    s->serial_open++;
+    serial_meets(s, t);
+}
+
 static int on_start(struct ca_state *s, struct th *t, const struct tf_event *ev)
 {
     if (t->in_tx) {
         t->pub.open_at_end++;   /* the previous attempt never ended */
         s->t.open_at_end++;
+        serial_end(s, t, ev->ts);
     }
     if (ca_site_start(s, ev->site) < 0)
         return -1;
@@ -128,20 +169,15 @@ static int on_start(struct ca_state *s, struct th *t, const struct tf_event *ev)
     t->site = ev->site;
     t->instance = ev->instance;
     t->htm = (ev->value & (TF_START_HTM | TF_START_HTM_EMU)) != 0;
+    t->htm_emu = (ev->value & TF_START_HTM_EMU) != 0;
     t->serial = 0;
+    serial_meets(s, t);
     t->nacc = 0;
     t->max_gap = t->off_sum = 0;
     t->migrated = 0;
     return 0;
 }
 
-/* A serial attempt ends: it ran alone from its SERIAL record to here. */
-static void serial_end(struct ca_state *s, struct th *t, uint64_t ts)
-{
-    if (t->serial && ts > t->serial_ts)
-        s->t.serial_ns += (double)(ts - t->serial_ts) * s->o.ns_per_unit;
-    t->serial = 0;
-}
 
 /* The open attempt ended: remembered for the aborts that name it as the
  * holder of a lock they found. */
@@ -199,6 +235,7 @@ static int on_abort(struct ca_state *s, struct th *t, const struct tf_event *ev)
     t->pub.aborts++;
     if (hardware) {
         s->t.htm_aborts++;
+        s->t.htm_injected += t->htm_emu;
     } else if (ev->reason >= TMT_ABORT_READ_LOCKED && ev->reason <= TMT_ABORT_COMMIT_VALIDATE) {
         s->t.stm_aborts++;
         if (ca_culprit_abort(s, t, ev) < 0)
@@ -258,11 +295,8 @@ int ca_event(struct ca_state *s, const struct tf_event *ev)
         rc = ca_alloc_event(s, ev);
         break;
     case TF_EV_SERIAL:
-        if (t->in_tx) {
-            s->t.serial++;
-            t->serial = 1;
-            t->serial_ts = ev->ts;
-        }
+        if (t->in_tx && !t->serial)
+            on_serial(s, t, ev);
         break;
     default:
         break;

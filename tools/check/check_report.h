@@ -33,6 +33,7 @@ struct cr_abort_rows {
     FILE *f;
     const struct trace_index *ix;
     struct sym_table *sym;
+    const struct ca_state *st;   /* the allocations, for blocks' names */
 };
 void cr_abort_row(void *rows, const struct ca_attribution *a);
 

@@ -62,7 +62,8 @@ struct th {
     int have_emit;
     int gstate;
     /* the open attempt, in program order */
-    int in_tx, late, has_ops, htm, serial;
+    int in_tx, late, has_ops, htm, htm_emu, serial;
+    int serial_overlap;  /* the serial attempt met another thread's transaction */
     uint64_t serial_ts;  /* the open attempt's SERIAL stamp (time alone) */
     uint64_t start_ts, op_max, instance;
     uint32_t site;
@@ -129,6 +130,7 @@ struct ca_state {
     struct ca_opts o;
     struct ca_totals t;
     uint64_t now;                  /* largest stamp seen */
+    unsigned serial_open;          /* threads in a serial attempt now */
     struct th *th;                 /* by thread id */
     size_t nth;
     struct ca_thread *threads_out;

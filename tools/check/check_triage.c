@@ -24,23 +24,30 @@
 #define CX_TRIAGE_LINES 8
 #define CX_DATA_LINES 10
 
-/* A group's word as an object and a field: a symbol and `.member` or
- * `+0xoff`; the blocks of an allocation site and the offset into the
- * block; else the word itself. */
-static void word_name(const struct cr_input *in, const struct ca_group *g, char *obj, char *fld)
+void cx_word_name(struct sym_table *sym, uint64_t addr, uint64_t alloc_pc, uint64_t alloc_base, char *obj,
+                  char *fld, char *full, size_t cap)
 {
     char buf[700];
-    if (sym_data_parts(in->sym, g->addr, buf, sizeof buf, fld, 64)) {
+    if (sym_data_parts(sym, addr, buf, sizeof buf, fld, 64)) {
         snprintf(obj, CX_OBJ_NAME, "%.250s", buf);
-    } else if (g->alloc_pc) {
+        snprintf(full, cap, "%s%s", obj, fld);
+    } else if (alloc_pc) {
         char site[600];
-        sym_code(in->sym, g->alloc_pc, site, sizeof site);
+        sym_code(sym, alloc_pc, site, sizeof site);
         snprintf(obj, CX_OBJ_NAME, "blocks from %.230s", site);
-        snprintf(fld, 64, "+0x%llx", (unsigned long long)(g->addr - g->alloc_base));
+        snprintf(fld, 64, "+0x%llx", (unsigned long long)(addr - alloc_base));
+        snprintf(full, cap, "block%s from %s", fld, site);
     } else {
-        snprintf(obj, CX_OBJ_NAME, "%.200s 0x%llx", buf, (unsigned long long)g->addr);
+        snprintf(obj, CX_OBJ_NAME, "%.200s 0x%llx", buf, (unsigned long long)addr);
         fld[0] = 0;
+        snprintf(full, cap, "%s", buf);
     }
+}
+
+static void word_name(const struct cr_input *in, const struct ca_group *g, char *obj, char *fld)
+{
+    char full[900];
+    cx_word_name(in->sym, g->addr, g->alloc_pc, g->alloc_base, obj, fld, full, sizeof full);
 }
 
 static int cmp_key(const void *a, const void *b)

@@ -40,6 +40,15 @@ struct cx_fold {
  * memory, *n 0). by_object: one per object. The caller frees. */
 struct cx_fold *cx_fold_groups(const struct cr_input *in, int by_object, size_t *n);
 
+struct sym_table;
+/* The one name of a data address, in its parts: the object (a symbol; the
+ * blocks of an allocation site, alloc_pc 0: none; else what symbols.h says
+ * and the address), the field (".member", "+0xoff" or "") and the full name
+ * the listings print ("symbol.member", "block+0xoff from fn (file:line)", or
+ * symbols.h's name). obj holds CX_OBJ_NAME bytes, fld 64. */
+void cx_word_name(struct sym_table *sym, uint64_t addr, uint64_t alloc_pc, uint64_t alloc_base, char *obj,
+                  char *fld, char *full, size_t cap);
+
 /* The on-CPU wasted time of every aborted attempt (the triage's 100 %). */
 double cx_oncpu_wasted(const struct cr_input *in);
 

@@ -197,7 +197,7 @@ static int run_open(const struct check_args *a, const char *path, struct run *x)
     x->r = tf_open(path, a->flags);
     if (!x->st || !x->r || !x->sym)
         return x->st && x->sym ? tool_error_lib() : tool_error("out of memory");
-    x->rows = (struct cr_abort_rows){ NULL, ix, x->sym };
+    x->rows = (struct cr_abort_rows){ NULL, ix, x->sym, x->st };
     if (a->csv) {
         if ((rc = cr_aborts_open(a->csv, &x->aborts)) != 0)
             return rc;

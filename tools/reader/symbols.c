@@ -34,6 +34,7 @@ struct sym_table {
     Dwfl *dwfl;
     struct sym_var var[SYM_VAR_CACHE];
     unsigned nvar;
+    char fnbuf[300];             /* the last code address's function, demangled */
     struct tf_object *objs;
     struct sym_obj *obj;
     size_t n;
@@ -135,6 +136,24 @@ static const char *sym_base(const char *path)
 {
     const char *s = strrchr(path, '/');
     return s ? s + 1 : path;
+}
+
+/* GCC's transactional clone of a function (-fgnu-tm) is the function's
+ * name mangled behind "_ZGTt": `_ZGTt13rbtree_insert` is rbtree_insert's.
+ * Its name for reports: `rbtree_insert [transactional clone]` (a C++
+ * clone keeps its mangled rest); any other name as it is. */
+static const char *sym_clone_name(const char *name, char *buf, size_t cap)
+{
+    if (name == NULL || strncmp(name, "_ZGTt", 5) != 0)
+        return name;
+    const char *p = name + 5;
+    char *end;
+    unsigned long len = strtoul(p, &end, 10);
+    if (end != p && len > 0 && len <= strlen(end))
+        snprintf(buf, cap, "%.*s [transactional clone]", (int)len, end);
+    else
+        snprintf(buf, cap, "_Z%s [transactional clone]", p);
+    return buf;
 }
 
 /* The address alone, or with the object and the offset into it. */
@@ -294,7 +313,7 @@ static const struct sym_obj *sym_code_parts(struct sym_table *t, uint64_t pc, co
     if (so == NULL || so->mod == NULL)
         return so;
     GElf_Sym sym;
-    *fn = dwfl_module_addrinfo(so->mod, pc, off, &sym, NULL, NULL, NULL);
+    *fn = sym_clone_name(dwfl_module_addrinfo(so->mod, pc, off, &sym, NULL, NULL, NULL), t->fnbuf, sizeof t->fnbuf);
     Dwfl_Line *line = dwfl_module_getsrc(so->mod, pc);
     *file = line ? dwfl_lineinfo(line, NULL, lineno, NULL, NULL, NULL) : NULL;
     return so;
@@ -333,7 +352,7 @@ size_t sym_name_sites(struct sym_table *t, struct tf_site *s, size_t n)
         if (fn == NULL && file == NULL)
             continue;
         if (fn)
-            snprintf(s[i].label, sizeof s[i].label, "%s", fn);
+            snprintf(s[i].label, sizeof s[i].label, "%.127s", fn);
         if (file) {
             snprintf(s[i].file, sizeof s[i].file, "%s", file);
             s[i].line = lineno;
