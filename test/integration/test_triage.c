@@ -103,6 +103,15 @@ static void at_all_the_hot_word_leads_and_the_struct_is_false_sharing_with_both_
     assert_true(pair);
     culprits_wrote_their_data(l, n, "on triage_hot", "by count_event (");
     culprits_wrote_their_data(l, n, "on triage_pair", "by note_side (");
+    /* tmexport's arrows and abort instants name the data as tmcheck does */
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "%s '%s' -o '%s'", tu_build("tools/tmexport"), t, tu_path("all.json"));
+    assert_int_equal(tu_run(cmd, NULL, 0), 0);
+    char *doc = tu_read_file(tu_path("all.json"), NULL);
+    assert_non_null(doc);
+    assert_non_null(strstr(doc, "\"data\":\"triage_hot\""));
+    assert_non_null(strstr(doc, "\"data\":\"triage_pair.evens\""));
+    free(doc);
 }
 
 static void at_tx_no_line_claims_a_true_conflict_on_the_struct(void **st)

@@ -30,9 +30,10 @@ static const struct tool_option check_options[] = {
     { "-j, --json", "one JSON object instead of the text report (keys: docs/json.md)" },
     { "-c, --csv DIR", "also write DIR/sites.csv, conflicts.csv, threads.csv, aborts.csv" },
     { "-s, --salvage", "skip damaged chunks, say so on stderr and report how many" },
-    { "    --compare BEFORE", "compare BEFORE with TRACE (after a fix; both synchronised traces of one program): "
-                             "per site and per data object, aborts, on-CPU wasted time and commits per second" },
-    { "-S, --stripes LOG2", "the traced run's TMTRACE_STRIPES, 10 to 28 as the runtime accepts (default: as recorded)" },
+    { "    --compare BEFORE", "the change from BEFORE to TRACE (two synchronised traces of one\n"
+                             "program, before and after a fix): per site, data object and triage\n"
+                             "group, aborts and on-CPU wasted time; commits per second" },
+    { "-S, --stripes LOG2", "the traced run's TMTRACE_STRIPES, 10 to 28 (default: as recorded)" },
     { "-h, --help", "this text" },
     { "    --man", "this text as a man page (troff)" },
     { "-V, --version", "the version" },
@@ -45,10 +46,21 @@ static const struct tool_doc check_doc = {
     .synopsis = "tmcheck TRACE [--json] [--csv DIR] [--salvage] [--stripes LOG2]\n"
                 "tmcheck --compare BEFORE AFTER [--json] [--salvage] [--stripes LOG2]",
     .description =
-        "Checks a raw or synchronised trace: temporal inconsistencies, grammar violations\n"
-        "(S (R|W)* A)* (S (R|W)* C), out-of-place events, late starts, premature commits/aborts,\n"
-        "conflict-free aborts; attributes every software abort to the committed transaction\n"
-        "that caused it; per-site table, conflict matrix, clock error vs ground truth.",
+        "Checks a raw or synchronised trace and explains its aborts. The report opens with\n"
+        "the trace's totals and the tracer's estimated share of the threads' time (with a\n"
+        "warning above 5%), then the attempts that were descheduled or migrated, on a\n"
+        "line of their own: their time off the CPU is charged to no site or data. Then\n"
+        "the sites by on-CPU wasted time, the data objects (a symbol, down to the struct\n"
+        "member through DWARF, or the blocks of an allocation site) and the triage: one\n"
+        "line per group of software aborts (victim site, class, data, culprit site) with\n"
+        "its count, its share of the on-CPU wasted time and advice that can apply; each\n"
+        "software abort is attributed to the committed transaction or the lock holder\n"
+        "that caused it. Then the words by abort count, the abort classes, where each\n"
+        "thread's and site's time went, the per-site table, the conflict matrix, and the\n"
+        "consistency checks: temporal inconsistencies, grammar violations\n"
+        "(S (R|W)* A)* (S (R|W)* C), out-of-place events, late starts, premature\n"
+        "commits/aborts, and the clock error against the ground truth when injected.\n"
+        "With --compare, the change between two traces of one program instead.",
     .options = check_options,
     .exit_status = "0  consistent, and the trace is complete\n"
                    "1  temporal or grammar violations\n"
