@@ -161,7 +161,10 @@ int tu_count_trace(const char *path, struct tu_trace_counts *out)
         if (c.kind == TF_CHUNK_EVENTS) {
             out->records += c.count;
             for (size_t i = 0; i < c.count; i++)
+            {
                 out->commits += c.events[i].kind == TF_EV_COMMIT;
+                out->allocs += c.events[i].kind == TF_EV_ALLOC;
+            }
         } else if (c.kind == TF_CHUNK_END) {
             out->have_end = 1;
             out->end_signal = c.end_signal;

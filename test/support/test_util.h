@@ -36,6 +36,7 @@ uint64_t tu_xorshift(uint64_t *state);
 struct tu_trace_counts {
     uint64_t records;     /* event records */
     uint64_t commits;     /* of them, COMMITs */
+    uint64_t allocs;      /* of them, ALLOCs */
     int have_end;         /* an END chunk */
     unsigned end_signal;  /* the signal END names, 0 none */
     uint32_t pid;         /* the header's process id */
