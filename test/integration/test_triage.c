@@ -2,7 +2,8 @@
  * test_triage.c - tmcheck's triage of a traced program whose aborts have
  * known causes (test/support/triage_prog.c: a hot word written by
  * count_event, a 16-byte struct whose two fields note_side's two threads
- * write, one count_event attempt that sleeps 200 ms):
+ * write, one count_event attempt that sleeps 200 ms; more threads than
+ * this machine's 2 CPUs):
  *   - at level all: the hot word leads the triage with its writer as the
  *     culprit; the struct is named false sharing with both fields by their
  *     DWARF names; the sleep is on the "descheduled" line and in no site's
@@ -87,8 +88,7 @@ static void at_all_the_hot_word_leads_and_the_struct_is_false_sharing_with_both_
     /* ... and in no site's on-CPU wasted time, though in its wall time */
     const char *cs = strstr(json, "\"name\":\"count_event (triage_prog.c:");
     assert_non_null(cs);
-    assert_true(tg_json_num(json, cs, "wasted_ns") >= 200e6);
-    assert_true(tg_json_num(json, cs, "oncpu_wasted_ns") < 100e6);
+    assert_true(tg_json_num(json, cs, "wasted_ns") - tg_json_num(json, cs, "oncpu_wasted_ns") >= 190e6);
     size_t n;
     char **l = triage_lines(out, &n);
     assert_true(n >= 2);

@@ -10,9 +10,10 @@
  *   - with --nap-ms N, the first count_event thread sleeps N ms once inside
  *     an attempt, after its read: an attempt descheduled on purpose, which
  *     aborts (the others write the word meanwhile).
- * Runs rounds until both sites have aborted a few times (a loaded machine
- * may run the threads one after another for a while). count_event's
- * attempts are longer and more frequent: the hot word is the main cause.
+ * The causes' sizes are set by design, not left to the scheduler: the
+ * note_side threads stop once their site has aborted PAIR_ABORTS times,
+ * the count_event threads go on (past --iters) until theirs has aborted
+ * HOT_ABORTS times and while the nap lasts; all stop after DEADLINE_S.
  * Usage: triage_prog [--hot-threads N] [--iters N] [--padded] [--nap-ms N]
  * Never: prints anything but a one-line error (exit 2) on a bad option.
  */
@@ -35,8 +36,15 @@ struct padded_s {
     long odds;
 } __attribute__((aligned(128))) triage_padded;
 
+#define PAIR_ABORTS 40
+#define HOT_ABORTS 1000
+#define DEADLINE_S 20
+
 static int iters = 10000, padded, nap_ms;
 static int nap_pending;   /* the first hot thread's one nap, still to take */
+static int napping;       /* it is being taken: the other hot threads go on */
+static time_t deadline;
+static int hot_running;   /* count_event threads not done yet */
 
 static void nap(int ms)
 {
@@ -56,8 +64,10 @@ static void count_event(tmt_tx *tx, int napper)
 {
     TMT_ATOMIC(tx, "count_event") {
         long v = tmt_read_long(tx, &triage_hot);
-        if (napper && __atomic_exchange_n(&nap_pending, 0, __ATOMIC_ACQ_REL))
+        if (napper && __atomic_exchange_n(&nap_pending, 0, __ATOMIC_ACQ_REL)) {
             nap(nap_ms);
+            __atomic_store_n(&napping, 0, __ATOMIC_RELEASE);
+        }
         spin(1000);
         tmt_write_long(tx, &triage_hot, v + 1);
     } TMT_END;
@@ -66,27 +76,11 @@ static void count_event(tmt_tx *tx, int napper)
 static void note_side(tmt_tx *tx, long *field)
 {
     TMT_ATOMIC(tx, "note_side") {
-        tmt_write_long(tx, field, tmt_read_long(tx, field) + 1);
+        long v = tmt_read_long(tx, field);
+        spin(300);
+        tmt_write_long(tx, field, v + 1);
     } TMT_END;
-}
-
-/* arg: 0 .. hot threads - 1: count_event; -1, -2: note_side's two fields. */
-static void *worker(void *arg)
-{
-    intptr_t k = (intptr_t)arg;
-    tmt_tx *tx = tmt_thread_enter();
-    if (!tx)
-        return NULL;
-    long *field = k == -1 ? (padded ? &triage_padded.evens : &triage_pair.evens)
-                          : (padded ? &triage_padded.odds : &triage_pair.odds);
-    for (int i = 0; i < (k < 0 ? iters / 16 : iters); i++) {
-        if (k < 0)
-            note_side(tx, field);
-        else
-            count_event(tx, k == 0 && i == 100);
-    }
-    tmt_thread_exit();
-    return NULL;
+    spin(1000);   /* spread over the round, so that the two overlap now and then */
 }
 
 static uint64_t site_aborts(const char *label)
@@ -98,6 +92,42 @@ static uint64_t site_aborts(const char *label)
         if (strcmp(s[i].label, label) == 0)
             a += s[i].aborts;
     return a;
+}
+
+/* Go on: note_side's threads until their site's target (while count_event's
+ * run: padded, they never reach it), count_event's for
+ * --iters and then until theirs (and while the nap lasts); never past the
+ * deadline. Checked every 64 transactions. */
+static int go_on(int hot, int i)
+{
+    if (i % 64 || i == 0)
+        return 1;
+    if (time(NULL) >= deadline)
+        return 0;
+    if (!hot)
+        return site_aborts("note_side") < PAIR_ABORTS && __atomic_load_n(&hot_running, __ATOMIC_ACQUIRE) > 0;
+    return i < iters || site_aborts("count_event") < HOT_ABORTS || __atomic_load_n(&napping, __ATOMIC_ACQUIRE);
+}
+
+/* arg: 0 .. hot threads - 1: count_event; -1, -2: note_side's two fields. */
+static void *worker(void *arg)
+{
+    intptr_t k = (intptr_t)arg;
+    tmt_tx *tx = tmt_thread_enter();
+    if (!tx)
+        return NULL;
+    long *field = k == -1 ? (padded ? &triage_padded.evens : &triage_pair.evens)
+                          : (padded ? &triage_padded.odds : &triage_pair.odds);
+    for (int i = 0; go_on(k >= 0, i); i++) {
+        if (k < 0)
+            note_side(tx, field);
+        else
+            count_event(tx, k == 0 && i == 100);
+    }
+    if (k >= 0)
+        __atomic_sub_fetch(&hot_running, 1, __ATOMIC_RELEASE);
+    tmt_thread_exit();
+    return NULL;
 }
 
 static int int_arg(int argc, char **argv, int *i, int *out)
@@ -132,17 +162,15 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    nap_pending = nap_ms > 0;
-    for (int round = 0; round < 30; round++) {
-        pthread_t t[66];
-        int n = 0;
-        for (intptr_t k = -2; k < hot; k++)
-            if (pthread_create(&t[n], NULL, worker, (void *)k) == 0)
-                n++;
-        for (int k = 0; k < n; k++)
-            pthread_join(t[k], NULL);
-        if (site_aborts("count_event") >= 100 && site_aborts("note_side") >= 40)
-            break;
-    }
+    nap_pending = napping = nap_ms > 0;
+    deadline = time(NULL) + DEADLINE_S;
+    hot_running = hot;
+    pthread_t t[66];
+    int n = 0;
+    for (intptr_t k = 0; k < hot + 2; k++)   /* count_event's threads first */
+        if (pthread_create(&t[n], NULL, worker, (void *)(k < hot ? k : hot - 1 - k)) == 0)
+            n++;
+    for (int k = 0; k < n; k++)
+        pthread_join(t[k], NULL);
     return tmt_shutdown() == 0 ? 0 : 1;
 }

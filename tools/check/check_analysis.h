@@ -181,7 +181,8 @@ struct ca_totals {
  * A group of STM aborts: one victim site, one class, one word, one culprit
  * site (0: none). A lock-held abort whose holder wrote only other words of
  * the stripe is grouped as CA_CL_FALSE (false sharing while the lock was
- * held); `held` counts those. Time is the program's: on-CPU wasted time
+ * held), one whose holder committed a write to the word itself as
+ * CA_CL_TRUE; `held` counts the lock-held aborts of a group. Time is the program's: on-CPU wasted time
  * only; the descheduled attempts' wall time stands apart.
  */
 struct ca_group {

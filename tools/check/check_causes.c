@@ -301,6 +301,10 @@ static void text_head(FILE *f, const struct cr_input *in)
                 all.desched_ns / 1e6, all.desched_off_ns / 1e6);
     else
         fprintf(f, "descheduled: no attempt spanned a deschedule or a migration\n");
+    const struct ca_totals *t = ca_totals(in->st);
+    if (t->cls[CA_CL_HOLDER_PREEMPTED])
+        fprintf(f, "  and %llu aborts found a lock whose holder was descheduled: their lines come last in the "
+                "triage\n", (unsigned long long)t->cls[CA_CL_HOLDER_PREEMPTED]);
 }
 
 void cx_text(FILE *f, const struct cr_input *in)

@@ -190,7 +190,6 @@ static void attempt_ended(struct ca_state *s, struct th *t, uint64_t ts, int com
     e->site = t->site;
     e->committed = (uint8_t)committed;
     e->descheduled = t->migrated || (double)t->max_gap * s->o.ns_per_unit >= s->o.desched_gap_ns;
-    e->off_ns = ca_attempt_off_ns(s, t);
 }
 
 /* Gaps and core changes inside the open attempt (deschedules, migrations). */
@@ -238,7 +237,7 @@ static int on_abort(struct ca_state *s, struct th *t, const struct tf_event *ev)
         s->t.htm_injected += t->htm_emu;
     } else if (ev->reason >= TMT_ABORT_READ_LOCKED && ev->reason <= TMT_ABORT_COMMIT_VALIDATE) {
         s->t.stm_aborts++;
-        if (ca_culprit_abort(s, t, ev) < 0)
+        if (ca_culprit_abort(s, t, ev) < 0 || ca_group_abort(s, t) < 0)
             return -1;
     } else {
         s->t.user_aborts++;
@@ -353,6 +352,7 @@ void ca_free(struct ca_state *s)
     for (size_t i = 0; i < s->nth; i++) {
         free(s->th[i].ring);
         free(s->th[i].acc);
+        free(s->th[i].off);
     }
     ca_time_free(s);
     ca_alloc_free(s);

@@ -4,10 +4,11 @@
  * the program on the CPU and, apart, the wall time of its descheduled
  * attempts.
  *
- * Owns: the group table (open addressing, keyed by the four), the victim
- * attempt's time off the CPU (looked up among its thread's recently ended
- * attempts), the regrouping of a lock-held abort whose holder wrote only
- * other words of the stripe as a false conflict, the order of the groups.
+ * Owns: the group table (open addressing, keyed by the four), each
+ * thread's queue of aborted attempts' time off the CPU (until their
+ * attribution), the regrouping of lock-held aborts by what the holder wrote
+ * (only other words of the stripe: a false conflict; the word itself, then
+ * committed: a true one), the order of the groups.
  * Never: charges time off the CPU to a group; names data (the report folds
  * words into objects); keeps more than one entry per group.
  */
@@ -15,6 +16,7 @@
 #include <string.h>
 
 #include "check_state.h"
+#include "error.h"
 
 static size_t group_hash(uint32_t victim, uint32_t culprit, unsigned cls, uint64_t addr)
 {
@@ -30,33 +32,66 @@ static size_t grp_home(const void *e, size_t nc)
     return group_hash(g->victim_site, g->culprit_site, g->cls, g->addr) & (nc - 1);
 }
 
+/* The aborted attempt of `t` waits for its attribution: its time off the
+ * CPU kept, in order, until then. */
+int ca_group_abort(struct ca_state *s, struct th *t)
+{
+    /* Only the aborts check_culprit.c queues are attributed (and popped). */
+    if (!s->o.have_accesses && s->o.format_version < 2)
+        return 0;
+    if (t->off_n == t->off_cap) {
+        size_t nc = t->off_cap ? 2 * t->off_cap : 8;
+        struct ca_off *n = malloc(nc * sizeof *n);
+        if (!n)
+            return error_set("out of memory");
+        for (size_t i = 0; i < t->off_n; i++)
+            n[i] = t->off[(t->off_head + i) % t->off_cap];
+        free(t->off);
+        t->off = n;
+        t->off_cap = nc;
+        t->off_head = 0;
+    }
+    int desched = t->migrated || (double)t->max_gap * s->o.ns_per_unit >= s->o.desched_gap_ns;
+    t->off[(t->off_head + t->off_n++) % t->off_cap] =
+        (struct ca_off){ t->start_ts, ca_attempt_off_ns(s, t), (uint8_t)desched };
+    return 0;
+}
+
 /* The victim attempt's time off the CPU, and whether it was descheduled or
- * migrated; an attempt no longer among its thread's last ended ones counts
- * as run on the CPU throughout. */
-static double victim_off_ns(const struct ca_state *s, const struct ca_attribution *a, int *desched)
+ * migrated: taken from its thread's queue (aborts are attributed in the
+ * order they happened; one the analysis never queued is skipped). */
+static double victim_off_ns(struct ca_state *s, const struct ca_attribution *a, int *desched)
 {
     *desched = 0;
     uint32_t id = ca_id_slot(a->thread);
     if (id >= s->nth)
         return 0;
-    const struct th *t = &s->th[id];
-    uint32_t n = t->nended < CA_ENDED_KEEP ? t->nended : CA_ENDED_KEEP;
-    for (uint32_t k = 1; k <= n; k++) {
-        const struct ended *e = &t->ended[(t->nended - k) % CA_ENDED_KEEP];
-        if (e->instance == a->instance && e->start == a->start) {
-            *desched = e->descheduled;
-            return e->off_ns;
+    struct th *t = &s->th[id];
+    while (t->off_n) {
+        struct ca_off o = t->off[t->off_head];
+        if (o.start > a->start)
+            break;
+        t->off_head = (t->off_head + 1) % t->off_cap;
+        t->off_n--;
+        if (o.start == a->start) {
+            *desched = o.descheduled;
+            return o.off_ns;
         }
     }
     return 0;
 }
 
 /* The class an abort is grouped under: a lock-held abort whose holder
- * wrote only other words of the stripe is false sharing. */
+ * wrote only other words of the stripe is false sharing; one whose holder
+ * then committed a write to the very word is a true conflict that met the
+ * writer inside its commit (which of the two the victim saw is a matter of
+ * timing, not of the data). */
 static unsigned group_class(const struct ca_attribution *a)
 {
     if (a->cls >= CA_CL_HOLDER_RUNNING && a->cls <= CA_CL_HOLDER_ABORTED && a->same_word == 0)
         return CA_CL_FALSE;
+    if (a->cls == CA_CL_HOLDER_RUNNING && a->same_word == 1)
+        return CA_CL_TRUE;
     return a->cls;
 }
 

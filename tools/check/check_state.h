@@ -80,8 +80,16 @@ struct th {
         uint64_t instance, start, end;
         uint32_t site;
         uint8_t committed, descheduled;
-        double off_ns;      /* its time off the CPU (check_groups.c charges the rest) */
     } ended[CA_ENDED_KEEP];
+    /* check_groups.c: the thread's STM aborts waiting for attribution, in
+     * order, with their time off the CPU (a FIFO ring, as the culprit
+     * queue resolves them) */
+    struct ca_off {
+        uint64_t start;
+        double off_ns;
+        uint8_t descheduled;
+    } *off;
+    size_t off_head, off_n, off_cap;
     uint32_t nended;    /* ended attempts so far (the ring holds the last CA_ENDED_KEEP) */
     /* check_time.c: the thread's timeline */
     uint64_t tl_first, tl_last, tl_end;
@@ -230,6 +238,7 @@ void ca_time_free(struct ca_state *s);
 /* check_groups.c: one resolved STM abort into its group; sorting; freeing.
  * An attempt's time off the CPU (0 on it throughout), from the trace. */
 void ca_group_add(struct ca_state *s, const struct ca_attribution *a);
+int ca_group_abort(struct ca_state *s, struct th *t);   /* an STM abort of t's open attempt queued */
 int ca_groups_finish(struct ca_state *s);
 void ca_groups_free(struct ca_state *s);
 double ca_attempt_off_ns(const struct ca_state *s, const struct th *t);

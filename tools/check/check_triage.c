@@ -62,9 +62,16 @@ static int cmp_key(const void *a, const void *b)
     return strcmp(x->obj, y->obj);
 }
 
+/* By on-CPU wasted time, then count; groups that waited on a descheduled
+ * lock holder after all others: their cost is the scheduler's (more threads
+ * than CPUs), not the data's, and like the descheduled attempts themselves
+ * it must not decide the ranking. */
 static int cmp_cost(const void *a, const void *b)
 {
     const struct cx_fold *x = a, *y = b;
+    int px = x->cls == CA_CL_HOLDER_PREEMPTED, py = y->cls == CA_CL_HOLDER_PREEMPTED;
+    if (px != py)
+        return px - py;
     if (x->oncpu_ns != y->oncpu_ns)
         return x->oncpu_ns < y->oncpu_ns ? 1 : -1;
     if (x->count != y->count)
@@ -247,7 +254,8 @@ static void triage_line(FILE *o, const struct cr_input *in, size_t i, const stru
         fprintf(o, " on %s", f->obj);
         fields_text(o, f);
         if (f->culprit_site)
-            fprintf(o, ", %s %s", f->held == f->count ? "lock held by" : "written by",
+            fprintf(o, ", %s %s", f->cls >= CA_CL_HOLDER_RUNNING && f->cls <= CA_CL_HOLDER_ABORTED ? "lock held by"
+                                                                                                : "written by",
                     cx_site_name(in->ix, f->culprit_site, cn, sizeof cn));
         else
             fprintf(o, ", no culprit found");
