@@ -45,4 +45,7 @@ struct tu_trace_counts {
  * (error_get() says why). */
 int tu_count_trace(const char *path, struct tu_trace_counts *out);
 
+/* Aborts so far of the sites labelled `label` (tmt_stats_sites). */
+uint64_t tu_site_aborts(const char *label);
+
 #endif

@@ -24,6 +24,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "test_util.h"
 #include "tmtrace.h"
 
 long triage_hot;
@@ -83,17 +84,6 @@ static void note_side(tmt_tx *tx, long *field)
     spin(1000);   /* spread over the round, so that the two overlap now and then */
 }
 
-static uint64_t site_aborts(const char *label)
-{
-    tmt_site_stats s[8];
-    size_t n = tmt_stats_sites(s, 8);
-    uint64_t a = 0;
-    for (size_t i = 0; i < n && i < 8; i++)
-        if (strcmp(s[i].label, label) == 0)
-            a += s[i].aborts;
-    return a;
-}
-
 /* Go on: note_side's threads until their site's target (while count_event's
  * run: padded, they never reach it), count_event's for
  * --iters and then until theirs (and while the nap lasts); never past the
@@ -105,8 +95,8 @@ static int go_on(int hot, int i)
     if (time(NULL) >= deadline)
         return 0;
     if (!hot)
-        return site_aborts("note_side") < PAIR_ABORTS && __atomic_load_n(&hot_running, __ATOMIC_ACQUIRE) > 0;
-    return i < iters || site_aborts("count_event") < HOT_ABORTS || __atomic_load_n(&napping, __ATOMIC_ACQUIRE);
+        return tu_site_aborts("note_side") < PAIR_ABORTS && __atomic_load_n(&hot_running, __ATOMIC_ACQUIRE) > 0;
+    return i < iters || tu_site_aborts("count_event") < HOT_ABORTS || __atomic_load_n(&napping, __ATOMIC_ACQUIRE);
 }
 
 /* arg: 0 .. hot threads - 1: count_event; -1, -2: note_side's two fields. */
