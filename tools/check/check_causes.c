@@ -21,21 +21,6 @@
 #define CX_TOP_ADDRS 10
 #define CX_TOP_LINES 5
 
-const char *cx_site_name(const struct trace_index *ix, uint32_t id, char *buf, size_t cap)
-{
-    if (id == 0) {
-        snprintf(buf, cap, "(none)");
-        return buf;
-    }
-    for (size_t i = 0; i < ix->nsites; i++)
-        if (ix->sites[i].id == id) {
-            sym_site_name(&ix->sites[i], buf, cap);
-            return buf;
-        }
-    snprintf(buf, cap, "site %u", id);
-    return buf;
-}
-
 static int cmp_site_waste(const void *a, const void *b)
 {
     const struct ca_site *x = a, *y = b;

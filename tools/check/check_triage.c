@@ -4,8 +4,8 @@
  * triage line per group with its count, its share of the on-CPU wasted
  * time and the advice that can apply to it.
  *
- * Owns: naming a group's word as an object and a field (through symbols.h
- * and the recorded allocations), the folds, the advice per class, the
+ * Owns: the one name of a site and of a data address (through symbols.h
+ * and the recorded allocations: an object and a field), the folds, the advice per class, the
  * hardware classes per site as triage entries. Never: charges a
  * descheduled attempt's time off the CPU to a line; advises a setting
  * that is already at its limit; prints a culprit that did not write (or
@@ -16,7 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check_causes.h"
 #include "json_writer.h"
 #include "symbols.h"
 #include "trace_format.h"
@@ -48,6 +47,21 @@ static void word_name(const struct cr_input *in, const struct ca_group *g, char 
 {
     char full[900];
     cx_word_name(in->sym, g->addr, g->alloc_pc, g->alloc_base, obj, fld, full, sizeof full);
+}
+
+const char *cx_site_name(const struct trace_index *ix, uint32_t id, char *buf, size_t cap)
+{
+    if (id == 0) {
+        snprintf(buf, cap, "(none)");
+        return buf;
+    }
+    for (size_t i = 0; i < ix->nsites; i++)
+        if (ix->sites[i].id == id) {
+            sym_site_name(&ix->sites[i], buf, cap);
+            return buf;
+        }
+    snprintf(buf, cap, "site %u", id);
+    return buf;
 }
 
 static int cmp_key(const void *a, const void *b)

@@ -4,7 +4,8 @@
  * and their fields, the triage lines (one group each) and their advice.
  *
  * Owns: struct cx_fold and the folding; the triage and top-data parts of the
- * text report and their JSON members. Never: computes a metric (the groups
+ * text report and their JSON members; the one name of a site and of a data
+ * address, which every part of the report and tmexport use. Never: computes a metric (the groups
  * are check_groups.c's); joins facts of two groups in one line.
  */
 #ifndef TMT_CHECK_TRIAGE_H
@@ -39,6 +40,9 @@ struct cx_fold {
 /* The folds, by on-CPU wasted time then count (*n of them; NULL out of
  * memory, *n 0). by_object: one per object. The caller frees. */
 struct cx_fold *cx_fold_groups(const struct cr_input *in, int by_object, size_t *n);
+
+/* "label (file:line)" of a site id, or "site N"; "(none)" for 0. */
+const char *cx_site_name(const struct trace_index *ix, uint32_t id, char *buf, size_t cap);
 
 struct sym_table;
 /* The one name of a data address, in its parts: the object (a symbol; the

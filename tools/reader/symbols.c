@@ -292,14 +292,6 @@ int sym_data_parts(struct sym_table *t, uint64_t addr, char *obj, size_t cap, ch
     return 1;
 }
 
-int sym_data(struct sym_table *t, uint64_t addr, char *out, size_t cap)
-{
-    char obj[512], field[256];
-    int found = sym_data_parts(t, addr, obj, sizeof obj, field, sizeof field);
-    snprintf(out, cap, "%s%s", obj, field);
-    return found;
-}
-
 /* The function, offset, source file and line of a code address (NULL
  * function/file when unknown). Returns the object, or NULL when none holds
  * the address or it could not be read. */
