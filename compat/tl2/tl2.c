@@ -26,6 +26,10 @@ _Static_assert(offsetof(TxSite, line) == offsetof(tmt_site, line), "TxSite.line"
 _Static_assert(offsetof(TxSite, label) == offsetof(tmt_site, label), "TxSite.label");
 _Static_assert(offsetof(TxSite, id) == offsetof(tmt_site, id), "TxSite.id");
 
+/* The calling thread's descriptor once TxInitThread has run (NULL before and
+ * after): tmalloc_reserve records its blocks' allocation sites through it. */
+static __thread tmt_tx *tl2_tx;
+
 struct tl2_undo {
     volatile intptr_t *addr;
     intptr_t old;
@@ -97,6 +101,7 @@ void TxInitThread(Thread *Self, long id)
     Self->tx = tmt_thread_enter();
     if (!Self->tx)
         tl2_fatal("TxInitThread");
+    tl2_tx = Self->tx;
 }
 
 void TxFreeThread(Thread *Self)
@@ -105,8 +110,10 @@ void TxFreeThread(Thread *Self)
         return;
     /* The runtime registers threads, not descriptors: only the thread that
      * initialised this descriptor can leave. */
-    if (Self->tx && Self->tx == tmt_self())
+    if (Self->tx && Self->tx == tmt_self()) {
         tmt_thread_exit();
+        tl2_tx = NULL;
+    }
     free(Self->undo);
     free(Self);
 }
@@ -296,8 +303,16 @@ void TxFree(Thread *Self, void *ptr)
     tmt_free(Self->tx, ptr);
 }
 
+/* The programs' malloc (stm.h maps it here). Outside a transaction of an
+ * initialised thread, through tmt_malloc, which is malloc there and records
+ * the block with its caller (this function's, by the tail call) when the
+ * trace is on, so that tools name heap words by where they were allocated;
+ * elsewhere plain malloc, as TL2's own. */
 void *tmalloc_reserve(size_t size)
 {
+    tmt_tx *tx = tl2_tx;
+    if (tx && tmt_tx_depth(tx) == 0)
+        return tmt_malloc(tx, size);
     return malloc(size);
 }
 

@@ -399,6 +399,9 @@ static inline uint64_t tf_abort_holder_instance(uint64_t value)
  * one 4 KiB page. */
 #define TF_STRIPE_SHIFT_MIN 3u
 #define TF_STRIPE_SHIFT_MAX 12u
+/* The stripe counts' log2 a run accepts (TMTRACE_STRIPES); tmcheck --stripes too. */
+#define TF_STRIPES_LOG2_MIN 10u
+#define TF_STRIPES_LOG2_MAX 28u
 static inline uint64_t tf_stripe_index(uint64_t addr, unsigned log2, unsigned shift)
 {
     uint64_t w = addr >> shift;

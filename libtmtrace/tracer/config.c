@@ -86,7 +86,7 @@ static const struct config_var vars[] = {
       "emulation: accesses an attempt may make before it aborts with CAPACITY", NULL },
     { "TMTRACE_HTM_EMU_EXPLICIT", VAR_INT, OFF(htm_emu_explicit_pct), 0, 100, { 0 }, "2",
       "emulation: percent of hardware attempts that abort with an unexplained status (no RETRY bit)", NULL },
-    { "TMTRACE_STRIPES", VAR_INT, OFF(stripes_log2), 10, 28, { 0 }, "20",
+    { "TMTRACE_STRIPES", VAR_INT, OFF(stripes_log2), TF_STRIPES_LOG2_MIN, TF_STRIPES_LOG2_MAX, { 0 }, "20",
       "log2 of the number of versioned write-lock stripes", NULL },
     { "TMTRACE_STRIPE_SHIFT", VAR_INT, OFF(stripe_shift), TF_STRIPE_SHIFT_MIN, TF_STRIPE_SHIFT_MAX, { 0 }, "4",
       "log2 of the bytes one stripe covers, the granularity at which conflicts are detected: 3 = one stripe "

@@ -25,7 +25,8 @@ DEFAULT_BUILD = os.path.join(SOURCE_ROOT, "build") if SOURCE_ROOT else None
 
 # Each program's folder in a meson build tree.
 BUILD_SUBDIR = {"tmdump": "tools", "tmsync": "tools", "tmcheck": "tools", "tmexport": "tools",
-                "tmbench": "tmbench", "tmbench-itm": "tmbench", "tmbench-mutex": "tmbench"}
+                "tmbench": "tmbench", "tmbench-itm": "tmbench", "tmbench-mutex": "tmbench",
+                "triage_prog": "test"}
 
 
 class ProgramError(cli.ScriptError):

@@ -1,7 +1,7 @@
 """schema - the documents the scripts read, by exactly the keys their writers use.
 
 Owns: one description per document a script reads - the JSON of `tmcheck
---json`, `tmsync --json` and tmbench's result line (their keys are
+--json` and `tmcheck --compare --json`, `tmsync --json` and tmbench's result line (their keys are
 documented in docs/json.md; a description lists the ones scripts read), the
 CSV of `tmcheck --csv`, `tmexport --samples-csv` and of validate/run
 (docs/validation.md) and of tmbench/overhead (docs/tmbench.md) - and checking a document against its
@@ -113,6 +113,10 @@ def read_csv(doc, f):
 # What an incomplete trace lost (both tools; docs/analysis.md, "Incomplete traces").
 INCOMPLETE = {"reason": str, "end_chunk": bool, "signal": int, "dropped_events": Nullable(int),
               "writer_errors": int, "last_record_s": Nullable(float)}
+# A data object or a triage group's common members.
+TMCHECK_FOLD = {"object": str, "aborts": int, "oncpu_wasted_ns": float, "share": float,
+                "descheduled_attempts": int, "descheduled_ns": float,
+                "fields": [{"name": str, "aborts": int, "culprit_site": int}], "more_fields": int}
 TMCHECK = Doc("tmcheck --json", {
     "file": str, "synced": bool, "events": int, "transactions": int, "attempts": int,
     "commits": int, "aborts": int, "dropped_events": int, "skipped_chunks": int,
@@ -123,7 +127,25 @@ TMCHECK = Doc("tmcheck --json", {
     "conflict_free_aborts": Nullable(int),
     # only when the trace carries ground truth (injected skew)
     "clock_error_ns": Optional({"events": int, "p50": float, "p99": float, "max": float}),
-    "consistent": bool, "complete": bool, "incomplete": Optional(INCOMPLETE)})
+    "consistent": bool, "complete": bool, "incomplete": Optional(INCOMPLETE),
+    # the tracer's own effect and the time off the CPU, apart from every share
+    "tracer": {"level": str, "share": float, "warn": bool},
+    "descheduled_attempts": int, "descheduled_wall_ns": float, "descheduled_off_cpu_ns": float,
+    "oncpu_wasted_ns": float,
+    # data objects and triage groups (docs/analysis.md, "Groups and triage")
+    "data": [TMCHECK_FOLD],
+    "triage": [dict(TMCHECK_FOLD, victim_site=int, victim_name=str, **{
+        "class": str, "label": str, "culprit_site": int, "culprit_name": str, "word_known": bool,
+        "advice": str})]})
+
+# ---- tmcheck --compare --json (docs/json.md) ------------------------------
+_COMPARE_SIDE = {"aborts": int, "oncpu_wasted_ns": float}
+_COMPARE_ROW = {"name": str, "presence": str, "before": _COMPARE_SIDE, "after": _COMPARE_SIDE}
+TMCHECK_COMPARE = Doc("tmcheck --compare --json", {
+    "before": str, "after": str,
+    "sites": [dict(_COMPARE_ROW, before=dict(_COMPARE_SIDE, commits_per_s=float),
+                   after=dict(_COMPARE_SIDE, commits_per_s=float))],
+    "data": [_COMPARE_ROW], "groups": [_COMPARE_ROW]})
 
 # ---- tmsync --json (docs/json.md) -----------------------------------------
 TMSYNC = Doc("tmsync --json", {

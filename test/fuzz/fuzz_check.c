@@ -6,8 +6,10 @@
  * (any kind byte, a few threads and sites, timestamps that may run
  * backwards, addresses that collide), feeding them through ca_event and
  * ca_finish, and asserting that the results add up: every event counted
- * once, commits + aborts never exceed attempts, and the per-thread and
- * per-site tables sum to the totals.
+ * once, commits + aborts never exceed attempts, the per-thread and
+ * per-site tables sum to the totals, every resolved abort is in one group,
+ * and the report's folds of the groups (data objects, triage lines) keep
+ * every abort and never more on-CPU time than the groups had.
  * Never: reads files or prints.
  */
 #include <stdint.h>
@@ -15,7 +17,9 @@
 #include <string.h>
 
 #include "check_analysis.h"
+#include "check_triage.h"
 #include "fuzz_util.h"
+#include "trace_index.h"
 
 #define FUZZ_EVENT_BYTES 16
 
@@ -23,8 +27,48 @@ static void fuzz_attribution(void *ctx, const struct ca_attribution *a)
 {
     uint64_t *n = ctx;
     if (a->found && a->culprit_thread == 0 && a->culprit_instance == 0 && a->culprit_commit == 0)
-        (*n)++;  /* counted only so the callback reads every field */
-    (*n)++;
+        n[1]++;  /* counted only so the callback reads every field */
+    n[0]++;
+}
+
+/* The groups hold every resolved abort once; the folds by object and by
+ * triage line keep their counts and never add on-CPU time. */
+static void check_groups(const struct ca_state *s, uint64_t resolved)
+{
+    size_t ng;
+    int failed;
+    const struct ca_group *g = ca_groups(s, &ng, &failed);
+    uint64_t n = 0;
+    double oncpu = 0;
+    for (size_t i = 0; i < ng; i++) {
+        if (g[i].desched_n > g[i].count || !(g[i].oncpu_ns >= 0))
+            abort();
+        n += g[i].count;
+        oncpu += g[i].oncpu_ns;
+    }
+    if (failed)
+        return;
+    if (n != resolved)
+        abort();
+    struct trace_index ix;
+    memset(&ix, 0, sizeof ix);
+    struct cr_input in = { .ix = &ix, .st = s, .stripe_shift = 4 };
+    for (int by_object = 0; by_object < 2; by_object++) {
+        size_t nf;
+        struct cx_fold *f = cx_fold_groups(&in, by_object, &nf);
+        if (!f)
+            continue;
+        uint64_t fn = 0;
+        double fo = 0;
+        for (size_t i = 0; i < nf; i++)
+            if (f[i].cls < CA_CL_HTM_CONFLICT || f[i].cls > CA_CL_HTM_OTHER) {
+                fn += f[i].count;
+                fo += f[i].oncpu_ns;
+            }
+        free(f);
+        if (fn != n || fo > oncpu * (1 + 1e-9) + 1e-6)
+            abort();
+    }
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -44,8 +88,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct ca_state *s = ca_create(&o);
     if (!s)
         return 0;
-    uint64_t attributions = 0;
-    ca_on_attribution(s, fuzz_attribution, &attributions);
+    uint64_t attributions[2] = { 0, 0 };
+    ca_listen(s, fuzz_attribution, attributions);
     uint64_t ts = 1000, fed = 0, seq[8] = {0}, inst[8] = {0};
     for (; size >= FUZZ_EVENT_BYTES; data += FUZZ_EVENT_BYTES, size -= FUZZ_EVENT_BYTES) {
         struct tf_event ev;
@@ -103,8 +147,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         if (c_sum != t->commits || a_sum != t->aborts || at_sum != t->attempts)
             abort();
-        if (attributions > 2 * t->stm_aborts)
+        if (attributions[0] > t->stm_aborts)
             abort();  /* at most one callback per software abort */
+        check_groups(s, attributions[0]);
         size_t nconf;
         (void)ca_conflicts(s, &nconf);
     }

@@ -425,6 +425,28 @@ static void serial_attempts_and_their_time_alone_are_reported(void **st)
     assert_true(J("serial_ns") == 40 + 8);
     assert_true(J("grammar_violations") == 0);
     assert_true(J("commits") == 1);
+    /* each by its reason; a lone thread kept nobody waiting */
+    assert_true(J("serial_requested") == 1);
+    assert_true(J("serial_contention") == 1);
+    assert_true(J("serial_overlapped") == 0);
+    assert_int_equal(run_check(tu_path("serial.bin"), 0, NULL), 0);
+    expect_out("the program's request 1, the runtime's policy after repeated conflicts 1");
+    expect_out("nothing waited");
+    assert_null(strstr(out, "every other transaction waited"));
+}
+
+/* A serial attempt that another thread's transaction met kept it waiting. */
+static void a_serial_attempt_met_by_another_transaction_made_it_wait(void **st)
+{
+    (void)st;
+    struct tg_thread th[2] = { 0 };
+    tg_ev(&th[0], 0, TF_EV_START, 0, 3, 1, TF_START_SERIAL);
+    tg_ev(&th[0], 5, TF_EV_SERIAL, TF_SERIAL_REQUESTED, 3, 0, 0);
+    tg_ev(&th[0], 50, TF_EV_COMMIT, 0, 3, 1, 1);
+    tg_ev(&th[1], 10, TF_EV_START, 0, 4, 1, 0);
+    tg_ev(&th[1], 60, TF_EV_COMMIT, 0, 4, 1, 1);
+    assert_int_equal(check("serial2.bin", th, 2, 0, NULL), 0);
+    assert_true(J("serial_overlapped") == 1);
 }
 
 /* ---- version 2: attribution by identity --------------------------------- */
@@ -765,6 +787,7 @@ static void hardware_aborts_are_classified_by_status_bits(void **st)
     tg_ev(&th[0], t + 2, TF_EV_COMMIT, 0, 1, 9, 0);
     assert_int_equal(check("htm.bin", th, 1, 0, NULL), 0);
     assert_true(J("htm_aborts") == 6);
+    assert_true(J("htm_injected") == 6);   /* emulated attempts: injected, not hardware's */
     assert_true(J("stm_aborts") == 0);
     assert_true(J("fallbacks") == 1);
     const char *c = strstr(out, "\"htm_abort_classes\":");
@@ -940,6 +963,7 @@ int main(void)
         cmocka_unit_test(a_missing_object_file_degrades_names_to_object_offsets_with_a_note),
         cmocka_unit_test(per_site_table_counts_attempts_wasted_time_retries_and_sets),
         cmocka_unit_test(serial_attempts_and_their_time_alone_are_reported),
+        cmocka_unit_test(a_serial_attempt_met_by_another_transaction_made_it_wait),
         cmocka_unit_test(hardware_aborts_are_classified_by_status_bits),
         cmocka_unit_test(dropped_events_make_the_trace_incomplete_with_the_checks_they_affect),
         cmocka_unit_test(a_truncated_or_killed_trace_is_incomplete_exit_4_saying_why),

@@ -158,6 +158,11 @@ static void client_traced_writes_a_trace(void **state)
     assert_non_null(strstr(out, "tl2_client.c:106 plain_txstart\n"));
     assert_non_null(strstr(out, "tl2_client.c:134 main\n"));
     assert_null(strstr(out, " TxStart\n"));
+    /* the program's malloc (stm.h: tmalloc_reserve) outside a transaction
+     * records its block, as STM_MALLOC inside one does */
+    struct tu_trace_counts n;
+    assert_int_equal(tu_count_trace(tu_path("tl2.bin"), &n), 0);
+    assert_true(n.allocs >= 2);
 }
 
 static void client_reports_every_commit_at_shutdown(void **state)

@@ -69,30 +69,18 @@ static void *bump(void *arg)
     return NULL;
 }
 
-/* Aborts of the site labelled `label` so far. */
-static uint64_t site_aborts(const char *label)
-{
-    tmt_site_stats s[16];
-    size_t n = tmt_stats_sites(s, 16);
-    uint64_t a = 0;
-    for (size_t i = 0; i < n && i < 16; i++)
-        if (strcmp(s[i].label, label) == 0)
-            a += s[i].aborts;
-    return a;
-}
-
 /* Two threads on `which` until they have collided a few times (on a loaded
  * machine they may run one after the other for a while). */
 static void run_until_aborts(int which, const char *label)
 {
-    for (int round = 0; round < 300 && site_aborts(label) < 5; round++) {
+    for (int round = 0; round < 300 && tu_site_aborts(label) < 5; round++) {
         pthread_t t[2];
         for (int i = 0; i < 2; i++)
             assert_int_equal(pthread_create(&t[i], NULL, bump, (void *)(intptr_t)(which << 1 | i)), 0);
         for (int i = 0; i < 2; i++)
             pthread_join(t[i], NULL);
     }
-    assert_true(site_aborts(label) >= 5);
+    assert_true(tu_site_aborts(label) >= 5);
 }
 
 /* Two words of explain_pair on one stripe. */

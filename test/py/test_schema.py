@@ -118,6 +118,22 @@ class RealTools(unittest.TestCase):
         self.assertIn("clock_error_ns", rep)   # the trace carries injected skew
         self.assertGreater(rep["events"], 0)
 
+    def test_tmcheck_triage_and_data_name_every_group(self):
+        synced = os.path.join(self.dir, "groups.sync.bin")
+        self.run_tool("tmsync", "-o", synced, self.trace)
+        rep = schema.read(schema.TMCHECK, json.loads(self.run_tool("tmcheck", "--json", synced, ok=(0, 1))))
+        self.assertEqual(rep["tracer"]["level"], "all")
+        if rep["stm_aborts"]:
+            self.assertGreater(len(rep["triage"]), 0)
+            self.assertGreater(len(rep["data"]), 0)
+
+    def test_tmcheck_compare_json_has_every_key_of_its_description(self):
+        synced = os.path.join(self.dir, "cmp.sync.bin")
+        self.run_tool("tmsync", "-o", synced, self.trace)
+        out = self.run_tool("tmcheck", "--compare", synced, "--json", synced)
+        cmp = schema.read(schema.TMCHECK_COMPARE, json.loads(out))
+        self.assertTrue(all(row["presence"] == "both" for row in cmp["sites"]))
+
     def test_tmsync_json_has_every_key_of_its_description(self):
         synced = os.path.join(self.dir, "fit.sync.bin")
         out = self.run_tool("tmsync", "--json", "-o", synced, self.trace)

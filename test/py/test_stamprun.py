@@ -55,7 +55,9 @@ class CheckTrace(unittest.TestCase):
         support.fake_program(tools, "tmsync", "import shutil; shutil.copyfile(sys.argv[1], sys.argv[3])")
         keys = ('"file": "t", "synced": True, "events": 9, "attempts": 5, "aborts": 0, "skipped_chunks": 0, '
                 '"temporal_inconsistencies": 0, "out_of_place_events": {"count": 0, "percent": 0.0}, '
-                '"late_starts": 0, "premature_ends": 0, "conflict_free_aborts": None, "consistent": True, "complete": True')
+                '"late_starts": 0, "premature_ends": 0, "conflict_free_aborts": None, "consistent": True, "complete": True, '
+                '"tracer": {"level": "all", "share": 0.0, "warn": False}, "descheduled_attempts": 0, '
+                '"descheduled_wall_ns": 0, "descheduled_off_cpu_ns": 0, "oncpu_wasted_ns": 0, "data": [], "triage": []')
         support.fake_program(tools, "tmcheck", "d = json.load(open(sys.argv[2])); d.update({%s}); "
                              "print(json.dumps(d))" % keys)
         self.trace = os.path.join(self.dir, "trace.bin")

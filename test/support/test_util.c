@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "tmtrace.h"
 #include "trace_file.h"
 
 static char tmpdir[256];
@@ -161,7 +162,10 @@ int tu_count_trace(const char *path, struct tu_trace_counts *out)
         if (c.kind == TF_CHUNK_EVENTS) {
             out->records += c.count;
             for (size_t i = 0; i < c.count; i++)
+            {
                 out->commits += c.events[i].kind == TF_EV_COMMIT;
+                out->allocs += c.events[i].kind == TF_EV_ALLOC;
+            }
         } else if (c.kind == TF_CHUNK_END) {
             out->have_end = 1;
             out->end_signal = c.end_signal;
@@ -169,4 +173,15 @@ int tu_count_trace(const char *path, struct tu_trace_counts *out)
     }
     tf_close(r);
     return rc < 0 ? -1 : 0;
+}
+
+uint64_t tu_site_aborts(const char *label)
+{
+    tmt_site_stats s[16];
+    size_t n = tmt_stats_sites(s, 16);
+    uint64_t a = 0;
+    for (size_t i = 0; i < n && i < 16; i++)
+        if (strcmp(s[i].label, label) == 0)
+            a += s[i].aborts;
+    return a;
 }

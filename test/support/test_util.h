@@ -36,6 +36,7 @@ uint64_t tu_xorshift(uint64_t *state);
 struct tu_trace_counts {
     uint64_t records;     /* event records */
     uint64_t commits;     /* of them, COMMITs */
+    uint64_t allocs;      /* of them, ALLOCs */
     int have_end;         /* an END chunk */
     unsigned end_signal;  /* the signal END names, 0 none */
     uint32_t pid;         /* the header's process id */
@@ -43,5 +44,8 @@ struct tu_trace_counts {
 /* Counts the trace at `path` into *out; 0, or -1 when it cannot be read
  * (error_get() says why). */
 int tu_count_trace(const char *path, struct tu_trace_counts *out);
+
+/* Aborts so far of the sites labelled `label` (tmt_stats_sites). */
+uint64_t tu_site_aborts(const char *label);
 
 #endif

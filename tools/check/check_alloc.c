@@ -81,4 +81,12 @@ const struct ca_block *ca_alloc_find(const struct ca_state *s, uint64_t addr)
     return NULL;
 }
 
+int ca_block_at(const struct ca_state *s, uint64_t addr, uint64_t *base, uint64_t *pc)
+{
+    const struct ca_block *b = ca_alloc_find(s, addr);
+    *base = b ? b->addr : 0;
+    *pc = b ? b->pc : 0;
+    return b != NULL;
+}
+
 void ca_alloc_free(struct ca_state *s) { free(s->allocs); }

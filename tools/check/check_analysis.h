@@ -109,7 +109,10 @@ struct ca_time {
     double wall_ns, committed_ns, wasted_ns, backoff_ns, outside_ns, serial_ns, tracer_ns;
     uint64_t committed_n, aborted_n;
     uint64_t desched_n;          /* attempts that spanned a deschedule or a migration */
-    double desched_ns;           /* their time (inside committed_ns and wasted_ns) */
+    double desched_ns;           /* their wall time (inside committed_ns and wasted_ns) */
+    double desched_off_ns;       /* the part of it off the CPU (gaps of a deschedule's length) */
+    uint64_t desched_aborted_n;  /* of desched_n, aborted attempts */
+    double wasted_oncpu_ns;      /* wasted_ns less the aborted attempts' time off the CPU */
     double committed_median_ns, aborted_median_ns;   /* per attempt, within ~9 % */
 };
 
@@ -160,6 +163,9 @@ struct ca_totals {
     uint64_t serial;     /* attempts that ran in serial mode (SERIAL records) */
     uint64_t detailed;   /* attempts TMTRACE_DETAIL chose (START flag DETAIL) */
     uint64_t accesses;   /* READ and WRITE records */
+    uint64_t serial_by_reason[TF_SERIAL_REASONS];   /* by enum tf_serial_reason (0: other) */
+    uint64_t serial_overlapped;   /* of them, attempts while another thread was in a transaction */
+    uint64_t htm_injected;        /* hardware aborts of emulated attempts (TMTRACE_HTM=emulate) */
     double serial_ns;    /* time they ran alone: SERIAL to their commit or abort */
     uint64_t temporal, grammar, out_of_place, late_starts, premature_ends;
     uint64_t open_at_end, window_overflows;
@@ -175,6 +181,27 @@ struct ca_totals {
     /* clock error against the ground truth, ns */
     uint64_t truth_events;
     double err_p50, err_p99, err_max;
+};
+
+/*
+ * A group of STM aborts: one victim site, one class, one word, one culprit
+ * site (0: none). A lock-held abort whose holder wrote only other words of
+ * the stripe is grouped as CA_CL_FALSE (false sharing while the lock was
+ * held), one whose holder committed a write to the word itself as
+ * CA_CL_TRUE; `held` counts the lock-held aborts of a group. Time is the program's: on-CPU wasted time
+ * only; the descheduled attempts' wall time stands apart.
+ */
+struct ca_group {
+    uint32_t victim_site, culprit_site;
+    unsigned cls;
+    uint64_t addr;
+    uint64_t count;
+    uint64_t held;                /* of count, aborts that found the stripe locked */
+    uint64_t same_word_known;     /* of count, aborts whose culprit's writes are known */
+    double oncpu_ns;              /* wasted time on the CPU */
+    uint64_t desched_n;           /* of count, attempts descheduled or migrated */
+    double desched_ns;            /* their wall time (not in oncpu_ns beyond their on-CPU part) */
+    uint64_t alloc_pc, alloc_base;/* the recorded allocation holding addr (pc 0: none) */
 };
 
 /* One attributed STM abort, handed to the caller as it is resolved. */
@@ -220,8 +247,18 @@ const struct ca_thread *ca_threads(const struct ca_state *s, size_t *n);
 const struct ca_site *ca_sites(const struct ca_state *s, size_t *n);          /* sites seen, by id */
 const struct ca_conflict *ca_conflicts(const struct ca_state *s, size_t *n);  /* sorted by count */
 const struct ca_hot *ca_hot_addresses(const struct ca_state *s, size_t *n);  /* sorted by wasted time */
-/* Optional callback for every resolved STM abort (e.g. a listing;
- * check_culprit.c calls it). */
+/* The groups of STM aborts (check_groups.c), by on-CPU wasted time, then
+ * count; *failed set when grouping ran out of memory (the groups are then
+ * partial). */
+const struct ca_group *ca_groups(const struct ca_state *s, size_t *n, int *failed);
+/* The recorded allocation (ALLOC) holding addr as the stream stands now:
+ * its start and call site; 0 when none (check_alloc.c). */
+int ca_block_at(const struct ca_state *s, uint64_t addr, uint64_t *base, uint64_t *pc);
+/* Optional listener for every resolved STM abort (e.g. a listing), called
+ * after the groups have counted it (check_driver.c). */
+void ca_listen(struct ca_state *s, void (*fn)(void *, const struct ca_attribution *), void *ctx);
+/* The analyses' own hook (check_culprit.c calls it; ca_create sets it):
+ * callers use ca_listen. */
 void ca_on_attribution(struct ca_state *s, void (*fn)(void *, const struct ca_attribution *), void *ctx);
 
 /* The runtime's stripe of an address: the one function the STM locks with. */

@@ -14,32 +14,18 @@
 #include <string.h>
 
 #include "json_writer.h"
+#include "check_triage.h"
 #include "symbols.h"
 
 #define CX_TOP_SITES 5
 #define CX_TOP_ADDRS 10
 #define CX_TOP_LINES 5
 
-const char *cx_site_name(const struct trace_index *ix, uint32_t id, char *buf, size_t cap)
-{
-    if (id == 0) {
-        snprintf(buf, cap, "(none)");
-        return buf;
-    }
-    for (size_t i = 0; i < ix->nsites; i++)
-        if (ix->sites[i].id == id) {
-            sym_site_name(&ix->sites[i], buf, cap);
-            return buf;
-        }
-    snprintf(buf, cap, "site %u", id);
-    return buf;
-}
-
 static int cmp_site_waste(const void *a, const void *b)
 {
     const struct ca_site *x = a, *y = b;
-    if (x->wasted_ns != y->wasted_ns)
-        return x->wasted_ns < y->wasted_ns ? 1 : -1;
+    if (x->time.wasted_oncpu_ns != y->time.wasted_oncpu_ns)
+        return x->time.wasted_oncpu_ns < y->time.wasted_oncpu_ns ? 1 : -1;
     if (x->aborts != y->aborts)
         return x->aborts < y->aborts ? 1 : -1;
     return (x->site > y->site) - (x->site < y->site);
@@ -59,54 +45,17 @@ struct ca_site *cx_sites_by_waste(const struct ca_state *st, size_t *n)
     return c;
 }
 
-/* The class that cost a site the most wasted time (CA_CLASSES if none). */
-static unsigned main_class(const struct ca_site *s)
-{
-    unsigned best = CA_CLASSES;
-    for (unsigned c = 0; c < CA_CLASSES; c++)
-        if (s->cls[c] && (best == CA_CLASSES || s->cls_wasted_ns[c] > s->cls_wasted_ns[best]))
-            best = c;
-    return best;
-}
-
-/* The culprit site that cost `victim` the most (0 if none). */
-static uint32_t main_culprit(const struct ca_state *st, uint32_t victim)
-{
-    size_t nc;
-    const struct ca_conflict *c = ca_conflicts(st, &nc);
-    uint32_t best = 0;
-    double w = -1;
-    for (size_t i = 0; i < nc; i++)
-        if (c[i].victim_site == victim && c[i].culprit_site != 0 && c[i].wasted_ns > w) {
-            w = c[i].wasted_ns;
-            best = c[i].culprit_site;
-        }
-    return best;
-}
-
-/* The costliest address aborts of `victim` failed on (NULL if none). */
-static const struct ca_hot *main_address(const struct ca_state *st, uint32_t victim)
-{
-    size_t nh;
-    const struct ca_hot *h = ca_hot_addresses(st, &nh);
-    for (size_t i = 0; i < nh; i++)   /* sorted by wasted time */
-        if (h[i].victim_site == victim)
-            return &h[i];
-    return NULL;
-}
-
 struct cx_line {
     uint64_t line;
     uint64_t count, words;
-    double wasted_ns;
-    const struct ca_hot *top;   /* its costliest address (names the line) */
+    const struct ca_hot *top;   /* its address with the most aborts (names the line) */
 };
 
 static int cmp_line_waste(const void *a, const void *b)
 {
     const struct cx_line *x = a, *y = b;
-    if (x->wasted_ns != y->wasted_ns)
-        return x->wasted_ns < y->wasted_ns ? 1 : -1;
+    if (x->count != y->count)
+        return x->count < y->count ? 1 : -1;
     return (x->line > y->line) - (x->line < y->line);
 }
 
@@ -116,7 +65,7 @@ static int cmp_hot_addr(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* The 64-byte lines of the hot addresses, by wasted time; *n lines. */
+/* The 64-byte lines of the hot addresses, by aborts; *n lines. */
 static struct cx_line *hot_lines(const struct ca_state *st, size_t *n)
 {
     size_t nh;
@@ -136,12 +85,11 @@ static struct cx_line *hot_lines(const struct ca_state *st, size_t *n)
         const struct ca_hot *x = byaddr[i];
         uint64_t line = x->addr >> 6;
         if (*n == 0 || l[*n - 1].line != line)
-            l[(*n)++] = (struct cx_line){ line, 0, 0, 0, x };
+            l[(*n)++] = (struct cx_line){ line, 0, 0, x };
         struct cx_line *c = &l[*n - 1];
         c->count += x->count;
         c->words++;
-        c->wasted_ns += x->wasted_ns;
-        if (x->wasted_ns > c->top->wasted_ns)
+        if (x->count > c->top->count)
             c->top = x;
     }
     free(byaddr);
@@ -149,66 +97,69 @@ static struct cx_line *hot_lines(const struct ca_state *st, size_t *n)
     return l;
 }
 
-/* A hot address by name: its symbol (static data), else the tmt_malloc
- * block holding it (`block+0xoff from function (file:line)`), else what
- * symbols.h says (an object's offset, or "heap or stack"). */
+/* A hot address by its one name (cx_word_name). */
 static void hot_name(struct sym_table *sym, const struct ca_hot *h, char *out, size_t cap)
 {
-    if (sym_data(sym, h->addr, out, cap) || !h->alloc_pc)
-        return;
-    char site[600];
-    sym_code(sym, h->alloc_pc, site, sizeof site);
-    snprintf(out, cap, "block+0x%llx from %s", (unsigned long long)h->alloc_off, site);
+    char obj[CX_OBJ_NAME], fld[64];
+    cx_word_name(sym, h->addr, h->alloc_pc, h->addr - h->alloc_off, obj, fld, out, cap);
 }
 
 static double share(double a, double b) { return b > 0 ? 100.0 * a / b : 0.0; }
 
+/* The sites by the time their aborted attempts ran on the CPU, counts beside. */
 static void text_top_sites(FILE *f, const struct cr_input *in, const struct ca_site *s, size_t ns)
 {
     const struct ca_totals *t = ca_totals(in->st);
-    char nb[600], cb[600];
-    fprintf(f, "\ntop sites by wasted time (%.3f ms wasted in %llu aborts)\n", t->wasted_ns / 1e6,
+    double total = cx_oncpu_wasted(in);
+    char nb[600];
+    fprintf(f, "\ntop sites by on-CPU wasted time (%.3f ms on the CPU in %llu aborts)\n", total / 1e6,
             (unsigned long long)t->aborts);
-    for (size_t i = 0; i < ns && i < CX_TOP_SITES && s[i].aborts; i++) {
-        unsigned c = main_class(&s[i]);
-        uint32_t cu = main_culprit(in->st, s[i].site);
-        fprintf(f, "  %5.1f%%  %s: %llu aborts of %llu attempts", share(s[i].wasted_ns, t->wasted_ns),
+    for (size_t i = 0; i < ns && i < CX_TOP_SITES && s[i].aborts; i++)
+        fprintf(f, "  %5.1f%%  %s: %llu aborts of %llu attempts, %.3f ms\n", share(s[i].time.wasted_oncpu_ns, total),
                 cx_site_name(in->ix, s[i].site, nb, sizeof nb), (unsigned long long)s[i].aborts,
-                (unsigned long long)s[i].attempts);
-        if (c < CA_CLASSES)
-            fprintf(f, ", mostly %s", ca_class_name(c));
-        if (cu)
-            fprintf(f, " with %s", cx_site_name(in->ix, cu, cb, sizeof cb));
-        fputc('\n', f);
-    }
+                (unsigned long long)s[i].attempts, s[i].time.wasted_oncpu_ns / 1e6);
+}
+static int cmp_hot_count(const void *a, const void *b)
+{
+    const struct ca_hot *x = a, *y = b;
+    if (x->count != y->count)
+        return x->count < y->count ? 1 : -1;
+    return (x->addr > y->addr) - (x->addr < y->addr);
 }
 
+/* The words by abort count (their time is in the data and triage above,
+ * on the CPU; here it would include the descheduled attempts). */
 static void text_top_addresses(FILE *f, const struct cr_input *in)
 {
     size_t nh, nl;
-    const struct ca_hot *h = ca_hot_addresses(in->st, &nh);
-    if (!nh)
+    const struct ca_hot *h0 = ca_hot_addresses(in->st, &nh);
+    struct ca_hot *h = malloc((nh ? nh : 1) * sizeof *h);
+    if (!nh || !h) {
+        free(h);
         return;
-    char name[700], nb[600], cb[600];
-    fprintf(f, "\ntop conflicting addresses\n");
+    }
+    memcpy(h, h0, nh * sizeof *h);
+    qsort(h, nh, sizeof *h, cmp_hot_count);
+    char name[700];
+    fprintf(f, "\ntop conflicting words (by aborts)\n");
     for (size_t i = 0; i < nh && i < CX_TOP_ADDRS; i++) {
         hot_name(in->sym, &h[i], name, sizeof name);
-        fprintf(f, "  %s (0x%llx): %llu aborts (culprit wrote this word %llu, only others of its stripe %llu; "
-                "%llu found it locked), %.3f ms wasted; "
-                "costliest: %s <- %s\n", name, (unsigned long long)h[i].addr, (unsigned long long)h[i].count,
-                (unsigned long long)h[i].true_count, (unsigned long long)h[i].false_count,
-                (unsigned long long)h[i].holder_count, h[i].wasted_ns / 1e6,
-                cx_site_name(in->ix, h[i].victim_site, nb, sizeof nb),
-                cx_site_name(in->ix, h[i].culprit_site, cb, sizeof cb));
+        fprintf(f, "  %s (0x%llx): %llu aborts (the culprit wrote this word %llu, only others of its stripe %llu, "
+                "not known %llu; %llu found it locked)\n", name, (unsigned long long)h[i].addr,
+                (unsigned long long)h[i].count, (unsigned long long)h[i].true_count,
+                (unsigned long long)h[i].false_count,
+                (unsigned long long)(h[i].count - h[i].true_count - h[i].false_count),
+                (unsigned long long)h[i].holder_count);
     }
+    free(h);
     struct cx_line *l = hot_lines(in->st, &nl);
     if (l && nl) {
-        fprintf(f, "top cache lines\n");
+        fprintf(f, "top cache lines (by aborts)\n");
         for (size_t i = 0; i < nl && i < CX_TOP_LINES; i++) {
             hot_name(in->sym, l[i].top, name, sizeof name);
-            fprintf(f, "  line of %s (0x%llx): %llu aborts on %llu words, %.3f ms wasted\n", name,
+            fprintf(f, "  line of %s (0x%llx): %llu aborts on %llu words\n", name,
                     (unsigned long long)(l[i].line << 6), (unsigned long long)l[i].count,
-                    (unsigned long long)l[i].words, l[i].wasted_ns / 1e6);
+                    (unsigned long long)l[i].words);
         }
     }
     free(l);
@@ -221,7 +172,7 @@ static void text_classes(FILE *f, const struct cr_input *in)
                                                               : " (version 1 trace: STM aborts matched by time)");
     for (unsigned c = 0; c < CA_CLASSES; c++)
         if (t->cls[c] || c == CA_CL_CONFLICT_FREE)
-            fprintf(f, "  %-18s %9llu  %12.3f ms\n", ca_class_name(c), (unsigned long long)t->cls[c],
+            fprintf(f, "  %-18s %9llu  %12.3f ms of wall time\n", ca_class_name(c), (unsigned long long)t->cls[c],
                     t->cls_wasted_ns[c] / 1e6);
     if (t->by_identity || t->by_time)
         fprintf(f, "  attributed by identity %llu, by time window %llu\n", (unsigned long long)t->by_identity,
@@ -234,56 +185,40 @@ static void text_classes(FILE *f, const struct cr_input *in)
                 "threads compares stamps of different clocks\n");
 }
 
-/* One line per finding: the biggest levers first. */
-static void text_triage(FILE *f, const struct cr_input *in, const struct ca_site *s, size_t ns)
-{
-    const struct ca_totals *t = ca_totals(in->st);
-    char nb[600], cb[600], an[700];
-    fprintf(f, "\ntriage\n");
-    int any = 0;
-    for (size_t i = 0; i < ns && i < 3 && s[i].aborts; i++) {
-        unsigned c = main_class(&s[i]);
-        uint32_t cu = main_culprit(in->st, s[i].site);
-        const struct ca_hot *h = main_address(in->st, s[i].site);
-        fprintf(f, "  site %s: %.0f%% of wasted time", cx_site_name(in->ix, s[i].site, nb, sizeof nb),
-                share(s[i].wasted_ns, t->wasted_ns));
-        if (c < CA_CLASSES)
-            fprintf(f, "; %s", ca_class_name(c));
-        if (h) {
-            hot_name(in->sym, h, an, sizeof an);
-            fprintf(f, " on %s", an);
-        }
-        if (cu)
-            fprintf(f, " with %s", cx_site_name(in->ix, cu, cb, sizeof cb));
-        fputc('\n', f);
-        any = 1;
-    }
-    uint64_t held = t->cls[CA_CL_HOLDER_PREEMPTED];
-    if (held)
-        fprintf(f, "  %llu aborts waited on a descheduled or migrated lock holder (%.3f ms): fewer threads "
-                "than cores, or shorter commits\n", (unsigned long long)held,
-                t->cls_wasted_ns[CA_CL_HOLDER_PREEMPTED] / 1e6);
-    if (t->cls[CA_CL_FALSE])
-        fprintf(f, "  %llu false conflicts (different words on one stripe; a stripe covers %u bytes): "
-                "narrower stripes (TMTRACE_STRIPE_SHIFT), more stripes (TMTRACE_STRIPES) or padding\n",
-                (unsigned long long)t->cls[CA_CL_FALSE], 1u << in->stripe_shift);
-    if (t->cls[CA_CL_HTM_CAPACITY])
-        fprintf(f, "  %llu hardware capacity aborts: smaller transactions at those sites\n",
-                (unsigned long long)t->cls[CA_CL_HTM_CAPACITY]);
-    if (!any)
-        fprintf(f, "  no aborts\n");
-}
-
 static double ms(double ns) { return ns / 1e6; }
 
 /* Per thread: the parts of its wall time, and their sum against it. */
 #define CX_TIME_THREADS 16   /* threads listed in the text; all of them in --json */
 
+/* The sums of the threads' times. */
+static struct ca_time threads_time(const struct cr_input *in)
+{
+    size_t nt;
+    const struct ca_thread *th = ca_threads(in->st, &nt);
+    struct ca_time all = { 0 };
+    for (size_t i = 0; i < nt; i++) {
+        const struct ca_time *x = &th[i].time;
+        all.wall_ns += x->wall_ns;
+        all.committed_ns += x->committed_ns;
+        all.wasted_ns += x->wasted_ns;
+        all.backoff_ns += x->backoff_ns;
+        all.outside_ns += x->outside_ns;
+        all.serial_ns += x->serial_ns;
+        all.tracer_ns += x->tracer_ns;
+        all.desched_n += x->desched_n;
+        all.desched_ns += x->desched_ns;
+        all.desched_off_ns += x->desched_off_ns;
+        all.desched_aborted_n += x->desched_aborted_n;
+        all.wasted_oncpu_ns += x->wasted_oncpu_ns;
+    }
+    return all;
+}
+
 static void time_row(FILE *f, const char *who, const struct ca_time *x)
 {
     double sum = x->committed_ns + x->wasted_ns + x->backoff_ns + x->outside_ns;
-    fprintf(f, "  %6s %10.3f %10.3f %10.3f %9.3f %10.3f %9.3f %9.3f %7.2f%%  %llu (%.3f)\n", who, ms(x->wall_ns),
-            ms(x->committed_ns), ms(x->wasted_ns), ms(x->backoff_ns), ms(x->outside_ns), ms(x->serial_ns),
+    fprintf(f, "  %6s %10.3f %10.3f %10.3f %10.3f %9.3f %10.3f %9.3f %9.3f %7.2f%%  %llu (%.3f)\n", who,
+            ms(x->wall_ns), ms(x->committed_ns), ms(x->wasted_ns), ms(x->wasted_oncpu_ns), ms(x->backoff_ns), ms(x->outside_ns), ms(x->serial_ns),
             ms(x->tracer_ns), share(sum, x->wall_ns), (unsigned long long)x->desched_n, ms(x->desched_ns));
 }
 
@@ -294,30 +229,18 @@ static void text_time_threads(FILE *f, const struct cr_input *in)
     size_t nt;
     const struct ca_thread *th = ca_threads(in->st, &nt);
     fprintf(f, "\nwhere the time goes (ms; tracer = events x %.1f ns %s, an estimate inside the others)\n"
-            "  %6s %10s %10s %10s %9s %10s %9s %9s %8s  %s\n", in->event_cost_ns,
+            "  %6s %10s %10s %10s %10s %9s %10s %9s %9s %8s  %s\n", in->event_cost_ns,
             in->event_cost_measured ? "(measured at init)" : "(assumed: the trace has no calibration)", "thread",
-            "wall", "committed", "wasted", "backoff", "outside", "serial", "tracer", "sum/wall",
+            "wall", "committed", "wasted", "on-CPU", "backoff", "outside", "serial", "tracer", "sum/wall",
             "descheduled attempts (ms)");
-    struct ca_time all = { 0 };
     char id[16];
-    for (size_t i = 0; i < nt; i++) {
-        const struct ca_time *x = &th[i].time;
-        if (i < CX_TIME_THREADS) {
-            snprintf(id, sizeof id, "%u", th[i].thread);
-            time_row(f, id, x);
-        }
-        all.wall_ns += x->wall_ns;
-        all.committed_ns += x->committed_ns;
-        all.wasted_ns += x->wasted_ns;
-        all.backoff_ns += x->backoff_ns;
-        all.outside_ns += x->outside_ns;
-        all.serial_ns += x->serial_ns;
-        all.tracer_ns += x->tracer_ns;
-        all.desched_n += x->desched_n;
-        all.desched_ns += x->desched_ns;
+    for (size_t i = 0; i < nt && i < CX_TIME_THREADS; i++) {
+        snprintf(id, sizeof id, "%u", th[i].thread);
+        time_row(f, id, &th[i].time);
     }
     if (nt > CX_TIME_THREADS)
         fprintf(f, "  ... %zu more threads (--json lists all)\n", nt - CX_TIME_THREADS);
+    struct ca_time all = threads_time(in);
     if (nt > 1)
         time_row(f, "all", &all);
 }
@@ -326,25 +249,58 @@ static void text_time_threads(FILE *f, const struct cr_input *in)
 static void text_time_sites(FILE *f, const struct cr_input *in, const struct ca_site *s, size_t ns)
 {
     char nb[600];
-    fprintf(f, "  %-40s %10s %9s %10s %9s %9s %9s  %s\n", "site (ms; median per attempt in us)", "committed",
-            "median", "wasted", "median", "backoff", "tracer", "descheduled attempts (ms)");
+    fprintf(f, "  %-40s %10s %9s %10s %10s %9s %9s %9s  %s\n", "site (ms; median per attempt in us)", "committed",
+            "median", "wasted", "on-CPU", "median", "backoff", "tracer", "descheduled attempts (ms)");
     for (size_t i = 0; i < ns; i++) {
         const struct ca_time *x = &s[i].time;
-        fprintf(f, "  %-40s %10.3f %9.1f %10.3f %9.1f %9.3f %9.3f  %llu (%.3f)\n",
+        fprintf(f, "  %-40s %10.3f %9.1f %10.3f %10.3f %9.1f %9.3f %9.3f  %llu (%.3f)\n",
                 cx_site_name(in->ix, s[i].site, nb, sizeof nb), ms(x->committed_ns), x->committed_median_ns / 1e3,
-                ms(x->wasted_ns), x->aborted_median_ns / 1e3, ms(x->backoff_ns), ms(x->tracer_ns),
+                ms(x->wasted_ns), ms(x->wasted_oncpu_ns), x->aborted_median_ns / 1e3, ms(x->backoff_ns), ms(x->tracer_ns),
                 (unsigned long long)x->desched_n, ms(x->desched_ns));
     }
+}
+
+/* Above this estimated share of the threads' time, the report warns that
+ * the tracer may have changed what it measured. */
+#define CX_TRACER_WARN 0.05
+
+static const char *level_name(uint32_t level)
+{
+    return level == 0 ? "off" : level == 1 ? "tx" : level == 2 ? "all" : "unknown";
+}
+
+/* The tracer's own share and the descheduled attempts, before any ranking. */
+static void text_head(FILE *f, const struct cr_input *in)
+{
+    struct ca_time all = threads_time(in);
+    double sh = all.wall_ns > 0 ? all.tracer_ns / all.wall_ns : 0;
+    fprintf(f, "\ntracer: an estimated %.1f%% of the threads' time (level %s, %.1f ns per event, %s)\n", 100 * sh,
+            level_name(in->ix->hdr.events_level), in->event_cost_ns, in->event_cost_measured ? "measured" : "assumed");
+    if (sh > CX_TRACER_WARN)
+        fprintf(f, "  note: abort rates may differ from an untraced run%s\n",
+                in->ix->hdr.events_level >= 2 ? "; level tx (TMTRACE_EVENTS=tx) records far fewer events" : "");
+    if (all.desched_n)
+        fprintf(f, "descheduled: %llu attempts descheduled or migrated (%llu aborted), %.3f ms of wall time, "
+                "%.3f ms of it off the CPU: more threads than CPUs, or other load; not charged to any site or "
+                "data below\n", (unsigned long long)all.desched_n, (unsigned long long)all.desched_aborted_n,
+                all.desched_ns / 1e6, all.desched_off_ns / 1e6);
+    else
+        fprintf(f, "descheduled: no attempt spanned a deschedule or a migration\n");
+    const struct ca_totals *t = ca_totals(in->st);
+    if (t->cls[CA_CL_HOLDER_PREEMPTED])
+        fprintf(f, "  and %llu aborts found a lock whose holder was descheduled: their lines come last in the "
+                "triage\n", (unsigned long long)t->cls[CA_CL_HOLDER_PREEMPTED]);
 }
 
 void cx_text(FILE *f, const struct cr_input *in)
 {
     size_t ns;
     struct ca_site *s = cx_sites_by_waste(in->st, &ns);
+    text_head(f, in);
     text_top_sites(f, in, s, ns);
+    cx_triage_text(f, in);
     text_top_addresses(f, in);
     text_classes(f, in);
-    text_triage(f, in, s, ns);
     text_time_threads(f, in);
     text_time_sites(f, in, s, ns);
     const char *notes = sym_notes(in->sym);
@@ -378,6 +334,7 @@ static void json_top_sites(struct jw *w, const struct cr_input *in)
         jw_ku64(w, "site", s[i].site);
         jw_kstr(w, "name", cx_site_name(in->ix, s[i].site, nb, sizeof nb));
         jw_knum(w, "wasted_ns", s[i].wasted_ns, 0);
+        jw_knum(w, "oncpu_wasted_ns", s[i].time.wasted_oncpu_ns, 0);
         jw_ku64(w, "aborts", s[i].aborts);
         jw_key(w, "classes");
         json_classes(w, s[i].cls, s[i].cls_wasted_ns);
@@ -403,6 +360,9 @@ static void json_time(struct jw *w, const struct ca_time *x)
     jw_knum(w, "aborted_median_ns", x->aborted_median_ns, 0);
     jw_ku64(w, "descheduled_attempts", x->desched_n);
     jw_knum(w, "descheduled_ns", x->desched_ns, 0);
+    jw_knum(w, "descheduled_off_cpu_ns", x->desched_off_ns, 0);
+    jw_ku64(w, "descheduled_aborted", x->desched_aborted_n);
+    jw_knum(w, "wasted_oncpu_ns", x->wasted_oncpu_ns, 0);
     jw_object_end(w);
 }
 
@@ -476,6 +436,19 @@ void cx_json(struct jw *w, const struct cr_input *in)
     jw_ku64(w, "by_time", t->by_time);
     jw_ku64(w, "holder_unknown", t->holder_unknown);
     jw_object_end(w);
+    struct ca_time all = threads_time(in);
+    jw_key(w, "tracer");
+    jw_object(w);
+    jw_kstr(w, "level", level_name(in->ix->hdr.events_level));
+    jw_knum(w, "share", all.wall_ns > 0 ? all.tracer_ns / all.wall_ns : 0.0, 6);
+    jw_kbool(w, "warn", all.wall_ns > 0 && all.tracer_ns / all.wall_ns > CX_TRACER_WARN);
+    jw_object_end(w);
+    jw_ku64(w, "descheduled_attempts", all.desched_n);
+    jw_ku64(w, "descheduled_aborted", all.desched_aborted_n);
+    jw_knum(w, "descheduled_wall_ns", all.desched_ns, 0);
+    jw_knum(w, "descheduled_off_cpu_ns", all.desched_off_ns, 0);
+    jw_knum(w, "oncpu_wasted_ns", all.wasted_oncpu_ns, 0);
+    cx_triage_json(w, in);
     json_top_sites(w, in);
     json_time_all(w, in);
     json_top_addresses(w, in);

@@ -15,8 +15,7 @@
 
 #include "check_report_input.h"
 
-/* "label (file:line)" of a site id, or "site N"; "(none)" for 0. */
-const char *cx_site_name(const struct trace_index *ix, uint32_t id, char *buf, size_t cap);
+#include "check_triage.h"   /* cx_site_name, the one name of a site */
 
 /* The sites by wasted time, most first (a copy; the caller frees it). */
 struct ca_site *cx_sites_by_waste(const struct ca_state *st, size_t *n);

@@ -7,8 +7,9 @@
  * per-thread records, the trace's and each thread's totals (attempts,
  * commits, aborts by path, transactions, retries), and the order in which
  * every event is handed to the analyses (check_order.c, check_culprit.c,
- * check_clock.c, check_sites.c, check_time.c, check_alloc.c; see
- * check_state.h). The analyses never call back here: what they share lives
+ * check_clock.c, check_sites.c, check_time.c, check_alloc.c,
+ * check_groups.c; see check_state.h), the caller's listener for resolved
+ * aborts (after the groups). The analyses never call back here: what they share lives
  * below them in check_tables.c.
  * Never: does I/O; keeps state that grows with the trace's length.
  */
@@ -33,6 +34,15 @@ static void ca_stripes_sane(struct ca_opts *o)
         o->stripe_shift = CA_STRIPE_SHIFT_DEFAULT;
 }
 
+/* Every resolved STM abort: into its group, then to the caller's listener. */
+static void on_resolved(void *ctx, const struct ca_attribution *a)
+{
+    struct ca_state *s = ctx;
+    ca_group_add(s, a);
+    if (s->user_cb)
+        s->user_cb(s->user_ctx, a);
+}
+
 struct ca_state *ca_create(const struct ca_opts *o)
 {
     struct ca_state *s = calloc(1, sizeof *s);
@@ -52,7 +62,14 @@ struct ca_state *ca_create(const struct ca_opts *o)
         ca_free(s);
         return NULL;
     }
+    ca_on_attribution(s, on_resolved, s);
     return s;
+}
+
+void ca_listen(struct ca_state *s, void (*fn)(void *, const struct ca_attribution *), void *ctx)
+{
+    s->user_cb = fn;
+    s->user_ctx = ctx;
 }
 
 void ca_opts_for_trace(const struct trace_index *ix, unsigned stripes_log2, struct ca_opts *o)
@@ -96,11 +113,52 @@ static struct th *thread_of(struct ca_state *s, uint32_t id)
     return t;
 }
 
+/* A serial attempt ends: it ran alone from its SERIAL record to here. */
+static void serial_end(struct ca_state *s, struct th *t, uint64_t ts)
+{
+    if (t->serial && ts > t->serial_ts)
+        s->t.serial_ns += (double)(ts - t->serial_ts) * s->o.ns_per_unit;
+    if (t->serial) {
+        s->serial_open--;
+        s->t.serial_overlapped += t->serial_overlap;
+    }
+    t->serial = 0;
+}
+
+/* Thread `t` is in a transaction while others run serial attempts (or
+ * starts one itself while others are in theirs): those kept it waiting. */
+static void serial_meets(struct ca_state *s, struct th *t)
+{
+    if (!s->serial_open && !t->serial)
+        return;
+    for (size_t i = 0; i < s->nth; i++) {
+        struct th *o = &s->th[i];
+        if (o == t || !o->in_tx)
+            continue;
+        if (o->serial)
+            o->serial_overlap = 1;
+        else if (t->serial)
+            t->serial_overlap = 1;
+    }
+}
+
+static void on_serial(struct ca_state *s, struct th *t, const struct tf_event *ev)
+{
+    s->t.serial++;
+    s->t.serial_by_reason[ev->reason < TF_SERIAL_REASONS ? ev->reason : 0]++;
+    t->serial = 1;
+    t->serial_ts = ev->ts;
+    t->serial_overlap = 0;
+    s->serial_open++;
+    serial_meets(s, t);
+}
+
 static int on_start(struct ca_state *s, struct th *t, const struct tf_event *ev)
 {
     if (t->in_tx) {
         t->pub.open_at_end++;   /* the previous attempt never ended */
         s->t.open_at_end++;
+        serial_end(s, t, ev->ts);
     }
     if (ca_site_start(s, ev->site) < 0)
         return -1;
@@ -114,21 +172,16 @@ static int on_start(struct ca_state *s, struct th *t, const struct tf_event *ev)
     t->site = ev->site;
     t->instance = ev->instance;
     t->htm = (ev->value & (TF_START_HTM | TF_START_HTM_EMU)) != 0;
+    t->htm_emu = (ev->value & TF_START_HTM_EMU) != 0;
     t->serial = 0;
+    serial_meets(s, t);
     t->nacc = 0;
     t->wset_left = 0; /* a write set cut short (dropped) waits no longer */
-    t->max_gap = 0;
+    t->max_gap = t->off_sum = 0;
     t->migrated = 0;
     return 0;
 }
 
-/* A serial attempt ends: it ran alone from its SERIAL record to here. */
-static void serial_end(struct ca_state *s, struct th *t, uint64_t ts)
-{
-    if (t->serial && ts > t->serial_ts)
-        s->t.serial_ns += (double)(ts - t->serial_ts) * s->o.ns_per_unit;
-    t->serial = 0;
-}
 
 /* The open attempt ended: remembered for the aborts that name it as the
  * holder of a lock they found. */
@@ -145,11 +198,14 @@ static void attempt_ended(struct ca_state *s, struct th *t, uint64_t ts, int com
 }
 
 /* Gaps and core changes inside the open attempt (deschedules, migrations). */
-static void attempt_progress(struct th *t, const struct tf_event *ev)
+static void attempt_progress(const struct ca_state *s, struct th *t, const struct tf_event *ev)
 {
     if (ev->kind != TF_EV_START && t->in_tx) {
-        if (ev->ts > t->last_ev_ts && ev->ts - t->last_ev_ts > t->max_gap)
-            t->max_gap = ev->ts - t->last_ev_ts;
+        uint64_t gap = ev->ts > t->last_ev_ts ? ev->ts - t->last_ev_ts : 0;
+        if (gap > t->max_gap)
+            t->max_gap = gap;
+        if ((double)gap * s->o.ns_per_unit >= s->o.desched_gap_ns)
+            t->off_sum += gap;
         if (ev->cpu != t->last_cpu)
             t->migrated = 1;
     }
@@ -183,9 +239,10 @@ static int on_abort(struct ca_state *s, struct th *t, const struct tf_event *ev)
     t->pub.aborts++;
     if (hardware) {
         s->t.htm_aborts++;
+        s->t.htm_injected += t->htm_emu;
     } else if (ev->reason >= TMT_ABORT_READ_LOCKED && ev->reason <= TMT_ABORT_COMMIT_VALIDATE) {
         s->t.stm_aborts++;
-        if (ca_culprit_abort(s, t, ev) < 0)
+        if (ca_culprit_abort(s, t, ev) < 0 || ca_group_abort(s, t) < 0)
             return -1;
     } else {
         s->t.user_aborts++;
@@ -212,7 +269,7 @@ int ca_event(struct ca_state *s, const struct tf_event *ev)
         s->now = ev->ts;
     ca_order_event(s, t, ev);
     ca_clock_event(s, ev);
-    attempt_progress(t, ev);
+    attempt_progress(s, t, ev);
     if (ca_time_event(s, t, ev) < 0)
         return -1;
     int rc = 0;
@@ -249,11 +306,8 @@ int ca_event(struct ca_state *s, const struct tf_event *ev)
         ca_culprit_abort_pc(s, t, ev);
         break;
     case TF_EV_SERIAL:
-        if (t->in_tx) {
-            s->t.serial++;
-            t->serial = 1;
-            t->serial_ts = ev->ts;
-        }
+        if (t->in_tx && !t->serial)
+            on_serial(s, t, ev);
         break;
     default:
         break;
@@ -293,7 +347,7 @@ static int threads_out(struct ca_state *s)
 int ca_finish(struct ca_state *s)
 {
     threads_finish(s);
-    if (ca_culprit_finish(s) < 0)
+    if (ca_culprit_finish(s) < 0 || ca_groups_finish(s) < 0)
         return -1;
     ca_clock_finish(s);
     if (ca_time_finish(s) < 0)
@@ -310,10 +364,12 @@ void ca_free(struct ca_state *s)
     for (size_t i = 0; i < s->nth; i++) {
         free(s->th[i].ring);
         free(s->th[i].acc);
+        free(s->th[i].off);
     }
     ca_time_free(s);
     ca_alloc_free(s);
     ca_culprit_free(s);
+    ca_groups_free(s);
     ca_tables_free(s);
     free(s->th);
     free(s->threads_out);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "check_causes.h"
+#include "check_triage.h"
 #include "json_writer.h"
 #include "symbols.h"
 #include "tool_common.h"
@@ -92,10 +93,17 @@ static void text_totals(FILE *f, const struct cr_input *in, const struct ca_tota
             (unsigned long long)t->transactions, (unsigned long long)t->attempts, (unsigned long long)t->commits,
             (unsigned long long)t->aborts, (unsigned long long)t->stm_aborts, (unsigned long long)t->htm_aborts,
             (unsigned long long)t->user_aborts, (unsigned long long)t->fallbacks);
+    if (t->htm_injected)
+        fprintf(f, "of the htm aborts, %llu injected by the emulation (TMTRACE_HTM=emulate), not by hardware\n",
+                (unsigned long long)t->htm_injected);
     text_level(f, in, t);
     if (t->serial)
-        fprintf(f, "serial attempts %llu, %.3f ms alone (every other transaction waited)\n",
-                (unsigned long long)t->serial, t->serial_ns / 1e6);
+        fprintf(f, "serial attempts %llu (the program's request %llu, the runtime's policy after repeated conflicts "
+                "%llu), %.3f ms alone; %llu of them while another thread had a transaction to run%s\n",
+                (unsigned long long)t->serial, (unsigned long long)t->serial_by_reason[TF_SERIAL_REQUESTED],
+                (unsigned long long)t->serial_by_reason[TF_SERIAL_CONTENTION], t->serial_ns / 1e6,
+                (unsigned long long)t->serial_overlapped,
+                t->serial_overlapped ? " (it waited)" : ": nothing waited");
     fprintf(f, "dropped events %llu%s\n", (unsigned long long)in->dropped, in->ix->have_end ? "" : " (no END chunk)");
     if (in->dropped)
         fprintf(f, "note: %s\n", dropped_note());
@@ -237,6 +245,10 @@ static void json_totals(struct jw *w, const struct cr_input *in, const struct ca
         jw_object_end(w);
     }
     jw_ku64(w, "serial_attempts", t->serial);
+    jw_ku64(w, "serial_requested", t->serial_by_reason[TF_SERIAL_REQUESTED]);
+    jw_ku64(w, "serial_contention", t->serial_by_reason[TF_SERIAL_CONTENTION]);
+    jw_ku64(w, "serial_overlapped", t->serial_overlapped);
+    jw_ku64(w, "htm_injected", t->htm_injected);
     jw_knum(w, "serial_ns", t->serial_ns, 0);
     jw_ku64(w, "dropped_events", in->dropped);
     jw_ku64(w, "skipped_chunks", in->skipped_chunks);
@@ -414,8 +426,13 @@ void cr_abort_row(void *ctx, const struct ca_attribution *a)
     fputc(',', f);
     csv_str(f, a->found ? cx_site_name(x->ix, a->culprit_site, cn, sizeof cn) : "");
     fputc(',', f);
-    if (a->addr)
-        sym_data(x->sym, a->addr, an, sizeof an);
+    if (a->addr) {
+        char obj[CX_OBJ_NAME], fld[64];
+        uint64_t base = 0, pc = 0;
+        if (x->st)
+            ca_block_at(x->st, a->addr, &base, &pc);
+        cx_word_name(x->sym, a->addr, pc, base, obj, fld, an, sizeof an);
+    }
     csv_str(f, a->addr ? an : "");
     fputc('\n', f);
 }

@@ -26,13 +26,14 @@ struct sym_table;
 struct tool_out;
 /* DIR/aborts.csv, one row per STM abort as it is resolved: open it (header
  * written) before the events stream, pass cr_abort_row and a cr_abort_rows to
- * ca_on_attribution, commit it with the others. 0 or exit code 2. */
+ * ca_listen, commit it with the others. 0 or exit code 2. */
 int cr_aborts_open(const char *dir, struct tool_out *o);
 /* What cr_abort_row writes with: the file, the sites' and symbols' names. */
 struct cr_abort_rows {
     FILE *f;
     const struct trace_index *ix;
     struct sym_table *sym;
+    const struct ca_state *st;   /* the allocations, for blocks' names */
 };
 void cr_abort_row(void *rows, const struct ca_attribution *a);
 

@@ -36,6 +36,7 @@ struct cr_input {
     double event_cost_ns;       /* the tracer's estimated cost per event */
     int event_cost_measured;    /* calibrated by the traced run (RUNINFO), else assumed */
     struct sym_table *sym;      /* names of addresses (symbols.h); may be NULL */
+    double span_ns;             /* first to last record of the trace */
 };
 
 #endif

@@ -15,6 +15,9 @@
  *   check_sites.c    what a site's row counts, the names of its columns;
  *   check_time.c     where each thread's and site's time went;
  *   check_alloc.c    the blocks tmt_malloc returned, by address;
+ *   check_groups.c   the resolved STM aborts grouped by (victim site,
+ *                    class, word, culprit site), with their on-CPU and
+ *                    descheduled time;
  *   check_tables.c   what the analyses share: the site rows, the conflict
  *                    matrix, the open-addressing table they grow with.
  * Never: included outside tools/check/; does I/O.
@@ -61,7 +64,8 @@ struct th {
     int have_emit;
     int gstate;
     /* the open attempt, in program order */
-    int in_tx, late, has_ops, htm, serial;
+    int in_tx, late, has_ops, htm, htm_emu, serial;
+    int serial_overlap;  /* the serial attempt met another thread's transaction */
     uint64_t serial_ts;  /* the open attempt's SERIAL stamp (time alone) */
     uint64_t start_ts, op_max, instance;
     uint32_t site;
@@ -71,8 +75,9 @@ struct th {
     uint64_t wset_commit;
     uint32_t wset_left;
     uint64_t retries;   /* aborted attempts since this thread's last commit or cancel */
-    /* the open attempt's deschedules: longest gap between its events, core change */
-    uint64_t last_ev_ts, max_gap;
+    /* the open attempt's deschedules: longest gap between its events, the sum
+     * of its gaps of a deschedule's length, core change */
+    uint64_t last_ev_ts, max_gap, off_sum;
     uint16_t last_cpu;
     int migrated;
     /* the attempts that ended lately, for aborts that name them as lock holder */
@@ -81,6 +86,15 @@ struct th {
         uint32_t site;
         uint8_t committed, descheduled;
     } ended[CA_ENDED_KEEP];
+    /* check_groups.c: the thread's STM aborts waiting for attribution, in
+     * order, with their time off the CPU (a FIFO ring, as the culprit
+     * queue resolves them) */
+    struct ca_off {
+        uint64_t start;
+        double off_ns;
+        uint8_t descheduled;
+    } *off;
+    size_t off_head, off_n, off_cap;
     uint32_t nended;    /* ended attempts so far (the ring holds the last CA_ENDED_KEEP) */
     /* check_time.c: the thread's timeline */
     uint64_t tl_first, tl_last, tl_end;
@@ -132,6 +146,7 @@ struct ca_state {
     struct ca_opts o;
     struct ca_totals t;
     uint64_t now;                  /* largest stamp seen */
+    unsigned serial_open;          /* threads in a serial attempt now */
     struct th *th;                 /* by thread id */
     size_t nth;
     struct ca_thread *threads_out;
@@ -166,6 +181,14 @@ struct ca_state {
     struct ca_hot *hot_sorted;
     void (*cb)(void *, const struct ca_attribution *);
     void *cbctx;
+    /* check_driver.c: the caller's listener (ca_listen), after the groups */
+    void (*user_cb)(void *, const struct ca_attribution *);
+    void *user_ctx;
+    /* check_groups.c: groups, open addressing; sorted at the end */
+    struct ca_group *grp;
+    size_t grpcap, grpn;
+    struct ca_group *grp_sorted;
+    int grp_failed;                /* out of memory while grouping (the report says so) */
     /* check_alloc.c: blocks by start address, open addressing */
     struct ca_block *allocs;
     size_t alloc_cap, alloc_n;
@@ -228,6 +251,14 @@ void ca_alloc_free(struct ca_state *s);
 int ca_time_event(struct ca_state *s, struct th *t, const struct tf_event *ev);
 int ca_time_finish(struct ca_state *s);
 void ca_time_free(struct ca_state *s);
+
+/* check_groups.c: one resolved STM abort into its group; sorting; freeing.
+ * An attempt's time off the CPU (0 on it throughout), from the trace. */
+void ca_group_add(struct ca_state *s, const struct ca_attribution *a);
+int ca_group_abort(struct ca_state *s, struct th *t);   /* an STM abort of t's open attempt queued */
+int ca_groups_finish(struct ca_state *s);
+void ca_groups_free(struct ca_state *s);
+double ca_attempt_off_ns(const struct ca_state *s, const struct th *t);
 
 /* check_clock.c */
 void ca_clock_event(struct ca_state *s, const struct tf_event *ev);

@@ -2,7 +2,8 @@
  * check_time.c - where the time goes: per thread and per site, the time in
  * committed attempts, aborted attempts (wasted), back-off, serial mode,
  * outside transactions, and the tracer's estimated cost; attempts that
- * spanned a deschedule or a migration counted apart; medians per attempt.
+ * spanned a deschedule or a migration counted apart, with their time off the
+ * CPU, which the on-CPU wasted time leaves out; medians per attempt.
  *
  * Owns: each thread's timeline (first and last stamp, the last attempt's
  * end and whether it aborted), the duration histograms (per thread and per
@@ -73,6 +74,7 @@ static int attempt_time(struct ca_state *s, struct th *t, const struct tf_event 
     double serial = t->serial && ev->ts > t->serial_ts ? (double)(ev->ts - t->serial_ts) * s->o.ns_per_unit : 0;
     int committed = ev->kind == TF_EV_COMMIT;
     int desched = t->migrated || (double)t->max_gap * s->o.ns_per_unit >= s->o.desched_gap_ns;
+    double off = ca_attempt_off_ns(s, t);
     struct ca_time *tt[2] = { &t->pub.time, &st->time };
     for (int i = 0; i < 2; i++) {
         if (committed) {
@@ -80,17 +82,31 @@ static int attempt_time(struct ca_state *s, struct th *t, const struct tf_event 
             tt[i]->committed_n++;
         } else {
             tt[i]->wasted_ns += d;
+            tt[i]->wasted_oncpu_ns += d - off;
             tt[i]->aborted_n++;
+            tt[i]->desched_aborted_n += desched;
         }
         tt[i]->serial_ns += serial;
         tt[i]->desched_n += desched;
         tt[i]->desched_ns += desched ? d : 0;
+        tt[i]->desched_off_ns += off;
     }
     dur_add(committed ? t->hist->committed : t->hist->aborted, d);
     dur_add(committed ? sh->committed : sh->aborted, d);
     t->end_was_abort = !committed && ev->reason != TMT_ABORT_USER_CANCEL;
     t->tl_end = ev->ts;
     return 0;
+}
+
+/* The open attempt's time off the CPU: its gaps of a deschedule's length;
+ * an attempt that changed CPU without one lost at least its longest gap.
+ * Never more than the attempt. */
+double ca_attempt_off_ns(const struct ca_state *s, const struct th *t)
+{
+    uint64_t off = t->off_sum;
+    if (t->migrated && off == 0)
+        off = t->max_gap;
+    return (double)off * s->o.ns_per_unit;
 }
 
 /* Every event of thread `t`, before the analyses see it. */

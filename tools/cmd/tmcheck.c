@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 
 #include "check_analysis.h"
+#include "check_compare.h"
 #include "check_report.h"
 #include "symbols.h"
 #include "error.h"
@@ -29,7 +30,10 @@ static const struct tool_option check_options[] = {
     { "-j, --json", "one JSON object instead of the text report (keys: docs/json.md)" },
     { "-c, --csv DIR", "also write DIR/sites.csv, conflicts.csv, threads.csv, aborts.csv" },
     { "-s, --salvage", "skip damaged chunks, say so on stderr and report how many" },
-    { "-S, --stripes LOG2", "the traced run's TMTRACE_STRIPES (default: as recorded in the trace)" },
+    { "    --compare BEFORE", "the change from BEFORE to TRACE (two synchronised traces of one\n"
+                             "program, before and after a fix): per site, data object and triage\n"
+                             "group, aborts and on-CPU wasted time; commits per second" },
+    { "-S, --stripes LOG2", "the traced run's TMTRACE_STRIPES, 10 to 28 (default: as recorded)" },
     { "-J, --jobs N", TOOL_JOBS_HELP },
     { "-h, --help", "this text" },
     { "    --man", "this text as a man page (troff)" },
@@ -40,12 +44,24 @@ static const struct tool_option check_options[] = {
 static const struct tool_doc check_doc = {
     .name = "tmcheck",
     .purpose = "check a trace for the inconsistencies unsynchronised clocks cause and explain its aborts",
-    .synopsis = "tmcheck TRACE [--json] [--csv DIR] [--salvage] [--stripes LOG2] [--jobs N]",
+    .synopsis = "tmcheck TRACE [--json] [--csv DIR] [--salvage] [--stripes LOG2] [--jobs N]\n"
+                "tmcheck --compare BEFORE AFTER [--json] [--salvage] [--stripes LOG2] [--jobs N]",
     .description =
-        "Checks a raw or synchronised trace: temporal inconsistencies, grammar violations\n"
-        "(S (R|W)* A)* (S (R|W)* C), out-of-place events, late starts, premature commits/aborts,\n"
-        "conflict-free aborts; attributes every software abort to the committed transaction\n"
-        "that caused it; per-site table, conflict matrix, clock error vs ground truth.",
+        "Checks a raw or synchronised trace and explains its aborts. The report opens with\n"
+        "the trace's totals and the tracer's estimated share of the threads' time (with a\n"
+        "warning above 5%), then the attempts that were descheduled or migrated, on a\n"
+        "line of their own: their time off the CPU is charged to no site or data. Then\n"
+        "the sites by on-CPU wasted time, the data objects (a symbol, down to the struct\n"
+        "member through DWARF, or the blocks of an allocation site) and the triage: one\n"
+        "line per group of software aborts (victim site, class, data, culprit site) with\n"
+        "its count, its share of the on-CPU wasted time and advice that can apply; each\n"
+        "software abort is attributed to the committed transaction or the lock holder\n"
+        "that caused it. Then the words by abort count, the abort classes, where each\n"
+        "thread's and site's time went, the per-site table, the conflict matrix, and the\n"
+        "consistency checks: temporal inconsistencies, grammar violations\n"
+        "(S (R|W)* A)* (S (R|W)* C), out-of-place events, late starts, premature\n"
+        "commits/aborts, and the clock error against the ground truth when injected.\n"
+        "With --compare, the change between two traces of one program instead.",
     .options = check_options,
     .exit_status = "0  consistent, and the trace is complete\n"
                    "1  temporal or grammar violations\n"
@@ -59,6 +75,7 @@ static const struct tool_doc check_doc = {
 struct check_args {
     const char *path;
     const char *csv;
+    const char *before;   /* --compare BEFORE (the operand is AFTER) */
     int json;
     unsigned flags;
     uint64_t stripes;   /* 0: as recorded in the trace */
@@ -73,6 +90,7 @@ static int parse_args(int argc, char **argv, struct check_args *a)
         { "salvage", no_argument, 0, 's' }, { "stripes", required_argument, 0, 'S' },
         { "help", no_argument, 0, 'h' },    { "version", no_argument, 0, 'V' },
         { "man", no_argument, 0, 'M' },     { "jobs", required_argument, 0, 'J' },
+        { "compare", required_argument, 0, 'C' },
         { 0, 0, 0, 0 }
     };
     *a = (struct check_args){ .jobs = tool_jobs_default() };
@@ -82,9 +100,10 @@ static int parse_args(int argc, char **argv, struct check_args *a)
         switch (c) {
         case 'j': a->json = 1; break;
         case 'c': a->csv = optarg; break;
+        case 'C': a->before = optarg; break;
         case 's': a->flags |= TF_SALVAGE; break;
         case 'S':
-            if (tool_parse_u64("--stripes", optarg, 1, 40, &a->stripes) < 0)
+            if (tool_parse_u64("--stripes", optarg, TF_STRIPES_LOG2_MIN, TF_STRIPES_LOG2_MAX, &a->stripes) < 0)
                 return TOOL_USAGE + 1;
             break;
         case 'J':
@@ -100,6 +119,8 @@ static int parse_args(int argc, char **argv, struct check_args *a)
     a->path = tool_trace_operand(argc, argv);
     if (!a->path)
         return TOOL_USAGE + 1;
+    if (a->before && a->csv)
+        return tool_error("--compare: no --csv with it (run tmcheck --csv on each trace)") + 1;
     if (a->csv && mkdir(a->csv, 0777) < 0 && errno != EEXIST)
         return tool_error("--csv %s: cannot create the directory: %s", a->csv, strerror(errno)) + 1;
     return 0;
@@ -107,10 +128,10 @@ static int parse_args(int argc, char **argv, struct check_args *a)
 
 /* Pass 2: every event in merged order through the analysis. 0, or the exit
  * code after a one-line message. */
-static int analyse(const struct check_args *a, struct tf_reader *r, const struct trace_index *ix,
+static int analyse(const struct check_args *a, const char *path, struct tf_reader *r, const struct trace_index *ix,
                    struct ca_state *st, struct tc_span *span)
 {
-    struct ti_merge_opts o = { .jobs = a->jobs, .path = a->path, .open_flags = a->flags };
+    struct ti_merge_opts o = { .jobs = a->jobs, .path = path, .open_flags = a->flags };
     struct ti_merge *m = ti_merge_create(r, ix, &o);
     if (!m)
         return tool_error_lib();
@@ -119,7 +140,7 @@ static int analyse(const struct check_args *a, struct tf_reader *r, const struct
     while ((k = ti_merge_next(m, &ev)) == 1) {
         tc_span_add(span, ev->ts);
         if (ca_event(st, ev) < 0) {
-            rc = tool_error("%s: %s", a->path, error_get());
+            rc = tool_error("%s: %s", path, error_get());
             break;
         }
     }
@@ -127,7 +148,7 @@ static int analyse(const struct check_args *a, struct tf_reader *r, const struct
     if (rc == 0 && k < 0)
         rc = tool_error_lib();
     if (rc == 0 && ca_finish(st) < 0)
-        rc = tool_error("%s: %s", a->path, error_get());
+        rc = tool_error("%s: %s", path, error_get());
     return rc;
 }
 
@@ -155,58 +176,98 @@ static int report(const struct check_args *a, const struct cr_input *in, struct 
     return rc == TOOL_FAIL || incomplete == TOOL_OK ? rc : incomplete;
 }
 
-static int check(const struct check_args *a, const struct trace_index *ix, uint64_t skipped)
+/* One trace analysed: what its report is made from. */
+struct run {
+    struct trace_index ix;
+    struct sym_table *sym;
+    struct ca_state *st;
+    struct tf_reader *r;
+    struct tool_out aborts;
+    struct cr_abort_rows rows;
+    struct tc_verdict verdict;
+    struct cr_input in;
+};
+
+static void run_close(struct run *x)
 {
+    sym_close(x->sym);
+    if (x->aborts.f)
+        tool_out_abandon(&x->aborts);
+    if (x->r)
+        tf_close(x->r);
+    ca_free(x->st);
+    ti_free(&x->ix);
+}
+
+/* Loads and analyses the trace at `path` (its aborts.csv too with --csv).
+ * 0, or the exit code after a one-line message; run_close either way. */
+static int run_open(const struct check_args *a, const char *path, struct run *x)
+{
+    memset(x, 0, sizeof *x);
+    uint64_t skipped;
+    if (ti_load(path, a->flags, &x->ix, &skipped) < 0)
+        return tool_error_lib();
+    const struct trace_index *ix = &x->ix;
     struct ca_opts o;
     ca_opts_for_trace(ix, (unsigned)a->stripes, &o);
-    int rc = 0, synced = (ix->hdr.flags & TF_HDR_SYNCED) != 0;
-    struct sym_table *sym = sym_open(ix->objects, ix->nobjects);
-    sym_name_sites(sym, ix->sites, ix->nsites);
-    struct tool_out aborts = { 0 };
-    struct ca_state *st = ca_create(&o);
-    struct tf_reader *r = tf_open(a->path, a->flags);
-    if (!st || !r || !sym) {
-        rc = st && sym ? tool_error_lib() : tool_error("out of memory");
-        goto out;
-    }
-    struct cr_abort_rows rows = { NULL, ix, sym };
+    int rc, synced = (ix->hdr.flags & TF_HDR_SYNCED) != 0;
+    x->sym = sym_open(ix->objects, ix->nobjects);
+    sym_name_sites(x->sym, x->ix.sites, x->ix.nsites);
+    x->st = ca_create(&o);
+    x->r = tf_open(path, a->flags);
+    if (!x->st || !x->r || !x->sym)
+        return x->st && x->sym ? tool_error_lib() : tool_error("out of memory");
+    x->rows = (struct cr_abort_rows){ NULL, ix, x->sym, x->st };
     if (a->csv) {
-        if ((rc = cr_aborts_open(a->csv, &aborts)) != 0)
-            goto out;
-        rows.f = aborts.f;
-        ca_on_attribution(st, cr_abort_row, &rows);
+        if ((rc = cr_aborts_open(a->csv, &x->aborts)) != 0)
+            return rc;
+        x->rows.f = x->aborts.f;
+        ca_listen(x->st, cr_abort_row, &x->rows);
     }
     struct tc_span span = { .ns_per_unit = o.ns_per_unit };
-    if ((rc = analyse(a, r, ix, st, &span)) != 0)
-        goto out;
-    struct tc_verdict verdict;
-    tc_judge(ix, &span, &verdict);
-    struct cr_input in = {
-        .path = a->path,
+    if ((rc = analyse(a, path, x->r, ix, x->st, &span)) != 0)
+        return rc;
+    tc_judge(ix, &span, &x->verdict);
+    x->in = (struct cr_input){
+        .path = path,
         .ix = ix,
-        .st = st,
+        .st = x->st,
         .synced = synced,
         .have_accesses = o.have_accesses,
-        .have_truth = (ix->hdr.flags & TF_HDR_INJECTED) && ca_totals(st)->truth_events > 0,
+        .have_truth = (ix->hdr.flags & TF_HDR_INJECTED) && ca_totals(x->st)->truth_events > 0,
         .dropped = ti_dropped(ix),
-        .skipped_chunks = skipped + tf_reader_skipped(r),
-        .verdict = &verdict,
+        .skipped_chunks = skipped + tf_reader_skipped(x->r),
+        .verdict = &x->verdict,
         .uncertainty_ns = synced ? (double)o.uncertainty : 0.0,
         .stripes_log2 = o.stripes_log2,
         .stripe_shift = o.stripe_shift,
         .format_version = ix->hdr.version,
         .event_cost_ns = o.event_cost_ns > 0 ? o.event_cost_ns : CA_EVENT_COST_NS_DEFAULT,
         .event_cost_measured = o.event_cost_ns > 0,
-        .sym = sym,
+        .sym = x->sym,
+        .span_ns = span.records ? (double)(span.last - span.first) * o.ns_per_unit : 0.0,
     };
-    rc = report(a, &in, &aborts);
-out:
-    sym_close(sym);
-    if (aborts.f)
-        tool_out_abandon(&aborts);
-    if (r)
-        tf_close(r);
-    ca_free(st);
+    return 0;
+}
+
+/* --compare BEFORE AFTER: both analysed, then the change. */
+static int compare(const struct check_args *a)
+{
+    struct run *x = calloc(2, sizeof *x);
+    if (!x)
+        return tool_error("out of memory");
+    int rc = run_open(a, a->before, &x[0]);
+    if (rc == 0)
+        rc = run_open(a, a->path, &x[1]);
+    if (rc == 0) {
+        if (a->json)
+            cr_compare_json(stdout, &x[0].in, &x[1].in);
+        else
+            cr_compare_text(stdout, &x[0].in, &x[1].in);
+    }
+    run_close(&x[0]);
+    run_close(&x[1]);
+    free(x);
     return rc;
 }
 
@@ -217,11 +278,12 @@ int main(int argc, char **argv)
     int done = parse_args(argc, argv, &a);
     if (done)
         return done - 1;
-    struct trace_index ix;
-    uint64_t skipped;
-    if (ti_load(a.path, a.flags, &ix, &skipped) < 0)
-        return tool_error_lib();
-    int rc = check(&a, &ix, skipped);
-    ti_free(&ix);
+    if (a.before)
+        return compare(&a);
+    struct run x;
+    int rc = run_open(&a, a.path, &x);
+    if (rc == 0)
+        rc = report(&a, &x.in, &x.aborts);
+    run_close(&x);
     return rc;
 }

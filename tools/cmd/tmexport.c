@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "check_analysis.h"
+#include "check_triage.h"
 #include "error.h"
 #include "json_writer.h"
 #include "trace_index.h"
@@ -63,7 +64,8 @@ static const struct tool_doc export_doc = {
         "JSON, which ui.perfetto.dev and chrome://tracing open:\n"
         "  one complete slice per transaction attempt on its thread's track\n"
         "  (name = site label; args: outcome, abort reason, core, instance, set sizes),\n"
-        "  an instant event per abort and per hardware fallback, and a flow arrow from\n"
+        "  an instant event per abort (with the data it found, by name) and per hardware\n"
+        "  fallback, and a flow arrow (with the data, by name) from\n"
         "  each abort's culprit to the aborted attempt, as tmcheck attributes it: the\n"
         "  commit that wrote the version the abort found, or the attempt that held\n"
         "  the lock it found (from the moment of the abort; an arrow never ends before\n"
@@ -98,7 +100,7 @@ struct site_name {
 };
 
 /* Site names by id ("label (file:line)", as every tool names them). */
-static struct site_name *site_names(const struct trace_index *ix, size_t *n)
+static struct site_name *site_names(const struct trace_index *ix, struct sym_table *sym, size_t *n)
 {
     size_t max = 0;
     for (size_t i = 0; i < ix->nsites; i++)
@@ -108,9 +110,7 @@ static struct site_name *site_names(const struct trace_index *ix, size_t *n)
     if (!t)
         return NULL;
     /* Sites known by code address (-fgnu-tm programs) get their function. */
-    struct sym_table *sym = sym_open(ix->objects, ix->nobjects);
     sym_name_sites(sym, ix->sites, ix->nsites);
-    sym_close(sym);
     for (size_t i = 0; i < ix->nsites; i++)
         sym_site_name(&ix->sites[i], t[ix->sites[i].id].label, sizeof t[ix->sites[i].id].label);
     *n = max;
@@ -132,6 +132,8 @@ struct attempt {
 
 struct exporter {
     const struct trace_index *ix;
+    struct sym_table *sym;     /* data addresses by name, as tmcheck names them */
+    const struct ca_state *st; /* with --flows: the allocations, for blocks' names */
     struct site_name *sites;   /* indexed by site id */
     size_t nsites;
     struct out *o;
@@ -170,6 +172,17 @@ static const char *location(const struct exporter *x, unsigned reason, uint64_t 
         snprintf(buf, cap, "stripe %" PRIu64, addr);
     else
         snprintf(buf, cap, "0x%" PRIx64, addr);
+    return buf;
+}
+
+/* A data address by its one name (check_triage.h's cx_word_name). */
+static const char *data_name(const struct exporter *x, uint64_t addr, char *buf, size_t cap)
+{
+    char obj[CX_OBJ_NAME], fld[64];
+    uint64_t base = 0, pc = 0;
+    if (x->st)
+        ca_block_at(x->st, addr, &base, &pc);
+    cx_word_name(x->sym, addr, pc, base, obj, fld, buf, cap);
     return buf;
 }
 
@@ -254,8 +267,12 @@ static void slice_args(const struct exporter *x, struct jw *w, const struct atte
     jw_ku64(w, "write_set", ws);
     if (!commit) {
         jw_kstr(w, "abort_reason", tf_abort_reason_name(end->reason));
-        if (end->addr)
+        if (end->addr) {
+            char nb[900];
             jw_kstr(w, "conflict", location(x, end->reason, end->addr, hex, sizeof hex));
+            if (x->version >= 2 || end->reason != TMT_ABORT_COMMIT_VALIDATE)
+                jw_kstr(w, "conflict_data", data_name(x, end->addr, nb, sizeof nb));
+        }
         if (end->reason == TMT_ABORT_HTM) {
             snprintf(hex, sizeof hex, "0x%08" PRIx64, end->value & 0xffffffffu);
             jw_kstr(w, "htm_status", hex);
@@ -294,8 +311,10 @@ static void emit_slice(struct exporter *x, uint32_t thread, const struct attempt
     x->o->slices++;
 }
 
+/* An instant with one argument, and the data it concerns when `data` is
+ * not NULL. */
 static void emit_instant(struct exporter *x, uint32_t thread, uint64_t ns, const char *name,
-                         const char *cat, const char *key, const char *val)
+                         const char *cat, const char *key, const char *val, const char *data)
 {
     if (!shown(x, ns))
         return;
@@ -310,6 +329,8 @@ static void emit_instant(struct exporter *x, uint32_t thread, uint64_t ns, const
     jw_key(w, "args");
     jw_object(w);
     jw_kstr(w, key, val);
+    if (data)
+        jw_kstr(w, "data", data);
     jw_object_end(w);
     jw_object_end(w);
     x->o->instants++;
@@ -352,12 +373,14 @@ static void on_attribution(void *ctx, const struct ca_attribution *at)
     struct jw *w = flow_end(x, "s", id, at->culprit_thread, s_ns);
     jw_object_end(w);
     w = flow_end(x, "f", id, at->thread, f_ns);
-    char b1[32], b2[32], loc[48];
+    char b1[32], b2[32], loc[48], nb[900];
     jw_key(w, "args");
     jw_object(w);
     jw_kstr(w, "class", ca_class_name(at->cls));
     jw_kstr(w, "conflict", at->true_conflict ? "true" : at->cls == CA_CL_FALSE ? "false (same stripe)" : "lock held");
     jw_kstr(w, "address", location(x, at->reason, at->addr, loc, sizeof loc));
+    if (x->version >= 2 || at->reason != TMT_ABORT_COMMIT_VALIDATE)
+        jw_kstr(w, "data", data_name(x, at->addr, nb, sizeof nb));
     jw_ku64(w, "culprit_thread", at->culprit_thread);
     jw_ku64(w, "culprit_instance", at->culprit_instance);
     jw_kstr(w, "culprit_site", site_label(x, at->culprit_site, b1, sizeof b1));
@@ -403,13 +426,16 @@ static int on_event(struct exporter *x, const struct tf_event *ev)
         if (!a->open)
             break;
         emit_slice(x, t, a, ev);
-        if (ev->kind == TF_EV_ABORT)
+        if (ev->kind == TF_EV_ABORT) {
+            char nb[900];
+            int named = ev->addr && (x->version >= 2 || ev->reason != TMT_ABORT_COMMIT_VALIDATE);
             emit_instant(x, t, ns, "abort", is_hw(a->flags) ? "htm" : "stm", "reason",
-                         tf_abort_reason_name(ev->reason));
+                         tf_abort_reason_name(ev->reason), named ? data_name(x, ev->addr, nb, sizeof nb) : NULL);
+        }
         a->open = 0;
         break;
     case TF_EV_FALLBACK:
-        emit_instant(x, t, ns, "fallback", "htm", "why", tf_fallback_reason_name(ev->reason));
+        emit_instant(x, t, ns, "fallback", "htm", "why", tf_fallback_reason_name(ev->reason), NULL);
         break;
     default:
         break;
@@ -538,7 +564,7 @@ static int parse_args(int argc, char **argv, struct export_args *a)
         case OPT_NO_FLOWS: a->flows = 0; break;
         case OPT_SALVAGE: a->oflags |= TF_SALVAGE; break;
         case OPT_STRIPES:
-            if (tool_parse_u64("--stripes", optarg, 1, 40, &a->stripes) < 0)
+            if (tool_parse_u64("--stripes", optarg, TF_STRIPES_LOG2_MIN, TF_STRIPES_LOG2_MAX, &a->stripes) < 0)
                 return TOOL_USAGE + 1;
             break;
         case OPT_FROM:
@@ -664,17 +690,19 @@ static int write_chrome(const struct export_args *a, const struct trace_index *i
     }
     if (a->abort_n && abort_window(&x, a) < 0)
         return tool_error_lib();
-    x.sites = site_names(ix, &x.nsites);
+    x.sym = sym_open(ix->objects, ix->nobjects);
+    x.sites = x.sym ? site_names(ix, x.sym, &x.nsites) : NULL;
     struct ca_opts co;
     ca_opts_for_trace(ix, (unsigned)a->stripes, &co);
     struct ca_state *st = a->flows ? ca_create(&co) : NULL;
+    x.st = st;
     int status = TOOL_OK;
     if (!x.sites || (a->flows && !st)) {
         status = tool_error("out of memory");
         goto done;
     }
     if (st)
-        ca_on_attribution(st, on_attribution, &x);
+        ca_listen(st, on_attribution, &x);
     /* -o: written beside the target and renamed, so no partial file is left. */
     struct tool_out to;
     if (tool_out_open(&to, a->outpath, a->path) < 0) {
@@ -693,6 +721,7 @@ static int write_chrome(const struct export_args *a, const struct trace_index *i
 done:
     free(x.th);
     free(x.sites);
+    sym_close(x.sym);
     ca_free(st);
     return status;
 }

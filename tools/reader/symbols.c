@@ -3,11 +3,14 @@
  *
  * Owns: one libdwfl session (Dwfl) in which every object of the load map is
  * reported at its load bias, the check of each object's build-id against the
- * recorded one, and the notes about objects that could not be used. Never
- * parses ELF or DWARF itself.
+ * recorded one, the notes about objects that could not be used, and the
+ * walk from a variable's DWARF type to the member an offset falls in (with
+ * a small cache of the variables found). Never parses ELF or DWARF itself.
  */
 #include "symbols.h"
 
+#include <dwarf.h>
+#include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -19,8 +22,19 @@ struct sym_obj {
     Dwfl_Module *mod;            /* NULL: not usable (note written) */
 };
 
+/* A variable's DWARF entry, by its symbol's address (found 0: none). */
+#define SYM_VAR_CACHE 64
+struct sym_var {
+    uint64_t addr;
+    int found;
+    Dwarf_Die type;
+};
+
 struct sym_table {
     Dwfl *dwfl;
+    struct sym_var var[SYM_VAR_CACHE];
+    unsigned nvar;
+    char fnbuf[300];             /* the last code address's function, demangled */
     struct tf_object *objs;
     struct sym_obj *obj;
     size_t n;
@@ -124,6 +138,24 @@ static const char *sym_base(const char *path)
     return s ? s + 1 : path;
 }
 
+/* GCC's transactional clone of a function (-fgnu-tm) is the function's
+ * name mangled behind "_ZGTt": `_ZGTt13rbtree_insert` is rbtree_insert's.
+ * Its name for reports: `rbtree_insert [transactional clone]` (a C++
+ * clone keeps its mangled rest); any other name as it is. */
+static const char *sym_clone_name(const char *name, char *buf, size_t cap)
+{
+    if (name == NULL || strncmp(name, "_ZGTt", 5) != 0)
+        return name;
+    const char *p = name + 5;
+    char *end;
+    unsigned long len = strtoul(p, &end, 10);
+    if (end != p && len > 0 && len <= strlen(end))
+        snprintf(buf, cap, "%.*s [transactional clone]", (int)len, end);
+    else
+        snprintf(buf, cap, "_Z%s [transactional clone]", p);
+    return buf;
+}
+
 /* The address alone, or with the object and the offset into it. */
 static void sym_plain(const struct sym_obj *so, uint64_t addr, char *out, size_t cap)
 {
@@ -146,20 +178,117 @@ static const char *sym_lookup(struct sym_table *t, uint64_t addr, char *out, siz
     return dwfl_module_addrinfo(so->mod, addr, off, sym, NULL, NULL, NULL);
 }
 
-int sym_data(struct sym_table *t, uint64_t addr, char *out, size_t cap)
+/* The type of the global variable `name` among the module's compile units
+ * (its definition: a DW_AT_location). 1 when found. */
+static int var_type(Dwfl_Module *mod, const char *name, Dwarf_Die *type)
+{
+    Dwarf_Addr bias;
+    Dwarf *dw = dwfl_module_getdwarf(mod, &bias);
+    Dwarf_Off off = 0, next;
+    size_t hsize;
+    while (dw && dwarf_nextcu(dw, off, &next, &hsize, NULL, NULL, NULL) == 0) {
+        Dwarf_Die cu, d;
+        if (dwarf_offdie(dw, off + hsize, &cu) && dwarf_child(&cu, &d) == 0) {
+            do {
+                Dwarf_Attribute a;
+                const char *n;
+                if (dwarf_tag(&d) != DW_TAG_variable || !dwarf_attr(&d, DW_AT_location, &a) ||
+                    !(n = dwarf_diename(&d)) || strcmp(n, name) != 0)
+                    continue;
+                if (dwarf_attr_integrate(&d, DW_AT_type, &a) && dwarf_formref_die(&a, type))
+                    return 1;
+            } while (dwarf_siblingof(&d, &d) == 0);
+        }
+        off = next;
+    }
+    return 0;
+}
+
+/* Appends to `path` the member (`.name`, `[i]`) of `type` at byte `off`,
+ * descending into nested structs and arrays; stops at a scalar. */
+static void member_path(Dwarf_Die *type, uint64_t off, char *path, size_t cap)
+{
+    for (int depth = 0; depth < 8; depth++) {
+        Dwarf_Die t, m;
+        Dwarf_Word size;
+        if (dwarf_peel_type(type, &t) != 0)
+            return;
+        size_t len = strlen(path);
+        int tag = dwarf_tag(&t);
+        if (tag == DW_TAG_array_type) {
+            Dwarf_Attribute a;
+            Dwarf_Die el;
+            if (!dwarf_attr_integrate(&t, DW_AT_type, &a) || !dwarf_formref_die(&a, &el) ||
+                dwarf_aggregate_size(&el, &size) != 0 || size == 0)
+                return;
+            snprintf(path + len, cap - len, "[%llu]", (unsigned long long)(off / size));
+            off %= size;
+            *type = el;
+            continue;
+        }
+        if ((tag != DW_TAG_structure_type && tag != DW_TAG_union_type) || dwarf_child(&t, &m) != 0)
+            return;
+        int found = 0;
+        do {
+            Dwarf_Attribute a;
+            Dwarf_Word at = 0;
+            Dwarf_Die mt;
+            if (dwarf_tag(&m) != DW_TAG_member || !dwarf_attr_integrate(&m, DW_AT_type, &a) ||
+                !dwarf_formref_die(&a, &mt) || dwarf_aggregate_size(&mt, &size) != 0)
+                continue;
+            if (dwarf_attr(&m, DW_AT_data_member_location, &a) && dwarf_formudata(&a, &at) != 0)
+                continue;
+            if (off < at || off >= at + size)
+                continue;
+            const char *n = dwarf_diename(&m);
+            snprintf(path + len, cap - len, ".%s", n ? n : "?");
+            off -= at;
+            *type = mt;
+            found = 1;
+            break;
+        } while (dwarf_siblingof(&m, &m) == 0);
+        if (!found)
+            return;
+    }
+}
+
+/* The member of the variable at `start` (symbol `name`) holding byte `off`:
+ * "" when its type is not known or it is a scalar. */
+static void sym_member(struct sym_table *t, Dwfl_Module *mod, const char *name, uint64_t start, uint64_t off,
+                       char *path, size_t cap)
+{
+    path[0] = 0;
+    struct sym_var *v = NULL;
+    for (unsigned i = 0; i < t->nvar && i < SYM_VAR_CACHE; i++)
+        if (t->var[i].addr == start)
+            v = &t->var[i];
+    if (!v) {
+        v = &t->var[t->nvar++ % SYM_VAR_CACHE];
+        v->addr = start;
+        v->found = var_type(mod, name, &v->type);
+    }
+    if (v->found) {
+        Dwarf_Die type = v->type;
+        member_path(&type, off, path, cap);
+    }
+}
+
+int sym_data_parts(struct sym_table *t, uint64_t addr, char *obj, size_t cap, char *field, size_t fcap)
 {
     const struct sym_obj *so;
     GElf_Off off = 0;
     GElf_Sym sym;
-    const char *name = sym_lookup(t, addr, out, cap, &so, &off, &sym);
+    field[0] = 0;
+    const char *name = sym_lookup(t, addr, obj, cap, &so, &off, &sym);
     if (name == NULL || (sym.st_size && off >= sym.st_size)) {
-        sym_plain(so, addr, out, cap);
+        sym_plain(so, addr, obj, cap);
         return 0;
     }
-    if (off)
-        snprintf(out, cap, "%s+0x%" PRIx64, name, (uint64_t)off);
-    else
-        snprintf(out, cap, "%s", name);
+    snprintf(obj, cap, "%s", name);
+    if (sym.st_size > 8 || off)
+        sym_member(t, so->mod, name, addr - off, off, field, fcap);
+    if (!field[0] && off)
+        snprintf(field, fcap, "+0x%" PRIx64, (uint64_t)off);
     return 1;
 }
 
@@ -176,7 +305,7 @@ static const struct sym_obj *sym_code_parts(struct sym_table *t, uint64_t pc, co
     if (so == NULL || so->mod == NULL)
         return so;
     GElf_Sym sym;
-    *fn = dwfl_module_addrinfo(so->mod, pc, off, &sym, NULL, NULL, NULL);
+    *fn = sym_clone_name(dwfl_module_addrinfo(so->mod, pc, off, &sym, NULL, NULL, NULL), t->fnbuf, sizeof t->fnbuf);
     Dwfl_Line *line = dwfl_module_getsrc(so->mod, pc);
     *file = line ? dwfl_lineinfo(line, NULL, lineno, NULL, NULL, NULL) : NULL;
     return so;
@@ -215,7 +344,7 @@ size_t sym_name_sites(struct sym_table *t, struct tf_site *s, size_t n)
         if (fn == NULL && file == NULL)
             continue;
         if (fn)
-            snprintf(s[i].label, sizeof s[i].label, "%s", fn);
+            snprintf(s[i].label, sizeof s[i].label, "%.127s", fn);
         if (file) {
             snprintf(s[i].file, sizeof s[i].file, "%s", file);
             s[i].line = lineno;

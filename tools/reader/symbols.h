@@ -24,12 +24,14 @@ struct sym_table;
 struct sym_table *sym_open(const struct tf_object *objs, size_t n);
 void sym_close(struct sym_table *t);
 
-/* `symbol+0xoff` (or `symbol`) for an address inside a symbol of the
- * executable or a shared object (static data, functions), else
+/* A data address in two parts. The object: the symbol holding it (static
+ * data, functions) in the executable or a shared object, else
  * `object+0xoff` when it lies in a known object, else "heap or stack"
- * (reports print the address beside the name). Returns 1 when a symbol was
- * found, 0 otherwise; `out` is always filled. */
-int sym_data(struct sym_table *t, uint64_t addr, char *out, size_t cap);
+ * (reports print the address beside the name). The field: `.member` or
+ * `[i]` through the variable's DWARF type (nested as deep as it goes),
+ * `+0xoff` when the type is not known, or "" at the symbol's start.
+ * Returns 1 when a symbol was found, 0 otherwise; both are always filled. */
+int sym_data_parts(struct sym_table *t, uint64_t addr, char *obj, size_t cap, char *field, size_t fcap);
 
 /* Source location of a code address: `function (file:line)`, file without
  * its directory. Returns 1 when a line was found, 0 otherwise (then `out`
