@@ -34,7 +34,7 @@ const char *tf_fallback_reason_name(unsigned reason)
 
 const char *tf_serial_reason_name(unsigned reason)
 {
-    static const char *const names[TF_SERIAL_REASONS] = { "unknown", "contention", "requested" };
+    static const char *const names[TF_SERIAL_REASONS] = { "unknown", "contention", "requested", "alone" };
     return reason < TF_SERIAL_REASONS ? names[reason] : "unknown";
 }
 

@@ -70,7 +70,8 @@ enum tf_start_flags {
 enum tf_serial_reason {
     TF_SERIAL_CONTENTION = 1, /* TMTRACE_SERIAL_AFTER conflict aborts of this transaction */
     TF_SERIAL_REQUESTED = 2,  /* the program asked for it (TMT_TX_IRREVOCABLE, libitm's serial mode) */
-    TF_SERIAL_REASONS = 3
+    TF_SERIAL_ALONE = 3,      /* the runtime's choice: the thread is the only one in transactions (libitm's way) */
+    TF_SERIAL_REASONS = 4
 };
 
 /* Why the hardware path gave up (FALLBACK record, `reason`). */

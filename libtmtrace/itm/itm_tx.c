@@ -321,6 +321,8 @@ uint32_t itm_begin(uint32_t prop, const struct itm_jb *jb)
     if (t->lone || (alone && plain))
         flags |= TMT_TX_IRREVOCABLE;
     (void)tmt_tx_prepare(tx, itm_site_of(jb->rip), flags);
+    if (alone)
+        tx_serial_because(tx, TF_SERIAL_ALONE); /* the runtime's choice, not the program's */
     tx->restart = itm_restart;
     if (!tmt_tx_start(tx))
         return ITM_A_ABORT;

@@ -61,5 +61,14 @@ __attribute__((noreturn)) void tx_demote(struct tmt_tx *tx, uintptr_t addr);
  * tx_is_serial: the running attempt is serial. */
 void tx_serial_now(struct tmt_tx *tx, unsigned why);
 static inline int tx_is_serial(const struct tmt_tx *tx) { return tx->mode == TX_MODE_SERIAL; }
+/* After tmt_tx_prepare of a TMT_TX_IRREVOCABLE block that the layer above
+ * made irrevocable for its own reason (libtmtrace-itm's lone thread): the
+ * SERIAL record says `why` (enum tf_serial_reason) instead of the
+ * program's request. */
+static inline void tx_serial_because(struct tmt_tx *tx, unsigned why)
+{
+    if (tx->serial_next)
+        tx->serial_next = why;
+}
 
 #endif

@@ -63,12 +63,7 @@ static void emit_access(struct tb_thread *t, unsigned kind, unsigned size, uint6
         tb_fill_access(t, s, kind, size, 0, addr, value);
         return;
     }
-    struct tf_record *r = (struct tf_record *)(void *)s;
-    r->tsc = t->last_tsc;
-    r->aux = t->last_aux;
-    if (TB_UNLIKELY(t->injecting))
-        t->truth[s - t->base] = t->last_raw;
-    tb_fill(t, s, kind, size, addr, value);
+    tb_fill_repeated(t, s, kind, size, addr, value);
 }
 
 uint64_t tb_access_slow(struct tb_thread *t, unsigned kind, unsigned size, uint64_t addr, uint64_t value)

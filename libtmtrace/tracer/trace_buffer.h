@@ -71,6 +71,19 @@ static inline void tb_fill(struct tb_thread *t, struct tf_slot *s, unsigned kind
     tb_publish(t, s + 2);
 }
 
+/* A full record that takes its stamp and CPU from the thread's previous
+ * stamped record (no clock read: TF_STAMP_REPEATED). */
+static inline void tb_fill_repeated(struct tb_thread *t, struct tf_slot *s, unsigned kind, unsigned reason,
+                                    uint64_t addr, uint64_t value)
+{
+    struct tf_record *r = (struct tf_record *)(void *)s;
+    r->tsc = t->last_tsc;
+    r->aux = t->last_aux;
+    if (TB_UNLIKELY(t->injecting))
+        t->truth[s - t->base] = t->last_raw;
+    tb_fill(t, s, kind, reason, addr, value);
+}
+
 /* A compact access record (trace_format.h) `step` ticks after the
  * previous record, on its CPU. */
 static inline void tb_fill_access(struct tb_thread *t, struct tf_slot *s, unsigned kind, unsigned size,
@@ -399,12 +412,7 @@ static inline void tb_ev_abort_pc(struct tb_thread *t, uint64_t pc)
     struct tf_slot *s = tb_slot(t);
     if (TB_UNLIKELY(s == NULL))
         return;
-    struct tf_record *r = (struct tf_record *)(void *)s;
-    r->tsc = t->last_tsc;
-    r->aux = t->last_aux;
-    if (TB_UNLIKELY(t->injecting))
-        t->truth[s - t->base] = t->last_raw;
-    tb_fill(t, s, TF_EV_ABORT_PC, 0, pc, 0);
+    tb_fill_repeated(t, s, TF_EV_ABORT_PC, 0, pc, 0);
 }
 
 /* tmt_malloc returned `block` of `size` bytes to the code at `caller` (a

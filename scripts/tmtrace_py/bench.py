@@ -103,3 +103,17 @@ def clock_floor_level(build):
         raise cli.ScriptError("%s: not a measuring build (configure it with meson -Dclock_floor=tx or all)" % build,
                               cli.EXIT_USAGE)
     return values[0]
+
+
+def cpu_model():
+    """The CPU's model name as /proc/cpuinfo gives it ("unknown CPU" without one)."""
+    model = "unknown CPU"
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    model = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return model

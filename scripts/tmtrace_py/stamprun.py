@@ -27,7 +27,7 @@ import subprocess
 import sys
 import time
 
-from . import cli, programs, schema
+from . import bench, cli, programs, schema
 
 
 def sh(cmd, cwd, what, env=None):
@@ -183,16 +183,7 @@ class Runs:
 
 def machine():
     """'CPU model, N CPUs': what a closing note says the figures were taken on."""
-    model = "unknown CPU"
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    model = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    return "%s, %d CPUs" % (model, os.cpu_count() or 0)
+    return "%s, %d CPUs" % (bench.cpu_model(), os.cpu_count() or 0)
 
 
 def load_average():

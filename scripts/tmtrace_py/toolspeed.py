@@ -123,18 +123,9 @@ def disagreements(outputs, jobs_list, labels):
 
 
 def machine_note():
-    """'CPU model, N CPUs, load average a b c' of this machine."""
-    model = "unknown CPU"
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    model = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
+    """'CPU model, N CPUs available, load average a b c' of this machine."""
     load = " ".join("%.2f" % x for x in os.getloadavg())
-    return "%s, %d CPUs available, load average %s" % (model, len(os.sched_getaffinity(0)), load)
+    return "%s, %d CPUs available, load average %s" % (bench.cpu_model(), len(os.sched_getaffinity(0)), load)
 
 
 def report(a, raw, synced, events, table, differ, note_before):

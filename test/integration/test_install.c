@@ -173,10 +173,11 @@ static void programs_build_through_pkg_config_define_prefix(void **st)
                         "test -f \"$d/tmtrace.h\" && echo found; done", cmd), 0);
     if (!strstr(out, "found"))
         fail_msg("pkg-config --define-prefix --cflags libtmtrace names no folder with tmtrace.h");
-    assert_int_equal(sh("for d in $(%s --libs-only-L libtmtrace | sed 's/-L//g'); do "
-                        "test -f \"$d/libtmtrace.so\" && echo found; done", cmd), 0);
-    if (!strstr(out, "found"))
-        fail_msg("pkg-config --define-prefix --libs libtmtrace names no folder with libtmtrace.so");
+    int lrc = sh("for d in $(%s --libs-only-L libtmtrace | sed 's/-L//g'); do "
+                 "if test -f \"$d/libtmtrace.so\"; then echo found; else echo \"$d:\"; ls -la \"$d\"; fi; done 2>&1", cmd);
+    if (lrc != 0 || !strstr(out, "found"))
+        fail_msg("pkg-config --define-prefix --libs libtmtrace names no folder with libtmtrace.so (exit %d): %s",
+                 lrc, out);
     const char *src = tu_path("api_client.c"), *exe = tu_path("api_client");
     FILE *f = fopen(src, "w");
     assert_non_null(f);

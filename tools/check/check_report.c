@@ -99,9 +99,11 @@ static void text_totals(FILE *f, const struct cr_input *in, const struct ca_tota
     text_level(f, in, t);
     if (t->serial)
         fprintf(f, "serial attempts %llu (the program's request %llu, the runtime's policy after repeated conflicts "
-                "%llu), %.3f ms alone; %llu of them while another thread had a transaction to run%s\n",
+                "%llu, a thread alone in transactions %llu), %.3f ms alone; %llu of them while another thread had a "
+                "transaction to run%s\n",
                 (unsigned long long)t->serial, (unsigned long long)t->serial_by_reason[TF_SERIAL_REQUESTED],
-                (unsigned long long)t->serial_by_reason[TF_SERIAL_CONTENTION], t->serial_ns / 1e6,
+                (unsigned long long)t->serial_by_reason[TF_SERIAL_CONTENTION],
+                (unsigned long long)t->serial_by_reason[TF_SERIAL_ALONE], t->serial_ns / 1e6,
                 (unsigned long long)t->serial_overlapped,
                 t->serial_overlapped ? " (it waited)" : ": nothing waited");
     fprintf(f, "dropped events %llu%s\n", (unsigned long long)in->dropped, in->ix->have_end ? "" : " (no END chunk)");
@@ -247,6 +249,7 @@ static void json_totals(struct jw *w, const struct cr_input *in, const struct ca
     jw_ku64(w, "serial_attempts", t->serial);
     jw_ku64(w, "serial_requested", t->serial_by_reason[TF_SERIAL_REQUESTED]);
     jw_ku64(w, "serial_contention", t->serial_by_reason[TF_SERIAL_CONTENTION]);
+    jw_ku64(w, "serial_alone", t->serial_by_reason[TF_SERIAL_ALONE]);
     jw_ku64(w, "serial_overlapped", t->serial_overlapped);
     jw_ku64(w, "htm_injected", t->htm_injected);
     jw_knum(w, "serial_ns", t->serial_ns, 0);
