@@ -26,9 +26,14 @@ _Static_assert(offsetof(TxSite, line) == offsetof(tmt_site, line), "TxSite.line"
 _Static_assert(offsetof(TxSite, label) == offsetof(tmt_site, label), "TxSite.label");
 _Static_assert(offsetof(TxSite, id) == offsetof(tmt_site, id), "TxSite.id");
 
-/* The calling thread's descriptor once TxInitThread has run (NULL before and
- * after): tmalloc_reserve records its blocks' allocation sites through it. */
+/* The calling thread's descriptor once TxInitThread (or tmalloc_reserve, see
+ * there) has entered it, NULL before and after: tmalloc_reserve records its
+ * blocks' allocation sites through it. */
 static __thread tmt_tx *tl2_tx;
+/* The thread has left (TxFreeThread): tmalloc_reserve does not enter it again. */
+static __thread int tl2_left;
+/* Between TxOnce and TxShutdown: the runtime is up, a thread may be entered. */
+static int tl2_up;
 
 struct tl2_undo {
     volatile intptr_t *addr;
@@ -60,6 +65,7 @@ void TxOnce(void)
 {
     if (tmt_init() != 0)
         tl2_fatal("TxOnce");
+    __atomic_store_n(&tl2_up, 1, __ATOMIC_RELEASE);
 }
 
 /* Like TL2's TxShutdown, reports the run's transaction counts (on stderr, so
@@ -81,6 +87,7 @@ static void tl2_report(void)
 void TxShutdown(void)
 {
     tl2_report();
+    __atomic_store_n(&tl2_up, 0, __ATOMIC_RELEASE);
     if (tmt_shutdown() != 0)
         fprintf(stderr, "libtl2: TxShutdown: %s\n", tmt_error());
 }
@@ -113,6 +120,7 @@ void TxFreeThread(Thread *Self)
     if (Self->tx && Self->tx == tmt_self()) {
         tmt_thread_exit();
         tl2_tx = NULL;
+        tl2_left = 1;
     }
     free(Self->undo);
     free(Self);
@@ -303,14 +311,20 @@ void TxFree(Thread *Self, void *ptr)
     tmt_free(Self->tx, ptr);
 }
 
-/* The programs' malloc (stm.h maps it here). Outside a transaction of an
- * initialised thread, through tmt_malloc, which is malloc there and records
- * the block with its caller (this function's, by the tail call) when the
- * trace is on, so that tools name heap words by where they were allocated;
- * elsewhere plain malloc, as TL2's own. */
+/* The programs' malloc (stm.h maps it here). Outside a transaction, through
+ * tmt_malloc, which is malloc there and records the block with its caller
+ * (this function's, by the tail call) when the trace is on, so that tools
+ * name heap words by where they were allocated. A thread that allocates
+ * between TxOnce and its TxInitThread is entered here: STAMP's main thread
+ * builds the shared structures before it starts the workers (and only then
+ * calls TxInitThread as thread 0), and those are the words that conflict.
+ * Before TxOnce, after TxShutdown or after the thread's TxFreeThread: plain
+ * malloc, as TL2's own. */
 void *tmalloc_reserve(size_t size)
 {
     tmt_tx *tx = tl2_tx;
+    if (!tx && !tl2_left && __atomic_load_n(&tl2_up, __ATOMIC_ACQUIRE))
+        tx = tl2_tx = tmt_thread_enter();
     if (tx && tmt_tx_depth(tx) == 0)
         return tmt_malloc(tx, size);
     return malloc(size);

@@ -32,6 +32,9 @@ struct record {
 
 static struct record recs[NREC];
 static volatile long bad_audits;
+/* Transfers per thread: allocated by the main thread before any thread
+ * descriptor exists, as STAMP's programs build their shared structures. */
+static long *transfers;
 
 static unsigned long next_rand(unsigned long *s)
 {
@@ -85,6 +88,7 @@ static void *worker(void *arg)
             struct record *pb = STM_READ_P(recs[b].next);
             STM_WRITE_P(recs[a].next, pb);
             STM_WRITE_P(recs[b].next, pa);
+            STM_WRITE(transfers[id], (long)STM_READ(transfers[id]) + 1);
             STM_END();
         }
     }
@@ -111,6 +115,9 @@ static void plain_txstart(Thread *Self, volatile intptr_t *cell)
 int main(void)
 {
     STM_STARTUP();
+    transfers = calloc(NTHREADS, sizeof *transfers);
+    if (!transfers)
+        return 1;
     for (int i = 0; i < NREC; i++) {
         recs[i].balance = 1000;
         recs[i].count = 10;
@@ -170,6 +177,10 @@ int main(void)
         if (k < 0 || k >= NREC || seen[k]++)
             links_ok = 0;
     }
+    long moves = 0;
+    for (int t = 0; t < NTHREADS; t++)
+        moves += transfers[t];
+    free(transfers);
     printf("plain=%ld\n", (long)plain);
     printf("total=%ld count=%ld weight=%.2f guard_int=%s guard_float=%s links=%s bad_audits=%ld cell=%ld local=%s\n",
            total, count, (double)weight, guard_int_ok ? "untouched" : "CHANGED",
@@ -177,6 +188,7 @@ int main(void)
            cell_value, local_ok ? "restored" : "WRONG");
     STM_SHUTDOWN();
     int ok = total == 1000L * NREC && count == 10L * NREC && weight == 2.0f * NREC && guard_int_ok &&
-             guard_float_ok && links_ok && bad_audits == 0 && cell_value == 42 && local_ok;
+             guard_float_ok && links_ok && bad_audits == 0 && cell_value == 42 && local_ok &&
+             moves > 0 && moves < (long)ROUNDS * NTHREADS * OPS;
     return ok ? 0 : 1;
 }
