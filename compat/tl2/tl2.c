@@ -32,8 +32,8 @@ _Static_assert(offsetof(TxSite, id) == offsetof(tmt_site, id), "TxSite.id");
 static __thread tmt_tx *tl2_tx;
 /* The thread has left (TxFreeThread): tmalloc_reserve does not enter it again. */
 static __thread int tl2_left;
-/* Between TxOnce and TxShutdown: the runtime is up, a thread may be entered. */
-static int tl2_up;
+/* TxShutdown has run: the trace is written, no thread is entered any more. */
+static int tl2_down;
 
 struct tl2_undo {
     volatile intptr_t *addr;
@@ -65,7 +65,6 @@ void TxOnce(void)
 {
     if (tmt_init() != 0)
         tl2_fatal("TxOnce");
-    __atomic_store_n(&tl2_up, 1, __ATOMIC_RELEASE);
 }
 
 /* Like TL2's TxShutdown, reports the run's transaction counts (on stderr, so
@@ -87,7 +86,7 @@ static void tl2_report(void)
 void TxShutdown(void)
 {
     tl2_report();
-    __atomic_store_n(&tl2_up, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&tl2_down, 1, __ATOMIC_RELEASE);
     if (tmt_shutdown() != 0)
         fprintf(stderr, "libtl2: TxShutdown: %s\n", tmt_error());
 }
@@ -314,16 +313,17 @@ void TxFree(Thread *Self, void *ptr)
 /* The programs' malloc (stm.h maps it here). Outside a transaction, through
  * tmt_malloc, which is malloc there and records the block with its caller
  * (this function's, by the tail call) when the trace is on, so that tools
- * name heap words by where they were allocated. A thread that allocates
- * between TxOnce and its TxInitThread is entered here: STAMP's main thread
- * builds the shared structures before it starts the workers (and only then
- * calls TxInitThread as thread 0), and those are the words that conflict.
- * Before TxOnce, after TxShutdown or after the thread's TxFreeThread: plain
- * malloc, as TL2's own. */
+ * name heap words by where they were allocated. A thread without a
+ * descriptor is entered here (which starts the runtime if TxOnce has not
+ * yet): STAMP's main thread builds the shared structures before it starts
+ * the workers, vacation's even before TxOnce, and calls TxInitThread only
+ * then, as thread 0; those blocks hold the words that conflict. Should the
+ * runtime refuse to start, TxOnce reports why. After the thread's
+ * TxFreeThread or TxShutdown: plain malloc, as TL2's own. */
 void *tmalloc_reserve(size_t size)
 {
     tmt_tx *tx = tl2_tx;
-    if (!tx && !tl2_left && __atomic_load_n(&tl2_up, __ATOMIC_ACQUIRE))
+    if (!tx && !tl2_left && !__atomic_load_n(&tl2_down, __ATOMIC_ACQUIRE))
         tx = tl2_tx = tmt_thread_enter();
     if (tx && tmt_tx_depth(tx) == 0)
         return tmt_malloc(tx, size);

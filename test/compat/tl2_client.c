@@ -32,8 +32,8 @@ struct record {
 
 static struct record recs[NREC];
 static volatile long bad_audits;
-/* Transfers per thread: allocated by the main thread before any thread
- * descriptor exists, as STAMP's programs build their shared structures. */
+/* Transfers per thread: allocated by the main thread before TxOnce and any
+ * thread descriptor, as STAMP's vacation builds its shared tables. */
 static long *transfers;
 
 static unsigned long next_rand(unsigned long *s)
@@ -114,10 +114,10 @@ static void plain_txstart(Thread *Self, volatile intptr_t *cell)
 
 int main(void)
 {
-    STM_STARTUP();
     transfers = calloc(NTHREADS, sizeof *transfers);
     if (!transfers)
         return 1;
+    STM_STARTUP();
     for (int i = 0; i < NREC; i++) {
         recs[i].balance = 1000;
         recs[i].count = 10;

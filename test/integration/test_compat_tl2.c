@@ -160,7 +160,7 @@ static void client_traced_writes_a_trace(void **state)
     assert_null(strstr(out, " TxStart\n"));
     /* the program's malloc and calloc (stm.h: tmalloc_reserve) outside a
      * transaction record their blocks, as STM_MALLOC inside one does: the
-     * main thread's calloc of the shared array before it has a thread
+     * main thread's calloc of the shared array before TxOnce and its thread
      * descriptor, its malloc of `cell` and the STM_MALLOC; nothing else */
     struct tu_trace_counts n;
     assert_int_equal(tu_count_trace(tu_path("tl2.bin"), &n), 0);
