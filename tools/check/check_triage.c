@@ -32,7 +32,9 @@ void cx_word_name(struct sym_table *sym, uint64_t addr, uint64_t alloc_pc, uint6
         snprintf(full, cap, "%s%s", obj, fld);
     } else if (alloc_pc) {
         char site[600];
-        sym_code(sym, alloc_pc, site, sizeof site);
+        /* alloc_pc is the return address of the allocating call: the call
+         * is the instruction before it (the next statement's line else). */
+        sym_code(sym, alloc_pc - 1, site, sizeof site);
         snprintf(obj, CX_OBJ_NAME, "blocks from %.230s", site);
         snprintf(fld, 64, "+0x%llx", (unsigned long long)(addr - alloc_base));
         snprintf(full, cap, "block%s from %s", fld, site);
