@@ -104,8 +104,9 @@ static const struct config_var vars[] = {
       "stamp", NULL },
     { "TMTRACE_PREFAULT", VAR_SIZE, OFF(prefault_bytes), 0, 1LL << 40, { 0 }, "0",
       "bytes of trace buffers mapped with their pages populated at tmt_init, so no event takes a page fault; "
-      "0 = 256M at TMTRACE_EVENTS=all, else 64M (at most TMTRACE_MEMORY/4); the writer thread keeps a reserve of free buffers "
-      "ahead of demand (4 per traced thread, more at a high recording rate, at most TMTRACE_MEMORY/8); never more than TMTRACE_MEMORY", NULL },
+      "0 = 256M at TMTRACE_EVENTS=all, else 64M (at most TMTRACE_MEMORY/4); after tmt_init the refill thread keeps a reserve "
+      "of free buffers ahead of demand (4 per traced thread, more at a high recording rate, at most TMTRACE_MEMORY/8); never "
+      "more than TMTRACE_MEMORY", NULL },
     { "TMTRACE_WRITER_CPU", VAR_INT, OFF(writer_cpu), -1, CPU_SETSIZE - 1, { 0 }, "-1",
       "CPU the writer thread is pinned to (it must be in the affinity mask); -1 = a CPU of the mask that no "
       "traced thread used lately, the whole mask when every one is busy", NULL },
@@ -114,10 +115,16 @@ static const struct config_var vars[] = {
       "yields more; a writer that falls behind holds more memory and its buffers must be mapped anew)", NULL },
     { "TMTRACE_WRITER_DEFER", VAR_SIZE, OFF(writer_defer), 0, 1LL << 40, { 0 }, "256M",
       "stream mode: while every CPU the process may use runs a traced thread, the writer leaves full buffers "
-      "queued (they stay in memory) instead of taking CPU time from the program to encode them, and maps "
-      "fresh buffers for the threads instead (a quarter of the CPU time), as long as the buffers queued and "
-      "those mapped beyond TMTRACE_PREFAULT each stay below this many bytes (at most TMTRACE_MEMORY/4); it "
-      "writes them 100 ms after the CPUs stop being all busy, or at the end; 0 = write at once", NULL },
+      "queued (they stay in memory) instead of taking CPU time from the program to encode them, while the "
+      "refill thread maps fresh buffers for the threads, as long as the buffers queued and those mapped beyond "
+      "TMTRACE_PREFAULT each stay below this many bytes (at most TMTRACE_MEMORY/4); past that it writes, within "
+      "TMTRACE_WRITER_SHARE; it writes them 100 ms after the CPUs stop being all busy, or at the end; "
+      "0 = write at once", NULL },
+    { "TMTRACE_WRITER_SHARE", VAR_INT, OFF(writer_share), 1, 100, { 0 }, "10",
+      "stream mode: percent of one CPU the writer may take (over 100 ms windows) while every CPU the process may "
+      "use runs a traced thread; past it, it sleeps and full buffers stay queued in memory, up to TMTRACE_MEMORY, "
+      "then events are dropped (a fast program at TMTRACE_EVENTS=all may need a higher share, a larger "
+      "TMTRACE_MEMORY, TMTRACE_STAMP=boundary or a spare CPU); 100 = no cap", NULL },
 };
 
 #define NVARS (sizeof vars / sizeof vars[0])

@@ -48,6 +48,7 @@ struct config {
     int64_t serial_after;    /* TMTRACE_SERIAL_AFTER: conflict aborts before a serial attempt */
     int64_t writer_nice;     /* TMTRACE_WRITER_NICE */
     int64_t writer_defer;    /* TMTRACE_WRITER_DEFER, bytes; 0 = never defer */
+    int64_t writer_share;    /* TMTRACE_WRITER_SHARE, percent of one CPU while all are busy */
     int64_t detail;          /* TMTRACE_DETAIL: 1 attempt in N recorded as at all; 0 = none */
 };
 

@@ -459,14 +459,14 @@ int tw_offer(struct tb_chunk *c)
 }
 
 /* The most of one CPU the writer takes while every CPU the process may use
- * runs a traced thread (tw_cpus_busy), in percent of wall time over
- * windows of TW_SHARE_WINDOW_NS: past it, it sleeps between chunks and
+ * runs a traced thread (tw_cpus_busy), TMTRACE_WRITER_SHARE percent of
+ * wall time over windows of TW_SHARE_WINDOW_NS: past it, it sleeps between chunks and
  * what it has not written stays in memory (the threads go on in fresh
  * chunks the refill thread maps, up to TMTRACE_MEMORY, then drop). At its
  * nice alone the scheduler gave it about a quarter of a CPU against two
  * busy threads on two CPUs (docs/tracer.md, "The writer's share of a
- * CPU"). Not at stop nor for a signal's flush, nor with a CPU to spare. */
-#define TW_BUSY_SHARE_PCT 10u
+ * CPU"). Not at stop nor for a signal's flush, nor with a CPU to spare,
+ * nor at 100 (no cap). */
 #define TW_SHARE_WINDOW_NS 100000000u
 static uint64_t tw_share_wall0, tw_share_cpu0; /* writer only: the window's start */
 
@@ -484,17 +484,18 @@ static int tw_flush_asked(void)
 
 /* After a chunk written on the writer thread: sleeps, in steps that watch
  * for a stop or a signal's flush, until its CPU time in the window is
- * within TW_BUSY_SHARE_PCT of the wall time, while every CPU is busy. */
+ * within TMTRACE_WRITER_SHARE of the wall time, while every CPU is busy. */
 static void tw_keep_share(void)
 {
     uint64_t now = tw_now_ns(), cpu = tw_thread_cpu_now();
-    if (tw_mode != CONFIG_MODE_STREAM || tw_flush_asked() || now - tw_share_wall0 >= TW_SHARE_WINDOW_NS ||
+    if (tw_mode != CONFIG_MODE_STREAM || config.writer_share >= 100 || tw_flush_asked() ||
+        now - tw_share_wall0 >= TW_SHARE_WINDOW_NS ||
         !tw_cpus_busy(tb_pool_service(TB_POOL_ASK, NULL, 0).threads)) {
         tw_share_wall0 = now;
         tw_share_cpu0 = cpu;
         return;
     }
-    uint64_t need = (cpu - tw_share_cpu0) * 100u / TW_BUSY_SHARE_PCT; /* wall time that share takes */
+    uint64_t need = (cpu - tw_share_cpu0) * 100u / (uint64_t)config.writer_share; /* wall time that share takes */
     while (now - tw_share_wall0 < need && !tw_flush_asked()) {
         uint64_t left = need - (now - tw_share_wall0);
         struct timespec ts = { 0, (long)(left < 5000000u ? left : 5000000u) };

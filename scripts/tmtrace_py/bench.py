@@ -67,15 +67,16 @@ def abort_rate_pct(rec):
     return 100.0 * aborts / (commits + aborts) if aborts is not None and commits + aborts > 0 else None
 
 
-def run_tmbench(cmd, env, cwd, doc=schema.TMBENCH):
-    """Runs one tmbench command with ENV added to the environment, in CWD, and
+def run_tmbench(cmd, env, cwd, doc=schema.TMBENCH, clean_env=False):
+    """Runs one tmbench command with ENV added to the environment (with
+    clean_env, to it without its TMTRACE_* variables), in CWD, and
     returns its last JSON line as a dict checked against DOC. ScriptError
     (exit 1) when the run cannot start, exits non-zero, prints no JSON or
     fails its check."""
     shown = " ".join(cmd)
     try:
         # exit 1: the workload's check failed (the JSON line says why)
-        status, out = programs.run(cmd, env=env, cwd=cwd, ok=(0, 1))
+        status, out = programs.run(cmd, env=env, cwd=cwd, ok=(0, 1), clean_env=clean_env)
         rec = schema.read(doc, programs.last_json(out, shown))
     except (programs.ProgramError, schema.SchemaError) as e:
         raise cli.ScriptError("%s failed: %s" % (shown, e), cli.EXIT_FAILED)

@@ -1,7 +1,7 @@
 """stats - the statistics the benchmark scripts report.
 
-Owns: the geometric mean of ratios, and the bootstrap confidence interval
-of a ratio of two medians (each sample resampled with replacement on its
+Owns: the geometric mean of ratios, and the bootstrap confidence intervals
+of a median, of a ratio of two medians and of the geomean of such ratios (each sample resampled with replacement on its
 own, from a seeded generator, so that a report can be repeated exactly).
 Never: runs anything or decides a verdict (the scripts compare the figures
 with their targets).
@@ -30,14 +30,28 @@ def bootstrap_ratio_ci(num, den, level=0.95, rounds=2000, seed=1):
     median(NUM) / median(DEN): (low, high), or None when a sample is empty.
     Why the percentile method: run times are skewed and few (tens of runs),
     and the ratio of medians has no usable closed form."""
-    if not num or not den:
+    return bootstrap_geomean_ratio_ci([(num, den)], level, rounds, seed)
+
+
+def bootstrap_median_ci(xs, level=0.95, rounds=2000, seed=1):
+    """The LEVEL bootstrap interval of median(XS): (low, high), or None when XS is empty."""
+    return bootstrap_ratio_ci(xs, [1.0], level, rounds, seed)
+
+
+def bootstrap_geomean_ratio_ci(pairs, level=0.95, rounds=2000, seed=1):
+    """The LEVEL bootstrap interval (percentile method) of the geomean over
+    PAIRS [(num, den)] of median(num) / median(den), each sample resampled
+    on its own in every round: (low, high), or None when a sample is empty."""
+    if not pairs or any(not num or not den for num, den in pairs):
         return None
     rng = random.Random(seed)
     got = []
     for _ in range(rounds):
-        r = median_ratio([rng.choice(num) for _ in num], [rng.choice(den) for _ in den])
-        if r is not None:
-            got.append(r)
+        rs = [median_ratio([rng.choice(num) for _ in num], [rng.choice(den) for _ in den]) for num, den in pairs]
+        if None in rs:
+            continue
+        # one ratio stands as it is (0 included: an abort rate may be 0)
+        got.append(rs[0] if len(rs) == 1 else geomean(rs))
     if not got:
         return None
     got.sort()

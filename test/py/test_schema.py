@@ -159,7 +159,8 @@ class RealTools(unittest.TestCase):
                       "--workloads", "bank", "--threads", "1", "--csv", csv_path], clean_env=True)
         with open(csv_path) as f:
             rows = schema.read_csv(schema.OVERHEAD_CSV, f)
-        self.assertEqual(sorted(r["level"] for r in rows if r["kind"] == "run"), ["all", "off", "tx"])
+        self.assertEqual(sorted(r["level"] for r in rows if r["kind"] == "run"),
+                         ["all", "default", "detail16", "off", "tx"])
 
     def test_tmexport_chrome_attempts_and_arrows_have_the_keys_tmplot_reads(self):
         synced = os.path.join(self.dir, "chrome.sync.bin")

@@ -39,5 +39,30 @@ class BootstrapRatio(unittest.TestCase):
         self.assertIsNone(stats.bootstrap_ratio_ci([], [1.0]))
 
 
+class BootstrapGeomean(unittest.TestCase):
+    def test_the_interval_holds_the_geomean_of_the_ratios(self):
+        pairs = [([2.0, 2.1, 1.9, 2.05], [1.0, 1.05, 0.95, 1.0]), ([0.5, 0.55, 0.45, 0.5], [1.0, 0.9, 1.1, 1.0])]
+        lo, hi = stats.bootstrap_geomean_ratio_ci(pairs)
+        g = stats.geomean(stats.median_ratio(n, d) for n, d in pairs)
+        self.assertLessEqual(lo, g)
+        self.assertGreaterEqual(hi, g)
+        self.assertLess(hi, 1.5)   # a 2x cell and a 0.5x cell make about 1x, not their mean 1.25x
+
+    def test_one_pair_gives_the_ratio_interval(self):
+        num, den = [3.0, 0.0, 1.0, 2.0], [1.0, 2.0, 1.5]
+        self.assertEqual(stats.bootstrap_geomean_ratio_ci([(num, den)]), stats.bootstrap_ratio_ci(num, den))
+        self.assertEqual(stats.bootstrap_ratio_ci([0.0, 0.0], [1.0])[0], 0.0)   # a rate of 0 stays in
+
+    def test_a_cell_without_runs_has_no_interval(self):
+        self.assertIsNone(stats.bootstrap_geomean_ratio_ci([([1.0], [1.0]), ([], [1.0])]))
+
+
+class BootstrapMedian(unittest.TestCase):
+    def test_the_interval_of_a_median_lies_within_the_sample_and_holds_its_median(self):
+        xs = [0.22, 0.8, 0.3, 0.41, 0.35, 0.28, 0.5]
+        lo, hi = stats.bootstrap_median_ci(xs)
+        self.assertTrue(min(xs) <= lo <= 0.35 <= hi <= max(xs))
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -47,7 +47,7 @@ static const struct kv bad[] = {
     { "TMTRACE_PREFAULT", "1X" },        { "TMTRACE_WRITER_CPU", "-2" },
     { "TMTRACE_SERIAL_AFTER", "0" },      { "TMTRACE_STRIPE_SHIFT", "2" },
     { "TMTRACE_WRITER_NICE", "20" },      { "TMTRACE_WRITER_DEFER", "lots" },
-    { "TMTRACE_DETAIL", "65536" },
+    { "TMTRACE_DETAIL", "65536" },       { "TMTRACE_WRITER_SHARE", "101" },
 };
 
 static void every_variable_rejects_a_bad_value_naming_itself(void **state)

@@ -1,0 +1,125 @@
+"""floorcost - each tracing level's cost against the floor of its clock
+reads, and traced/untraced abort-rate ratios, with bootstrap intervals
+(issue 28's "Done when" table, as tmbench/overhead prints it).
+
+Owns: the issue's bounds (a level's median time over its floor's, an abort
+rate ratio's band), which floor each level is held to, the rows of that
+table from a list of runs, and their text.
+Never: runs anything; runs are dicts with workload, threads, level,
+ns_per_op and abort_rate (in %, or None), as tmbench/overhead makes them.
+"""
+import statistics
+
+from .stats import bootstrap_geomean_ratio_ci, bootstrap_median_ci, bootstrap_ratio_ci, geomean, median_ratio
+
+# A level's key (see level_key) -> (the floor it is held to, the most its
+# median time may be over that floor's).
+FLOOR_BOUND = {"default": ("floor-tx", 1.08), "tx": ("floor-tx", 1.05), "all/boundary": ("floor-tx", 1.25),
+               "all": ("floor-all", 1.05), "detail16": ("floor-tx", 1.15)}
+# A level's base -> the band the 95 % interval of traced/untraced median
+# abort rate must lie in.
+ABORT_BAND = {"default": (0.8, 1.25), "all": (0.67, 1.5)}
+ABORT_MIN_PCT = 0.1      # cells whose untraced median rate is below this are not judged
+SPREAD_PCT = 25.0        # an untraced interval wider than +-this % of its median: spread too wide to judge
+
+
+def level_key(level, stamp):
+    """The key of FLOOR_BOUND for LEVEL (tx@memory, all/boundary, ...) run with TMTRACE_STAMP STAMP."""
+    base = level.split("@")[0].split("/")[0]
+    return "all/boundary" if base == "all" and stamp == "boundary" else base
+
+
+def samples(runs, cell, level, key):
+    """The values of KEY over the runs of CELL (workload, threads) at LEVEL, None left out."""
+    return [r[key] for r in runs if (r["workload"], r["threads"]) == cell and r["level"] == level
+            and r[key] is not None]
+
+
+def cells_of(runs):
+    out = []
+    for r in runs:
+        if (r["workload"], r["threads"]) not in out:
+            out.append((r["workload"], r["threads"]))
+    return out
+
+
+def floor_rows(runs, levels):
+    """For each (level, stamp) of LEVELS whose floor was measured: dict level,
+    floor, bound, ratio (geomean over the cells of median time / the floor's),
+    ci, cells [(cell, ratio, ci)] and meets (the geomean ratio <= bound)."""
+    rows = []
+    cells = cells_of(runs)
+    for level, stamp in levels:
+        floor, bound = FLOOR_BOUND.get(level_key(level, stamp), (None, None))
+        if floor is None or not any(r["level"] == floor for r in runs):
+            continue
+        pairs = [(samples(runs, c, level, "ns_per_op"), samples(runs, c, floor, "ns_per_op")) for c in cells]
+        per = [(c, median_ratio(n, d), bootstrap_ratio_ci(n, d)) for c, (n, d) in zip(cells, pairs)]
+        g = geomean(r for _, r, _ in per)
+        rows.append(dict(level=level, floor=floor, bound=bound, ratio=g, ci=bootstrap_geomean_ratio_ci(pairs),
+                         cells=per, meets=g is not None and g <= bound))
+    return rows
+
+
+def abort_rows(runs, levels):
+    """For each cell whose untraced median abort rate is >= ABORT_MIN_PCT:
+    dict cell, off (median), off_ci, spread_ok (the interval within
+    +-SPREAD_PCT % of the median) and levels [(level, ratio, ci, band,
+    meets)], band None where the issue sets none (meets then None)."""
+    rows = []
+    for c in cells_of(runs):
+        off = samples(runs, c, "off", "abort_rate")
+        if not off or statistics.median(off) < ABORT_MIN_PCT:
+            continue
+        med, ci = statistics.median(off), bootstrap_median_ci(off)
+        row = dict(cell=c, off=med, off_ci=ci, levels=[],
+                   spread_ok=ci is not None and ci[0] >= med * (1 - SPREAD_PCT / 100) and
+                   ci[1] <= med * (1 + SPREAD_PCT / 100))
+        for level in levels:
+            num = samples(runs, c, level, "abort_rate")
+            lci = bootstrap_ratio_ci(num, off)
+            band = ABORT_BAND.get(level.split("@")[0].split("/")[0])
+            meets = None if band is None else (lci is not None and row["spread_ok"] and
+                                               band[0] <= lci[0] and lci[1] <= band[1])
+            row["levels"].append((level, median_ratio(num, off), lci, band, meets))
+        rows.append(row)
+    return rows
+
+
+def _ci(ci, spec="%.3f"):
+    return "n/a" if ci is None else ("[" + spec + ", " + spec + "]") % ci
+
+
+def _num(v, spec="%.3f"):
+    return "n/a" if v is None else spec % v
+
+
+def floor_text(rows):
+    """The lines of the cost-above-the-floor table."""
+    out = ["cost above the floor (median ns/op over the floor build's, geomean over the cells, "
+           "95 % bootstrap interval):"]
+    if not rows:
+        return out + ["  no floor measured (give --floor-build for a -Dclock_floor=tx and =all build)"]
+    for r in rows:
+        out.append("  %-18s / %-9s %s %s: %s <= %.2f; %s" % (
+            r["level"], r["floor"], _num(r["ratio"]), _ci(r["ci"]), "meets" if r["meets"] else "misses",
+            r["bound"], ", ".join("%s/%d %s %s" % (c[0], c[1], _num(x), _ci(ci)) for c, x, ci in r["cells"])))
+    return out
+
+
+def abort_text(rows):
+    """The lines of the abort-rate ratio table."""
+    out = ["abort rate, traced/untraced median, 95 %% bootstrap interval (cells with an untraced rate >= %g %%; "
+           "the interval must lie in the level's band):" % ABORT_MIN_PCT]
+    if not rows:
+        return out + ["  no cell's untraced rate reaches %g %%" % ABORT_MIN_PCT]
+    for r in rows:
+        c = r["cell"]
+        out.append("  %s/%d untraced %.3f %% %s%s" % (
+            c[0], c[1], r["off"], _ci(r["off_ci"]),
+            "" if r["spread_ok"] else ": spread wider than +-%g %% of the median, not judged" % SPREAD_PCT))
+        for level, ratio, ci, band, meets in r["levels"]:
+            verdict = "" if band is None else ": %s [%.2f, %.2f]" % (
+                "within" if meets else "not within", band[0], band[1])
+            out.append("    %-18s %s %s%s" % (level, _num(ratio), _ci(ci), verdict))
+    return out

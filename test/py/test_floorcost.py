@@ -1,0 +1,71 @@
+"""tmtrace_py.floorcost: each level over its floor and the abort-rate
+ratios, with their intervals and verdicts."""
+import unittest
+
+import support  # noqa: F401  (puts the package on the path)
+from tmtrace_py import floorcost
+
+
+def run(level, ns, rate, workload="bank", threads=2):
+    return dict(workload=workload, threads=threads, level=level, ns_per_op=ns, abort_rate=rate)
+
+
+def runs_of(level, nss, rates, **cell):
+    return [run(level, n, r, **cell) for n, r in zip(nss, rates)]
+
+
+class LevelKey(unittest.TestCase):
+    def test_all_with_boundary_stamps_is_held_to_the_tx_floor_and_all_with_each_to_the_all_floor(self):
+        self.assertEqual(floorcost.FLOOR_BOUND[floorcost.level_key("all/boundary", "boundary")][0], "floor-tx")
+        self.assertEqual(floorcost.FLOOR_BOUND[floorcost.level_key("all@memory/each", "each")][0], "floor-all")
+        self.assertEqual(floorcost.level_key("default", "boundary"), "default")
+
+
+class FloorRows(unittest.TestCase):
+    def test_a_level_within_its_bound_over_its_floor_meets_it_and_one_above_misses(self):
+        floor = runs_of("floor-tx", [100, 101, 99, 100, 102], [1] * 5)
+        rs = floor + runs_of("default", [105, 106, 104, 105, 107], [1] * 5) + \
+            runs_of("detail16", [130, 131, 129, 130, 132], [1] * 5)
+        rows = {r["level"]: r for r in floorcost.floor_rows(rs, [("default", "boundary"), ("detail16", "boundary")])}
+        self.assertTrue(rows["default"]["meets"])
+        self.assertAlmostEqual(rows["default"]["ratio"], 1.05)
+        lo, hi = rows["default"]["ci"]
+        self.assertTrue(lo <= 1.05 <= hi)
+        self.assertFalse(rows["detail16"]["meets"])
+        self.assertEqual(rows["detail16"]["bound"], 1.15)
+
+    def test_a_level_whose_floor_was_not_run_has_no_row(self):
+        rs = runs_of("all/each", [300, 310], [1, 1])
+        self.assertEqual(floorcost.floor_rows(rs, [("all/each", "each")]), [])
+        self.assertIn("no floor measured", floorcost.floor_text([])[1])
+
+
+class AbortRows(unittest.TestCase):
+    OFF = [2.0, 2.1, 1.9, 2.0, 2.05, 1.95, 2.0, 2.02, 1.98]
+
+    def test_the_default_within_its_band_meets_and_all_outside_its_band_misses(self):
+        rs = runs_of("off", [1] * 9, self.OFF) + runs_of("default", [1] * 9, [x * 1.02 for x in self.OFF]) + \
+            runs_of("all", [1] * 9, [x * 2 for x in self.OFF])
+        (row,) = floorcost.abort_rows(rs, ["default", "all"])
+        self.assertTrue(row["spread_ok"])
+        got = {lv: meets for lv, _, _, _, meets in row["levels"]}
+        self.assertEqual(got, {"default": True, "all": False})
+
+    def test_a_wide_untraced_spread_is_not_judged(self):
+        off = [0.22, 0.8, 0.3, 0.7, 0.35, 0.28, 0.5]
+        rs = runs_of("off", [1] * 7, off) + runs_of("default", [1] * 7, off)
+        (row,) = floorcost.abort_rows(rs, ["default"])
+        self.assertFalse(row["spread_ok"])
+        self.assertFalse(row["levels"][0][4])
+        self.assertIn("not judged", floorcost.abort_text([row])[1])
+
+    def test_a_cell_below_the_least_rate_and_a_level_without_band_are_listed_without_verdict(self):
+        rs = runs_of("off", [1] * 3, [0.05] * 3, workload="hash") + runs_of("off", [1] * 3, [1.0] * 3) + \
+            runs_of("floor-tx", [1] * 3, [1.1] * 3)
+        rows = floorcost.abort_rows(rs, ["floor-tx"])
+        self.assertEqual([r["cell"] for r in rows], [("bank", 2)])
+        self.assertIsNone(rows[0]["levels"][0][4])
+
+
+if __name__ == "__main__":
+    unittest.main()
