@@ -178,16 +178,24 @@ static const char *sym_clone_name(const char *name, char *buf, size_t cap)
 /* The address alone: with the object and the offset into it; in a thread's
  * stack, that thread and the offset from the stack's lowest address; else
  * the heap (or, when the trace records no stacks, "heap or stack"). */
+/* The recorded thread stack holding addr, or NULL. */
+static const struct tf_thread_info *sym_stack(const struct sym_table *t, uint64_t addr)
+{
+    for (size_t i = 0; t && i < t->nstacks; i++)
+        if (addr >= t->stacks[i].stack_lo && addr < t->stacks[i].stack_hi)
+            return &t->stacks[i];
+    return NULL;
+}
+
 static void sym_plain(const struct sym_table *t, const struct sym_obj *so, uint64_t addr, char *out, size_t cap)
 {
-    for (size_t i = 0; so == NULL && i < t->nstacks; i++)
-        if (addr >= t->stacks[i].stack_lo && addr < t->stacks[i].stack_hi) {
-            snprintf(out, cap, "stack of thread %" PRIu32 " (+0x%" PRIx64 ")", t->stacks[i].id,
-                     addr - t->stacks[i].stack_lo);
-            return;
-        }
+    const struct tf_thread_info *st = so ? NULL : sym_stack(t, addr);
+    if (st) {
+        snprintf(out, cap, "stack of thread %" PRIu32 " (+0x%" PRIx64 ")", st->id, addr - st->stack_lo);
+        return;
+    }
     if (so == NULL)
-        snprintf(out, cap, t->nstacks ? "heap" : "heap or stack");
+        snprintf(out, cap, t && t->nstacks ? "heap" : "heap or stack");
     else
         snprintf(out, cap, "%s+0x%" PRIx64, sym_base(so->o->path), addr - so->o->base);
 }
@@ -308,6 +316,12 @@ int sym_data_parts(struct sym_table *t, uint64_t addr, char *obj, size_t cap, ch
     field[0] = 0;
     const char *name = sym_lookup(t, addr, obj, cap, &so, &off, &sym);
     if (name == NULL || (sym.st_size && off >= sym.st_size)) {
+        const struct tf_thread_info *st = so ? NULL : sym_stack(t, addr);
+        if (st) {   /* one object per thread's stack, the offset its field */
+            snprintf(obj, cap, "stack of thread %" PRIu32, st->id);
+            snprintf(field, fcap, "+0x%" PRIx64, addr - st->stack_lo);
+            return 0;
+        }
         sym_plain(t, so, addr, obj, cap);
         return 0;
     }

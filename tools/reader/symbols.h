@@ -37,6 +37,8 @@ int sym_set_stacks(struct sym_table *t, const struct tf_thread_info *th, size_t 
  * stacks (reports print the address beside the name). The field: `.member` or
  * `[i]` through the variable's DWARF type (nested as deep as it goes),
  * `+0xoff` when the type is not known, or "" at the symbol's start.
+ * In a thread's recorded stack the object is `stack of thread N` and the
+ * field `+0xoff` (from the stack's lowest address).
  * Returns 1 when a symbol was found, 0 otherwise; both are always filled. */
 int sym_data_parts(struct sym_table *t, uint64_t addr, char *obj, size_t cap, char *field, size_t fcap);
 
