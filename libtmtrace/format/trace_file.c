@@ -44,6 +44,7 @@ _Static_assert(sizeof(((struct tf_prepared *)0)->hdr) == TF_CHUNK_HEADER_SIZE, "
 
 #define TF_SITE_FIXED 12u     /* id, line, file length, label length */
 #define TF_THREAD_SIZE 24u
+#define TF_THREAD_STACK_SIZE 40u   /* with TF_THREADS_STACK: the stack's two bounds after */
 #define TF_SKEW_SIZE 36u
 #define TF_SAMPLE_SIZE 40u
 #define TF_MODEL_FIXED 48u
@@ -159,7 +160,9 @@ static const char *tf_chunk_hdr_decode(const uint8_t *b, struct tf_chunk_hdr *c)
             return "site count does not fit the payload";
         break;
     case TF_CHUNK_META_THREADS:
-        if (n * TF_THREAD_SIZE != raw)
+        if (c->flags & ~(unsigned)TF_THREADS_STACK)
+            return "unknown META_THREADS flags";
+        if (n * ((c->flags & TF_THREADS_STACK) ? TF_THREAD_STACK_SIZE : TF_THREAD_SIZE) != raw)
             return "thread count does not match the payload";
         break;
     case TF_CHUNK_META_SKEW:
@@ -208,6 +211,21 @@ static void tf_get_thread(const uint8_t *p, struct tf_thread_info *t)
     t->os_tid = codec_get_u32(p + 4);
     t->events = codec_get_u64(p + 8);
     t->dropped = codec_get_u64(p + 16);
+    t->stack_lo = t->stack_hi = 0;
+}
+
+/* A META_THREADS chunk's n elements: with TF_THREADS_STACK, each with its
+ * stack's bounds after the counts. */
+static void tf_get_threads(const uint8_t *p, size_t n, unsigned flags, struct tf_thread_info *out)
+{
+    size_t esz = (flags & TF_THREADS_STACK) ? TF_THREAD_STACK_SIZE : TF_THREAD_SIZE;
+    for (size_t i = 0; i < n; i++, p += esz) {
+        tf_get_thread(p, &out[i]);
+        if (flags & TF_THREADS_STACK) {
+            out[i].stack_lo = codec_get_u64(p + TF_THREAD_SIZE);
+            out[i].stack_hi = codec_get_u64(p + TF_THREAD_SIZE + 8);
+        }
+    }
 }
 
 static size_t tf_sites_size(const struct tf_site *s, size_t n)
@@ -592,11 +610,13 @@ static const char *tf_decode_payload(struct tf_reader *r, const struct tf_chunk_
         out->writer_errors = codec_get_u64(p);
         out->end_signal = (c->flags & TF_END_SIGNAL) ? codec_get_u32(p + 8) : 0;
         p += (c->flags & TF_END_SIGNAL) ? TF_END_SIGNAL_FIXED : TF_END_FIXED;
-        /* fall through */
-    case TF_CHUNK_META_THREADS:
         out->threads = r->elems;
         for (size_t i = 0; i < n; i++, p += TF_THREAD_SIZE)
             tf_get_thread(p, &out->threads[i]);
+        return NULL;
+    case TF_CHUNK_META_THREADS:
+        out->threads = r->elems;
+        tf_get_threads(p, n, c->flags, out->threads);
         return NULL;
     case TF_CHUNK_META_SKEW:
         out->skews = r->elems;
@@ -1133,11 +1153,16 @@ int tf_write_runinfo(struct tf_writer *w, const struct tf_runinfo *ri)
 
 int tf_write_threads(struct tf_writer *w, const struct tf_thread_info *t, size_t n)
 {
-    if (tf_raw_room(w, n * TF_THREAD_SIZE) != 0)
+    if (tf_raw_room(w, n * TF_THREAD_STACK_SIZE) != 0)
         return -1;
-    for (size_t i = 0; i < n; i++)
-        tf_put_thread(w->raw + i * TF_THREAD_SIZE, &t[i]);
-    return tf_put_chunk(w, TF_CHUNK_META_THREADS, 0, 0, n, n * TF_THREAD_SIZE, TF_CODEC_NONE, 0);
+    for (size_t i = 0; i < n; i++) {
+        uint8_t *p = w->raw + i * TF_THREAD_STACK_SIZE;
+        tf_put_thread(p, &t[i]);
+        codec_put_u64(p + TF_THREAD_SIZE, t[i].stack_lo);
+        codec_put_u64(p + TF_THREAD_SIZE + 8, t[i].stack_hi);
+    }
+    return tf_put_chunk(w, TF_CHUNK_META_THREADS, TF_THREADS_STACK, 0, n, n * TF_THREAD_STACK_SIZE,
+                        TF_CODEC_NONE, 0);
 }
 
 int tf_write_skews(struct tf_writer *w, const struct tf_skew *s, size_t n)

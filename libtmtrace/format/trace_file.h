@@ -52,6 +52,8 @@ struct tf_thread_info {
     uint32_t os_tid;
     uint64_t events;     /* events recorded (END chunk) */
     uint64_t dropped;    /* events lost (END chunk) */
+    uint64_t stack_lo, stack_hi; /* the thread's stack [lo, hi) (META_THREADS with
+                                  * TF_THREADS_STACK; 0, 0: not known) */
 };
 
 /* Injected clock faults for one CPU (recorded only when injecting). */

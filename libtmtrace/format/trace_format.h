@@ -464,6 +464,17 @@ enum tf_end_flags {
     TF_END_SIGNAL = 1u << 0,
 };
 
+/* Flags of a META_THREADS chunk (chunk header `flags`; 0 in traces before
+ * them). */
+enum tf_threads_flags {
+    /* Each element is 40 bytes: the 24 of tf_thread_info's counts, then the
+     * thread's stack as u64 lowest and u64 one-past-highest address (both 0:
+     * not known). Without it, elements are 24 bytes and no stack is known.
+     * Set by every writer of format version 4 from this flag's introduction
+     * (a reader that predates it refuses such a chunk's size). */
+    TF_THREADS_STACK = 1u << 0,
+};
+
 enum tf_codec { TF_CODEC_NONE = 0, TF_CODEC_ZLIB = 1, TF_CODEC_LZ4 = 2, TF_CODECS = 3 };
 
 /* Which phase of the run a clock sample was taken in (SAMPLES chunk). */

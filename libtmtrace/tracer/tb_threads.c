@@ -6,6 +6,8 @@
  * dropped, the `offer` through which chunks reach the writer, and whether
  * this process is a forked child without a trace of its own.
  *
+ * Each thread's stack bounds are taken once, at attach.
+ *
  * Never: prints (but the one line of an untraced forked child), blocks on
  * the writer, or calls it by name: when no chunk is free and TMTRACE_MEMORY
  * is reached the event is dropped and counted in the thread's `dropped`.
@@ -45,6 +47,7 @@ struct tb_reg {
     uint64_t dropped;         /* final count once detached */
     int announced;
     const struct tf_slot *seen_cur; /* live->cur at the last tb_threads_active() */
+    uint64_t stack_lo, stack_hi;    /* the thread's stack (0, 0: not known) */
 };
 
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -53,8 +56,27 @@ static uint64_t raised_exited; /* guarded by reg_lock */
 static struct tb_reg *reg;      /* index = thread id - 1 */
 static size_t nreg, capreg;
 
+/* The calling thread's stack [lo, hi), so that tools tell its words from
+ * the heap; once, at attach (0, 0 when the C library cannot say). */
+static void own_stack(uint64_t *lo, uint64_t *hi)
+{
+    pthread_attr_t a;
+    void *base;
+    size_t size;
+    *lo = *hi = 0;
+    if (pthread_getattr_np(pthread_self(), &a) != 0)
+        return;
+    if (pthread_attr_getstack(&a, &base, &size) == 0) {
+        *lo = (uint64_t)(uintptr_t)base;
+        *hi = *lo + size;
+    }
+    pthread_attr_destroy(&a);
+}
+
 static int reg_add(struct tb_thread *t)
 {
+    uint64_t lo, hi;
+    own_stack(&lo, &hi);
     pthread_mutex_lock(&reg_lock);
     if (nreg == capreg) {
         size_t cap = capreg ? capreg * 2 : 64;
@@ -66,7 +88,7 @@ static int reg_add(struct tb_thread *t)
         reg = p;
         capreg = cap;
     }
-    reg[nreg] = (struct tb_reg){ .live = t, .os_tid = t->os_tid };
+    reg[nreg] = (struct tb_reg){ .live = t, .os_tid = t->os_tid, .stack_lo = lo, .stack_hi = hi };
     t->thread_id = (uint32_t)++nreg;
     pthread_mutex_unlock(&reg_lock);
     return 0;
@@ -97,6 +119,8 @@ static void reg_info(const struct tb_reg *r, uint32_t id, struct tf_thread_info 
     out->os_tid = r->os_tid;
     out->events = 0;
     out->dropped = r->live ? __atomic_load_n(&r->live->dropped, __ATOMIC_RELAXED) : r->dropped;
+    out->stack_lo = r->stack_lo;
+    out->stack_hi = r->stack_hi;
 }
 
 size_t tb_threads_new(struct tf_thread_info *out, size_t max)

@@ -132,6 +132,9 @@ TMCHECK = Doc("tmcheck --json", {
     "tracer": {"level": str, "share": float, "warn": bool},
     "descheduled_attempts": int, "descheduled_wall_ns": float, "descheduled_off_cpu_ns": float,
     "oncpu_wasted_ns": float,
+    # where in the transaction each site's aborts were found (format version 4's ABORT_PC)
+    "sites": [{"site": int, "name": str, "aborts": int,
+               "abort_locations": [{"pc": str, "location": str, "aborts": int}]}],
     # data objects and triage groups (docs/analysis.md, "Groups and triage")
     "data": [TMCHECK_FOLD],
     "triage": [dict(TMCHECK_FOLD, victim_site=int, victim_name=str, **{

@@ -293,6 +293,38 @@ static void attribution_true_conflict_names_the_culprit(void **st)
     free(csv);
 }
 
+/* A word in a thread's recorded stack is named as that stack, one name in
+ * the text, the JSON and the CSV; one outside every stack as the heap. */
+static void a_word_in_a_threads_stack_is_named_as_that_stack_everywhere(void **st)
+{
+    (void)st;
+    static const uint64_t stacks[2][2] = { { 0x40000, 0x48000 }, { A1 - 0x1000, A1 + 0x7000 } };
+    const char *want = "stack of thread 2 (+0x1000)";
+    char extra[600];
+    snprintf(extra, sizeof extra, "--csv '%s'", tu_path("stack"));
+    tg_stacks = stacks;
+    int rc = conflict_case("stack.bin", A1, A1, 150, extra);
+    tg_stacks = NULL;
+    assert_int_equal(rc, 0);
+    expect_out(want);
+    char *csv = tu_read_in(tu_path("stack"), "aborts.csv", NULL);
+    assert_non_null(csv);
+    if (!strstr(csv, want))
+        fail_msg("aborts.csv does not name the stack:\n%s", csv);
+    free(csv);
+    assert_int_equal(run_check(tu_path("stack.bin"), 0, NULL), 0);
+    expect_out(want);
+    /* the stack is one data object, the word its field */
+    expect_out("stack of thread 2 (");
+    /* the same conflict on a word in no thread's stack: the heap */
+    tg_stacks = stacks;
+    rc = conflict_case("heap.bin", A1 + 0x100000, A1 + 0x100000, 150, NULL);
+    tg_stacks = NULL;
+    assert_int_equal(rc, 0);
+    assert_null(strstr(out, "heap or stack"));
+    expect_out("\"heap\"");
+}
+
 static void attribution_false_conflict_is_same_stripe_other_address(void **st)
 {
     (void)st;
@@ -942,6 +974,7 @@ int main(void)
         cmocka_unit_test(late_start_is_an_operation_stamped_before_its_start),
         cmocka_unit_test(premature_end_is_an_operation_stamped_after_its_commit_or_abort),
         cmocka_unit_test(attribution_true_conflict_names_the_culprit),
+        cmocka_unit_test(a_word_in_a_threads_stack_is_named_as_that_stack_everywhere),
         cmocka_unit_test(attribution_false_conflict_is_same_stripe_other_address),
         cmocka_unit_test(a_failed_validation_is_true_when_the_culprit_wrote_the_word_read),
         cmocka_unit_test(a_neighbouring_word_conflicts_falsely_only_within_the_recorded_stripe_width),

@@ -200,14 +200,12 @@ static void the_tx_level_records_no_accesses(void **st)
         fail_msg("level tx: %ld records, %ld of them reads or writes:\n%s", records, accesses, out);
 }
 
-/* At the default level, every software abort found at a read (the
- * _ITM_R* barrier) is followed by an ABORT_PC record whose address lies in
- * the program's own code, where the barrier was called. */
-static void aborts_at_reads_name_the_programs_code_address(void **st)
+/* itm_bank traced at the default level into `raw` until some software
+ * attempt aborted at a read; how many did (0: the machine never let two
+ * threads collide in 20 runs). */
+static long bank_with_read_aborts(const char *raw)
 {
-    (void)st;
     char cmd[2048];
-    const char *raw = tu_path("pc.trace");
     long aborts = 0;
     for (int round = 0; round < 20 && aborts == 0; round++) {
         snprintf(cmd, sizeof cmd,
@@ -217,6 +215,18 @@ static void aborts_at_reads_name_the_programs_code_address(void **st)
         run_ok(cmd, out, sizeof out);
         aborts = strtol(out, NULL, 10);
     }
+    return aborts;
+}
+
+/* At the default level, every software abort found at a read (the
+ * _ITM_R* barrier) is followed by an ABORT_PC record whose address lies in
+ * the program's own code, where the barrier was called. */
+static void aborts_at_reads_name_the_programs_code_address(void **st)
+{
+    (void)st;
+    char cmd[2048];
+    const char *raw = tu_path("pc.trace");
+    long aborts = bank_with_read_aborts(raw);
     if (aborts == 0)
         skip(); /* the machine never let two threads collide */
     snprintf(cmd, sizeof cmd, "%s --summary %s | grep 'object .*itm_bank:' && %s %s | grep -m 100 -A1 ' abort .*reason=read-'",
@@ -239,6 +249,39 @@ static void aborts_at_reads_name_the_programs_code_address(void **st)
         found++;
     }
     assert_int_equal(found, aborts < 100 ? aborts : 100); /* the first 100 (the output's room) */
+}
+
+/* tmcheck lists where in the transaction the aborts were found: itm_bank's
+ * audit (the transaction at line 19) reads every account at line 22 and
+ * writes none, so all its aborts at reads name that line, first in the text
+ * under the site and in the site's JSON abort_locations. */
+static void tmcheck_names_the_read_line_at_which_the_aborts_were_found(void **st)
+{
+    (void)st;
+    char cmd[2048];
+    const char *raw = tu_path("where.trace"), *synced = tu_path("where.sync");
+    if (bank_with_read_aborts(raw) == 0)
+        skip(); /* the machine never let two threads collide */
+    snprintf(cmd, sizeof cmd, "%s %s -o %s >/dev/null && %s %s", tu_build("tools/tmsync"), raw, synced,
+             tu_build("tools/tmcheck"), synced);
+    run_ok(cmd, out, sizeof out);
+    const char *table = strstr(out, "\nsites (by wasted time)\n");
+    assert_non_null(table);
+    const char *site = strstr(table, "\n  prog_run (itm_bank.c:19) ");
+    if (site == NULL)
+        skip(); /* the aborts at reads were all the transfers' */
+    const char *next = strstr(site + 1, "\n  prog_run (");
+    const char *at = strstr(site, "\n      found at ");
+    if (at == NULL || (next && at > next) || strncmp(at + 16, "prog_run (itm_bank.c:22) ", 25) != 0)
+        fail_msg("the audit's first abort location is not its read at itm_bank.c:22:\n%s", out);
+    snprintf(cmd, sizeof cmd, "%s --json %s", tu_build("tools/tmcheck"), synced);
+    run_ok(cmd, out, sizeof out);
+    site = strstr(out, "\"name\":\"prog_run (itm_bank.c:19)\"");
+    assert_non_null(site);
+    at = strstr(site, "\"abort_locations\":[{");
+    assert_non_null(at);
+    if (strncmp(strstr(at, "\"location\":"), "\"location\":\"prog_run (itm_bank.c:22)\"", 36) != 0)
+        fail_msg("the audit's first JSON abort location is not itm_bank.c:22:\n%.300s", at);
 }
 
 /* A program about the transaction's own stack (test/itm/itm_stack*.c)
@@ -377,6 +420,7 @@ int main(void)
         cmocka_unit_test(traces_on_the_emulated_hardware_path_pass_tmcheck),
         cmocka_unit_test(the_tx_level_records_no_accesses),
         cmocka_unit_test(aborts_at_reads_name_the_programs_code_address),
+        cmocka_unit_test(tmcheck_names_the_read_line_at_which_the_aborts_were_found),
         cmocka_unit_test(a_lone_thread_runs_every_attempt_serially_and_its_cancels_still_undo),
         cmocka_unit_test(a_callee_writing_its_callers_stack_array_leaves_the_commit_and_later_frames_intact),
         cmocka_unit_test(stack_arrays_written_in_nested_transactions_survive_their_cancels_and_the_outer_aborts),

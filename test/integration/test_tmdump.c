@@ -89,7 +89,7 @@ static const char *build_trace(void)
     assert_int_equal(tg_write_records(w, 2, 0, 0, t2a, NULL, 3, TF_CODEC_LZ4, 1), 0);
     assert_int_equal(tg_write_records(w, 1, 0, 0, t1, NULL, 4, TF_CODEC_ZLIB, 1), 0);
     assert_int_equal(tg_write_records(w, 2, 3, 7, t2b, NULL, 2, TF_CODEC_NONE, 0), 0);
-    struct tf_thread_info ti[2] = { { 1, 501, 4, 0 }, { 2, 502, 5, 6 } };
+    struct tf_thread_info ti[2] = { { 1, 501, 4, 0, 0, 0 }, { 2, 502, 5, 6, 0, 0 } };
     assert_int_equal(tf_write_end(w, ti, 2, 0, 0), 0);
     assert_int_equal(tf_finish(w, 0), 0);
     return path;
@@ -135,7 +135,7 @@ static const char *build_abort_trace(unsigned version)
                               REC(140, 0, TF_EV_START, 0, 0, 7, TF_START_RETRY),
                               REC(150, 0, TF_EV_ABORT, TMT_ABORT_USER_RETRY, 0, 0, 0) };
     assert_int_equal(tg_write_records(w, 1, 0, 0, r, NULL, 6, TF_CODEC_NONE, 0), 0);
-    struct tf_thread_info ti[1] = { { 1, 501, 6, 0 } };
+    struct tf_thread_info ti[1] = { { 1, 501, 6, 0, 0, 0 } };
     assert_int_equal(tf_write_end(w, ti, 1, 0, 0), 0);
     assert_int_equal(tf_finish(w, 0), 0);
     return path;

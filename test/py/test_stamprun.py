@@ -57,7 +57,7 @@ class CheckTrace(unittest.TestCase):
                 '"temporal_inconsistencies": 0, "out_of_place_events": {"count": 0, "percent": 0.0}, '
                 '"late_starts": 0, "premature_ends": 0, "conflict_free_aborts": None, "consistent": True, "complete": True, '
                 '"tracer": {"level": "all", "share": 0.0, "warn": False}, "descheduled_attempts": 0, '
-                '"descheduled_wall_ns": 0, "descheduled_off_cpu_ns": 0, "oncpu_wasted_ns": 0, "data": [], "triage": []')
+                '"descheduled_wall_ns": 0, "descheduled_off_cpu_ns": 0, "oncpu_wasted_ns": 0, "sites": [], "data": [], "triage": []')
         support.fake_program(tools, "tmcheck", "d = json.load(open(sys.argv[2])); d.update({%s}); "
                              "print(json.dumps(d))" % keys)
         self.trace = os.path.join(self.dir, "trace.bin")

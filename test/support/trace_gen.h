@@ -92,6 +92,10 @@ static inline struct tf_header tg_header(uint64_t tsc_hz, unsigned level, int in
     return h;
 }
 
+/* When set, tg_begin records thread i + 1's stack as [tg_stacks[i][0],
+ * tg_stacks[i][1]) (the caller's array of at least n rows). */
+static const uint64_t (*tg_stacks)[2];
+
 /* Starts a raw trace: sites 1..4, threads 1..n (with `events[i]` events
  * and `dropped` lost on thread 1, also for the END chunk), samples. */
 static inline struct tf_writer *tg_begin(const char *path, const struct tf_header *h, size_t n,
@@ -113,6 +117,10 @@ static inline struct tf_writer *tg_begin(const char *path, const struct tf_heade
     for (size_t i = 0; i < n; i++) {
         ti[i].id = (uint32_t)(i + 1);
         ti[i].events = events[i];
+        if (tg_stacks) {
+            ti[i].stack_lo = tg_stacks[i][0];
+            ti[i].stack_hi = tg_stacks[i][1];
+        }
     }
     if (tf_write_sites(w, sites, 4) < 0 || tf_write_threads(w, ti, n) < 0 || (ns && tf_write_samples(w, s, ns) < 0)) {
         tf_abandon(w);

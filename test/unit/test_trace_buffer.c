@@ -115,6 +115,7 @@ struct readback {
     int error;                 /* tf_next returned -1 */
     struct tf_skew skew[8];
     size_t nskew;
+    uint64_t stack_lo, stack_hi;   /* thread 1's stack (META_THREADS) */
 };
 
 static void grow(void **p, size_t *cap, size_t need, size_t size)
@@ -155,6 +156,11 @@ static void read_trace(const char *path, struct readback *rb)
             for (size_t i = 0; i < c.count; i++)
                 if (c.threads[i].id < 64)
                     announced[c.threads[i].id] = 1;
+            for (size_t i = 0; i < c.count; i++)
+                if (c.threads[i].id == 1) {
+                    rb->stack_lo = c.threads[i].stack_lo;
+                    rb->stack_hi = c.threads[i].stack_hi;
+                }
             break;
         case TF_CHUNK_META_SITES:
             if (c.count > 0)
@@ -251,6 +257,11 @@ static void every_record_kind_round_trips_through_the_file(void **state)
         last = e->ts;
     }
     assert_true(rb.threads_before_events);
+    /* the thread's stack, taken at attach: the forked child ran the body on
+     * its main thread, whose stack is a copy of this one's */
+    if ((uintptr_t)&rb < rb.stack_lo || (uintptr_t)&rb >= rb.stack_hi)
+        fail_msg("stack [0x%llx, 0x%llx) does not hold %p", (unsigned long long)rb.stack_lo,
+                 (unsigned long long)rb.stack_hi, (void *)&rb);
     assert_string_equal(rb.site_label, "round-trip");
     assert_true(rb.have_end);
     assert_int_equal(rb.nend, 1);

@@ -131,7 +131,7 @@ static void write_event_file(const char *path, int codec, size_t nchunks, size_t
         offs[c] = tf_writer_bytes(w);
         assert_int_equal(tg_write_records(w, 1 + (uint32_t)(c % 2), c * per, inst, r, NULL, per, codec, 1), 0);
     }
-    struct tf_thread_info ti[2] = { { 1, 11, 100, 0 }, { 2, 12, 100, 3 } };
+    struct tf_thread_info ti[2] = { { 1, 11, 100, 0, 0, 0 }, { 2, 12, 100, 3, 0, 0 } };
     offs[nchunks] = tf_writer_bytes(w);
     assert_int_equal(tf_write_end(w, ti, 2, 0, 0), 0);
     offs[nchunks + 1] = tf_writer_bytes(w);
@@ -225,7 +225,7 @@ static void round_trip_all_kinds(int codec)
     struct tf_site sites[3] = { { 1, 10, "a.c", "insert" }, { 2, -1, "", "" }, { 77, 99999, "dir/b.c", "x" } };
     memset(sites[2].file, 'f', 255);
     sites[2].file[255] = '\0';
-    struct tf_thread_info threads[2] = { { 1, 100, 0, 0 }, { 2, 101, 0, 0 } };
+    struct tf_thread_info threads[2] = { { 1, 100, 0, 0, 0, 0 }, { 2, 101, 0, 0, 0x7f0000001000, 0x7f0000801000 } };
     struct tf_skew skews[2] = { { 0, 0, 0.0, -1, 0.0 }, { 1, -5000000, 12.5, 250, -3.25 } };
     struct tf_sample samples[300];
     for (size_t i = 0; i < 300; i++)
@@ -306,6 +306,10 @@ static void round_trip_all_kinds(int codec)
             assert_int_equal(c.count, 2);
             assert_int_equal(c.threads[1].id, 2);
             assert_int_equal(c.threads[1].os_tid, 101);
+            /* each thread's stack, so that tools tell its words from the heap */
+            assert_int_equal(c.threads[0].stack_hi, 0);
+            assert_int_equal(c.threads[1].stack_lo, 0x7f0000001000);
+            assert_int_equal(c.threads[1].stack_hi, 0x7f0000801000);
             break;
         case 2:
             assert_int_equal(c.kind, TF_CHUNK_META_SKEW);
@@ -613,7 +617,7 @@ static void test_newer_format_version_is_refused(void **s)
 static void test_an_end_chunk_records_the_terminating_signal_and_a_plain_end_keeps_its_bytes(void **s)
 {
     (void)s;
-    struct tf_thread_info ti[2] = { { 1, 101, 10, 0 }, { 2, 102, 20, 4 } };
+    struct tf_thread_info ti[2] = { { 1, 101, 10, 0, 0, 0 }, { 2, 102, 20, 4, 0, 0 } };
     for (uint32_t sig = 0; sig <= 11; sig += 11) {
         const char *path = tu_path(sig ? "end_sig.bin" : "end_plain.bin");
         struct tf_header h = make_header();
@@ -826,7 +830,7 @@ static void test_atomic_writer_leaves_no_temporary_behind(void **s)
 
     struct tf_writer *w = tf_create(path, &h, TF_WRITE_ATOMIC);
     assert_non_null(w);
-    struct tf_thread_info t = { 1, 2, 3, 4 };
+    struct tf_thread_info t = { 1, 2, 3, 4, 0, 0 };
     assert_int_equal(tf_write_threads(w, &t, 1), 0);
     assert_int_equal(dir_entries(dir), 1); /* the temporary */
     assert_int_equal(access(path, F_OK), -1);

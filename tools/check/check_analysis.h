@@ -223,6 +223,14 @@ struct ca_attribution {
                                    * conflict (0 = not recorded: found at commit, or older trace) */
 };
 
+/* Where in the transaction: how many of a site's attributed STM aborts
+ * were found at the access at code address pc (ABORT_PC). */
+struct ca_where {
+    uint32_t site;
+    uint64_t pc;
+    uint64_t count;
+};
+
 struct ca_state;
 struct trace_index;
 
@@ -251,6 +259,9 @@ const struct ca_hot *ca_hot_addresses(const struct ca_state *s, size_t *n);  /* 
  * count; *failed set when grouping ran out of memory (the groups are then
  * partial). */
 const struct ca_group *ca_groups(const struct ca_state *s, size_t *n, int *failed);
+/* The code addresses at which site's aborts were found, most aborts first
+ * (check_where.c; none for traces older than version 4). */
+const struct ca_where *ca_where_of_site(const struct ca_state *s, uint32_t site, size_t *n);
 /* The recorded allocation (ALLOC) holding addr as the stream stands now:
  * its start and call site; 0 when none (check_alloc.c). */
 int ca_block_at(const struct ca_state *s, uint64_t addr, uint64_t *base, uint64_t *pc);

@@ -39,6 +39,7 @@ static void on_resolved(void *ctx, const struct ca_attribution *a)
 {
     struct ca_state *s = ctx;
     ca_group_add(s, a);
+    ca_where_add(s, a);
     if (s->user_cb)
         s->user_cb(s->user_ctx, a);
 }
@@ -349,6 +350,7 @@ int ca_finish(struct ca_state *s)
     threads_finish(s);
     if (ca_culprit_finish(s) < 0 || ca_groups_finish(s) < 0)
         return -1;
+    ca_where_finish(s);
     ca_clock_finish(s);
     if (ca_time_finish(s) < 0)
         return -1;
@@ -370,6 +372,7 @@ void ca_free(struct ca_state *s)
     ca_alloc_free(s);
     ca_culprit_free(s);
     ca_groups_free(s);
+    ca_where_free(s);
     ca_tables_free(s);
     free(s->th);
     free(s->threads_out);

@@ -150,6 +150,31 @@ static void text_aborts(FILE *f, const struct cr_input *in, const struct ca_tota
 
 }
 
+#define CR_WHERE_TOP 3   /* abort locations listed under each site in the text report */
+
+/* A code address where aborts were found, as `function (file:line)` when
+ * the trace's objects say so, else its closest name, else the address. The
+ * address is the access's return address: its call is the byte before. */
+static const char *where_name(const struct cr_input *in, uint64_t pc, char *buf, size_t cap)
+{
+    if (!in->sym || (!sym_code(in->sym, pc - 1, buf, cap) && !strchr(buf, '+')))
+        snprintf(buf, cap, "0x%llx", (unsigned long long)pc);
+    return buf;
+}
+
+/* The top code addresses at which a site's attributed aborts were found. */
+static void text_where(FILE *f, const struct cr_input *in, uint32_t site)
+{
+    char nb[600];
+    size_t n;
+    const struct ca_where *w = ca_where_of_site(in->st, site, &n);
+    for (size_t i = 0; i < n && i < CR_WHERE_TOP; i++)
+        fprintf(f, "      found at %-40s %llu\n", where_name(in, w[i].pc, nb, sizeof nb),
+                (unsigned long long)w[i].count);
+    if (n > CR_WHERE_TOP)
+        fprintf(f, "      found at %zu other places\n", n - CR_WHERE_TOP);
+}
+
 static void text_sites(FILE *f, const struct cr_input *in)
 {
     char nb[600];
@@ -172,6 +197,7 @@ static void text_sites(FILE *f, const struct cr_input *in)
         for (unsigned c = 0; c < CA_CLASSES; c++)
             if (s[i].cls[c])
                 fprintf(f, "      = %-14s %llu\n", ca_class_name(c), (unsigned long long)s[i].cls[c]);
+        text_where(f, in, s[i].site);
     }
     free(s);
 }
@@ -322,6 +348,20 @@ static void json_site(struct jw *w, const struct cr_input *in, const struct ca_s
     jw_ku64(w, "conflict_free_aborts", s->conflict_free);
     jw_ku64(w, "true_conflicts", s->true_conflicts);
     jw_ku64(w, "false_conflicts", s->false_conflicts);
+    size_t n;
+    const struct ca_where *at = ca_where_of_site(in->st, s->site, &n);
+    jw_key(w, "abort_locations");
+    jw_array(w);
+    for (size_t i = 0; i < n; i++) {
+        char hex[24];
+        snprintf(hex, sizeof hex, "0x%llx", (unsigned long long)at[i].pc);
+        jw_object(w);
+        jw_kstr(w, "pc", hex);
+        jw_kstr(w, "location", where_name(in, at[i].pc, nb, sizeof nb));
+        jw_ku64(w, "aborts", at[i].count);
+        jw_object_end(w);
+    }
+    jw_array_end(w);
     jw_object_end(w);
 }
 

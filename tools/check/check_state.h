@@ -18,6 +18,8 @@
  *   check_groups.c   the resolved STM aborts grouped by (victim site,
  *                    class, word, culprit site), with their on-CPU and
  *                    descheduled time;
+ *   check_where.c    the code addresses at which each site's STM aborts
+ *                    were found, counted;
  *   check_tables.c   what the analyses share: the site rows, the conflict
  *                    matrix, the open-addressing table they grow with.
  * Never: included outside tools/check/; does I/O.
@@ -189,6 +191,10 @@ struct ca_state {
     size_t grpcap, grpn;
     struct ca_group *grp_sorted;
     int grp_failed;                /* out of memory while grouping (the report says so) */
+    /* check_where.c: (site, pc) counts, open addressing; by site then count at the end */
+    struct ca_where *where;
+    size_t wherecap, wheren;
+    int where_sorted, where_failed;
     /* check_alloc.c: blocks by start address, open addressing */
     struct ca_block *allocs;
     size_t alloc_cap, alloc_n;
@@ -258,6 +264,11 @@ void ca_group_add(struct ca_state *s, const struct ca_attribution *a);
 int ca_group_abort(struct ca_state *s, struct th *t);   /* an STM abort of t's open attempt queued */
 int ca_groups_finish(struct ca_state *s);
 void ca_groups_free(struct ca_state *s);
+/* check_where.c: one resolved STM abort's code address counted (pc 0: not);
+ * the table ordered; freeing. */
+void ca_where_add(struct ca_state *s, const struct ca_attribution *a);
+void ca_where_finish(struct ca_state *s);
+void ca_where_free(struct ca_state *s);
 double ca_attempt_off_ns(const struct ca_state *s, const struct th *t);
 
 /* check_clock.c */

@@ -38,6 +38,9 @@ void cx_word_name(struct sym_table *sym, uint64_t addr, uint64_t alloc_pc, uint6
         snprintf(obj, CX_OBJ_NAME, "blocks from %.230s", site);
         snprintf(fld, 64, "+0x%llx", (unsigned long long)(addr - alloc_base));
         snprintf(full, cap, "block%s from %s", fld, site);
+    } else if (fld[0]) {   /* a thread's stack: its words fold into one object */
+        snprintf(obj, CX_OBJ_NAME, "%.250s", buf);
+        snprintf(full, cap, "%s (%s)", obj, fld);
     } else {
         snprintf(obj, CX_OBJ_NAME, "%.200s 0x%llx", buf, (unsigned long long)addr);
         fld[0] = 0;

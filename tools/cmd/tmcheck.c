@@ -212,6 +212,10 @@ static int run_open(const struct check_args *a, const char *path, struct run *x)
     ca_opts_for_trace(ix, (unsigned)a->stripes, &o);
     int rc, synced = (ix->hdr.flags & TF_HDR_SYNCED) != 0;
     x->sym = sym_open(ix->objects, ix->nobjects);
+    if (x->sym && sym_set_stacks(x->sym, ix->threads, ix->nthreads) < 0) {
+        sym_close(x->sym);
+        x->sym = NULL;   /* out of memory, said below */
+    }
     sym_name_sites(x->sym, x->ix.sites, x->ix.nsites);
     x->st = ca_create(&o);
     x->r = tf_open(path, a->flags);

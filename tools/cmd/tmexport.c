@@ -691,6 +691,8 @@ static int write_chrome(const struct export_args *a, const struct trace_index *i
     if (a->abort_n && abort_window(&x, a) < 0)
         return tool_error_lib();
     x.sym = sym_open(ix->objects, ix->nobjects);
+    if (x.sym && sym_set_stacks(x.sym, ix->threads, ix->nthreads) < 0)
+        return tool_error("out of memory");
     x.sites = x.sym ? site_names(ix, x.sym, &x.nsites) : NULL;
     struct ca_opts co;
     ca_opts_for_trace(ix, (unsigned)a->stripes, &co);

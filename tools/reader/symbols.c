@@ -40,6 +40,8 @@ struct sym_table {
     size_t n;
     char *notes;
     size_t notes_len;
+    struct tf_thread_info *stacks; /* the threads whose stacks the trace records */
+    size_t nstacks;
 };
 
 static const Dwfl_Callbacks sym_callbacks = {
@@ -110,10 +112,27 @@ struct sym_table *sym_open(const struct tf_object *objs, size_t n)
     return t;
 }
 
+int sym_set_stacks(struct sym_table *t, const struct tf_thread_info *th, size_t n)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        k += th[i].stack_hi > th[i].stack_lo;
+    free(t->stacks);
+    t->nstacks = 0;
+    t->stacks = k ? malloc(k * sizeof *t->stacks) : NULL;
+    if (k && !t->stacks)
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        if (th[i].stack_hi > th[i].stack_lo)
+            t->stacks[t->nstacks++] = th[i];
+    return 0;
+}
+
 void sym_close(struct sym_table *t)
 {
     if (t == NULL)
         return;
+    free(t->stacks);
     if (t->dwfl)
         dwfl_end(t->dwfl);
     free(t->objs);
@@ -156,11 +175,27 @@ static const char *sym_clone_name(const char *name, char *buf, size_t cap)
     return buf;
 }
 
-/* The address alone, or with the object and the offset into it. */
-static void sym_plain(const struct sym_obj *so, uint64_t addr, char *out, size_t cap)
+/* The address alone: with the object and the offset into it; in a thread's
+ * stack, that thread and the offset from the stack's lowest address; else
+ * the heap (or, when the trace records no stacks, "heap or stack"). */
+/* The recorded thread stack holding addr, or NULL. */
+static const struct tf_thread_info *sym_stack(const struct sym_table *t, uint64_t addr)
 {
+    for (size_t i = 0; t && i < t->nstacks; i++)
+        if (addr >= t->stacks[i].stack_lo && addr < t->stacks[i].stack_hi)
+            return &t->stacks[i];
+    return NULL;
+}
+
+static void sym_plain(const struct sym_table *t, const struct sym_obj *so, uint64_t addr, char *out, size_t cap)
+{
+    const struct tf_thread_info *st = so ? NULL : sym_stack(t, addr);
+    if (st) {
+        snprintf(out, cap, "stack of thread %" PRIu32 " (+0x%" PRIx64 ")", st->id, addr - st->stack_lo);
+        return;
+    }
     if (so == NULL)
-        snprintf(out, cap, "heap or stack");
+        snprintf(out, cap, t && t->nstacks ? "heap" : "heap or stack");
     else
         snprintf(out, cap, "%s+0x%" PRIx64, sym_base(so->o->path), addr - so->o->base);
 }
@@ -172,7 +207,7 @@ static const char *sym_lookup(struct sym_table *t, uint64_t addr, char *out, siz
 {
     const struct sym_obj *so = *sop = sym_find(t, addr);
     if (so == NULL || so->mod == NULL) {
-        sym_plain(so, addr, out, cap);
+        sym_plain(t, so, addr, out, cap);
         return NULL;
     }
     return dwfl_module_addrinfo(so->mod, addr, off, sym, NULL, NULL, NULL);
@@ -281,7 +316,13 @@ int sym_data_parts(struct sym_table *t, uint64_t addr, char *obj, size_t cap, ch
     field[0] = 0;
     const char *name = sym_lookup(t, addr, obj, cap, &so, &off, &sym);
     if (name == NULL || (sym.st_size && off >= sym.st_size)) {
-        sym_plain(so, addr, obj, cap);
+        const struct tf_thread_info *st = so ? NULL : sym_stack(t, addr);
+        if (st) {   /* one object per thread's stack, the offset its field */
+            snprintf(obj, cap, "stack of thread %" PRIu32, st->id);
+            snprintf(field, fcap, "+0x%" PRIx64, addr - st->stack_lo);
+            return 0;
+        }
+        sym_plain(t, so, addr, obj, cap);
         return 0;
     }
     snprintf(obj, cap, "%s", name);
@@ -321,7 +362,7 @@ int sym_code(struct sym_table *t, uint64_t pc, char *out, size_t cap)
         if (fn)
             snprintf(out, cap, "%s+0x%" PRIx64, fn, (uint64_t)off);
         else
-            sym_plain(so, pc, out, cap);
+            sym_plain(t, so, pc, out, cap);
         return 0;
     }
     snprintf(out, cap, "%s (%s:%d)", fn ? fn : "?", sym_base(file), lineno);

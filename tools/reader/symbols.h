@@ -23,13 +23,22 @@ struct sym_table;
  * load map: every name is then the address). NULL only when out of memory. */
 struct sym_table *sym_open(const struct tf_object *objs, size_t n);
 void sym_close(struct sym_table *t);
+/* The threads' stacks (META_THREADS with TF_THREADS_STACK; those with no
+ * stack recorded are left out): an address in none of the known objects
+ * then reads "stack of thread N (+0xoff)" (the offset from the stack's
+ * lowest address) or "heap". 0, or -1 out of memory (names stay as they
+ * were). */
+int sym_set_stacks(struct sym_table *t, const struct tf_thread_info *th, size_t n);
 
 /* A data address in two parts. The object: the symbol holding it (static
  * data, functions) in the executable or a shared object, else
- * `object+0xoff` when it lies in a known object, else "heap or stack"
- * (reports print the address beside the name). The field: `.member` or
+ * `object+0xoff` when it lies in a known object, else the thread's stack
+ * or "heap" (sym_set_stacks), or "heap or stack" when the trace records no
+ * stacks (reports print the address beside the name). The field: `.member` or
  * `[i]` through the variable's DWARF type (nested as deep as it goes),
  * `+0xoff` when the type is not known, or "" at the symbol's start.
+ * In a thread's recorded stack the object is `stack of thread N` and the
+ * field `+0xoff` (from the stack's lowest address).
  * Returns 1 when a symbol was found, 0 otherwise; both are always filled. */
 int sym_data_parts(struct sym_table *t, uint64_t addr, char *obj, size_t cap, char *field, size_t fcap);
 
