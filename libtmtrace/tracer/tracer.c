@@ -169,7 +169,9 @@ static void tr_size_text(int64_t bytes, char *out, size_t cap)
 
 /* At exit, one line when the threads dropped `n` events while the trace
  * was open (tb_chunk_full): how many, and what to change. The pool refuses
- * a chunk only beyond TMTRACE_MEMORY, so that is the one to raise, unless
+ * a chunk only beyond TMTRACE_MEMORY, so that is the one to raise (or the
+ * writer's share of a CPU, which decides how fast the buffers drain while
+ * every CPU is busy), unless
  * not even one buffer of TMTRACE_BUFFER fits it: then every event was
  * dropped, and either names the cause. (What threads still running record
  * after the trace closed is lost whatever the variables say.) */
@@ -185,8 +187,10 @@ static void tr_report_drops(uint64_t n)
                         "TMTRACE_BUFFER=%s; raise TMTRACE_MEMORY or lower TMTRACE_BUFFER\n", tr_path,
                 (unsigned long long)n, memory, buffer);
     else
-        fprintf(stderr, "libtmtrace: %s: %llu events dropped: the trace buffers reached TMTRACE_MEMORY=%s; raise "
-                        "TMTRACE_MEMORY\n", tr_path, (unsigned long long)n, memory);
+        fprintf(stderr, "libtmtrace: %s: %llu events dropped: the trace buffers reached TMTRACE_MEMORY=%s while the "
+                        "writer kept to TMTRACE_WRITER_SHARE=%lld%% of a CPU; raise TMTRACE_MEMORY or "
+                        "TMTRACE_WRITER_SHARE, or record less (TMTRACE_EVENTS=tx, TMTRACE_DETAIL)\n",
+                tr_path, (unsigned long long)n, memory, (long long)config.writer_share);
 }
 
 /* The signals that end a process, which the tracer handles: SIGTERM and
