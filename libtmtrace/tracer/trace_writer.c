@@ -468,7 +468,14 @@ int tw_offer(struct tb_chunk *c)
  * CPU"). Not at stop nor for a signal's flush, nor with a CPU to spare,
  * nor at 100 (no cap). */
 #define TW_SHARE_WINDOW_NS 100000000u
-static uint64_t tw_share_wall0, tw_share_cpu0; /* writer only: the window's start */
+/* Writer only: a budget of CPU time that grows by the share of the wall
+ * time that passes, up to one window's worth, and shrinks by the CPU time
+ * the writer spends; in debt, the writer sleeps until it is repaid. A debt
+ * carries over (a chunk that takes longer than a window is paid for in
+ * full), so over any run the writer's CPU stays within the share plus one
+ * window's worth. */
+static int64_t tw_share_budget;
+static uint64_t tw_share_wall0, tw_share_cpu0; /* when and at what CPU time the budget was last brought up to date */
 
 static uint64_t tw_thread_cpu_now(void)
 {
@@ -488,19 +495,27 @@ static int tw_flush_asked(void)
 static void tw_keep_share(void)
 {
     uint64_t now = tw_now_ns(), cpu = tw_thread_cpu_now();
-    if (tw_mode != CONFIG_MODE_STREAM || config.writer_share >= 100 || tw_flush_asked() ||
-        now - tw_share_wall0 >= TW_SHARE_WINDOW_NS ||
+    int64_t full = (int64_t)TW_SHARE_WINDOW_NS * config.writer_share / 100;
+    if (tw_mode != CONFIG_MODE_STREAM || config.writer_share >= 100 || tw_flush_asked() || tw_share_wall0 == 0 ||
         !tw_cpus_busy(tb_pool_service(TB_POOL_ASK, NULL, 0).threads)) {
+        tw_share_budget = full;
         tw_share_wall0 = now;
         tw_share_cpu0 = cpu;
         return;
     }
-    uint64_t need = (cpu - tw_share_cpu0) * 100u / (uint64_t)config.writer_share; /* wall time that share takes */
-    while (now - tw_share_wall0 < need && !tw_flush_asked()) {
-        uint64_t left = need - (now - tw_share_wall0);
+    tw_share_budget += (int64_t)(now - tw_share_wall0) * config.writer_share / 100;
+    if (tw_share_budget > full)
+        tw_share_budget = full;
+    tw_share_budget -= (int64_t)(cpu - tw_share_cpu0);
+    tw_share_cpu0 = cpu;
+    tw_share_wall0 = now;
+    while (tw_share_budget < 0 && !tw_flush_asked()) {
+        uint64_t left = (uint64_t)(-tw_share_budget) * 100u / (uint64_t)config.writer_share;
         struct timespec ts = { 0, (long)(left < 5000000u ? left : 5000000u) };
         nanosleep(&ts, NULL);
         now = tw_now_ns();
+        tw_share_budget += (int64_t)(now - tw_share_wall0) * config.writer_share / 100;
+        tw_share_wall0 = now;
     }
 }
 

@@ -216,7 +216,8 @@ static int run_open(const struct check_args *a, const char *path, struct run *x)
         sym_close(x->sym);
         x->sym = NULL;   /* out of memory, said below */
     }
-    sym_name_sites(x->sym, x->ix.sites, x->ix.nsites);
+    if (x->sym)
+        sym_name_sites(x->sym, x->ix.sites, x->ix.nsites);
     x->st = ca_create(&o);
     x->r = tf_open(path, a->flags);
     if (!x->st || !x->r || !x->sym)
