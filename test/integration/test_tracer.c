@@ -849,9 +849,10 @@ static void one_cpu_no_refill(void)
     tb_pool_test_no_refill(1); /* the writer's CPU time is then its writing alone */
 }
 
-/* The share is TMTRACE_WRITER_SHARE, here half the default's, over a run
- * long enough that the default's tenth would break the bound. */
-#define SHARE_PCT 5
+/* The share is TMTRACE_WRITER_SHARE, here under a third of the default's,
+ * over a run long enough that the default's tenth would break the bound
+ * (the bound's slack absorbs a loaded machine's scheduling). */
+#define SHARE_PCT 3
 static void with_no_cpu_to_spare_the_writer_takes_at_most_TMTRACE_WRITER_SHARE_of_one(void **state)
 {
     (void)state;
@@ -875,7 +876,7 @@ static void with_no_cpu_to_spare_the_writer_takes_at_most_TMTRACE_WRITER_SHARE_o
     assert_true(sr->during.writer_events > 0);
     /* The share of the wall time, and one window's worth of slack (the
      * chunk that crosses the share, the writer's start). */
-    if (sr->during.writer_cpu_ns > (uint64_t)(sr->wall_ns * SHARE_PCT / 100 + 100000000ll))
+    if (sr->during.writer_cpu_ns > (uint64_t)(sr->wall_ns * SHARE_PCT / 100 + 150000000ll))
         fail_msg("writer CPU %llu ns over %lld ns of wall time", (unsigned long long)sr->during.writer_cpu_ns,
                  (long long)sr->wall_ns);
     free(sr);
