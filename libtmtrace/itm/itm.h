@@ -15,6 +15,7 @@
 #ifndef TMT_ITM_H
 #define TMT_ITM_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -111,6 +112,14 @@ struct itm_thread {
 /* The calling thread's descriptor (NULL before its first transaction). */
 extern __thread struct tmt_tx *itm_tx __attribute__((tls_model("initial-exec")));
 extern __thread struct itm_thread *itm_me __attribute__((tls_model("initial-exec")));
+
+/* itm_tx.c: the program's allocations are noted (itm_malloc.c): set once
+ * the runtime started, from the library's constructor, at a level that
+ * records; cleared when exit begins and in a forked child. The thread that
+ * ran the constructor (the main thread) has its allocations noted before
+ * its first transaction too. */
+extern int itm_heap_on;
+extern pthread_t itm_first_thread;
 
 /* The transaction's own stack (README, "GCC's transactional memory",
  * "The transaction's own stack").

@@ -284,6 +284,37 @@ static void tmcheck_names_the_read_line_at_which_the_aborts_were_found(void **st
         fail_msg("the audit's first JSON abort location is not itm_bank.c:22:\n%.300s", at);
 }
 
+/* A word of a block the program allocated itself (calloc in counters_new,
+ * outside any transaction, before its threads start) is named by that
+ * allocation site and its offset, linked and preloaded, at the default
+ * level, once some attempt aborted on it. */
+static void a_hot_word_in_a_block_the_program_allocated_names_its_allocation_site(void **st)
+{
+    (void)st;
+    char cmd[2048], preload[700];
+    const char *raw = tu_path("heap.trace"), *synced = tu_path("heap.sync");
+    snprintf(preload, sizeof preload, "LD_PRELOAD=%s", itm_lib());
+    for (int variant = 0; variant < 2; variant++) {
+        int found = 0;
+        for (int round = 0; round < 20 && !found; round++) {
+            snprintf(cmd, sizeof cmd,
+                     "rm -f %s %s && %s TMTRACE_HTM=off TMTRACE_FILE=%s timeout 120 %s 2 >/dev/null && "
+                     "%s %s -o %s >/dev/null && %s %s",
+                     raw, synced, variant ? preload : "", raw, prog_path("heap", variant ? "_libitm" : ""),
+                     tu_build("tools/tmsync"), raw, synced, tu_build("tools/tmcheck"), synced);
+            run_ok(cmd, out, sizeof out);
+            found = strstr(out, "\ntop conflicting words (by aborts)\n") != NULL;
+        }
+        if (!found)
+            skip(); /* the machine never let two threads collide */
+        static const char named[] = "\n  block+0x10 from counters_new (itm_heap.c:20) (0x";
+        const char *words = strstr(out, "\ntop conflicting words (by aborts)\n");
+        if (strncmp(strchr(words + 1, '\n'), named, sizeof named - 1) != 0)
+            fail_msg("%s: the hot word is not named by its allocation site:\n%s", variant ? "preloaded" : "linked",
+                     words);
+    }
+}
+
 /* A program about the transaction's own stack (test/itm/itm_stack*.c)
  * keeps its own invariant linked and preloaded, untraced, recording every
  * access, and on the emulated hardware path, whose aborts undo in place. */
@@ -421,6 +452,7 @@ int main(void)
         cmocka_unit_test(the_tx_level_records_no_accesses),
         cmocka_unit_test(aborts_at_reads_name_the_programs_code_address),
         cmocka_unit_test(tmcheck_names_the_read_line_at_which_the_aborts_were_found),
+        cmocka_unit_test(a_hot_word_in_a_block_the_program_allocated_names_its_allocation_site),
         cmocka_unit_test(a_lone_thread_runs_every_attempt_serially_and_its_cancels_still_undo),
         cmocka_unit_test(a_callee_writing_its_callers_stack_array_leaves_the_commit_and_later_frames_intact),
         cmocka_unit_test(stack_arrays_written_in_nested_transactions_survive_their_cancels_and_the_outer_aborts),

@@ -3,7 +3,8 @@
  * runs worker(id) in THREADS threads, then check(); it prints
  * "commits N" (the committed outermost transactions the workers counted)
  * and "result ..." (what must be the same under libitm and libtmtrace-itm),
- * and exits 0 only when the program's own invariant holds.
+ * and exits 0 only when the program's own invariant holds. A program that
+ * defines PROG_SETUP has it called before the threads start.
  */
 #ifndef ITM_PROG_H
 #define ITM_PROG_H
@@ -21,6 +22,9 @@ static long prog_commits[PROG_MAX_THREADS];
 /* The program's parts. */
 static void worker(int id);
 static int check(void); /* prints the result line; 0 when the invariant holds */
+#ifdef PROG_SETUP
+static void PROG_SETUP(void);
+#endif
 
 static void *prog_run(void *arg)
 {
@@ -42,6 +46,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s: THREADS must be 1..%d\n", argv[0], PROG_MAX_THREADS);
         return 2;
     }
+#ifdef PROG_SETUP
+    PROG_SETUP();
+#endif
     pthread_t th[PROG_MAX_THREADS];
     for (long t = 0; t < prog_threads; t++)
         if (pthread_create(&th[t], NULL, prog_run, (void *)t) != 0)

@@ -1,0 +1,117 @@
+/*
+ * itm_malloc.c - the program's own malloc, calloc, realloc and free, taken
+ * over by libtmtrace-itm (linked before libc, or preloaded) so that a block
+ * the program allocates outside a transaction is recorded (an ALLOC record,
+ * as tmt_malloc makes inside one) with its caller: tools then name a heap
+ * word `block+0x.. from function (file:line)`, not just "heap".
+ *
+ * Owns: the four entry points, which hand every call to glibc's allocator
+ * (__libc_malloc and its siblings, never a dlsym'd "next" one, which would
+ * itself allocate) and, while itm_heap_on, note each block the calling
+ * thread gets outside a transaction: through its descriptor, or, for the
+ * thread that loaded the library (the main thread, which builds a
+ * program's shared structures before its first transaction), through a
+ * trace thread of its own until it has a descriptor. Only the block's
+ * address, size and caller are kept; frees are not recorded (a later
+ * block at an address is the one tools name). A TLS flag keeps the
+ * tracer's own allocations while a block is noted from being noted.
+ * Never: records at `off` (itm_heap_on stays 0: one branch per call), on
+ * another thread without a descriptor (the tracer's threads, a program's
+ * thread before its first transaction), in a forked child or once exit's
+ * shutdown began; enters a thread into the runtime; records inside a
+ * transaction (tmt_malloc records those blocks); exists under a sanitizer,
+ * whose runtime interposes the allocator itself (then this file defines
+ * nothing).
+ */
+#include <pthread.h>
+#include <stddef.h>
+
+#include "itm.h"
+#include "tb_thread.h"
+#include "trace_buffer.h"
+
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+
+extern void *__libc_malloc(size_t n);
+extern void *__libc_calloc(size_t n, size_t size);
+extern void *__libc_realloc(void *p, size_t n);
+extern void __libc_free(void *p);
+
+/* The thread is noting a block: the tracer's own allocations meanwhile
+ * are not noted (nor attach the first thread twice). */
+static __thread int itm_heap_busy __attribute__((tls_model("initial-exec")));
+
+/* The first thread's records before its first transaction: a trace thread
+ * of its own, without a runtime descriptor, since a descriptor would count
+ * the thread as one that runs transactions (a lone worker would then no
+ * longer run alone). Used by that thread only; attached once, detached at
+ * its first allocation after its descriptor came, or left to the exit's
+ * flush like any thread still running then. */
+static struct tb_thread itm_heap_first;
+static int itm_heap_first_taken;
+static __thread struct tb_thread *itm_heap_own __attribute__((tls_model("initial-exec")));
+
+static struct tb_thread *itm_heap_attach_first(void)
+{
+    if (!pthread_equal(pthread_self(), itm_first_thread) ||
+        __atomic_exchange_n(&itm_heap_first_taken, 1, __ATOMIC_RELAXED) || tb_attach(&itm_heap_first) != 0)
+        return NULL;
+    return itm_heap_own = &itm_heap_first;
+}
+
+__attribute__((noinline, cold)) static void itm_heap_note(void *p, size_t n, const void *caller)
+{
+    if (itm_heap_busy)
+        return;
+    itm_heap_busy = 1;
+    struct tmt_tx *tx = itm_tx;
+    struct tb_thread *own = itm_heap_own;
+    if (tx != NULL) {
+        if (TX_UNLIKELY(own != NULL)) {
+            tb_detach(own);
+            itm_heap_own = NULL;
+        }
+        /* No record inside a transaction (the runtime's own blocks; the
+         * program's go through _ITM_malloc) nor in a hardware attempt. */
+        if (tx->depth == 0 && tx_traced(tx))
+            tb_ev_alloc(&tx->trace, p, n, caller);
+    } else if (own != NULL || (own = itm_heap_attach_first()) != NULL) {
+        tb_ev_alloc(own, p, n, caller);
+    }
+    itm_heap_busy = 0;
+}
+
+/* Relaxed: a block allocated while the flag changes is noted or not, and
+ * either is right. */
+#define ITM_HEAP_NOTE(p, n)                                                                                  \
+    do {                                                                                                     \
+        if (TX_UNLIKELY(__atomic_load_n(&itm_heap_on, __ATOMIC_RELAXED)) && (p) != NULL)                   \
+            itm_heap_note((p), (n), __builtin_return_address(0));                                            \
+    } while (0)
+
+ITM_ABI void *malloc(size_t n)
+{
+    void *p = __libc_malloc(n);
+    ITM_HEAP_NOTE(p, n);
+    return p;
+}
+
+ITM_ABI void *calloc(size_t n, size_t size)
+{
+    void *p = __libc_calloc(n, size);
+    ITM_HEAP_NOTE(p, n * size); /* no overflow: glibc refused that */
+    return p;
+}
+
+ITM_ABI void *realloc(void *old, size_t n)
+{
+    void *p = __libc_realloc(old, n);
+    ITM_HEAP_NOTE(p, n);
+    return p;
+}
+
+/* Ours because malloc is: a later allocator in the lookup order must not
+ * be handed glibc's blocks. */
+ITM_ABI void free(void *p) { __libc_free(p); }
+
+#endif
