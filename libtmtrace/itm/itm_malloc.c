@@ -59,7 +59,7 @@ static struct tb_thread *itm_heap_attach_first(void)
     return itm_heap_own = &itm_heap_first;
 }
 
-__attribute__((noinline, cold)) static void itm_heap_note(void *p, size_t n, const void *caller)
+static void itm_heap_note(void *p, size_t n, const void *caller)
 {
     if (itm_heap_busy)
         return;
@@ -82,32 +82,37 @@ __attribute__((noinline, cold)) static void itm_heap_note(void *p, size_t n, con
 }
 
 /* Relaxed: a block allocated while the flag changes is noted or not, and
- * either is right. */
-#define ITM_HEAP_NOTE(p, n)                                                                                  \
-    do {                                                                                                     \
-        if (TX_UNLIKELY(__atomic_load_n(&itm_heap_on, __ATOMIC_RELAXED)) && (p) != NULL)                   \
-            itm_heap_note((p), (n), __builtin_return_address(0));                                            \
-    } while (0)
+ * either is right. Off, each entry point is a load, a branch and a jump
+ * into glibc; on, the noting variant below is a call of its own. */
+static inline int itm_heap_noting(void) { return TX_UNLIKELY(__atomic_load_n(&itm_heap_on, __ATOMIC_RELAXED)); }
+
+__attribute__((noinline)) static void *itm_heap_alloc(size_t n, size_t size, void *old, int how, const void *caller)
+{
+    void *p = how == 0 ? __libc_malloc(n) : how == 1 ? __libc_calloc(n, size) : __libc_realloc(old, n);
+    if (p != NULL)
+        itm_heap_note(p, how == 1 ? n * size : n, caller); /* calloc: no overflow, glibc refused that */
+    return p;
+}
 
 ITM_ABI void *malloc(size_t n)
 {
-    void *p = __libc_malloc(n);
-    ITM_HEAP_NOTE(p, n);
-    return p;
+    if (!itm_heap_noting())
+        return __libc_malloc(n);
+    return itm_heap_alloc(n, 0, NULL, 0, __builtin_return_address(0));
 }
 
 ITM_ABI void *calloc(size_t n, size_t size)
 {
-    void *p = __libc_calloc(n, size);
-    ITM_HEAP_NOTE(p, n * size); /* no overflow: glibc refused that */
-    return p;
+    if (!itm_heap_noting())
+        return __libc_calloc(n, size);
+    return itm_heap_alloc(n, size, NULL, 1, __builtin_return_address(0));
 }
 
 ITM_ABI void *realloc(void *old, size_t n)
 {
-    void *p = __libc_realloc(old, n);
-    ITM_HEAP_NOTE(p, n);
-    return p;
+    if (!itm_heap_noting())
+        return __libc_realloc(old, n);
+    return itm_heap_alloc(n, 0, old, 2, __builtin_return_address(0));
 }
 
 /* Ours because malloc is: a later allocator in the lookup order must not
