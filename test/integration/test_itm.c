@@ -286,8 +286,9 @@ static void tmcheck_names_the_read_line_at_which_the_aborts_were_found(void **st
 
 /* A word of a block the program allocated itself (calloc in counters_new,
  * outside any transaction, before its threads start) is named by that
- * allocation site and its offset, linked and preloaded, at the default
- * level, once some attempt aborted on it. */
+ * allocation site, its offset and, through the pointer the call's line
+ * declares, its member, linked and preloaded, at the default level, once
+ * some attempt aborted on it. */
 static void a_hot_word_in_a_block_the_program_allocated_names_its_allocation_site(void **st)
 {
     (void)st;
@@ -307,7 +308,7 @@ static void a_hot_word_in_a_block_the_program_allocated_names_its_allocation_sit
         }
         if (!found)
             skip(); /* the machine never let two threads collide */
-        static const char named[] = "\n  block+0x10 from counters_new (itm_heap.c:20) (0x";
+        static const char named[] = "\n  block+0x10 (struct counters.hot) from counters_new (itm_heap.c:20) (0x";
         const char *words = strstr(out, "\ntop conflicting words (by aborts)\n");
         if (strncmp(strchr(words + 1, '\n'), named, sizeof named - 1) != 0)
             fail_msg("%s: the hot word is not named by its allocation site:\n%s", variant ? "preloaded" : "linked",

@@ -34,10 +34,18 @@ void cx_word_name(struct sym_table *sym, uint64_t addr, uint64_t alloc_pc, uint6
         char site[600];
         /* alloc_pc is the return address of the allocating call: the call
          * is the instruction before it (the next statement's line else). */
+        char type[120], member[64];
         sym_code(sym, alloc_pc - 1, site, sizeof site);
-        snprintf(obj, CX_OBJ_NAME, "blocks from %.230s", site);
         snprintf(fld, 64, "+0x%llx", (unsigned long long)(addr - alloc_base));
-        snprintf(full, cap, "block%s from %s", fld, site);
+        if (sym_block_member(sym, alloc_pc, addr - alloc_base, type, sizeof type, member, sizeof member) &&
+            member[0]) {
+            snprintf(obj, CX_OBJ_NAME, "blocks of %.60s from %.170s", type, site);
+            snprintf(full, cap, "block%s (%s%s) from %s", fld, type, member, site);
+            snprintf(fld, 64, "%s", member);
+        } else {
+            snprintf(obj, CX_OBJ_NAME, "blocks from %.230s", site);
+            snprintf(full, cap, "block%s from %s", fld, site);
+        }
     } else if (fld[0]) {   /* a thread's stack: its words fold into one object */
         snprintf(obj, CX_OBJ_NAME, "%.250s", buf);
         snprintf(full, cap, "%s (%s)", obj, fld);

@@ -5,7 +5,9 @@
  * reported at its load bias, the check of each object's build-id against the
  * recorded one, the notes about objects that could not be used, and the
  * walk from a variable's DWARF type to the member an offset falls in (with
- * a small cache of the variables found). Never parses ELF or DWARF itself.
+ * a small cache of the variables found), and the type of the blocks an
+ * allocating call returns (the pointer variable declared on the call's
+ * line; a cache of those too). Never parses ELF or DWARF itself.
  */
 #include "symbols.h"
 
@@ -30,10 +32,22 @@ struct sym_var {
     Dwarf_Die type;
 };
 
+/* The type of the blocks allocated at a call, by its return address
+ * (found 0: not known). */
+#define SYM_BLOCK_CACHE 64
+struct sym_block {
+    uint64_t pc;
+    int found;
+    Dwarf_Die type;         /* the pointee, typedefs kept */
+    char name[120];         /* "struct foo", or the typedef's name */
+};
+
 struct sym_table {
     Dwfl *dwfl;
     struct sym_var var[SYM_VAR_CACHE];
     unsigned nvar;
+    struct sym_block block[SYM_BLOCK_CACHE];
+    unsigned nblock;
     char fnbuf[300];             /* the last code address's function, demangled */
     struct tf_object *objs;
     struct sym_obj *obj;
@@ -330,6 +344,84 @@ int sym_data_parts(struct sym_table *t, uint64_t addr, char *obj, size_t cap, ch
         sym_member(t, so->mod, name, addr - off, off, field, fcap);
     if (!field[0] && off)
         snprintf(field, fcap, "+0x%" PRIx64, (uint64_t)off);
+    return 1;
+}
+
+/* The pointee of the one pointer variable declared on `line` among the
+ * scopes holding `pc` (a block's type: `T *p = malloc(...)`), 1 when there
+ * is exactly one and it points to a struct, a union or an array of them. */
+static int decl_pointee(Dwarf_Die *scopes, int nscopes, int line, Dwarf_Die *type)
+{
+    int n = 0;
+    for (int i = 0; i < nscopes && n == 0; i++) {
+        Dwarf_Die d;
+        if (dwarf_child(&scopes[i], &d) != 0)
+            continue;
+        do {
+            Dwarf_Attribute a;
+            Dwarf_Word l;
+            Dwarf_Die vt, pt, peeled;
+            if (dwarf_tag(&d) != DW_TAG_variable || !dwarf_attr_integrate(&d, DW_AT_decl_line, &a) ||
+                dwarf_formudata(&a, &l) != 0 || l != (Dwarf_Word)line ||
+                !dwarf_attr_integrate(&d, DW_AT_type, &a) || !dwarf_formref_die(&a, &vt) ||
+                dwarf_peel_type(&vt, &pt) != 0 || dwarf_tag(&pt) != DW_TAG_pointer_type ||
+                !dwarf_attr_integrate(&pt, DW_AT_type, &a) || !dwarf_formref_die(&a, &vt) ||
+                dwarf_peel_type(&vt, &peeled) != 0)
+                continue;
+            int tag = dwarf_tag(&peeled);
+            if (tag != DW_TAG_structure_type && tag != DW_TAG_union_type)
+                return 0; /* a scalar or void pointer: no members to name */
+            *type = vt;
+            n++;
+        } while (dwarf_siblingof(&d, &d) == 0);
+    }
+    return n == 1;
+}
+
+/* The type of the blocks the call returning to `pc` allocates, cached. */
+static const struct sym_block *block_type(struct sym_table *t, uint64_t pc)
+{
+    for (unsigned i = 0; i < t->nblock && i < SYM_BLOCK_CACHE; i++)
+        if (t->block[i].pc == pc)
+            return &t->block[i];
+    struct sym_block *b = &t->block[t->nblock++ % SYM_BLOCK_CACHE];
+    memset(b, 0, sizeof *b);
+    b->pc = pc;
+    const struct sym_obj *so = sym_find(t, pc - 1);
+    Dwfl_Line *ln = so && so->mod ? dwfl_module_getsrc(so->mod, pc - 1) : NULL;
+    int line = 0;
+    Dwarf_Addr bias;
+    Dwarf_Die *cu = ln && dwfl_lineinfo(ln, NULL, &line, NULL, NULL, NULL) ? dwfl_module_addrdie(so->mod, pc - 1, &bias)
+                                                                           : NULL;
+    Dwarf_Die *scopes = NULL;
+    int ns = cu ? dwarf_getscopes(cu, pc - 1 - bias, &scopes) : 0;
+    if (ns > 0 && decl_pointee(scopes, ns, line, &b->type)) {
+        Dwarf_Die peeled;
+        const char *tn = dwarf_diename(&b->type);
+        b->found = dwarf_peel_type(&b->type, &peeled) == 0;
+        if (dwarf_tag(&b->type) == DW_TAG_typedef && tn)
+            snprintf(b->name, sizeof b->name, "%s", tn);
+        else
+            snprintf(b->name, sizeof b->name, "%s %s", dwarf_tag(&peeled) == DW_TAG_union_type ? "union" : "struct",
+                     dwarf_diename(&peeled) ? dwarf_diename(&peeled) : "?");
+    }
+    free(scopes);
+    return b;
+}
+
+int sym_block_member(struct sym_table *t, uint64_t pc, uint64_t off, char *type, size_t tcap, char *field,
+                     size_t fcap)
+{
+    type[0] = field[0] = 0;
+    const struct sym_block *b = t && pc ? block_type(t, pc) : NULL;
+    Dwarf_Die ty;
+    Dwarf_Word size;
+    if (b == NULL || !b->found || (ty = b->type, dwarf_aggregate_size(&ty, &size) != 0) || size == 0)
+        return 0;
+    snprintf(type, tcap, "%s", b->name);
+    if (off >= size) /* calloc(n, sizeof(T)) and the like: an array of them */
+        snprintf(field, fcap, "[%llu]", (unsigned long long)(off / size));
+    member_path(&ty, off % size, field, fcap);
     return 1;
 }
 

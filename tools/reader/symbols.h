@@ -42,6 +42,15 @@ int sym_set_stacks(struct sym_table *t, const struct tf_thread_info *th, size_t 
  * Returns 1 when a symbol was found, 0 otherwise; both are always filled. */
 int sym_data_parts(struct sym_table *t, uint64_t addr, char *obj, size_t cap, char *field, size_t fcap);
 
+/* The blocks an allocating call returns (`pc`, its return address, as an
+ * ALLOC record holds it), when the calling function's DWARF declares
+ * exactly one pointer variable to a struct or union on the call's line
+ * (`struct foo *p = malloc(...)`): `type` is its name ("struct foo", or
+ * the typedef's) and `field` the member at byte `off` of the block
+ * (`[i]` first when the block holds several). Returns 1 then, else 0 with
+ * both empty. */
+int sym_block_member(struct sym_table *t, uint64_t pc, uint64_t off, char *type, size_t tcap, char *field,
+                     size_t fcap);
 /* Source location of a code address: `function (file:line)`, file without
  * its directory. Returns 1 when a line was found, 0 otherwise (then `out`
  * is `function+0xoff`, `object+0xoff` or "heap or stack"). */
