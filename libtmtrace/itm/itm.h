@@ -9,7 +9,8 @@
  * calls shared between the ABI's modules. Those calls go one way: the entry
  * (itm_entry.S) calls itm_tx.c; the barriers (itm_barrier.c) and allocation
  * (itm_alloc.c) call itm_tx.c; itm_tx.c calls the leaves itm_eh.c,
- * itm_site.c and itm_resume.S; none calls back up. Never: a second STM,
+ * itm_site.c, itm_malloc.c (the program's own malloc) and itm_resume.S;
+ * none calls back up. Never: a second STM,
  * tracer or symboliser; every access goes through tmtrace.h's accessors.
  */
 #ifndef TMT_ITM_H
@@ -120,6 +121,11 @@ extern __thread struct itm_thread *itm_me __attribute__((tls_model("initial-exec
  * its first transaction too. */
 extern int itm_heap_on;
 extern pthread_t itm_first_thread;
+
+/* itm_malloc.c: the calling thread has just entered with `tx`: the blocks
+ * it allocated before are recorded through it (or its main-thread trace
+ * thread of allocations ends). */
+void itm_heap_entered(struct tmt_tx *tx);
 
 /* The transaction's own stack (README, "GCC's transactional memory",
  * "The transaction's own stack").

@@ -8,20 +8,22 @@
  * Owns: the four entry points, which hand every call to glibc's allocator
  * (__libc_malloc and its siblings, never a dlsym'd "next" one, which would
  * itself allocate) and, while itm_heap_on, note each block the calling
- * thread gets outside a transaction: through its descriptor, or, for the
+ * thread gets outside a transaction: through its descriptor; for the
  * thread that loaded the library (the main thread, which builds a
  * program's shared structures before its first transaction), through a
- * trace thread of its own until it has a descriptor. Only the block's
- * address, size and caller are kept; frees are not recorded (a later
- * block at an address is the one tools name). A TLS flag keeps the
+ * trace thread of its own until it has a descriptor; for another thread,
+ * its first blocks, kept until its descriptor comes (itm_heap_entered,
+ * which itm_tx.c calls: this file calls nothing of the ABI's). Only the
+ * block's address, size and caller are kept; frees are not recorded (a
+ * later block at an address is the one tools name). A TLS flag keeps the
  * tracer's own allocations while a block is noted from being noted.
- * Never: records at `off` (itm_heap_on stays 0: one branch per call), on
- * another thread without a descriptor (the tracer's threads, a program's
- * thread before its first transaction), in a forked child or once exit's
- * shutdown began; enters a thread into the runtime; records inside a
- * transaction (tmt_malloc records those blocks); exists under a sanitizer,
- * whose runtime interposes the allocator itself (then this file defines
- * nothing).
+ * Never: records at `off` (itm_heap_on stays 0: one branch per call), for
+ * a thread that never enters (the tracer's threads), beyond the first
+ * ITM_HEAP_EARLY blocks of a thread before it enters, in a forked child or
+ * once exit's shutdown began; enters a thread into the runtime; records
+ * inside a transaction (tmt_malloc records those blocks); exists under a
+ * sanitizer, whose runtime interposes the allocator itself (then this file
+ * defines only itm_heap_entered, empty).
  */
 #include <pthread.h>
 #include <stddef.h>
@@ -44,12 +46,23 @@ static __thread int itm_heap_busy __attribute__((tls_model("initial-exec")));
 /* The first thread's records before its first transaction: a trace thread
  * of its own, without a runtime descriptor, since a descriptor would count
  * the thread as one that runs transactions (a lone worker would then no
- * longer run alone). Used by that thread only; attached once, detached at
- * its first allocation after its descriptor came, or left to the exit's
- * flush like any thread still running then. */
+ * longer run alone). Used by that thread only; attached once, detached when
+ * the thread enters (itm_heap_entered), or left to the exit's flush like
+ * any thread still running then. */
 static struct tb_thread itm_heap_first;
 static int itm_heap_first_taken;
 static __thread struct tb_thread *itm_heap_own __attribute__((tls_model("initial-exec")));
+
+/* Another thread's first blocks, before its first transaction (a worker's
+ * own arrays and structures), kept until it enters and then recorded; the
+ * tracer's threads, which never enter, keep theirs unrecorded. */
+#define ITM_HEAP_EARLY 32
+struct itm_heap_block {
+    const void *p, *caller;
+    size_t n;
+};
+static __thread struct itm_heap_block itm_heap_early[ITM_HEAP_EARLY] __attribute__((tls_model("initial-exec")));
+static __thread unsigned itm_heap_nearly __attribute__((tls_model("initial-exec")));
 
 static struct tb_thread *itm_heap_attach_first(void)
 {
@@ -67,17 +80,29 @@ static void itm_heap_note(void *p, size_t n, const void *caller)
     struct tmt_tx *tx = itm_tx;
     struct tb_thread *own = itm_heap_own;
     if (tx != NULL) {
-        if (TX_UNLIKELY(own != NULL)) {
-            tb_detach(own);
-            itm_heap_own = NULL;
-        }
         /* No record inside a transaction (the runtime's own blocks; the
          * program's go through _ITM_malloc) nor in a hardware attempt. */
         if (tx->depth == 0 && tx_traced(tx))
             tb_ev_alloc(&tx->trace, p, n, caller);
     } else if (own != NULL || (own = itm_heap_attach_first()) != NULL) {
         tb_ev_alloc(own, p, n, caller);
+    } else if (itm_heap_nearly < ITM_HEAP_EARLY) {
+        itm_heap_early[itm_heap_nearly++] = (struct itm_heap_block){ p, caller, n };
     }
+    itm_heap_busy = 0;
+}
+
+void itm_heap_entered(struct tmt_tx *tx)
+{
+    itm_heap_busy = 1;
+    if (itm_heap_own != NULL) {
+        tb_detach(itm_heap_own);
+        itm_heap_own = NULL;
+    }
+    if (__atomic_load_n(&itm_heap_on, __ATOMIC_RELAXED) && tx_traced(tx))
+        for (unsigned i = 0; i < itm_heap_nearly; i++)
+            tb_ev_alloc(&tx->trace, itm_heap_early[i].p, itm_heap_early[i].n, itm_heap_early[i].caller);
+    itm_heap_nearly = 0;
     itm_heap_busy = 0;
 }
 
@@ -118,5 +143,9 @@ ITM_ABI void *realloc(void *old, size_t n)
 /* Ours because malloc is: a later allocator in the lookup order must not
  * be handed glibc's blocks. */
 ITM_ABI void free(void *p) { __libc_free(p); }
+
+#else
+
+void itm_heap_entered(struct tmt_tx *tx) { (void)tx; }
 
 #endif

@@ -102,6 +102,7 @@ __attribute__((noinline)) static struct itm_thread *itm_thread_new(void)
     (void)pthread_setspecific(itm_key, t);
     itm_me = t;
     itm_tx = tx;
+    itm_heap_entered(tx);
     return t;
 }
 

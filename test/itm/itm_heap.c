@@ -1,7 +1,9 @@
-/* A hot word in a block the program allocates itself, with calloc outside
- * any transaction, before its threads start: every thread's transactions
- * increment it, so that its aborts name that word, and tmcheck names it by
- * the block's allocation site (counters_new) and offset, not just "heap". */
+/* Hot words in blocks the program allocates itself, outside any
+ * transaction: one with calloc in the main thread before the threads start
+ * (counters_new), one with malloc in the first worker before its first
+ * transaction (tally_new). Every thread's transactions increment both, so
+ * that aborts name those words, and tmcheck names each by its block's
+ * allocation site, offset and member, not just "heap". */
 #define PROG_SETUP heap_setup
 #include "itm_prog.h"
 
@@ -15,6 +17,13 @@ struct counters {
 
 static struct counters *shared;
 
+struct tally {
+    long id;
+    long count; /* 0x8 into the block */
+};
+
+static struct tally *tally;
+
 __attribute__((noinline)) static struct counters *counters_new(void)
 {
     struct counters *c = calloc(1, sizeof *c);
@@ -25,12 +34,25 @@ __attribute__((noinline)) static struct counters *counters_new(void)
 
 static void heap_setup(void) { shared = counters_new(); }
 
+__attribute__((noinline)) static struct tally *tally_new(void)
+{
+    struct tally *t = malloc(sizeof *t);
+    if (t == NULL)
+        exit(2);
+    t->id = 1;
+    t->count = 0;
+    return t;
+}
+
 static int ready;
 
 static void worker(int id)
 {
     /* every thread in the runtime before any counts (a thread alone runs
-     * serially), then all at once, so that their transactions meet */
+     * serially), then all at once, so that their transactions meet; the
+     * first worker's block is there before any thread passes the gate */
+    if (id == 0)
+        __atomic_store_n(&tally, tally_new(), __ATOMIC_RELEASE);
     __transaction_atomic {
         shared->after++;
     }
@@ -45,12 +67,19 @@ static void worker(int id)
                 h += shared->before[k & 1]; /* 0: only widens the window */
             shared->hot = h + 1;
         }
+        __transaction_atomic {
+            tally->count++;
+        }
+        prog_commits[id]++;
         prog_commits[id]++;
     }
 }
 
 static int check(void)
 {
-    printf("result hot %ld after %ld\n", shared->hot, shared->after);
-    return shared->hot == (long)prog_threads * OPS && shared->after == prog_threads ? 0 : 1;
+    printf("result hot %ld after %ld tally %ld\n", shared->hot, shared->after, tally->count);
+    return shared->hot == (long)prog_threads * OPS && shared->after == prog_threads &&
+                   tally->count == (long)prog_threads * OPS
+               ? 0
+               : 1;
 }
