@@ -347,35 +347,61 @@ int sym_data_parts(struct sym_table *t, uint64_t addr, char *obj, size_t cap, ch
     return 1;
 }
 
-/* The pointee of the one pointer variable declared on `line` among the
- * scopes holding `pc` (a block's type: `T *p = malloc(...)`), 1 when there
- * is exactly one and it points to a struct, a union or an array of them. */
-static int decl_pointee(Dwarf_Die *scopes, int nscopes, int line, Dwarf_Die *type)
+/* The variable `d` holds the call's result from `ret` on: a range of its
+ * location list starts at the return address with the value in the
+ * return register (x86-64: rax, DWARF register 0), as for `p = malloc(...)`
+ * where `p` was declared on an earlier line. */
+static int born_at(Dwarf_Die *d, Dwarf_Addr ret)
 {
-    int n = 0;
-    for (int i = 0; i < nscopes && n == 0; i++) {
-        Dwarf_Die d;
-        if (dwarf_child(&scopes[i], &d) != 0)
-            continue;
-        do {
-            Dwarf_Attribute a;
-            Dwarf_Word l;
-            Dwarf_Die vt, pt, peeled;
-            if (dwarf_tag(&d) != DW_TAG_variable || !dwarf_attr_integrate(&d, DW_AT_decl_line, &a) ||
-                dwarf_formudata(&a, &l) != 0 || l != (Dwarf_Word)line ||
-                !dwarf_attr_integrate(&d, DW_AT_type, &a) || !dwarf_formref_die(&a, &vt) ||
-                dwarf_peel_type(&vt, &pt) != 0 || dwarf_tag(&pt) != DW_TAG_pointer_type ||
-                !dwarf_attr_integrate(&pt, DW_AT_type, &a) || !dwarf_formref_die(&a, &vt) ||
-                dwarf_peel_type(&vt, &peeled) != 0)
+    Dwarf_Attribute a;
+    Dwarf_Addr base, start, end;
+    Dwarf_Op *expr;
+    size_t len;
+    if (!dwarf_attr(d, DW_AT_location, &a))
+        return 0;
+    for (ptrdiff_t o = 0; (o = dwarf_getlocations(&a, o, &base, &start, &end, &expr, &len)) > 0;)
+        if (start == ret && len == 1 && expr[0].atom == DW_OP_reg0)
+            return 1;
+    return 0;
+}
+
+/* The pointee of the one pointer variable that receives the allocating
+ * call's result among the scopes holding it: declared on the call's `line`
+ * (`T *p = malloc(...)`) or, failing that, in the return register from the
+ * return address `ret` on (born_at). 1 when there is exactly one and it
+ * points to a struct or a union. */
+static int result_pointee(Dwarf_Die *scopes, int nscopes, int line, Dwarf_Addr ret, Dwarf_Die *type)
+{
+    for (int pass = 0; pass < 2; pass++) {
+        int n = 0;
+        for (int i = 0; i < nscopes && n == 0; i++) {
+            Dwarf_Die d;
+            if (dwarf_child(&scopes[i], &d) != 0)
                 continue;
-            int tag = dwarf_tag(&peeled);
-            if (tag != DW_TAG_structure_type && tag != DW_TAG_union_type)
-                return 0; /* a scalar or void pointer: no members to name */
-            *type = vt;
-            n++;
-        } while (dwarf_siblingof(&d, &d) == 0);
+            do {
+                Dwarf_Attribute a;
+                Dwarf_Word l;
+                Dwarf_Die vt, pt, peeled;
+                if (dwarf_tag(&d) != DW_TAG_variable ||
+                    (pass == 0 ? !dwarf_attr_integrate(&d, DW_AT_decl_line, &a) || dwarf_formudata(&a, &l) != 0 ||
+                                     l != (Dwarf_Word)line
+                               : !born_at(&d, ret)) ||
+                    !dwarf_attr_integrate(&d, DW_AT_type, &a) || !dwarf_formref_die(&a, &vt) ||
+                    dwarf_peel_type(&vt, &pt) != 0 || dwarf_tag(&pt) != DW_TAG_pointer_type ||
+                    !dwarf_attr_integrate(&pt, DW_AT_type, &a) || !dwarf_formref_die(&a, &vt) ||
+                    dwarf_peel_type(&vt, &peeled) != 0)
+                    continue;
+                int tag = dwarf_tag(&peeled);
+                if (tag != DW_TAG_structure_type && tag != DW_TAG_union_type)
+                    return 0; /* a scalar or void pointer: no members to name */
+                *type = vt;
+                n++;
+            } while (dwarf_siblingof(&d, &d) == 0);
+        }
+        if (n > 0)
+            return n == 1;
     }
-    return n == 1;
+    return 0;
 }
 
 /* The type of the blocks the call returning to `pc` allocates, cached. */
@@ -395,7 +421,7 @@ static const struct sym_block *block_type(struct sym_table *t, uint64_t pc)
                                                                            : NULL;
     Dwarf_Die *scopes = NULL;
     int ns = cu ? dwarf_getscopes(cu, pc - 1 - bias, &scopes) : 0;
-    if (ns > 0 && decl_pointee(scopes, ns, line, &b->type)) {
+    if (ns > 0 && result_pointee(scopes, ns, line, pc - bias, &b->type)) {
         Dwarf_Die peeled;
         const char *tn = dwarf_diename(&b->type);
         b->found = dwarf_peel_type(&b->type, &peeled) == 0;

@@ -45,7 +45,8 @@ int sym_data_parts(struct sym_table *t, uint64_t addr, char *obj, size_t cap, ch
 /* The blocks an allocating call returns (`pc`, its return address, as an
  * ALLOC record holds it), when the calling function's DWARF declares
  * exactly one pointer variable to a struct or union on the call's line
- * (`struct foo *p = malloc(...)`): `type` is its name ("struct foo", or
+ * (`struct foo *p = malloc(...)`), or else exactly one that its location
+ * list puts in the return register at the return address: `type` is its name ("struct foo", or
  * the typedef's) and `field` the member at byte `off` of the block
  * (`[i]` first when the block holds several). Returns 1 then, else 0 with
  * both empty. */
