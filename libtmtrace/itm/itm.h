@@ -16,7 +16,6 @@
 #ifndef TMT_ITM_H
 #define TMT_ITM_H
 
-#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -116,12 +115,15 @@ extern __thread struct itm_thread *itm_me __attribute__((tls_model("initial-exec
 
 /* itm_tx.c: the program's allocations are noted (itm_malloc.c): set once
  * the runtime started, from the library's constructor, at a level that
- * records; cleared when exit begins and in a forked child. The thread that
- * ran the constructor (the main thread) has its allocations noted before
- * its first transaction too. */
+ * records (after itm_heap_start); cleared when exit begins and in a forked
+ * child. */
 extern int itm_heap_on;
-extern pthread_t itm_first_thread;
 
+/* itm_malloc.c: from the constructor, once the runtime runs at a level
+ * that records: the calling (main) thread's allocations are recorded from
+ * now on, through a trace thread of their own until the thread enters.
+ * 0, or -1 when that trace thread could not attach (nothing is noted). */
+int itm_heap_start(void);
 /* itm_malloc.c: the calling thread has just entered with `tx`: the blocks
  * it allocated before are recorded through it (or its main-thread trace
  * thread of allocations ends). */

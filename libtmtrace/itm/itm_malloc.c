@@ -11,12 +11,15 @@
  * thread gets outside a transaction: through its descriptor; for the
  * thread that loaded the library (the main thread, which builds a
  * program's shared structures before its first transaction), through a
- * trace thread of its own until it has a descriptor; for another thread,
+ * trace thread of its own (itm_heap_start) until it has a descriptor; for
+ * another thread,
  * its first blocks, kept until its descriptor comes (itm_heap_entered,
  * which itm_tx.c calls: this file calls nothing of the ABI's). Only the
  * block's address, size and caller are kept; frees are not recorded (a
  * later block at an address is the one tools name). A TLS flag keeps the
- * tracer's own allocations while a block is noted from being noted.
+ * tracer's own allocations while a block is noted from being noted, and
+ * calls from this library's own code (the runtime, the tracer) are never
+ * noted.
  * Never: records at `off` (itm_heap_on stays 0: one branch per call), for
  * a thread that never enters (the tracer's threads), beyond the first
  * ITM_HEAP_EARLY blocks of a thread before it enters, in a forked child or
@@ -25,8 +28,9 @@
  * sanitizer, whose runtime interposes the allocator itself (then this file
  * defines only itm_heap_entered, empty).
  */
-#include <pthread.h>
+#include <link.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "itm.h"
 #include "tb_thread.h"
@@ -48,17 +52,21 @@ extern void *__libc_realloc(void *p, size_t n);
 extern void __libc_free(void *p);
 
 /* The thread is noting a block: the tracer's own allocations meanwhile
- * are not noted (nor attach the first thread twice). */
+ * are not noted. */
 static __thread int itm_heap_busy __attribute__((tls_model("initial-exec")));
 
-/* The first thread's records before its first transaction: a trace thread
+/* This library's code [lo, hi): the runtime and the tracer are linked into
+ * it, and their own allocations (in the middle of a trace buffer's slow
+ * path, with its locks held) must not write a record. */
+static uintptr_t itm_self_lo, itm_self_hi;
+
+/* The main thread's records before its first transaction: a trace thread
  * of its own, without a runtime descriptor, since a descriptor would count
  * the thread as one that runs transactions (a lone worker would then no
- * longer run alone). Used by that thread only; attached once, detached when
- * the thread enters (itm_heap_entered), or left to the exit's flush like
- * any thread still running then. */
+ * longer run alone). Attached by the constructor (itm_heap_start), used by
+ * that thread only, detached when it enters (itm_heap_entered), or left to
+ * the exit's flush like any thread still running then. */
 static struct tb_thread itm_heap_first;
-static int itm_heap_first_taken;
 static __thread struct tb_thread *itm_heap_own __attribute__((tls_model("initial-exec")));
 
 /* Another thread's first blocks, before its first transaction (a worker's
@@ -72,28 +80,47 @@ struct itm_heap_block {
 static __thread struct itm_heap_block itm_heap_early[ITM_HEAP_EARLY] __attribute__((tls_model("initial-exec")));
 static __thread unsigned itm_heap_nearly __attribute__((tls_model("initial-exec")));
 
-static struct tb_thread *itm_heap_attach_first(void)
+static int itm_self_range(struct dl_phdr_info *info, size_t size, void *arg)
 {
-    if (!pthread_equal(pthread_self(), itm_first_thread) ||
-        __atomic_exchange_n(&itm_heap_first_taken, 1, __ATOMIC_RELAXED) || tb_attach(&itm_heap_first) != 0)
-        return NULL;
-    return itm_heap_own = &itm_heap_first;
+    (void)size;
+    uintptr_t me = (uintptr_t)arg;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+        if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X) && me >= lo && me < lo + ph->p_memsz) {
+            itm_self_lo = lo;
+            itm_self_hi = lo + ph->p_memsz;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int itm_heap_start(void)
+{
+    dl_iterate_phdr(itm_self_range, (void *)(uintptr_t)itm_heap_start);
+    itm_heap_busy = 1;
+    int rc = tb_attach(&itm_heap_first);
+    itm_heap_busy = 0;
+    if (rc != 0)
+        return -1;
+    itm_heap_own = &itm_heap_first;
+    return 0;
 }
 
 static void itm_heap_note(void *p, size_t n, const void *caller)
 {
-    if (itm_heap_busy)
+    if (itm_heap_busy || ((uintptr_t)caller >= itm_self_lo && (uintptr_t)caller < itm_self_hi))
         return;
     itm_heap_busy = 1;
     struct tmt_tx *tx = itm_tx;
-    struct tb_thread *own = itm_heap_own;
     if (tx != NULL) {
         /* No record inside a transaction (the runtime's own blocks; the
          * program's go through _ITM_malloc) nor in a hardware attempt. */
         if (tx->depth == 0 && tx_traced(tx))
             tb_ev_alloc(&tx->trace, p, n, caller);
-    } else if (own != NULL || (own = itm_heap_attach_first()) != NULL) {
-        tb_ev_alloc(own, p, n, caller);
+    } else if (itm_heap_own != NULL) {
+        tb_ev_alloc(itm_heap_own, p, n, caller);
     } else if (itm_heap_nearly < ITM_HEAP_EARLY) {
         itm_heap_early[itm_heap_nearly++] = (struct itm_heap_block){ p, caller, n };
     }
@@ -154,6 +181,7 @@ ITM_ABI void free(void *p) { __libc_free(p); }
 
 #else
 
+int itm_heap_start(void) { return -1; }
 void itm_heap_entered(struct tmt_tx *tx) { (void)tx; }
 
 #endif

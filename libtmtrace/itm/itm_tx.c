@@ -134,7 +134,6 @@ static int itm_exe_uses_tm(struct dl_phdr_info *info, size_t size, void *found)
 }
 
 int itm_heap_on;
-pthread_t itm_first_thread;
 
 /* Registered after tmt_init's own exit handler, so it runs first: no block
  * is noted once the trace is being closed; a forked child notes none. */
@@ -149,10 +148,8 @@ __attribute__((constructor)) static void itm_ctor(void)
     if (tmt_init() != 0)
         itm_cannot_start(tmt_error()); /* before main, not in the middle of its work */
     if (config.events != CONFIG_EVENTS_OFF && atexit(itm_heap_off) == 0 &&
-        pthread_atfork(NULL, NULL, itm_heap_off) == 0) {
-        itm_first_thread = pthread_self();
+        pthread_atfork(NULL, NULL, itm_heap_off) == 0 && itm_heap_start() == 0)
         __atomic_store_n(&itm_heap_on, 1, __ATOMIC_RELAXED);
-    }
 }
 
 struct itm_thread *itm_thread(void)
