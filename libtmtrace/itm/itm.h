@@ -113,21 +113,20 @@ struct itm_thread {
 extern __thread struct tmt_tx *itm_tx __attribute__((tls_model("initial-exec")));
 extern __thread struct itm_thread *itm_me __attribute__((tls_model("initial-exec")));
 
-/* itm_tx.c: the program's allocations are noted (itm_malloc.c): set once
- * the runtime started, from the library's constructor, at a level that
- * records (after itm_heap_start); cleared when exit begins and in a forked
- * child. */
-extern int itm_heap_on;
-
 /* itm_malloc.c: from the constructor, once the runtime runs at a level
- * that records: the calling (main) thread's allocations are recorded from
- * now on, through a trace thread of their own until the thread enters.
- * 0, or -1 when that trace thread could not attach (nothing is noted). */
+ * that records (after tmt_init, so that its exit handler, registered here,
+ * runs before the runtime's): the program's allocations are recorded from
+ * now on until exit begins (never in a forked child); the calling (main)
+ * thread's through a trace thread of their own until it enters. 0, or -1
+ * when that trace thread could not attach (then nothing is recorded). */
 int itm_heap_start(void);
-/* itm_malloc.c: the calling thread has just entered with `tx`: the blocks
- * it allocated before are recorded through it (or its main-thread trace
- * thread of allocations ends). */
+/* itm_malloc.c: the calling thread has just entered with `tx`: its blocks
+ * are recorded through it from now on, those it allocated before too (or
+ * its trace thread of allocations ends). */
 void itm_heap_entered(struct tmt_tx *tx);
+/* itm_malloc.c: the calling thread leaves the runtime: its descriptor is no
+ * longer used. */
+void itm_heap_left(void);
 
 /* The transaction's own stack (README, "GCC's transactional memory",
  * "The transaction's own stack").

@@ -12,25 +12,28 @@
  * thread that loaded the library (the main thread, which builds a
  * program's shared structures before its first transaction), through a
  * trace thread of its own (itm_heap_start) until it has a descriptor; for
- * another thread,
- * its first blocks, kept until its descriptor comes (itm_heap_entered,
- * which itm_tx.c calls: this file calls nothing of the ABI's). Only the
- * block's address, size and caller are kept; frees are not recorded (a
- * later block at an address is the one tools name). A TLS flag keeps the
- * tracer's own allocations while a block is noted from being noted, and
- * calls from this library's own code (the runtime, the tracer) are never
- * noted.
+ * another thread, its first blocks, kept until its descriptor comes
+ * (itm_heap_entered). itm_tx.c calls those and itm_heap_left; this file
+ * uses nothing of the ABI's (the thread's descriptor comes with
+ * itm_heap_entered). Only the block's address, size and caller are kept;
+ * frees are not recorded (a later block at an address is the one tools
+ * name). A TLS flag keeps the tracer's own allocations while a block is
+ * noted from being noted, and calls from this library's own code (the
+ * runtime, the tracer) are never noted.
  * Never: records at `off` (itm_heap_on stays 0: one branch per call), for
  * a thread that never enters (the tracer's threads), beyond the first
  * ITM_HEAP_EARLY blocks of a thread before it enters, in a forked child or
  * once exit's shutdown began; enters a thread into the runtime; records
  * inside a transaction (tmt_malloc records those blocks); exists under a
  * sanitizer, whose runtime interposes the allocator itself (then this file
- * defines only itm_heap_entered, empty).
+ * defines only itm_heap_start, itm_heap_entered and itm_heap_left, which do
+ * nothing).
  */
 #include <link.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "itm.h"
 #include "tb_thread.h"
@@ -50,6 +53,13 @@ extern void *__libc_malloc(size_t n);
 extern void *__libc_calloc(size_t n, size_t size);
 extern void *__libc_realloc(void *p, size_t n);
 extern void __libc_free(void *p);
+
+/* The program's allocations are noted: set by itm_heap_start, cleared when
+ * exit begins and in a forked child (itm_heap_off). */
+static int itm_heap_on;
+/* The thread's runtime descriptor once it entered (itm_heap_entered) and
+ * until it leaves (itm_heap_left). */
+static __thread struct tmt_tx *itm_heap_tx __attribute__((tls_model("initial-exec")));
 
 /* The thread is noting a block: the tracer's own allocations meanwhile
  * are not noted. */
@@ -96,15 +106,22 @@ static int itm_self_range(struct dl_phdr_info *info, size_t size, void *arg)
     return 0;
 }
 
+/* Relaxed: a block allocated while the flag changes is noted or not, and
+ * either is right. */
+static void itm_heap_off(void) { __atomic_store_n(&itm_heap_on, 0, __ATOMIC_RELAXED); }
+
 int itm_heap_start(void)
 {
     dl_iterate_phdr(itm_self_range, (void *)(uintptr_t)itm_heap_start);
+    if (atexit(itm_heap_off) != 0 || pthread_atfork(NULL, NULL, itm_heap_off) != 0)
+        return -1;
     itm_heap_busy = 1;
     int rc = tb_attach(&itm_heap_first);
     itm_heap_busy = 0;
     if (rc != 0)
         return -1;
     itm_heap_own = &itm_heap_first;
+    __atomic_store_n(&itm_heap_on, 1, __ATOMIC_RELAXED);
     return 0;
 }
 
@@ -113,7 +130,7 @@ static void itm_heap_note(void *p, size_t n, const void *caller)
     if (itm_heap_busy || ((uintptr_t)caller >= itm_self_lo && (uintptr_t)caller < itm_self_hi))
         return;
     itm_heap_busy = 1;
-    struct tmt_tx *tx = itm_tx;
+    struct tmt_tx *tx = itm_heap_tx;
     if (tx != NULL) {
         /* No record inside a transaction (the runtime's own blocks; the
          * program's go through _ITM_malloc) nor in a hardware attempt. */
@@ -138,12 +155,14 @@ void itm_heap_entered(struct tmt_tx *tx)
         for (unsigned i = 0; i < itm_heap_nearly; i++)
             tb_ev_alloc(&tx->trace, itm_heap_early[i].p, itm_heap_early[i].n, itm_heap_early[i].caller);
     itm_heap_nearly = 0;
+    itm_heap_tx = tx;
     itm_heap_busy = 0;
 }
 
-/* Relaxed: a block allocated while the flag changes is noted or not, and
- * either is right. Off, each entry point is a load, a branch and a jump
- * into glibc; on, the noting variant below is a call of its own. */
+void itm_heap_left(void) { itm_heap_tx = NULL; }
+
+/* Off, each entry point is a load, a branch and a jump into glibc; on, the
+ * noting variant below is a call of its own. */
 static inline int itm_heap_noting(void) { return TX_UNLIKELY(__atomic_load_n(&itm_heap_on, __ATOMIC_RELAXED)); }
 
 __attribute__((noinline)) static void *itm_heap_alloc(size_t n, size_t size, void *old, int how, const void *caller)
@@ -183,5 +202,6 @@ ITM_ABI void free(void *p) { __libc_free(p); }
 
 int itm_heap_start(void) { return -1; }
 void itm_heap_entered(struct tmt_tx *tx) { (void)tx; }
+void itm_heap_left(void) {}
 
 #endif

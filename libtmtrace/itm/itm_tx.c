@@ -68,8 +68,7 @@ __attribute__((noreturn, cold)) static void itm_cannot_start(const char *why)
 static void itm_thread_gone(void *p)
 {
     struct itm_thread *t = p;
-    itm_me = NULL; /* the allocations from here on are not noted (itm_malloc.c) */
-    itm_tx = NULL;
+    itm_heap_left(); /* the allocations from here on are not noted */
     tmt_thread_exit();
     free(t->frames);
     free(t->log);
@@ -77,6 +76,8 @@ static void itm_thread_gone(void *p)
     free(t->undo);
     free(t->commit);
     free(t);
+    itm_me = NULL;
+    itm_tx = NULL;
 }
 
 /* The process's part, once, before any thread's first transaction: the
@@ -133,12 +134,6 @@ static int itm_exe_uses_tm(struct dl_phdr_info *info, size_t size, void *found)
     return 1; /* the executable comes first: look no further */
 }
 
-int itm_heap_on;
-
-/* Registered after tmt_init's own exit handler, so it runs first: no block
- * is noted once the trace is being closed; a forked child notes none. */
-static void itm_heap_off(void) { __atomic_store_n(&itm_heap_on, 0, __ATOMIC_RELAXED); }
-
 __attribute__((constructor)) static void itm_ctor(void)
 {
     int found = 0;
@@ -147,9 +142,8 @@ __attribute__((constructor)) static void itm_ctor(void)
         return;
     if (tmt_init() != 0)
         itm_cannot_start(tmt_error()); /* before main, not in the middle of its work */
-    if (config.events != CONFIG_EVENTS_OFF && atexit(itm_heap_off) == 0 &&
-        pthread_atfork(NULL, NULL, itm_heap_off) == 0 && itm_heap_start() == 0)
-        __atomic_store_n(&itm_heap_on, 1, __ATOMIC_RELAXED);
+    if (config.events != CONFIG_EVENTS_OFF)
+        itm_heap_start(); /* after tmt_init: see there */
 }
 
 struct itm_thread *itm_thread(void)

@@ -7,8 +7,10 @@ public header tmtrace.h below them all), the module graph (a module is a .c
 file and its .h, or a header alone; an arrow is a quoted #include of
 another module's header, or a symbol an object of the build uses and
 another module's object defines, taken with nm from the product's objects),
-the one exception (calls to the functions libtmtrace/tm/tx_upcall.h declares,
-the engines' named upward calls), and the report: every elementary cycle,
+the exceptions (calls to the functions libtmtrace/tm/tx_upcall.h declares,
+the engines' named upward calls; and the C library's allocator, which
+libtmtrace-itm defines over glibc's to record the program's blocks: every
+module's malloc is still the C library's), and the report: every elementary cycle,
 every include or use that goes up a layer or across to a layer that is not
 below, every module in no layer. Exit 1 on any finding.
 Never: builds anything (it reads the build tree it is given) or changes a file.
@@ -30,6 +32,9 @@ for _upper, _lower in (("tracer", "format"), ("tm", "tracer"), ("api", "tm"), ("
     BELOW[_upper] = BELOW[_lower] + [_lower]
 SOURCE_DIRS = ("libtmtrace", "tools")
 UPCALL_HEADER = "libtmtrace/tm/tx_upcall.h"
+# C library functions a module defines over the C library's (itm/itm_malloc.c):
+# a use of one is a call into the C library, not an arrow to that module.
+INTERPOSED = frozenset(("malloc", "calloc", "realloc", "free"))
 MAX_CYCLES = 200  # cycles printed; more are counted
 
 
@@ -95,6 +100,8 @@ def read_calls(root, build):
     for obj, (_, used) in syms.items():
         me = module_of(objs[obj])
         for name in used:
+            if name in INTERPOSED:
+                continue
             for m in definers.get(name, ()):
                 if m != me:
                     out.add((me, m, name))
