@@ -469,18 +469,20 @@ static inline int stm_lock_is_mine(const struct tx_stm *s, uintptr_t v)
     return (v & 1) && r >= s->locks && r < s->locks + s->nlocked;
 }
 
-/* Unlocks every stripe this commit locked: with the new version, or with
- * the version each lock replaced (an abort). */
-static void stm_release(struct tx_stm *s, uintptr_t value_or_zero)
+/* Unlocks every stripe this commit locked with the version each lock
+ * replaced (an abort). */
+static void stm_release_old(struct tx_stm *s)
 {
-    const struct tx_lockrec *r = s->locks, *end = r + s->nlocked;
-    if (value_or_zero != 0) {
-        for (; r != end; r++)
-            __atomic_store_n(r->stripe, value_or_zero, __ATOMIC_RELEASE);
-    } else {
-        for (; r != end; r++)
-            __atomic_store_n(r->stripe, r->old, __ATOMIC_RELEASE);
-    }
+    for (const struct tx_lockrec *r = s->locks, *end = r + s->nlocked; r != end; r++)
+        __atomic_store_n(r->stripe, r->old, __ATOMIC_RELEASE);
+    s->nlocked = 0;
+}
+
+/* Unlocks every stripe this commit locked with the new version. */
+static inline void stm_release_new(struct tx_stm *s, uintptr_t word)
+{
+    for (const struct tx_lockrec *r = s->locks, *end = r + s->nlocked; r != end; r++)
+        __atomic_store_n(r->stripe, word, __ATOMIC_RELEASE);
     s->nlocked = 0;
 }
 
@@ -567,10 +569,11 @@ static void stm_writeback(const struct tx_stm *s)
     }
 }
 
+/* The attempt is over. consecutive_aborts is left alone: an abort marks
+ * the transaction retried, and the next prepare clears it (stm_prepare). */
 static inline void stm_idle(struct tx_stm *s)
 {
     s->gate = UINT64_MAX;
-    s->consecutive_aborts = 0;
     __atomic_store_n(&s->active_rv, UINT64_MAX, __ATOMIC_RELEASE);
 }
 
@@ -621,8 +624,13 @@ static inline __attribute__((always_inline)) void stm_lock_all(struct tmt_tx *tx
     uint64_t held = stm_holder_of(tx);
     struct tx_lockrec *r = s->locks;
     const struct tx_wentry *e = s->wset, *end = e + s->wn;
+    /* The table in registers: the compare-and-swap, a compiler barrier,
+     * would otherwise reload it for every entry. */
+    uintptr_t *table = stm_stripes;
+    unsigned shift = stm_shift, log2 = stm_log2;
+    uint64_t mask = stm_mask;
     for (; e != end; e++) {
-        uintptr_t *stripe = stm_stripe(e->addr);
+        uintptr_t *stripe = &table[stm_hash_with(e->addr, shift, log2, mask)];
         uintptr_t v = __atomic_load_n(stripe, __ATOMIC_ACQUIRE);
         if (TX_UNLIKELY(v & 1)) {
             const struct tx_lockrec *held = (const struct tx_lockrec *)(v & ~(uintptr_t)1);
@@ -684,7 +692,7 @@ static inline __attribute__((always_inline)) void stm_commit_release(struct tmt_
 {
     struct tx_stm *s = &tx->stm;
     stm_writeback(s);
-    stm_release(s, (uintptr_t)wv << 1);
+    stm_release_new(s, (uintptr_t)wv << 1);
     stm_idle(s);
 }
 
@@ -707,7 +715,7 @@ uint64_t stm_commit_whole(struct tmt_tx *tx)
 void stm_rollback(struct tmt_tx *tx)
 {
     struct tx_stm *s = &tx->stm;
-    stm_release(s, 0);
+    stm_release_old(s);
     s->gate = UINT64_MAX;
     s->rn = 0;
     s->wn = 0;
