@@ -663,15 +663,21 @@ __attribute__((noinline)) static void stm_commit_validate(struct tmt_tx *tx)
         stm_abort(tx, TMT_ABORT_COMMIT_VALIDATE, bad, found);
 }
 
-/* stm_commit's body, inlined into both commits. */
+/* An attempt that wrote nothing commits where it stands: every read was
+ * consistent at rv when it was made. */
+static inline int stm_commit_read_only(struct tx_stm *s)
+{
+    if (s->wn != 0)
+        return 0;
+    stm_idle(s);
+    return 1;
+}
+
+/* stm_commit's body for an update attempt, inlined into both commits:
+ * returns the write version (never 0) with the locks held. */
 static inline __attribute__((always_inline)) uint64_t stm_commit_locked(struct tmt_tx *tx)
 {
     struct tx_stm *s = &tx->stm;
-    if (s->wn == 0) {
-        /* Every read was consistent at rv when it was made: nothing to do. */
-        stm_idle(s);
-        return 0;
-    }
     if (TX_UNLIKELY(s->lcap < s->wn))
         stm_lgrow(s);
     stm_lock_all(tx);
@@ -696,7 +702,7 @@ static inline __attribute__((always_inline)) void stm_commit_release(struct tmt_
     stm_idle(s);
 }
 
-uint64_t stm_commit(struct tmt_tx *tx) { return stm_commit_locked(tx); }
+uint64_t stm_commit(struct tmt_tx *tx) { return stm_commit_read_only(&tx->stm) ? 0 : stm_commit_locked(tx); }
 
 void stm_commit_finish(struct tmt_tx *tx, uint64_t wv)
 {
@@ -706,9 +712,10 @@ void stm_commit_finish(struct tmt_tx *tx, uint64_t wv)
 
 uint64_t stm_commit_whole(struct tmt_tx *tx)
 {
+    if (stm_commit_read_only(&tx->stm))
+        return 0;
     uint64_t wv = stm_commit_locked(tx);
-    if (wv != 0)
-        stm_commit_release(tx, wv);
+    stm_commit_release(tx, wv);
     return wv;
 }
 
