@@ -131,10 +131,11 @@ uint64_t stm_clock_now(void) { return __atomic_load_n(&stm_clock.now, __ATOMIC_A
 
 /* Slot of word w in an index of 2^(64 - shift) slots (Fibonacci hashing:
  * the multiplication spreads words of one object over the table, the top
- * bits are the best mixed). */
+ * bits are the best mixed; w's three low bits are 0, so the product is that
+ * of w >> 3 moved up three bits, as well mixed, one shift fewer). */
 static inline uint32_t stm_slot_hash(uintptr_t w, uint32_t shift)
 {
-    return (uint32_t)(((uint64_t)(w >> 3) * 0x9E3779B97F4A7C15ull) >> shift);
+    return (uint32_t)(((uint64_t)w * 0x9E3779B97F4A7C15ull) >> shift);
 }
 
 static inline void stm_windex(struct tx_stm *s, uint32_t idx)
