@@ -81,7 +81,7 @@ jmp_buf *tmt_tx_prepare(struct tmt_tx *tx, struct tmt_site *site, unsigned flags
 
 #define STM_BEGIN_RD() STM_BEGIN(1)
 #define STM_BEGIN_WR() STM_BEGIN(0)
-#define STM_END() TxCommit(STM_SELF)
+#define STM_END() TxEnd_(STM_SELF)
 
 typedef volatile intptr_t vintp;
 

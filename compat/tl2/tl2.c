@@ -200,13 +200,20 @@ __attribute__((noinline)) static int tl2_commit_with_state(Thread *Self)
     return 1;
 }
 
-int TxCommit(Thread *Self)
+void TxEnd_(Thread *Self)
 {
     /* Tested before the commit, so that the usual one has nothing to do
      * after it. */
-    if (__builtin_expect(Self->commit_slow, 0))
-        return tl2_commit_with_state(Self);
+    if (__builtin_expect(Self->commit_slow, 0)) {
+        (void)tl2_commit_with_state(Self);
+        return;
+    }
     tmt_tx_commit(Self->tx);
+}
+
+int TxCommit(Thread *Self)
+{
+    TxEnd_(Self);
     return 1;
 }
 

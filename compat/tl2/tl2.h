@@ -73,6 +73,9 @@ jmp_buf *TxPrepareAt(Thread *Self, int readOnly, TxSite *site);
 void TxBegin(Thread *Self);
 /* Returns (1) only when the transaction committed; otherwise it restarts. */
 int TxCommit(Thread *Self);
+/* TxCommit without the result, for stm.h's STM_END: its usual path ends
+ * in a tail call into the runtime. */
+void TxEnd_(Thread *Self);
 /* Aborts the attempt and restarts the transaction; never returns. */
 void TxAbort(Thread *Self) __attribute__((noreturn));
 

@@ -131,10 +131,11 @@ uint64_t stm_clock_now(void) { return __atomic_load_n(&stm_clock.now, __ATOMIC_A
 
 /* Slot of word w in an index of 2^(64 - shift) slots (Fibonacci hashing:
  * the multiplication spreads words of one object over the table, the top
- * bits are the best mixed). */
+ * bits are the best mixed; w's three low bits are 0, so the product is that
+ * of w >> 3 moved up three bits, as well mixed, one shift fewer). */
 static inline uint32_t stm_slot_hash(uintptr_t w, uint32_t shift)
 {
-    return (uint32_t)(((uint64_t)(w >> 3) * 0x9E3779B97F4A7C15ull) >> shift);
+    return (uint32_t)(((uint64_t)w * 0x9E3779B97F4A7C15ull) >> shift);
 }
 
 static inline void stm_windex(struct tx_stm *s, uint32_t idx)
@@ -469,18 +470,20 @@ static inline int stm_lock_is_mine(const struct tx_stm *s, uintptr_t v)
     return (v & 1) && r >= s->locks && r < s->locks + s->nlocked;
 }
 
-/* Unlocks every stripe this commit locked: with the new version, or with
- * the version each lock replaced (an abort). */
-static void stm_release(struct tx_stm *s, uintptr_t value_or_zero)
+/* Unlocks every stripe this commit locked with the version each lock
+ * replaced (an abort). */
+static void stm_release_old(struct tx_stm *s)
 {
-    const struct tx_lockrec *r = s->locks, *end = r + s->nlocked;
-    if (value_or_zero != 0) {
-        for (; r != end; r++)
-            __atomic_store_n(r->stripe, value_or_zero, __ATOMIC_RELEASE);
-    } else {
-        for (; r != end; r++)
-            __atomic_store_n(r->stripe, r->old, __ATOMIC_RELEASE);
-    }
+    for (const struct tx_lockrec *r = s->locks, *end = r + s->nlocked; r != end; r++)
+        __atomic_store_n(r->stripe, r->old, __ATOMIC_RELEASE);
+    s->nlocked = 0;
+}
+
+/* Unlocks every stripe this commit locked with the new version. */
+static inline void stm_release_new(struct tx_stm *s, uintptr_t word)
+{
+    for (const struct tx_lockrec *r = s->locks, *end = r + s->nlocked; r != end; r++)
+        __atomic_store_n(r->stripe, word, __ATOMIC_RELEASE);
     s->nlocked = 0;
 }
 
@@ -567,10 +570,11 @@ static void stm_writeback(const struct tx_stm *s)
     }
 }
 
+/* The attempt is over. consecutive_aborts is left alone: an abort marks
+ * the transaction retried, and the next prepare clears it (stm_prepare). */
 static inline void stm_idle(struct tx_stm *s)
 {
     s->gate = UINT64_MAX;
-    s->consecutive_aborts = 0;
     __atomic_store_n(&s->active_rv, UINT64_MAX, __ATOMIC_RELEASE);
 }
 
@@ -621,8 +625,13 @@ static inline __attribute__((always_inline)) void stm_lock_all(struct tmt_tx *tx
     uint64_t held = stm_holder_of(tx);
     struct tx_lockrec *r = s->locks;
     const struct tx_wentry *e = s->wset, *end = e + s->wn;
+    /* The table in registers: the compare-and-swap, a compiler barrier,
+     * would otherwise reload it for every entry. */
+    uintptr_t *table = stm_stripes;
+    unsigned shift = stm_shift, log2 = stm_log2;
+    uint64_t mask = stm_mask;
     for (; e != end; e++) {
-        uintptr_t *stripe = stm_stripe(e->addr);
+        uintptr_t *stripe = &table[stm_hash_with(e->addr, shift, log2, mask)];
         uintptr_t v = __atomic_load_n(stripe, __ATOMIC_ACQUIRE);
         if (TX_UNLIKELY(v & 1)) {
             const struct tx_lockrec *held = (const struct tx_lockrec *)(v & ~(uintptr_t)1);
@@ -655,15 +664,21 @@ __attribute__((noinline)) static void stm_commit_validate(struct tmt_tx *tx)
         stm_abort(tx, TMT_ABORT_COMMIT_VALIDATE, bad, found);
 }
 
-/* stm_commit's body, inlined into both commits. */
+/* An attempt that wrote nothing commits where it stands: every read was
+ * consistent at rv when it was made. */
+static inline int stm_commit_read_only(struct tx_stm *s)
+{
+    if (s->wn != 0)
+        return 0;
+    stm_idle(s);
+    return 1;
+}
+
+/* stm_commit's body for an update attempt, inlined into both commits:
+ * returns the write version (never 0) with the locks held. */
 static inline __attribute__((always_inline)) uint64_t stm_commit_locked(struct tmt_tx *tx)
 {
     struct tx_stm *s = &tx->stm;
-    if (s->wn == 0) {
-        /* Every read was consistent at rv when it was made: nothing to do. */
-        stm_idle(s);
-        return 0;
-    }
     if (TX_UNLIKELY(s->lcap < s->wn))
         stm_lgrow(s);
     stm_lock_all(tx);
@@ -684,11 +699,11 @@ static inline __attribute__((always_inline)) void stm_commit_release(struct tmt_
 {
     struct tx_stm *s = &tx->stm;
     stm_writeback(s);
-    stm_release(s, (uintptr_t)wv << 1);
+    stm_release_new(s, (uintptr_t)wv << 1);
     stm_idle(s);
 }
 
-uint64_t stm_commit(struct tmt_tx *tx) { return stm_commit_locked(tx); }
+uint64_t stm_commit(struct tmt_tx *tx) { return stm_commit_read_only(&tx->stm) ? 0 : stm_commit_locked(tx); }
 
 void stm_commit_finish(struct tmt_tx *tx, uint64_t wv)
 {
@@ -698,16 +713,17 @@ void stm_commit_finish(struct tmt_tx *tx, uint64_t wv)
 
 uint64_t stm_commit_whole(struct tmt_tx *tx)
 {
+    if (stm_commit_read_only(&tx->stm))
+        return 0;
     uint64_t wv = stm_commit_locked(tx);
-    if (wv != 0)
-        stm_commit_release(tx, wv);
+    stm_commit_release(tx, wv);
     return wv;
 }
 
 void stm_rollback(struct tmt_tx *tx)
 {
     struct tx_stm *s = &tx->stm;
-    stm_release(s, 0);
+    stm_release_old(s);
     s->gate = UINT64_MAX;
     s->rn = 0;
     s->wn = 0;

@@ -72,6 +72,17 @@ static inline uint32_t stm_serial_owner(int order) { return __atomic_load_n(&stm
 /* A serial attempt holds the lock: stm_begin's wait, out of line. */
 __attribute__((noinline, cold)) void stm_serial_wait(struct tx_stm *s);
 
+/* Two 32-bit fields that follow each other (first, second) as one 64-bit
+ * word, whatever the byte order. */
+static inline uint64_t stm_pair(uint32_t first, uint32_t second)
+{
+    union {
+        uint32_t half[2];
+        uint64_t word;
+    } u = { .half = { first, second } };
+    return u.word;
+}
+
 /* Starts a software attempt: takes the start version, empties the sets.
  * `fast`: the accessors' inline paths serve the attempt (opens the gate);
  * 0 when the tracer records accesses, whose path runs stm_read/stm_write.
@@ -80,11 +91,10 @@ __attribute__((noinline, cold)) void stm_serial_wait(struct tx_stm *s);
 static inline void stm_begin(struct tmt_tx *tx, int read_only, int fast)
 {
     struct tx_stm *s = &tx->stm;
-    s->ro = read_only;
-    s->rinc = !read_only;
-    s->wlimit = read_only ? 0 : STM_WLINEAR;
+    /* rinc, ro and wn, wlimit: constants either way. */
+    s->rmode = read_only ? stm_pair(0, 1) : stm_pair(1, 0);
+    s->wmode = read_only ? stm_pair(0, 0) : stm_pair(0, STM_WLINEAR);
     s->rn = 0;
-    s->wn = 0;
     s->bloom = 0;
     s->gate = fast ? 0 : UINT64_MAX;
     s->rv = __atomic_load_n(&stm_clock.now, __ATOMIC_ACQUIRE);

@@ -40,11 +40,12 @@ extern unsigned stm_shift __attribute__((visibility("hidden"))); /* TMTRACE_STRI
  * multiple of the table's reach apart from sharing every stripe.
  * tf_stripe_index with the mask kept ready (one AND instead of four
  * instructions on every access). */
-static inline uint64_t stm_hash(uintptr_t addr)
+static inline uint64_t stm_hash_with(uintptr_t addr, unsigned shift, unsigned log2, uint64_t mask)
 {
-    uint64_t w = addr >> stm_shift;
-    return (w ^ (w >> stm_log2)) & stm_mask;
+    uint64_t w = addr >> shift;
+    return (w ^ (w >> log2)) & mask;
 }
+static inline uint64_t stm_hash(uintptr_t addr) { return stm_hash_with(addr, stm_shift, stm_log2, stm_mask); }
 static inline uintptr_t *stm_stripe(uintptr_t addr) { return &stm_stripes[stm_hash(addr)]; }
 
 /* ---- exact-size memory access -------------------------------------------- */

@@ -68,6 +68,7 @@ struct tx_lockrec {
     uintptr_t old;
     uint64_t held;               /* the holder for the aborts it causes: tf_abort_held(its
                                   * trace thread id, its attempt), made once per commit */
+    uint64_t pad_;               /* a power of two: the commit counts its records by a shift */
 };
 
 /* An undo-log entry of an emulated hardware attempt or a serial attempt. */
@@ -88,13 +89,25 @@ struct tx_stm {
     uint64_t rv;                 /* start version (snapshot the reads are valid at) */
     uintptr_t *rset;             /* addresses read (their stripes are re-checked at commit) */
     uint32_t rn, rcap;           /* rcap >= 1 once the descriptor ran a software attempt */
-    uint32_t rinc;               /* what a read adds to rn: 1, or 0 when no read set is kept */
-    int ro;                      /* no read set kept, no write allowed */
+    /* Pairs that a begin sets with one store each (rmode, wmode). */
+    union {
+        struct {
+            uint32_t rinc;       /* what a read adds to rn: 1, or 0 when no read set is kept */
+            int ro;              /* no read set kept, no write allowed */
+        };
+        uint64_t rmode;
+    };
     uint64_t bloom;              /* one bit per (word >> 3) & 63 in the redo log */
     struct tx_wentry *wset;
-    uint32_t wn, wcap;
-    uint32_t wlimit;             /* appends from this index on go out of line (stm_wappend_slow):
+    union {
+        struct {
+            uint32_t wn;
+            uint32_t wlimit;     /* appends from this index on go out of line (stm_wappend_slow):
                                   * STM_WLINEAR, or 0 in a read-only attempt */
+        };
+        uint64_t wmode;
+    };
+    uint32_t wcap;
     struct tx_wslot *wslots;     /* the index of a log past STM_WLINEAR entries (stm.c) */
     uint32_t wshift, wslot_mask; /* 64 - log2 of its slots; slots - 1 */
     uint32_t wgen;               /* the live slots' generation */
