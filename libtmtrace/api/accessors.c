@@ -34,7 +34,12 @@
  * may have written, a full read set). */
 __attribute__((noinline)) static uint64_t api_read_traced_any(tmt_tx *tx, const volatile void *addr, unsigned size)
 {
+    /* stm_read_slow is called from here, not tail-called: the program's
+     * call of the access (this function's return address: the accessor and
+     * api_read_slow_N reach it by tail calls) for a conflict's ABORT_PC. */
+    tx->stm.access_pc = (uint64_t)(uintptr_t)__builtin_return_address(0);
     uint64_t v = stm_read(tx, (uintptr_t)addr, size);
+    tx->stm.access_pc = 0;
     tb_ev_read(&tx->trace, addr, v, size);
     return v;
 }

@@ -3,10 +3,11 @@
  * abort_pc.h).
  *
  * Owns: the runtime's own code range (found once with dl_iterate_phdr) and
- * the stack walk (glibc's backtrace, whose unwinder is loaded in apc_init).
- * Never: touches the event path: it runs only when a software attempt
- * aborts at a read, which already costs the attempt's work; a walk of a few
- * frames adds little to that.
+ * the stack walk (glibc's backtrace, whose unwinder is loaded in apc_init)
+ * for the accesses whose found address is the runtime's own (the GCC-TM
+ * barriers call the accessors; a shared build only, where the range is
+ * known). Never: touches the event path: it runs only when a software
+ * attempt aborts at a read.
  */
 #include "abort_pc.h"
 
@@ -51,10 +52,10 @@ void apc_init(void)
     (void)backtrace(warm, 1); /* loads the unwinder now, not in an abort */
 }
 
-uint64_t apc_program_pc(void)
+uint64_t apc_program_pc(uint64_t found)
 {
-    if (apc_hi == 0)
-        return 0;
+    if (apc_hi == 0 || found < apc_lo || found >= apc_hi)
+        return found;
     void *ret[APC_DEPTH];
     int n = backtrace(ret, APC_DEPTH);
     for (int i = 0; i < n; i++) {

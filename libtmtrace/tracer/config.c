@@ -47,7 +47,7 @@ static const struct config_var vars[] = {
     { "TMTRACE_EVENTS", VAR_CHOICE, OFF(events), 0, 0, { "off", "tx", "all" }, "tx",
       "what is recorded: tx = start/commit/abort, each update commit's write set (its words and byte masks, "
       "copied after its locks are released) and, for an abort found at a read, the program's code address of "
-      "that read (not recorded when the runtime is linked statically into the program), "
+      "that read (linked statically or shared), "
       "which is what explains every software abort (class, culprit, word) at about the cost of the two clock "
       "reads per attempt; all = also every read and write (value, stamp per TMTRACE_STAMP); off = nothing", NULL },
     { "TMTRACE_DETAIL", VAR_INT, OFF(detail), 0, 65535, { 0 }, "0",

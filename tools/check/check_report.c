@@ -162,17 +162,22 @@ static const char *where_name(const struct cr_input *in, uint64_t pc, char *buf,
     return buf;
 }
 
-/* The top code addresses at which a site's attributed aborts were found. */
-static void text_where(FILE *f, const struct cr_input *in, uint32_t site)
+/* The top code addresses at which a site's attributed aborts were found;
+ * then those found at commit validation, which no access found (no
+ * ABORT_PC), when the site has places at all. */
+static void text_where(FILE *f, const struct cr_input *in, const struct ca_site *s)
 {
     char nb[600];
     size_t n;
-    const struct ca_where *w = ca_where_of_site(in->st, site, &n);
+    const struct ca_where *w = ca_where_of_site(in->st, s->site, &n);
     for (size_t i = 0; i < n && i < CR_WHERE_TOP; i++)
         fprintf(f, "      found at %-40s %llu\n", where_name(in, w[i].pc, nb, sizeof nb),
                 (unsigned long long)w[i].count);
     if (n > CR_WHERE_TOP)
         fprintf(f, "      found at %zu other places\n", n - CR_WHERE_TOP);
+    uint64_t at_commit = s->aborts_by_reason[TMT_ABORT_COMMIT_LOCKED] + s->aborts_by_reason[TMT_ABORT_COMMIT_VALIDATE];
+    if (n > 0 && at_commit)
+        fprintf(f, "      found at %-40s %llu\n", "commit (no access)", (unsigned long long)at_commit);
 }
 
 static void text_sites(FILE *f, const struct cr_input *in)
@@ -197,7 +202,7 @@ static void text_sites(FILE *f, const struct cr_input *in)
         for (unsigned c = 0; c < CA_CLASSES; c++)
             if (s[i].cls[c])
                 fprintf(f, "      = %-14s %llu\n", ca_class_name(c), (unsigned long long)s[i].cls[c]);
-        text_where(f, in, s[i].site);
+        text_where(f, in, &s[i]);
     }
     free(s);
 }
