@@ -54,6 +54,10 @@ static const struct config_var vars[] = {
       "at TMTRACE_EVENTS=tx: one attempt in N, chosen at random per thread, is recorded with its reads and "
       "writes as at all (its START says so); the tools scale what they estimate from these samples; 0 = none",
       NULL },
+    { "TMTRACE_ABORT_STACK", VAR_INT, OFF(abort_stack), 0, 16, { 0 }, "0",
+      "at tx and all: after an abort found at a read (the one with the program's code address of that read), "
+      "the return addresses of up to N of the program's frames above it, taken by a stack walk on the abort "
+      "only; tmcheck lists each site's most frequent stacks; 0 = none", NULL },
     { "TMTRACE_MODE", VAR_CHOICE, OFF(mode), 0, 0, { "stream", "memory" }, "stream",
       "stream = chunks are written while the program runs (bounded memory); memory = kept in memory and written at exit", NULL },
     { "TMTRACE_FILE", VAR_STRING, OFF(file), 0, 0, { 0 }, "trace.bin",

@@ -13,6 +13,8 @@
  *   - at level tx: no line claims a true conflict on the struct's words,
  *     and the hot site's aborts found at its read name that read's line
  *     (the program links libtmtrace statically);
+ *   - with TMTRACE_ABORT_STACK: the hot read's aborts list its stack out
+ *     through the thread's function;
  *   - tmcheck --compare of the program before and after padding the struct:
  *     the struct's false sharing is gone.
  */
@@ -198,6 +200,7 @@ static void at_tx_no_line_claims_a_true_conflict_on_the_struct_and_aborts_at_the
     (void)st;
     report(trace_prog("tx.bin", "tx", "--nap-ms 50"), 0);
     the_hot_reads_aborts_name_the_read_line();
+    assert_null(strstr(out, "\n      stack ")); /* no TMTRACE_ABORT_STACK: no stacks */
     assert_non_null(strstr(out, "\ndescheduled: "));
     size_t n;
     char **l = triage_lines(out, &n);
@@ -206,6 +209,29 @@ static void at_tx_no_line_claims_a_true_conflict_on_the_struct_and_aborts_at_the
         assert_null(strstr(l[i], "true-conflict on triage_pair"));
     culprits_wrote_their_data(l, n, "on triage_hot", "by count_event (");
     culprits_wrote_their_data(l, n, "on triage_pair", "by note_side (");
+}
+
+/* With TMTRACE_ABORT_STACK=4, count_event's aborts at its read list, in
+ * the text and the JSON, the stack from that read out through worker, the
+ * thread's function that calls count_event. */
+static void abort_stacks_name_the_read_and_its_callers(void **st)
+{
+    (void)st;
+    const char *t = trace_prog("stack.bin", "tx TMTRACE_ABORT_STACK=4", "");
+    report(t, 0);
+    const char *rd = strstr(out, "\n      read-");
+    if (rd == NULL)
+        skip(); /* no abort at a read in this run: no stack */
+    char want[200];
+    snprintf(want, sizeof want, ": count_event (triage_prog.c:%d) < worker (triage_prog.c:",
+             prog_line("tmt_read_long(tx, &triage_hot)"));
+    const char *sl = strstr(out, "\n      stack ");
+    if (sl == NULL || !strstr(sl, want) || strstr(sl, want) > strchr(sl + 1, '\n'))
+        fail_msg("no stack from count_event's read through worker (%s):\n%.2000s", want, out);
+    report(t, 1);
+    snprintf(want, sizeof want, "\"abort_stacks\":[{\"frames\":[\"count_event (triage_prog.c:%d)\",\"worker (",
+             prog_line("tmt_read_long(tx, &triage_hot)"));
+    assert_non_null(strstr(json, want));
 }
 
 static void compare_after_padding_shows_the_false_sharing_gone(void **st)
@@ -232,6 +258,7 @@ int main(void)
         cmocka_unit_test(at_all_the_hot_word_leads_and_the_struct_is_false_sharing_with_both_fields),
         cmocka_unit_test(with_sampled_detail_the_triage_holds_and_scaled_figures_say_they_are_estimates),
         cmocka_unit_test(at_tx_no_line_claims_a_true_conflict_on_the_struct_and_aborts_at_the_hot_read_name_its_line),
+        cmocka_unit_test(abort_stacks_name_the_read_and_its_callers),
         cmocka_unit_test(compare_after_padding_shows_the_false_sharing_gone),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
