@@ -30,11 +30,38 @@
 
 /* ---- accesses -------------------------------------------------------------------- */
 
+/* The program's call of the access, for a conflict's ABORT_PC: optimised
+ * builds reach stm_read_slow from the accessor by tail calls, so its own
+ * return address is that call and nothing is stored. Builds that keep a
+ * frame in the accessor (no optimisation, AddressSanitizer's and
+ * ThreadSanitizer's instrumentation) make calls instead: there the accessor
+ * names its caller in tx_stm.access_pc on its slow branch, before the call
+ * (never on the fast path). */
+#if !defined(__OPTIMIZE__) || defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define API_NAMES_CALLER 1
+#else
+#define API_NAMES_CALLER 0
+#endif
+#define API_NAME_CALLER(tx)                                                                 \
+    do {                                                                                    \
+        if (API_NAMES_CALLER)                                                               \
+            (tx)->stm.access_pc = (uint64_t)(uintptr_t)__builtin_return_address(0);         \
+    } while (0)
+
 /* A software read recorded in the trace, every case (a word the attempt
  * may have written, a full read set). */
 __attribute__((noinline)) static uint64_t api_read_traced_any(tmt_tx *tx, const volatile void *addr, unsigned size)
 {
+    /* stm_read_slow is called from here, not tail-called: the program's
+     * call of the access (this function's return address: the accessor and
+     * api_read_slow_N reach it by tail calls), unless the accessor named
+     * it (API_NAMES_CALLER). */
+    int mark = tx->stm.access_pc == 0;
+    if (mark)
+        tx->stm.access_pc = (uint64_t)(uintptr_t)__builtin_return_address(0);
     uint64_t v = stm_read(tx, (uintptr_t)addr, size);
+    if (mark)
+        tx->stm.access_pc = 0;
     tb_ev_read(&tx->trace, addr, v, size);
     return v;
 }
@@ -110,8 +137,16 @@ static inline uint64_t api_read(tmt_tx *tx, const volatile void *addr, unsigned 
     uintptr_t a = (uintptr_t)addr;
     if (TMT_CLOCK_FLOOR >= 2)
         clock_floor_read(); /* a measuring build's stamp per access (clock.h) */
-    if (TX_LIKELY(stm_gate_open(tx, a)))
-        return stm_load_checked(tx, a, size);
+    if (TX_LIKELY(stm_gate_open(tx, a))) {
+        if (!API_NAMES_CALLER)
+            return stm_load_checked(tx, a, size);
+        uint64_t v;
+        if (TX_LIKELY(stm_load_try(tx, a, size, &v)))
+            return stm_rset_take(tx, a, v);
+        API_NAME_CALLER(tx);
+        return stm_read_slow(tx, a, size);
+    }
+    API_NAME_CALLER(tx);
     return size == 8 ? api_read_slow_8(tx, addr) : size == 4 ? api_read_slow_4(tx, addr) : api_read_slow_1(tx, addr);
 }
 

@@ -12,7 +12,7 @@ const char *tf_event_kind_name(unsigned kind)
 {
     static const char *const names[TF_EV_KINDS] = { "?", "start", "read", "write",
                                                     "commit", "abort", "fallback", "serial", "alloc",
-                                                    "wset", "abort-pc" };
+                                                    "wset", "abort-pc", "abort-stack" };
     return kind < TF_EV_KINDS ? names[kind] : "?";
 }
 

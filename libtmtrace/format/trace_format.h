@@ -38,8 +38,16 @@ enum tf_event_kind {
     TF_EV_ALLOC = 8,    /* tmt_malloc returned a block: address, size and call site (v2) */
     TF_EV_WSET = 9,     /* a word the COMMIT before it wrote: address and byte mask (v4) */
     TF_EV_ABORT_PC = 10, /* the code address of the access at which the ABORT before it was found (v4) */
-    TF_EV_KINDS = 11
+    TF_EV_ABORT_STACK = 11, /* a caller's frame above that access (v4, TMTRACE_ABORT_STACK) */
+    TF_EV_KINDS = 12
 };
+
+/* The kinds that repeat the stamp of the record before them (WSET,
+ * ABORT_PC, ABORT_STACK): no clock read, after an attempt's end. */
+static inline int tf_event_repeats_stamp(unsigned kind)
+{
+    return kind == TF_EV_WSET || kind == TF_EV_ABORT_PC || kind == TF_EV_ABORT_STACK;
+}
 
 /* The `value` of an ALLOC record: the call site (a return address, < 2^48
  * in user space) and the size in bytes in the top 16 bits, TF_ALLOC_SIZE_MAX
@@ -117,9 +125,11 @@ const char *tf_codec_name(unsigned codec);
  *                                          0
  *   WSET      word address (multiple of 8) byte mask (bit i: byte i of the word)
  *   ABORT_PC  code address of the access   0
+ *   ABORT_STACK return address of a caller depth (1: the caller of the function
+ *             above the access             holding the access, then outwards)
  *
- * WSET and ABORT_PC repeat the stamp and CPU of the record before them (no
- * clock read). The WSET records after a COMMIT, up to the thread's next
+ * WSET, ABORT_PC and ABORT_STACK repeat the stamp and CPU of the record
+ * before them (no clock read). The WSET records after a COMMIT, up to the thread's next
  * START, are that commit's write set, recorded after its locks were
  * released, by an attempt whose reads and writes were not recorded (level
  * tx, or an attempt TMTRACE_DETAIL did not choose). In the event path's

@@ -288,10 +288,13 @@ __attribute__((noreturn, noinline, cold)) static void stm_abort(struct tmt_tx *t
 
 /* A read's conflict ends the attempt: READ_LOCKED when either stripe load
  * found a lock (the retry waits for its release, stm_backoff_wait), else
- * READ_VERSION with the version found. */
+ * READ_VERSION with the version found. `ret` is stm_read_slow's return
+ * address: the program's call of the access unless access_pc names it. */
 __attribute__((noreturn, noinline, cold)) static void stm_read_conflict(struct tmt_tx *tx, uintptr_t a, uintptr_t v1,
-                                                                       uintptr_t v2)
+                                                                       uintptr_t v2, uint64_t ret)
 {
+    tx->stm.abort_pc = tx->stm.access_pc ? tx->stm.access_pc : ret;
+    tx->stm.access_pc = 0;
     if ((v1 | v2) & 1) {
         tx->stm.busy_stripe = stm_stripe(a);
         stm_abort(tx, TMT_ABORT_READ_LOCKED, a, stm_lock_holder((v1 & 1) ? v1 : v2));
@@ -347,6 +350,12 @@ static int stm_extend(struct tx_stm *s)
  * does better than chasing the clock. */
 #define STM_READ_TRIES 4
 
+/* The accessors reach stm_read_slow by tail calls (jmp), so its return
+ * address is the program's call of tmt_read_*: where the conflict was
+ * found, taken only once it is found, at no cost to the reads that do not
+ * abort. */
+#define STM_CALLER_PC() ((uint64_t)(uintptr_t)__builtin_return_address(0))
+
 uint64_t stm_read_slow(struct tmt_tx *tx, uintptr_t a, unsigned size)
 {
     struct tx_stm *s = &tx->stm;
@@ -358,13 +367,13 @@ uint64_t stm_read_slow(struct tmt_tx *tx, uintptr_t a, unsigned size)
         if (v1 == v2 && stm_word_version(v1) <= s->rv)
             return stm_rset_take(tx, a, val);
         if (tries == STM_READ_TRIES)
-            stm_read_conflict(tx, a, v1, v2);
+            stm_read_conflict(tx, a, v1, v2, STM_CALLER_PC());
         if ((v1 | v2) & 1) {
             /* A committer holds it: the version it leaves is what decides. */
             if (!stm_wait_unlocked(stripe))
-                stm_read_conflict(tx, a, v1, v2);
+                stm_read_conflict(tx, a, v1, v2, STM_CALLER_PC());
         } else if (v1 == v2 && !stm_extend(s)) {
-            stm_read_conflict(tx, a, v1, v2);
+            stm_read_conflict(tx, a, v1, v2, STM_CALLER_PC());
         }
     }
 }
@@ -389,7 +398,15 @@ __attribute__((noinline)) static uint64_t stm_read_part(struct tmt_tx *tx, uintp
     uint64_t value = e->value;
     if (mine == 0)
         return stm_load_checked(tx, a, size);
+    /* A call, not a tail call: the program's call of the access is this
+     * function's return address (tail calls from the accessor), unless a
+     * traced read named it already. */
+    int mark = tx->stm.access_pc == 0;
+    if (mark)
+        tx->stm.access_pc = STM_CALLER_PC();
     uint64_t mem = stm_load_checked(tx, a, size) << (8 * (a & 7u));
+    if (mark)
+        tx->stm.access_pc = 0;
     uint64_t own = stm_bits(mine);
     return stm_extract((mem & ~own) | (value & own), a, size);
 }

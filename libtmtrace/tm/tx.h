@@ -120,6 +120,13 @@ struct tx_stm {
     uint32_t consecutive_aborts; /* software aborts of this transaction, for backoff */
     uintptr_t *busy_stripe;      /* the stripe a read found locked by another: the retry
                                   * waits (boundedly) for its release, stm_backoff_wait */
+    /* Where in the program a read's conflict was found (ABORT_PC): access_pc
+     * is the program's call of the access when an out-of-line path calls
+     * stm_read_slow, or the accessor named it (api/accessors.c,
+     * API_NAMES_CALLER); 0: stm_read_slow was reached by tail calls from the
+     * accessor, so its own return address is that call. abort_pc, set by the
+     * conflict, is what the abort records. */
+    uint64_t access_pc, abort_pc;
     /* Serial attempt: writes go to memory in place, their old bytes here
      * (for tmt_tx_retry / tmt_tx_cancel); reads are only counted. */
     struct tx_undo *undo;

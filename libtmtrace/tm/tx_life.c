@@ -84,9 +84,9 @@ static void tx_abort_record(struct tmt_tx *tx, unsigned reason, uint64_t where, 
     tx_count(&tx->site_stats[tx->site_id].aborts); /* the totals are their sums (txreg_sum) */
     tx_count(&tx->site_stats[tx->site_id].aborts_by_reason[reason]);
     tb_ev_abort(&tx->trace, reason, where, found);
-    /* Found at a read: where in the program (the stack walk only when traced). */
+    /* Found at a read: where in the program (stm_read_conflict's abort_pc). */
     if ((reason == TMT_ABORT_READ_LOCKED || reason == TMT_ABORT_READ_VERSION) && tx_traced(tx))
-        tb_ev_abort_pc(&tx->trace, apc_program_pc());
+        apc_record(&tx->trace, tx->stm.abort_pc);
     tx->attempt++;
     tx->retried = 1;
 }

@@ -47,13 +47,17 @@ static const struct config_var vars[] = {
     { "TMTRACE_EVENTS", VAR_CHOICE, OFF(events), 0, 0, { "off", "tx", "all" }, "tx",
       "what is recorded: tx = start/commit/abort, each update commit's write set (its words and byte masks, "
       "copied after its locks are released) and, for an abort found at a read, the program's code address of "
-      "that read (not recorded when the runtime is linked statically into the program), "
+      "that read (linked statically or shared), "
       "which is what explains every software abort (class, culprit, word) at about the cost of the two clock "
       "reads per attempt; all = also every read and write (value, stamp per TMTRACE_STAMP); off = nothing", NULL },
     { "TMTRACE_DETAIL", VAR_INT, OFF(detail), 0, 65535, { 0 }, "0",
       "at TMTRACE_EVENTS=tx: one attempt in N, chosen at random per thread, is recorded with its reads and "
       "writes as at all (its START says so); the tools scale what they estimate from these samples; 0 = none",
       NULL },
+    { "TMTRACE_ABORT_STACK", VAR_INT, OFF(abort_stack), 0, 16, { 0 }, "0",
+      "at tx and all: after an abort found at a read (the one with the program's code address of that read), "
+      "the return addresses of up to N of the program's frames above it, taken by a stack walk on the abort "
+      "only; tmcheck lists each site's most frequent stacks; 0 = none", NULL },
     { "TMTRACE_MODE", VAR_CHOICE, OFF(mode), 0, 0, { "stream", "memory" }, "stream",
       "stream = chunks are written while the program runs (bounded memory); memory = kept in memory and written at exit", NULL },
     { "TMTRACE_FILE", VAR_STRING, OFF(file), 0, 0, { 0 }, "trace.bin",

@@ -50,6 +50,7 @@ struct config {
     int64_t writer_defer;    /* TMTRACE_WRITER_DEFER, bytes; 0 = never defer */
     int64_t writer_share;    /* TMTRACE_WRITER_SHARE, percent of one CPU while all are busy */
     int64_t detail;          /* TMTRACE_DETAIL: 1 attempt in N recorded as at all; 0 = none */
+    int64_t abort_stack;     /* TMTRACE_ABORT_STACK: caller frames recorded after an ABORT_PC; 0 = none */
 };
 
 /* The values in force; defaults until config_load() succeeds. */

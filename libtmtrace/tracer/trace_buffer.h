@@ -402,17 +402,28 @@ static inline void tb_ev_wset(struct tb_thread *t, const uint64_t *words, const 
     tb_wset_fill(t, s, words, masks, stride, n);
 }
 
-/* The code address of the access at which the attempt just recorded as
- * aborted found its conflict (a return address into the program), right
- * after its ABORT; no clock read. */
-static inline void tb_ev_abort_pc(struct tb_thread *t, uint64_t pc)
+/* A record of `kind` that repeats the stamp of the one before it (none
+ * when `addr` is 0). */
+static inline void tb_ev_after(struct tb_thread *t, unsigned kind, uint64_t addr, uint64_t value)
 {
-    if (t->level == CONFIG_EVENTS_OFF || pc == 0)
+    if (t->level == CONFIG_EVENTS_OFF || addr == 0)
         return;
     struct tf_slot *s = tb_slot(t);
     if (TB_UNLIKELY(s == NULL))
         return;
-    tb_fill_repeated(t, s, TF_EV_ABORT_PC, 0, pc, 0);
+    tb_fill_repeated(t, s, kind, 0, addr, value);
+}
+
+/* The code address of the access at which the attempt just recorded as
+ * aborted found its conflict (a return address into the program), right
+ * after its ABORT; no clock read. */
+static inline void tb_ev_abort_pc(struct tb_thread *t, uint64_t pc) { tb_ev_after(t, TF_EV_ABORT_PC, pc, 0); }
+
+/* A frame of the program above the access of the ABORT_PC just recorded:
+ * its return address, `depth` (1, 2, ...) frames out. */
+static inline void tb_ev_abort_stack(struct tb_thread *t, uint64_t pc, unsigned depth)
+{
+    tb_ev_after(t, TF_EV_ABORT_STACK, pc, depth);
 }
 
 /* tmt_malloc returned `block` of `size` bytes to the code at `caller` (a

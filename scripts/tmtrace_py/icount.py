@@ -6,7 +6,10 @@ count and the transactional runtime's (its functions, told apart by name:
 libtmtrace's, compat/tl2's and TinySTM's, and setjmp, which every
 transaction runs). Deterministic where wall time is not: a shared machine
 changes no count.
-Never: builds or runs anything itself (tmbench/stamp/run does).
+Also the instructions per call of named functions (the accessors), from
+the caller tree of an inclusive report (tmbench/access-cost).
+Never: builds or runs anything itself (tmbench/stamp/run and
+tmbench/access-cost do).
 """
 import re
 
@@ -19,9 +22,39 @@ _TOTAL = re.compile(r"^\s*([\d,]+) \(100\.0%\)\s+PROGRAM TOTALS", re.M)
 _FUNCTION = re.compile(r"^\s*([\d,]+) \(\s*[\d.]+%\)\s+(\S+)", re.M)
 
 
+_CALLER = re.compile(r"^\s*[\d,]+ \(\s*[\d.]+%\)\s+<\s+\S+ \(([\d,]+)x\)")
+_CALLEE = re.compile(r"^\s*([\d,]+) \(\s*[\d.]+%\)\s+\*\s+(\S+)")
+
+
 def valgrind_command(out_file):
     """The prefix of a counted run's command line."""
     return ["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out_file]
+
+
+def tree_command(out_file):
+    """callgrind_annotate's command for OUT_FILE: every function's inclusive
+    count, each after its callers with their call counts."""
+    return ["callgrind_annotate", "--inclusive=yes", "--tree=caller", "--threshold=100", "--auto=no", out_file]
+
+
+def per_call(report, prefixes):
+    """{function: (calls, inclusive instructions)} of the functions whose
+    names start with one of PREFIXES, from tree_command's REPORT: a
+    function's calls are the sum of its caller lines' counts just above its
+    own line."""
+    out, calls = {}, 0
+    for line in report.splitlines():
+        m = _CALLER.match(line)
+        if m:
+            calls += int(m.group(1).replace(",", ""))
+            continue
+        m = _CALLEE.match(line)
+        if m:
+            name = m.group(2).split(":", 1)[-1]
+            if name.startswith(prefixes) and calls:
+                out[name] = (calls, int(m.group(1).replace(",", "")))
+        calls = 0
+    return out
 
 
 def annotate_command(out_file):

@@ -132,9 +132,11 @@ TMCHECK = Doc("tmcheck --json", {
     "tracer": {"level": str, "share": float, "warn": bool},
     "descheduled_attempts": int, "descheduled_wall_ns": float, "descheduled_off_cpu_ns": float,
     "oncpu_wasted_ns": float,
-    # where in the transaction each site's aborts were found (format version 4's ABORT_PC)
+    # where in the transaction each site's aborts were found (format version 4's ABORT_PC) and, with
+    # TMTRACE_ABORT_STACK, the frames above (ABORT_STACK): the access first, then outwards
     "sites": [{"site": int, "name": str, "aborts": int,
-               "abort_locations": [{"pc": str, "location": str, "aborts": int}]}],
+               "abort_locations": [{"pc": str, "location": str, "aborts": int}],
+               "abort_stacks": [{"frames": [str], "aborts": int}]}],
     # data objects and triage groups (docs/analysis.md, "Groups and triage")
     "data": [TMCHECK_FOLD],
     "triage": [dict(TMCHECK_FOLD, victim_site=int, victim_name=str, **{

@@ -58,7 +58,8 @@ static void fuzz_config_sane(void)
     if (config.buffer_bytes <= 0 || config.memory_bytes < 0 || config.sample_ms < 0 || config.resample_ms < 0 ||
         config.migrate_ms < 0 || config.htm_retries < 0 || config.htm_emu_abort_pct < 0 ||
         config.htm_emu_abort_pct > 100 || config.htm_emu_explicit_pct < 0 || config.htm_emu_explicit_pct > 100 ||
-        config.stripes_log2 < 1 || config.stripes_log2 > 40 || config.stripe_shift < 3 || config.stripe_shift > 12)
+        config.stripes_log2 < 1 || config.stripes_log2 > 40 || config.stripe_shift < 3 || config.stripe_shift > 12 ||
+        config.abort_stack < 0 || config.abort_stack > 16)
         abort();
     if (!config.file || !config.skew)
         abort();

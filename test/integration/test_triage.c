@@ -8,8 +8,13 @@
  *     culprit; the struct is named false sharing with both fields by their
  *     DWARF names; the sleep is on the "descheduled" line and in no site's
  *     on-CPU time; no line names a culprit that did not write its data;
- *   - at level tx: no line claims a true conflict on the struct's words
- *     (which word the culprit wrote is not in such a trace);
+ *   - with TMTRACE_DETAIL sampling (at tx): the same as at all, and the
+ *     figure scaled from the samples is marked as an estimate;
+ *   - at level tx: no line claims a true conflict on the struct's words,
+ *     and the hot site's aborts found at its read name that read's line
+ *     (the program links libtmtrace statically);
+ *   - with TMTRACE_ABORT_STACK: the hot read's aborts list its stack out
+ *     through the thread's function;
  *   - tmcheck --compare of the program before and after padding the struct:
  *     the struct's false sharing is gone.
  */
@@ -74,10 +79,13 @@ static void report(const char *trace, int as_json)
     assert_int_equal(tu_run(cmd, as_json ? json : out, as_json ? sizeof json : sizeof out), 0);
 }
 
-static void at_all_the_hot_word_leads_and_the_struct_is_false_sharing_with_both_fields(void **st)
+/* What must hold of the report on `t` (a run with --nap-ms 200) at level
+ * all and with sampled detail: the sleep on its own line and in no site's
+ * on-CPU time; the hot word leading the triage with its writer as culprit;
+ * the struct named false sharing with both fields; no culprit that did not
+ * write its data. Leaves the text in out, the JSON in json. */
+static void the_triage_names_the_known_causes(const char *t)
 {
-    (void)st;
-    const char *t = trace_prog("all.bin", "all", "--nap-ms 200");
     report(t, 1);
     report(t, 0);
     /* the sleep: on its own line, at least 200 ms of wall time */
@@ -103,6 +111,13 @@ static void at_all_the_hot_word_leads_and_the_struct_is_false_sharing_with_both_
     assert_true(pair);
     culprits_wrote_their_data(l, n, "on triage_hot", "by count_event (");
     culprits_wrote_their_data(l, n, "on triage_pair", "by note_side (");
+}
+
+static void at_all_the_hot_word_leads_and_the_struct_is_false_sharing_with_both_fields(void **st)
+{
+    (void)st;
+    const char *t = trace_prog("all.bin", "all", "--nap-ms 200");
+    the_triage_names_the_known_causes(t);
     /* tmexport's arrows and abort instants name the data as tmcheck does */
     char cmd[2048];
     snprintf(cmd, sizeof cmd, "%s '%s' -o '%s'", tu_build("tools/tmexport"), t, tu_path("all.json"));
@@ -114,10 +129,78 @@ static void at_all_the_hot_word_leads_and_the_struct_is_false_sharing_with_both_
     free(doc);
 }
 
-static void at_tx_no_line_claims_a_true_conflict_on_the_struct(void **st)
+/* With TMTRACE_DETAIL sampling (one attempt in 8 recorded with its
+ * accesses) the triage holds as at all, and the one figure scaled from the
+ * samples, the run's accesses, says it is an estimate: in the text's
+ * "sampled detail" line and as the JSON's detail.accesses_estimated, both
+ * the sampled accesses times attempts over sampled attempts. */
+static void with_sampled_detail_the_triage_holds_and_scaled_figures_say_they_are_estimates(void **st)
+{
+    (void)st;
+    the_triage_names_the_known_causes(trace_prog("detail.bin", "tx TMTRACE_DETAIL=8", "--nap-ms 200"));
+    const char *line = strstr(out, "\nsampled detail (TMTRACE_DETAIL=8): ");
+    if (!line)
+        fail_msg("no sampled-detail line:\n%.600s", out);
+    unsigned long long detailed, attempts, accesses;
+    double estimated;
+    if (sscanf(line + strlen("\nsampled detail (TMTRACE_DETAIL=8): "), "%llu of %llu attempts recorded with their reads and writes; their %llu accesses scale "
+               "to an estimated %lf for the run", &detailed, &attempts, &accesses, &estimated) != 4)
+        fail_msg("the sampled-detail line does not mark its scaled figure as an estimate:\n%.300s", line + 1);
+    assert_true(detailed > 0 && detailed < attempts && accesses > 0);
+    double expect = (double)accesses * (double)attempts / (double)detailed;
+    assert_true(estimated > expect - 1 && estimated < expect + 1);
+    const char *d = strstr(json, "\"detail\":{");
+    assert_non_null(d);
+    assert_true(tg_json_num(json, d, "period") == 8);
+    assert_true(tg_json_num(json, d, "detailed_attempts") == (double)detailed);
+    double je = tg_json_num(json, d, "accesses_estimated");
+    assert_true(je > expect - 1 && je < expect + 1);
+}
+
+/* The line of triage_prog.c that holds `text`. */
+static int prog_line(const char *text)
+{
+    char path[600];
+    snprintf(path, sizeof path, "%s/test/support/triage_prog.c", TMT_SOURCE_ROOT);
+    char *src = tu_read_file(path, NULL);
+    assert_non_null(src);
+    const char *at = strstr(src, text);
+    assert_non_null(at);
+    int line = 1;
+    for (const char *p = src; p < at; p++)
+        line += *p == '\n';
+    free(src);
+    return line;
+}
+
+/* count_event's aborts found at its read of the hot word (read-locked or
+ * read-version) are listed first among its places, at that read's line;
+ * those found at commit on the line after. The program links libtmtrace
+ * statically, so the address comes without a stack walk. */
+static void the_hot_reads_aborts_name_the_read_line(void)
+{
+    const char *site = strstr(out, "\nsites (by wasted time)\n");
+    assert_non_null(site);
+    site = strstr(site, "\n  count_event (triage_prog.c:");
+    assert_non_null(site);
+    const char *end = strstr(site + 1, "\n  note_side (");
+    const char *rd = strstr(site, "\n      read-");
+    if (rd == NULL || (end && rd > end))
+        return; /* no abort at the read in this run: nothing to place */
+    char want[160];
+    snprintf(want, sizeof want, "\n      found at count_event (triage_prog.c:%d) ",
+             prog_line("tmt_read_long(tx, &triage_hot)"));
+    const char *at = strstr(site, "\n      found at ");
+    if (at == NULL || (end && at > end) || strncmp(at, want, strlen(want)) != 0)
+        fail_msg("count_event's first abort location is not its read (%s):\n%.1500s", want + 16, site);
+}
+
+static void at_tx_no_line_claims_a_true_conflict_on_the_struct_and_aborts_at_the_hot_read_name_its_line(void **st)
 {
     (void)st;
     report(trace_prog("tx.bin", "tx", "--nap-ms 50"), 0);
+    the_hot_reads_aborts_name_the_read_line();
+    assert_null(strstr(out, "\n      stack ")); /* no TMTRACE_ABORT_STACK: no stacks */
     assert_non_null(strstr(out, "\ndescheduled: "));
     size_t n;
     char **l = triage_lines(out, &n);
@@ -126,6 +209,29 @@ static void at_tx_no_line_claims_a_true_conflict_on_the_struct(void **st)
         assert_null(strstr(l[i], "true-conflict on triage_pair"));
     culprits_wrote_their_data(l, n, "on triage_hot", "by count_event (");
     culprits_wrote_their_data(l, n, "on triage_pair", "by note_side (");
+}
+
+/* With TMTRACE_ABORT_STACK=4, count_event's aborts at its read list, in
+ * the text and the JSON, the stack from that read out through worker, the
+ * thread's function that calls count_event. */
+static void abort_stacks_name_the_read_and_its_callers(void **st)
+{
+    (void)st;
+    const char *t = trace_prog("stack.bin", "tx TMTRACE_ABORT_STACK=4", "");
+    report(t, 0);
+    const char *rd = strstr(out, "\n      read-");
+    if (rd == NULL)
+        skip(); /* no abort at a read in this run: no stack */
+    char want[200];
+    snprintf(want, sizeof want, ": count_event (triage_prog.c:%d) < worker (triage_prog.c:",
+             prog_line("tmt_read_long(tx, &triage_hot)"));
+    const char *sl = strstr(out, "\n      stack ");
+    if (sl == NULL || !strstr(sl, want) || strstr(sl, want) > strchr(sl + 1, '\n'))
+        fail_msg("no stack from count_event's read through worker (%s):\n%.2000s", want, out);
+    report(t, 1);
+    snprintf(want, sizeof want, "\"abort_stacks\":[{\"frames\":[\"count_event (triage_prog.c:%d)\",\"worker (",
+             prog_line("tmt_read_long(tx, &triage_hot)"));
+    assert_non_null(strstr(json, want));
 }
 
 static void compare_after_padding_shows_the_false_sharing_gone(void **st)
@@ -150,7 +256,9 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(at_all_the_hot_word_leads_and_the_struct_is_false_sharing_with_both_fields),
-        cmocka_unit_test(at_tx_no_line_claims_a_true_conflict_on_the_struct),
+        cmocka_unit_test(with_sampled_detail_the_triage_holds_and_scaled_figures_say_they_are_estimates),
+        cmocka_unit_test(at_tx_no_line_claims_a_true_conflict_on_the_struct_and_aborts_at_the_hot_read_name_its_line),
+        cmocka_unit_test(abort_stacks_name_the_read_and_its_callers),
         cmocka_unit_test(compare_after_padding_shows_the_false_sharing_gone),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -35,5 +35,32 @@ class Counts(unittest.TestCase):
         self.assertEqual(icount.annotate_command("/w/out")[-1], "/w/out")
 
 
+TREE = """--------------------------------------------------------------------------------
+Ir                    file:function
+--------------------------------------------------------------------------------
+3,600 (40.00%)  < ???:hash_contains (100x) [/s/tmbench]
+  660 ( 7.33%)  < ???:hash_remove (20x) [/s/tmbench]
+4,260 (47.33%)  *  ???:tmt_read_ptr [/s/tmbench]
+
+  200 ( 2.22%)  < ???:hash_insert (8x) [/s/tmbench]
+  200 ( 2.22%)  *  ???:tmt_write_ptr [/s/tmbench]
+   90 ( 1.00%)  >   ???:stm_wappend_slow (1x) [/s/tmbench]
+
+  100 ( 1.11%)  < ???:main (1x) [/s/tmbench]
+  100 ( 1.11%)  *  ???:hash_contains [/s/tmbench]
+"""
+
+
+class PerCall(unittest.TestCase):
+    def test_a_functions_calls_are_its_callers_counts_and_its_cost_inclusive(self):
+        self.assertEqual(icount.per_call(TREE, ("tmt_read_", "tmt_write_")),
+                         {"tmt_read_ptr": (120, 4260), "tmt_write_ptr": (8, 200)})
+
+    def test_the_tree_report_is_inclusive_and_names_the_file(self):
+        cmd = icount.tree_command("/w/out")
+        self.assertIn("--inclusive=yes", cmd)
+        self.assertEqual(cmd[-1], "/w/out")
+
+
 if __name__ == "__main__":
     unittest.main()

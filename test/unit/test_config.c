@@ -48,6 +48,7 @@ static const struct kv bad[] = {
     { "TMTRACE_SERIAL_AFTER", "0" },      { "TMTRACE_STRIPE_SHIFT", "2" },
     { "TMTRACE_WRITER_NICE", "20" },      { "TMTRACE_WRITER_DEFER", "lots" },
     { "TMTRACE_DETAIL", "65536" },       { "TMTRACE_WRITER_SHARE", "101" },
+    { "TMTRACE_ABORT_STACK", "17" },
 };
 
 static void every_variable_rejects_a_bad_value_naming_itself(void **state)
@@ -117,11 +118,14 @@ static void good_values_are_stored(void **state)
     assert_int_equal(config.codec_level, 6);
     assert_int_equal(load_one("TMTRACE_DETAIL", "16"), 0);
     assert_int_equal(config.detail, 16);
+    assert_int_equal(load_one("TMTRACE_ABORT_STACK", "16"), 0);
+    assert_int_equal(config.abort_stack, 16);
     config_reset();
     /* The default explains every abort at the least cost (docs/tracer.md). */
     assert_int_equal(config.events, CONFIG_EVENTS_TX);
     assert_int_equal(config.stamp, CONFIG_STAMP_BOUNDARY);
     assert_int_equal(config.detail, 0);
+    assert_int_equal(config.abort_stack, 0);
     assert_int_equal(config.buffer_bytes, 1 << 20);
     assert_string_equal(config.file, "trace.bin");
 }

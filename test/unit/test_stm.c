@@ -572,6 +572,62 @@ static void test_read_only_block_cannot_extend_and_aborts_with_read_version(void
     duel(1, 0, TMT_TX_READ_ONLY, "duel-read-after", TMT_ABORT_READ_VERSION, 2);
 }
 
+/* The victim's read of x as a call of its own (the asm keeps it from
+ * being a tail call), so that the read's return address lies inside this
+ * function's first READ_X_SPAN bytes. */
+#define READ_X_SPAN 64
+__attribute__((noinline)) static long read_x(tmt_tx *tx, volatile long *x)
+{
+    long v = tmt_read_long(tx, x);
+    __asm__ volatile("" ::: "memory");
+    return v;
+}
+
+/* duel(1, 1, ...) at trace level `events`, the victim's second read through
+ * read_x: the read's conflict names read_x's call of tmt_read_long as the
+ * place it was found (abort_pc, what the ABORT_PC record carries), though
+ * this program links the runtime statically. */
+static void read_abort_names_the_call(int events)
+{
+    static struct duel d;
+    memset(&d, 0, sizeof d);
+    d.also_z = 1;
+    sem_init(&d.go, 0, 0);
+    sem_init(&d.done, 0, 0);
+    pthread_t w;
+    assert_int_equal(pthread_create(&w, NULL, duel_writer, &d), 0);
+    tmt_tx *tx = enter_at(events);
+    volatile int attempts = 0;
+    TMT_ATOMIC(tx, "duel-read-after") {
+        (void)tmt_read_long(tx, &d.z);
+        if (attempts++ == 0) {
+            sem_post(&d.go);
+            sem_wait(&d.done);
+        }
+        tmt_write_long(tx, &d.y, read_x(tx, &d.x));
+    } TMT_END;
+    pthread_join(w, NULL);
+    assert_int_equal(attempts, 2);
+    uintptr_t pc = (uintptr_t)tx->stm.abort_pc, lo = (uintptr_t)&read_x;
+    if (pc <= lo || pc >= lo + READ_X_SPAN)
+        fail_msg("abort pc 0x%lx is not read_x's call (read_x at 0x%lx)", (unsigned long)pc, (unsigned long)lo);
+    tmt_thread_exit();
+    sem_destroy(&d.go);
+    sem_destroy(&d.done);
+}
+
+static void test_read_abort_names_the_programs_call_of_the_read_untraced(void **s)
+{
+    (void)s;
+    read_abort_names_the_call(CONFIG_EVENTS_TX);
+}
+
+static void test_read_abort_names_the_programs_call_of_the_read_when_accesses_are_traced(void **s)
+{
+    (void)s;
+    read_abort_names_the_call(CONFIG_EVENTS_ALL);
+}
+
 static void test_overwritten_read_set_aborts_at_commit_validation(void **s)
 {
     (void)s;
@@ -1174,6 +1230,8 @@ int main(void)
         cmocka_unit_test(test_read_only_block_that_writes_reruns_as_an_update),
         cmocka_unit_test(test_read_of_a_newer_stripe_extends_the_snapshot_when_earlier_reads_still_hold),
         cmocka_unit_test(test_read_of_a_newer_stripe_aborts_with_read_version_when_an_earlier_read_changed),
+        cmocka_unit_test(test_read_abort_names_the_programs_call_of_the_read_untraced),
+        cmocka_unit_test(test_read_abort_names_the_programs_call_of_the_read_when_accesses_are_traced),
         cmocka_unit_test(test_read_only_block_cannot_extend_and_aborts_with_read_version),
         cmocka_unit_test(test_overwritten_read_set_aborts_at_commit_validation),
         cmocka_unit_test(test_read_of_a_locked_stripe_aborts_with_read_locked),

@@ -221,14 +221,29 @@ struct ca_attribution {
     uint64_t addr;                /* the conflicting address (the victim's) */
     uint64_t pc;                  /* version 4: the code address of the access that found the
                                    * conflict (0 = not recorded: found at commit, or older trace) */
+    uint32_t stack;               /* the frames above it (ABORT_STACK, ca_frame), 0 = none */
 };
 
 /* Where in the transaction: how many of a site's attributed STM aborts
- * were found at the access at code address pc (ABORT_PC). */
+ * were found at the access at code address pc (ABORT_PC), with the frames
+ * `stack` above it (ca_frame_of; 0 in the locations, where stacks are not
+ * told apart). */
 struct ca_where {
     uint32_t site;
+    uint32_t stack;
     uint64_t pc;
     uint64_t count;
+};
+struct ca_where_tab {
+    struct ca_where *e;
+    size_t cap, n;
+    int sorted, failed;
+};
+/* One frame of a recorded stack: its return address and the frames inside
+ * it (`inner`, an id; 0: the frame just above the access). */
+struct ca_frame {
+    uint32_t inner;
+    uint64_t pc;
 };
 
 struct ca_state;
@@ -262,6 +277,10 @@ const struct ca_group *ca_groups(const struct ca_state *s, size_t *n, int *faile
 /* The code addresses at which site's aborts were found, most aborts first
  * (check_where.c; none for traces older than version 4). */
 const struct ca_where *ca_where_of_site(const struct ca_state *s, uint32_t site, size_t *n);
+/* The same for (access, stack) pairs of aborts with ABORT_STACK records. */
+const struct ca_where *ca_stacks_of_site(const struct ca_state *s, uint32_t site, size_t *n);
+/* Stack `id`'s frame (id != 0, as in ca_where.stack). */
+const struct ca_frame *ca_frame_of(const struct ca_state *s, uint32_t id);
 /* The recorded allocation (ALLOC) holding addr as the stream stands now:
  * its start and call site; 0 when none (check_alloc.c). */
 int ca_block_at(const struct ca_state *s, uint64_t addr, uint64_t *base, uint64_t *pc);

@@ -556,16 +556,34 @@ int ca_culprit_wset(struct ca_state *s, struct th *t, const struct tf_event *ev)
     return store_add(s, ev->addr, t->wset_commit, t);
 }
 
-void ca_culprit_abort_pc(struct ca_state *s, const struct th *t, const struct tf_event *ev)
+/* The thread's latest pending abort when it is its current attempt's (the
+ * ABORT just before), else NULL. */
+static struct pending *pending_now(struct ca_state *s, const struct th *t)
 {
     for (size_t i = s->pcount; i-- > 0;) {
         struct pending *p = &s->pend[(s->phead + i) % s->pcap];
-        if (p->a.thread == t->pub.thread) {
-            if (p->a.instance == t->instance && p->a.pc == 0)
-                p->a.pc = ev->addr;
-            return;
-        }
+        if (p->a.thread == t->pub.thread)
+            return p->a.instance == t->instance ? p : NULL;
     }
+    return NULL;
+}
+
+void ca_culprit_abort_pc(struct ca_state *s, const struct th *t, const struct tf_event *ev)
+{
+    struct pending *p = pending_now(s, t);
+    if (p && p->a.pc == 0)
+        p->a.pc = ev->addr;
+}
+
+void ca_culprit_abort_stack(struct ca_state *s, const struct th *t, const struct tf_event *ev)
+{
+    struct pending *p = pending_now(s, t);
+    /* Frames come outwards after their ABORT_PC: depth 1 starts the stack. */
+    if (!p || p->a.pc == 0 || (ev->value == 1) != (p->a.stack == 0))
+        return;
+    uint32_t id = ca_frame_push(s, p->a.stack, ev->addr);
+    if (id)
+        p->a.stack = id;
 }
 
 /* The open attempt aborted in the software path: wait for its window. A

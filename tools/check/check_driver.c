@@ -306,6 +306,9 @@ int ca_event(struct ca_state *s, const struct tf_event *ev)
     case TF_EV_ABORT_PC:
         ca_culprit_abort_pc(s, t, ev);
         break;
+    case TF_EV_ABORT_STACK:
+        ca_culprit_abort_stack(s, t, ev);
+        break;
     case TF_EV_SERIAL:
         if (t->in_tx && !t->serial)
             on_serial(s, t, ev);

@@ -54,9 +54,10 @@ static void emit(struct ca_state *s, struct th *t, const struct ro_ent *e)
     }
     t->last_emit_ts = e->ts;
     t->have_emit = 1;
-    /* FALLBACK and ALLOC records may come between attempts, WSET and
-     * ABORT_PC follow an attempt's end: not part of the grammar. */
-    if (kind != TF_EV_FALLBACK && kind != TF_EV_ALLOC && kind != TF_EV_WSET && kind != TF_EV_ABORT_PC)
+    /* FALLBACK and ALLOC records may come between attempts, WSET,
+     * ABORT_PC and ABORT_STACK follow an attempt's end: not part of the
+     * grammar. */
+    if (kind != TF_EV_FALLBACK && kind != TF_EV_ALLOC && !tf_event_repeats_stamp(kind))
         grammar_step(s, t, kind);
 }
 
@@ -151,7 +152,7 @@ void ca_order_event(struct ca_state *s, struct th *t, const struct tf_event *ev)
     /* A repeated stamp (TMTRACE_STAMP=boundary) equals the one before it by
      * design; going backwards is still an inconsistency. */
     int repeats = (s->o.repeated_access && (ev->kind == TF_EV_READ || ev->kind == TF_EV_WRITE)) ||
-                  ev->kind == TF_EV_WSET || ev->kind == TF_EV_ABORT_PC;
+                  tf_event_repeats_stamp(ev->kind);
     if (t->seen && (ev->ts < t->last_ts || (ev->ts == t->last_ts && !repeats))) {
         t->pub.temporal++;
         s->t.temporal++;

@@ -162,17 +162,59 @@ static const char *where_name(const struct cr_input *in, uint64_t pc, char *buf,
     return buf;
 }
 
-/* The top code addresses at which a site's attributed aborts were found. */
-static void text_where(FILE *f, const struct cr_input *in, uint32_t site)
+#define CR_STACK_TOP 3   /* abort stacks listed under each site in the text report */
+#define CR_STACK_MAX 17  /* the access and TMTRACE_ABORT_STACK's 16 frames at most */
+
+/* The access and the frames above it of stack entry `w`, innermost first:
+ * how many (at most CR_STACK_MAX). */
+static size_t stack_pcs(const struct cr_input *in, const struct ca_where *w, uint64_t *pcs)
+{
+    uint64_t out[CR_STACK_MAX];
+    size_t n = 0;
+    for (const struct ca_frame *f = ca_frame_of(in->st, w->stack); f && n < CR_STACK_MAX - 1;
+         f = ca_frame_of(in->st, f->inner))
+        out[n++] = f->pc;
+    pcs[0] = w->pc;
+    for (size_t i = 0; i < n; i++)
+        pcs[1 + i] = out[n - 1 - i];
+    return n + 1;
+}
+
+/* A site's most frequent abort stacks: the access, then each frame out. */
+static void text_stacks(FILE *f, const struct cr_input *in, uint32_t site)
+{
+    char nb[600];
+    uint64_t pcs[CR_STACK_MAX];
+    size_t n;
+    const struct ca_where *w = ca_stacks_of_site(in->st, site, &n);
+    for (size_t i = 0; i < n && i < CR_STACK_TOP; i++) {
+        size_t k = stack_pcs(in, &w[i], pcs);
+        fprintf(f, "      stack %llu:", (unsigned long long)w[i].count);
+        for (size_t j = 0; j < k; j++)
+            fprintf(f, "%s%s", j ? " < " : " ", where_name(in, pcs[j], nb, sizeof nb));
+        fputc('\n', f);
+    }
+    if (n > CR_STACK_TOP)
+        fprintf(f, "      stack: %zu other stacks\n", n - CR_STACK_TOP);
+}
+
+/* The top code addresses at which a site's attributed aborts were found;
+ * then those found at commit validation, which no access found (no
+ * ABORT_PC), when the site has places at all. */
+static void text_where(FILE *f, const struct cr_input *in, const struct ca_site *s)
 {
     char nb[600];
     size_t n;
-    const struct ca_where *w = ca_where_of_site(in->st, site, &n);
+    const struct ca_where *w = ca_where_of_site(in->st, s->site, &n);
     for (size_t i = 0; i < n && i < CR_WHERE_TOP; i++)
         fprintf(f, "      found at %-40s %llu\n", where_name(in, w[i].pc, nb, sizeof nb),
                 (unsigned long long)w[i].count);
     if (n > CR_WHERE_TOP)
         fprintf(f, "      found at %zu other places\n", n - CR_WHERE_TOP);
+    uint64_t at_commit = s->aborts_by_reason[TMT_ABORT_COMMIT_LOCKED] + s->aborts_by_reason[TMT_ABORT_COMMIT_VALIDATE];
+    if (n > 0 && at_commit)
+        fprintf(f, "      found at %-40s %llu\n", "commit (no access)", (unsigned long long)at_commit);
+    text_stacks(f, in, s->site);
 }
 
 static void text_sites(FILE *f, const struct cr_input *in)
@@ -197,7 +239,7 @@ static void text_sites(FILE *f, const struct cr_input *in)
         for (unsigned c = 0; c < CA_CLASSES; c++)
             if (s[i].cls[c])
                 fprintf(f, "      = %-14s %llu\n", ca_class_name(c), (unsigned long long)s[i].cls[c]);
-        text_where(f, in, s[i].site);
+        text_where(f, in, &s[i]);
     }
     free(s);
 }
@@ -323,6 +365,29 @@ static void json_totals(struct jw *w, const struct cr_input *in, const struct ca
     }
 }
 
+/* A site's abort stacks (all of them), most aborts first. */
+static void json_stacks(struct jw *w, const struct cr_input *in, uint32_t site)
+{
+    char nb[600];
+    uint64_t pcs[CR_STACK_MAX];
+    size_t n;
+    const struct ca_where *st = ca_stacks_of_site(in->st, site, &n);
+    jw_key(w, "abort_stacks");
+    jw_array(w);
+    for (size_t i = 0; i < n; i++) {
+        size_t k = stack_pcs(in, &st[i], pcs);
+        jw_object(w);
+        jw_key(w, "frames");
+        jw_array(w);
+        for (size_t j = 0; j < k; j++)
+            jw_str(w, where_name(in, pcs[j], nb, sizeof nb));
+        jw_array_end(w);
+        jw_ku64(w, "aborts", st[i].count);
+        jw_object_end(w);
+    }
+    jw_array_end(w);
+}
+
 static void json_site(struct jw *w, const struct cr_input *in, const struct ca_site *s)
 {
     char nb[600];
@@ -362,6 +427,7 @@ static void json_site(struct jw *w, const struct cr_input *in, const struct ca_s
         jw_object_end(w);
     }
     jw_array_end(w);
+    json_stacks(w, in, s->site);
     jw_object_end(w);
 }
 

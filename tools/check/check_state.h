@@ -191,10 +191,13 @@ struct ca_state {
     size_t grpcap, grpn;
     struct ca_group *grp_sorted;
     int grp_failed;                /* out of memory while grouping (the report says so) */
-    /* check_where.c: (site, pc) counts, open addressing; by site then count at the end */
-    struct ca_where *where;
-    size_t wherecap, wheren;
-    int where_sorted, where_failed;
+    /* check_where.c: (site, pc) counts and (site, pc, stack) counts, open
+     * addressing, by site then count at the end; the stacks' frames */
+    struct ca_where_tab where, stacks;
+    struct ca_frame *frames;       /* frames[id - 1]: a stack's outermost frame and the rest */
+    size_t nframes, framecap;
+    uint32_t *frame_index;         /* open addressing over frames, 0 = empty */
+    size_t frame_index_cap;
     /* check_alloc.c: blocks by start address, open addressing */
     struct ca_block *allocs;
     size_t alloc_cap, alloc_n;
@@ -241,6 +244,8 @@ int ca_culprit_abort(struct ca_state *s, struct th *t, const struct tf_event *ev
  * address of the access at which its last abort was found. */
 int ca_culprit_wset(struct ca_state *s, struct th *t, const struct tf_event *ev);
 void ca_culprit_abort_pc(struct ca_state *s, const struct th *t, const struct tf_event *ev);
+/* An ABORT_STACK record: one frame more of that abort's stack. */
+void ca_culprit_abort_stack(struct ca_state *s, const struct th *t, const struct tf_event *ev);
 int ca_culprit_step(struct ca_state *s);
 int ca_culprit_finish(struct ca_state *s);
 void ca_culprit_free(struct ca_state *s);
@@ -267,6 +272,9 @@ void ca_groups_free(struct ca_state *s);
 /* check_where.c: one resolved STM abort's code address counted (pc 0: not);
  * the table ordered; freeing. */
 void ca_where_add(struct ca_state *s, const struct ca_attribution *a);
+/* The stack `parent` with `pc` one frame further out: its id (0 out of
+ * memory, which leaves the abort's stack as it was). */
+uint32_t ca_frame_push(struct ca_state *s, uint32_t parent, uint64_t pc);
 void ca_where_finish(struct ca_state *s);
 void ca_where_free(struct ca_state *s);
 double ca_attempt_off_ns(const struct ca_state *s, const struct th *t);

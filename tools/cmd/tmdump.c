@@ -70,6 +70,8 @@ static const struct tool_doc dump_doc = {
         "               (level tx, format version 4; bit i of the mask: byte i)\n"
         "  abort-pc     pc=CODE_ADDRESS: the access at which the abort before it\n"
         "               was found (format version 4)\n"
+        "  abort-stack  depth=N pc=RETURN_ADDRESS: the program's frame N levels\n"
+        "               above that access (TMTRACE_ABORT_STACK)\n"
         "  start        detail, when TMTRACE_DETAIL chose the attempt (its reads\n"
         "               and writes are recorded)",
     .options = dump_options,
@@ -157,6 +159,9 @@ static void dump_details(FILE *out, const struct dump_meta *m, const struct tf_e
         break;
     case TF_EV_ABORT_PC:
         fprintf(out, " pc=0x%" PRIx64, e->addr);
+        break;
+    case TF_EV_ABORT_STACK:
+        fprintf(out, " depth=%" PRIu64 " pc=0x%" PRIx64, e->value, e->addr);
         break;
     case TF_EV_START:
         if (tf_start_flags(e->value) & TF_START_DETAIL)

@@ -136,7 +136,7 @@ static int keep_order(struct sync_ctx *x, struct tf_event *ev, uint64_t raw)
     if (l->seen && l->cpu == ev->cpu && raw > l->raw && ev->ts <= l->ns)
         ev->ts = l->ns + 1;
     else if (l->seen && l->cpu == ev->cpu && raw == l->raw)
-        ev->ts = l->ns; /* boundary-stamped accesses, WSET, ABORT_PC */
+        ev->ts = l->ns; /* boundary-stamped accesses, WSET, ABORT_PC, ABORT_STACK */
     *l = (struct sync_last){ raw, ev->ts, ev->cpu, 1 };
     return 0;
 }
