@@ -311,7 +311,7 @@ static unsigned word_class(const struct ca_state *s, const struct pending *p)
  * the trace does not have it). */
 static const struct ended *holder_attempt(const struct ca_state *s, const struct pending *p)
 {
-    if (p->holder == 0 || p->holder >= s->nth || !s->th[p->holder].ring)
+    if (p->holder == 0 || p->holder >= s->nth || !s->th[p->holder].live)
         return NULL;
     const struct th *h = &s->th[p->holder];
     uint32_t n = h->nended < CA_ENDED_KEEP ? h->nended : CA_ENDED_KEEP;

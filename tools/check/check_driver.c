@@ -103,12 +103,8 @@ static struct th *thread_of(struct ca_state *s, uint32_t id)
     if (ti_grow((void **)&s->th, &s->nth, (size_t)id + 1, sizeof *s->th) < 0)
         return NULL;
     struct th *t = &s->th[id];
-    if (!t->ring) {
-        t->ring = malloc(2 * CA_REORDER_WINDOW * sizeof *t->ring);   /* ring and heap */
-        if (!t->ring) {
-            error_set("out of memory");
-            return NULL;
-        }
+    if (!t->live) {
+        t->live = 1;
         t->pub.thread = id;
     }
     return t;
@@ -268,7 +264,8 @@ int ca_event(struct ca_state *s, const struct tf_event *ev)
     t->pub.events++;
     if (ev->ts > s->now)
         s->now = ev->ts;
-    ca_order_event(s, t, ev);
+    if (!s->views_apart && ca_order_event(s, ev) < 0)
+        return -1;
     ca_clock_event(s, ev);
     attempt_progress(s, t, ev);
     if (ca_time_event(s, t, ev) < 0)
@@ -316,19 +313,21 @@ int ca_event(struct ca_state *s, const struct tf_event *ev)
     return rc < 0 ? -1 : ca_culprit_step(s);
 }
 
-static void threads_finish(struct ca_state *s)
+static int threads_finish(struct ca_state *s)
 {
+    if (ca_order_finish(s, thread_of) < 0)
+        return -1;
     for (size_t i = 0; i < s->nth; i++) {
         struct th *t = &s->th[i];
-        if (!t->ring)
+        if (!t->live)
             continue;
-        ca_order_flush(s, t);
         if (t->in_tx) {
             t->pub.open_at_end++;
             s->t.open_at_end++;
             t->in_tx = 0;
         }
     }
+    return 0;
 }
 
 static int threads_out(struct ca_state *s)
@@ -339,7 +338,7 @@ static int threads_out(struct ca_state *s)
         return error_set("out of memory");
     size_t k = 0;
     for (size_t i = 0; i < s->nth; i++)
-        if (s->th[i].ring)
+        if (s->th[i].live)
             s->threads_out[k++] = s->th[i].pub;
     s->nthreads_out = k;
     return 0;
@@ -347,8 +346,7 @@ static int threads_out(struct ca_state *s)
 
 int ca_finish(struct ca_state *s)
 {
-    threads_finish(s);
-    if (ca_culprit_finish(s) < 0 || ca_groups_finish(s) < 0)
+    if (threads_finish(s) < 0 || ca_culprit_finish(s) < 0 || ca_groups_finish(s) < 0)
         return -1;
     ca_where_finish(s);
     ca_clock_finish(s);
@@ -364,10 +362,10 @@ void ca_free(struct ca_state *s)
     if (!s)
         return;
     for (size_t i = 0; i < s->nth; i++) {
-        free(s->th[i].ring);
         free(s->th[i].acc);
         free(s->th[i].off);
     }
+    ca_order_free(s);
     ca_time_free(s);
     ca_alloc_free(s);
     ca_culprit_free(s);

@@ -5,59 +5,55 @@
  * the bounded timestamp-ordered view of each thread (its last
  * CA_REORDER_WINDOW events: a sorted ring and a heap) through which the grammar
  * (S (R|W)* (C|A))* and the out-of-place count are checked, and the late
- * starts and premature ends of an attempt.
- * Never: looks at another thread's events; allocates (the ring and the
- * heap behind it are the driver's).
+ * starts and premature ends of an attempt; the views (struct ca_view),
+ * which run either in ca_event or, split by the merge's sources, in the
+ * merge's threads (ca_order_chunk), and add their counts at the end.
+ * Never: looks at another thread's events; lets two threads reach one view.
  */
 #include "check_state.h"
 
-static void grammar_step(struct ca_state *s, struct th *t, unsigned kind)
+#include <stdlib.h>
+
+#include "error.h"
+#include "trace_index.h"
+
+static void grammar_step(struct ca_view *v, unsigned kind)
 {
-    switch (t->gstate) {
+    switch (v->gstate) {
     case G_IN:
         if (kind == TF_EV_COMMIT || kind == TF_EV_ABORT)
-            t->gstate = G_OUT;
-        else if (kind == TF_EV_START) {
-            /* a start inside a transaction: break, resynchronise at this S */
-            t->pub.grammar++;
-            s->t.grammar++;
-        }
+            v->gstate = G_OUT;
+        else if (kind == TF_EV_START)
+            v->grammar++;   /* a start inside a transaction: break, resynchronise at this S */
         break;
     case G_OUT:
         if (kind == TF_EV_START)
-            t->gstate = G_IN;
+            v->gstate = G_IN;
         else {
-            t->pub.grammar++;
-            s->t.grammar++;
-            t->gstate = G_SKIP;
+            v->grammar++;
+            v->gstate = G_SKIP;
         }
         break;
     default: /* G_SKIP: wait for the next start */
         if (kind == TF_EV_START)
-            t->gstate = G_IN;
+            v->gstate = G_IN;
         break;
     }
 }
 
-static void emit(struct ca_state *s, struct th *t, const struct ro_ent *e)
+static void emit(struct ca_view *v, const struct ro_ent *e)
 {
     uint64_t prog = e->prog & ((UINT64_C(1) << 56) - 1);
     unsigned kind = (unsigned)(e->prog >> 56);
-    if (prog != t->emitted) {
-        t->pub.out_of_place++;
-        s->t.out_of_place++;
-    }
-    t->emitted++;
-    if (t->have_emit && e->ts < t->last_emit_ts) {
-        t->pub.window_overflows++;
-        s->t.window_overflows++;
-    }
-    t->last_emit_ts = e->ts;
-    t->have_emit = 1;
+    v->out_of_place += prog != v->emitted;
+    v->emitted++;
+    v->window_overflows += v->have_emit && e->ts < v->last_emit_ts;
+    v->last_emit_ts = e->ts;
+    v->have_emit = 1;
     /* FALLBACK and ALLOC records may come between attempts, WSET and
      * ABORT_PC follow an attempt's end: not part of the grammar. */
     if (kind != TF_EV_FALLBACK && kind != TF_EV_ALLOC && kind != TF_EV_WSET && kind != TF_EV_ABORT_PC)
-        grammar_step(s, t, kind);
+        grammar_step(v, kind);
 }
 
 /* The view's order: stamp, then push order (prog), which is the order of a
@@ -71,11 +67,11 @@ static inline int ro_before(const struct ro_ent *a, const struct ro_ent *b)
 }
 
 /* The view's out-of-order part: a binary min-heap in the second half of
- * the thread's ring allocation. */
-static void heap_push(struct th *t, struct ro_ent e)
+ * the view's ring allocation. */
+static void heap_push(struct ca_view *v, struct ro_ent e)
 {
-    struct ro_ent *h = t->ring + CA_REORDER_WINDOW;
-    uint32_t i = t->hcount++;
+    struct ro_ent *h = v->ring + CA_REORDER_WINDOW;
+    uint32_t i = v->hcount++;
     while (i > 0) {
         uint32_t up = (i - 1) / 2;
         if (!ro_before(&e, &h[up]))
@@ -86,11 +82,11 @@ static void heap_push(struct th *t, struct ro_ent e)
     h[i] = e;
 }
 
-static struct ro_ent heap_pop(struct th *t)
+static struct ro_ent heap_pop(struct ca_view *v)
 {
-    struct ro_ent *h = t->ring + CA_REORDER_WINDOW;
-    struct ro_ent top = h[0], x = h[--t->hcount];
-    uint32_t n = t->hcount, i = 0;
+    struct ro_ent *h = v->ring + CA_REORDER_WINDOW;
+    struct ro_ent top = h[0], x = h[--v->hcount];
+    uint32_t n = v->hcount, i = 0;
     for (;;) {
         uint32_t l = 2 * i + 1;
         if (l >= n)
@@ -107,17 +103,17 @@ static struct ro_ent heap_pop(struct th *t)
 }
 
 /* Emits the earliest event of the view: the ring's front or the heap's top. */
-static void view_emit_first(struct ca_state *s, struct th *t)
+static void view_emit_first(struct ca_view *v)
 {
     const uint32_t W = CA_REORDER_WINDOW;
-    if (t->hcount && (t->rcount == 0 || ro_before(t->ring + W, &t->ring[t->rhead]))) {
-        struct ro_ent e = heap_pop(t);
-        emit(s, t, &e);
+    if (v->hcount && (v->rcount == 0 || ro_before(v->ring + W, &v->ring[v->rhead]))) {
+        struct ro_ent e = heap_pop(v);
+        emit(v, &e);
         return;
     }
-    emit(s, t, &t->ring[t->rhead]);
-    t->rhead = (t->rhead + 1) % W;
-    t->rcount--;
+    emit(v, &v->ring[v->rhead]);
+    v->rhead = (v->rhead + 1) % W;
+    v->rcount--;
 }
 
 /* The view holds the last CA_REORDER_WINDOW events and emits them in
@@ -125,40 +121,141 @@ static void view_emit_first(struct ca_state *s, struct th *t)
  * comparison), the others go to a heap (a sorted ring's insertion from the
  * back cost the whole window per event after a migration to a lagging
  * CPU), and the earlier of the two fronts leaves first. */
-static void view_push(struct ca_state *s, struct th *t, uint64_t ts, uint64_t prog, unsigned kind)
+static inline void view_push(struct ca_view *v, uint64_t ts, uint64_t prog, unsigned kind)
 {
     const uint32_t W = CA_REORDER_WINDOW;
-    if (t->rcount + t->hcount == W)
-        view_emit_first(s, t);
+    if (v->rcount + v->hcount == W)
+        view_emit_first(v);
     struct ro_ent e = { ts, prog | (uint64_t)kind << 56 };
-    if (t->rcount == 0 || t->ring[(t->rhead + t->rcount - 1) % W].ts <= ts) {
-        t->ring[(t->rhead + t->rcount) % W] = e;
-        t->rcount++;
+    if (v->rcount == 0 || v->ring[(v->rhead + v->rcount - 1) % W].ts <= ts) {
+        v->ring[(v->rhead + v->rcount) % W] = e;
+        v->rcount++;
     } else {
-        heap_push(t, e);
+        heap_push(v, e);
     }
 }
 
-void ca_order_flush(struct ca_state *s, struct th *t)
-{
-    while (t->rcount + t->hcount)
-        view_emit_first(s, t);
-}
-
-/* Every event, in program order: the temporal check and the view. */
-void ca_order_event(struct ca_state *s, struct th *t, const struct tf_event *ev)
+/* Every event of the view's thread, in program order: the temporal check
+ * and the view. */
+static inline void view_event(struct ca_view *v, int repeated_access, const struct tf_event *ev)
 {
     /* A repeated stamp (TMTRACE_STAMP=boundary) equals the one before it by
      * design; going backwards is still an inconsistency. */
-    int repeats = (s->o.repeated_access && (ev->kind == TF_EV_READ || ev->kind == TF_EV_WRITE)) ||
+    int repeats = (repeated_access && (ev->kind == TF_EV_READ || ev->kind == TF_EV_WRITE)) ||
                   ev->kind == TF_EV_WSET || ev->kind == TF_EV_ABORT_PC;
-    if (t->seen && (ev->ts < t->last_ts || (ev->ts == t->last_ts && !repeats))) {
-        t->pub.temporal++;
-        s->t.temporal++;
+    v->temporal += v->seen && (ev->ts < v->last_ts || (ev->ts == v->last_ts && !repeats));
+    v->seen = 1;
+    v->last_ts = ev->ts;
+    view_push(v, ev->ts, v->prog++, ev->kind);
+}
+
+/* The view of thread `id` among a source's (made on its first event). */
+static struct ca_view *view_of(struct ca_views *vs, uint32_t id)
+{
+    id = ca_id_slot(id);
+    if (id < vs->n && vs->v[id])
+        return vs->v[id];
+    if (ti_grow((void **)&vs->v, &vs->n, (size_t)id + 1, sizeof *vs->v) < 0)
+        return NULL;
+    struct ca_view *v = calloc(1, sizeof *v);
+    if (!v || !(v->ring = malloc(2 * CA_REORDER_WINDOW * sizeof *v->ring))) {  /* ring and heap */
+        free(v);
+        error_set("out of memory");
+        return NULL;
     }
-    t->seen = 1;
-    t->last_ts = ev->ts;
-    view_push(s, t, ev->ts, t->prog++, ev->kind);
+    v->id = id;
+    return vs->v[id] = v;
+}
+
+/* Events of one source in its order; `vs` its views. */
+static int views_run(struct ca_views *vs, int repeated_access, const struct tf_event *ev, size_t n)
+{
+    struct ca_view *v = NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (!v || v->id != ca_id_slot(ev[i].thread)) {
+            if (!(v = view_of(vs, ev[i].thread)))
+                return -1;
+        }
+        view_event(v, repeated_access, &ev[i]);
+    }
+    return 0;
+}
+
+static int views_alloc(struct ca_state *s, size_t n)
+{
+    if (s->views)
+        return 0;
+    if (!(s->views = calloc(n ? n : 1, sizeof *s->views)))
+        return error_set("out of memory");
+    s->nviews = n ? n : 1;
+    return 0;
+}
+
+int ca_order_event(struct ca_state *s, const struct tf_event *ev)
+{
+    if (!s->views && views_alloc(s, 1) < 0)
+        return -1;
+    return views_run(&s->views[0], s->o.repeated_access, ev, 1);
+}
+
+int ca_order_by_source(struct ca_state *s, const struct trace_index *ix)
+{
+    /* a raw trace's source is one thread: split unless two share a slot */
+    for (size_t i = 0; i + 1 < ix->nsrc; i++)
+        if (ca_id_slot(ix->src[i].thread) == ca_id_slot(ix->src[i + 1].thread))
+            return 0;
+    if (s->views || views_alloc(s, ix->nsrc) < 0)
+        return s->views ? 0 : -1;
+    s->views_apart = 1;
+    return 1;
+}
+
+int ca_order_chunk(void *ctx, size_t source, struct tf_event *ev, const uint64_t *keep, size_t n)
+{
+    struct ca_state *s = ctx;
+    (void)keep;
+    return views_run(&s->views[source], s->o.repeated_access, ev, n);
+}
+
+int ca_order_finish(struct ca_state *s, struct th *(*thread_of)(struct ca_state *, uint32_t))
+{
+    for (size_t k = 0; k < s->nviews; k++) {
+        for (size_t i = 0; i < s->views[k].n; i++) {
+            struct ca_view *v = s->views[k].v[i];
+            if (!v)
+                continue;
+            while (v->rcount + v->hcount)
+                view_emit_first(v);
+            struct th *t = thread_of(s, v->id);
+            if (!t)
+                return -1;
+            t->pub.temporal += v->temporal;
+            t->pub.grammar += v->grammar;
+            t->pub.out_of_place += v->out_of_place;
+            t->pub.window_overflows += v->window_overflows;
+            s->t.temporal += v->temporal;
+            s->t.grammar += v->grammar;
+            s->t.out_of_place += v->out_of_place;
+            s->t.window_overflows += v->window_overflows;
+            v->temporal = v->grammar = v->out_of_place = v->window_overflows = 0;
+        }
+    }
+    return 0;
+}
+
+void ca_order_free(struct ca_state *s)
+{
+    for (size_t k = 0; k < s->nviews; k++) {
+        for (size_t i = 0; i < s->views[k].n; i++) {
+            if (s->views[k].v[i])
+                free(s->views[k].v[i]->ring);
+            free(s->views[k].v[i]);
+        }
+        free(s->views[k].v);
+    }
+    free(s->views);
+    s->views = NULL;
+    s->nviews = 0;
 }
 
 /* A read or write of the open attempt at `ts`. */

@@ -52,19 +52,35 @@ struct access {
     uint8_t write;
 };
 
-struct th {
-    struct ca_thread pub;
+/* check_order.c: a thread's events in program order against their stamps,
+ * and what that counted. Apart from struct th so that the merge's threads
+ * can run it on each source's chunks while the driver takes the merged
+ * events (ca_order_chunk). */
+struct ca_view {
+    uint32_t id;         /* the thread's slot */
     int seen;
     uint64_t last_ts;
     uint64_t prog;
     /* timestamp-ordered view of the last CA_REORDER_WINDOW events: a sorted
      * ring, and behind it (ring + CA_REORDER_WINDOW) a heap of those that
-     * came out of order (check_order.c) */
+     * came out of order */
     struct ro_ent *ring;
     uint32_t rhead, rcount, hcount;
     uint64_t emitted, last_emit_ts;
     int have_emit;
     int gstate;
+    uint64_t temporal, grammar, out_of_place, window_overflows;
+};
+
+/* The views one source's events reach, by thread slot. */
+struct ca_views {
+    struct ca_view **v;
+    size_t n;
+};
+
+struct th {
+    struct ca_thread pub;
+    int live;            /* the thread has had an event */
     /* the open attempt, in program order */
     int in_tx, late, has_ops, htm, htm_emu, serial;
     int serial_overlap;  /* the serial attempt met another thread's transaction */
@@ -151,6 +167,11 @@ struct ca_state {
     unsigned serial_open;          /* threads in a serial attempt now */
     struct th *th;                 /* by thread id */
     size_t nth;
+    /* check_order.c: the views, by source of the merge (one, the driver's,
+     * unless ca_order_by_source split them) */
+    struct ca_views *views;
+    size_t nviews;
+    int views_apart;               /* the merge runs them (ca_order_chunk), not ca_event */
     struct ca_thread *threads_out;
     size_t nthreads_out;
     /* check_tables.c: the site rows */
@@ -222,11 +243,14 @@ int ca_conflict_add(struct ca_state *s, uint32_t victim, uint32_t culprit, unsig
 int ca_tables_finish(struct ca_state *s);
 void ca_tables_free(struct ca_state *s);
 
-/* check_order.c */
-void ca_order_event(struct ca_state *s, struct th *t, const struct tf_event *ev);
+/* check_order.c (0, or -1 with the message set: out of memory). The
+ * views' event in merged order when the merge does not run them; the views
+ * emptied and their counts added to the threads and totals at the end. */
+int ca_order_event(struct ca_state *s, const struct tf_event *ev);
 void ca_order_access(struct th *t, uint64_t ts);
 void ca_order_attempt_end(struct ca_state *s, struct th *t, uint64_t ts);
-void ca_order_flush(struct ca_state *s, struct th *t);
+int ca_order_finish(struct ca_state *s, struct th *(*thread_of)(struct ca_state *, uint32_t));
+void ca_order_free(struct ca_state *s);
 
 /* check_culprit.c (0, or -1 with the message set: out of memory) */
 int ca_culprit_create(struct ca_state *s);

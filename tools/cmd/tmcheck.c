@@ -131,7 +131,12 @@ static int parse_args(int argc, char **argv, struct check_args *a)
 static int analyse(const struct check_args *a, const char *path, struct tf_reader *r, const struct trace_index *ix,
                    struct ca_state *st, struct tc_span *span)
 {
-    struct ti_merge_opts o = { .jobs = a->jobs, .path = path, .open_flags = a->flags };
+    struct ti_merge_opts o = { .jobs = a->jobs, .path = path, .open_flags = a->flags, .ctx = st };
+    int split = ca_order_by_source(st, ix);
+    if (split < 0)
+        return tool_error("%s: %s", path, error_get());
+    if (split)
+        o.order = ca_order_chunk;   /* the per-thread views in the merge's threads */
     struct ti_merge *m = ti_merge_create(r, ix, &o);
     if (!m)
         return tool_error_lib();

@@ -77,9 +77,11 @@ uint64_t ti_dropped(const struct trace_index *ix);
  * must be that worker's): lets tmsync rewrite ts/truth in one tight loop.
  * `keep` has n words the map may fill for `order`. 0 or -1 (message set). */
 typedef int (*ti_map_fn)(void *ctx, unsigned worker, struct tf_event *ev, uint64_t *keep, size_t n);
-/* Called on the caller's thread on every source's chunks in their order,
- * after the map, with the map's `keep` words. 0 or -1 (message set). */
-typedef int (*ti_order_fn)(void *ctx, struct tf_event *ev, const uint64_t *keep, size_t n);
+/* Called on every source's chunks in their order, after the map, with the
+ * map's `keep` words: one chunk of a source at a time, in any of the
+ * merge's threads (sources in parallel), so state it changes must be
+ * `source`'s (the index into the trace index's src). 0 or -1 (message set). */
+typedef int (*ti_order_fn)(void *ctx, size_t source, struct tf_event *ev, const uint64_t *keep, size_t n);
 
 /* How a merge reads. jobs > 1: jobs - 1 threads read, decompress, decode
  * and map chunks ahead of the merge (each with its own reader of `path`),
