@@ -243,13 +243,15 @@ void ca_opts_for_trace(const struct trace_index *ix, unsigned stripes_log2, stru
 struct ca_state *ca_create(const struct ca_opts *o);
 /* Feeds the next event in merged order. 0, or -1 (out of memory). */
 int ca_event(struct ca_state *s, const struct tf_event *ev);
-/* The per-thread order views (check_order.c) run in the merge's threads,
- * one source at a time (ti_merge_opts.order = ca_order_chunk, ctx the
- * state), instead of in ca_event: for the sources of `ix`, unless two of
- * them share a thread slot. Before the first event. 1 = split (the merge
- * must call ca_order_chunk), 0 = ca_event keeps them, -1 = out of memory. */
-int ca_order_by_source(struct ca_state *s, const struct trace_index *ix);
-int ca_order_chunk(void *ctx, size_t source, struct tf_event *ev, const uint64_t *keep, size_t n);
+/* The analyses that look at one thread's events alone (the order views of
+ * check_order.c, the clock error of check_clock.c) run in the merge's
+ * threads, one source at a time (ti_merge_opts.order = ca_source_chunk,
+ * ctx the state), instead of in ca_event: for the sources of `ix`, unless
+ * two of them share a thread slot. Before the first event. 1 = split (the
+ * merge must call ca_source_chunk), 0 = ca_event keeps them, -1 = out of
+ * memory. */
+int ca_by_source(struct ca_state *s, const struct trace_index *ix);
+int ca_source_chunk(void *ctx, size_t source, struct tf_event *ev, const uint64_t *keep, size_t n);
 /* Ends the stream: flushes the per-thread views and pending aborts. */
 int ca_finish(struct ca_state *s);
 void ca_free(struct ca_state *s);

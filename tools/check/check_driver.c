@@ -59,7 +59,8 @@ struct ca_state *ca_create(const struct ca_opts *o)
         s->o.desched_gap_ns = CA_DESCHED_GAP_NS_DEFAULT;
     if (!(s->o.event_cost_ns > 0))
         s->o.event_cost_ns = CA_EVENT_COST_NS_DEFAULT;
-    if (ca_culprit_create(s) < 0) {
+    s->nsrc = 1;
+    if (!(s->src = calloc(1, sizeof *s->src)) || ca_culprit_create(s) < 0) {
         ca_free(s);
         return NULL;
     }
@@ -255,6 +256,37 @@ static int on_abort(struct ca_state *s, struct th *t, const struct tf_event *ev)
     return 0;
 }
 
+int ca_by_source(struct ca_state *s, const struct trace_index *ix)
+{
+    /* a raw trace's source is one thread: split unless two share a slot */
+    for (size_t i = 0; i + 1 < ix->nsrc; i++)
+        if (ca_id_slot(ix->src[i].thread) == ca_id_slot(ix->src[i + 1].thread))
+            return 0;
+    if (s->t.events || ix->nsrc < 1)
+        return 0;
+    struct ca_source *src = calloc(ix->nsrc, sizeof *src);
+    if (!src)
+        return error_set("out of memory");
+    for (size_t k = 0; k < s->nsrc; k++)
+        ca_order_free(&s->src[k].views);
+    free(s->src);
+    s->src = src;
+    s->nsrc = ix->nsrc;
+    s->src_apart = 1;
+    return 1;
+}
+
+int ca_source_chunk(void *ctx, size_t source, struct tf_event *ev, const uint64_t *keep, size_t n)
+{
+    struct ca_state *s = ctx;
+    struct ca_source *src = &s->src[source];
+    (void)keep;
+    if (ca_order_events(s, &src->views, ev, n) < 0)
+        return -1;
+    ca_clock_events(s, &src->clock, ev, n);
+    return 0;
+}
+
 int ca_event(struct ca_state *s, const struct tf_event *ev)
 {
     struct th *t = thread_of(s, ev->thread);
@@ -264,9 +296,11 @@ int ca_event(struct ca_state *s, const struct tf_event *ev)
     t->pub.events++;
     if (ev->ts > s->now)
         s->now = ev->ts;
-    if (!s->views_apart && ca_order_event(s, ev) < 0)
-        return -1;
-    ca_clock_event(s, ev);
+    if (!s->src_apart) {
+        if (ca_order_events(s, &s->src[0].views, ev, 1) < 0)
+            return -1;
+        ca_clock_events(s, &s->src[0].clock, ev, 1);
+    }
     attempt_progress(s, t, ev);
     if (ca_time_event(s, t, ev) < 0)
         return -1;
@@ -315,8 +349,12 @@ int ca_event(struct ca_state *s, const struct tf_event *ev)
 
 static int threads_finish(struct ca_state *s)
 {
-    if (ca_order_finish(s, thread_of) < 0)
-        return -1;
+    for (size_t k = 0; k < s->nsrc; k++) {
+        if (ca_order_finish(s, &s->src[k].views, thread_of) < 0)
+            return -1;
+        ca_clock_add(s, &s->src[k].clock);
+        memset(&s->src[k].clock, 0, sizeof s->src[k].clock);
+    }
     for (size_t i = 0; i < s->nth; i++) {
         struct th *t = &s->th[i];
         if (!t->live)
@@ -365,7 +403,9 @@ void ca_free(struct ca_state *s)
         free(s->th[i].acc);
         free(s->th[i].off);
     }
-    ca_order_free(s);
+    for (size_t k = 0; k < s->nsrc; k++)
+        ca_order_free(&s->src[k].views);
+    free(s->src);
     ca_time_free(s);
     ca_alloc_free(s);
     ca_culprit_free(s);

@@ -5,9 +5,9 @@
  * the bounded timestamp-ordered view of each thread (its last
  * CA_REORDER_WINDOW events: a sorted ring and a heap) through which the grammar
  * (S (R|W)* (C|A))* and the out-of-place count are checked, and the late
- * starts and premature ends of an attempt; the views (struct ca_view),
- * which run either in ca_event or, split by the merge's sources, in the
- * merge's threads (ca_order_chunk), and add their counts at the end.
+ * starts and premature ends of an attempt; the views (struct ca_view) of
+ * one source's threads (all of them in ca_event, or one source's in the
+ * merge's threads: check_driver.c), which add their counts at the end.
  * Never: looks at another thread's events; lets two threads reach one view.
  */
 #include "check_state.h"
@@ -15,9 +15,13 @@
 #include <stdlib.h>
 
 #include "error.h"
-#include "trace_index.h"
+#include "trace_index.h"   /* ti_grow */
 
-static void grammar_step(struct ca_view *v, unsigned kind)
+/* The per-event steps are always inline: a chunk's loop keeps its view in
+ * registers (check_order_run). */
+#define CA_HOT static inline __attribute__((always_inline))
+
+CA_HOT void grammar_step(struct ca_view *v, unsigned kind)
 {
     switch (v->gstate) {
     case G_IN:
@@ -41,7 +45,7 @@ static void grammar_step(struct ca_view *v, unsigned kind)
     }
 }
 
-static void emit(struct ca_view *v, const struct ro_ent *e)
+CA_HOT void emit(struct ca_view *v, const struct ro_ent *e)
 {
     uint64_t prog = e->prog & ((UINT64_C(1) << 56) - 1);
     unsigned kind = (unsigned)(e->prog >> 56);
@@ -66,12 +70,11 @@ static inline int ro_before(const struct ro_ent *a, const struct ro_ent *b)
     return (a->prog & mask) < (b->prog & mask);
 }
 
-/* The view's out-of-order part: a binary min-heap in the second half of
- * the view's ring allocation. */
-static void heap_push(struct ca_view *v, struct ro_ent e)
+/* The view's out-of-order part: a binary min-heap of n entries in the
+ * second half of the view's ring allocation. Returns the new count. */
+static uint32_t heap_push(struct ro_ent *h, uint32_t n, struct ro_ent e)
 {
-    struct ro_ent *h = v->ring + CA_REORDER_WINDOW;
-    uint32_t i = v->hcount++;
+    uint32_t i = n;
     while (i > 0) {
         uint32_t up = (i - 1) / 2;
         if (!ro_before(&e, &h[up]))
@@ -80,13 +83,15 @@ static void heap_push(struct ca_view *v, struct ro_ent e)
         i = up;
     }
     h[i] = e;
+    return n + 1;
 }
 
-static struct ro_ent heap_pop(struct ca_view *v)
+/* Removes the heap's top into *top; returns the new count. */
+static uint32_t heap_pop(struct ro_ent *h, uint32_t n, struct ro_ent *top)
 {
-    struct ro_ent *h = v->ring + CA_REORDER_WINDOW;
-    struct ro_ent top = h[0], x = h[--v->hcount];
-    uint32_t n = v->hcount, i = 0;
+    *top = h[0];
+    struct ro_ent x = h[--n];
+    uint32_t i = 0;
     for (;;) {
         uint32_t l = 2 * i + 1;
         if (l >= n)
@@ -99,15 +104,16 @@ static struct ro_ent heap_pop(struct ca_view *v)
     }
     if (n)
         h[i] = x;
-    return top;
+    return n;
 }
 
 /* Emits the earliest event of the view: the ring's front or the heap's top. */
-static void view_emit_first(struct ca_view *v)
+CA_HOT void view_emit_first(struct ca_view *v)
 {
     const uint32_t W = CA_REORDER_WINDOW;
     if (v->hcount && (v->rcount == 0 || ro_before(v->ring + W, &v->ring[v->rhead]))) {
-        struct ro_ent e = heap_pop(v);
+        struct ro_ent e;
+        v->hcount = heap_pop(v->ring + W, v->hcount, &e);
         emit(v, &e);
         return;
     }
@@ -121,7 +127,7 @@ static void view_emit_first(struct ca_view *v)
  * comparison), the others go to a heap (a sorted ring's insertion from the
  * back cost the whole window per event after a migration to a lagging
  * CPU), and the earlier of the two fronts leaves first. */
-static inline void view_push(struct ca_view *v, uint64_t ts, uint64_t prog, unsigned kind)
+CA_HOT void view_push(struct ca_view *v, uint64_t ts, uint64_t prog, unsigned kind)
 {
     const uint32_t W = CA_REORDER_WINDOW;
     if (v->rcount + v->hcount == W)
@@ -131,13 +137,13 @@ static inline void view_push(struct ca_view *v, uint64_t ts, uint64_t prog, unsi
         v->ring[(v->rhead + v->rcount) % W] = e;
         v->rcount++;
     } else {
-        heap_push(v, e);
+        v->hcount = heap_push(v->ring + W, v->hcount, e);
     }
 }
 
 /* Every event of the view's thread, in program order: the temporal check
  * and the view. */
-static inline void view_event(struct ca_view *v, int repeated_access, const struct tf_event *ev)
+CA_HOT void view_event(struct ca_view *v, int repeated_access, const struct tf_event *ev)
 {
     /* A repeated stamp (TMTRACE_STAMP=boundary) equals the one before it by
      * design; going backwards is still an inconsistency. */
@@ -167,95 +173,66 @@ static struct ca_view *view_of(struct ca_views *vs, uint32_t id)
     return vs->v[id] = v;
 }
 
+/* Events of the view's thread, in order, with the view in a local that
+ * no pointer reaches (the compiler keeps its fields in registers instead
+ * of reloading them after every store into the ring). */
+static void view_run(struct ca_view *vp, int repeated_access, const struct tf_event *ev, size_t n)
+{
+    struct ca_view v = *vp;
+    for (size_t i = 0; i < n; i++)
+        view_event(&v, repeated_access, &ev[i]);
+    *vp = v;
+}
+
 /* Events of one source in its order; `vs` its views. */
-static int views_run(struct ca_views *vs, int repeated_access, const struct tf_event *ev, size_t n)
+int ca_order_events(struct ca_state *s, struct ca_views *vs, const struct tf_event *ev, size_t n)
 {
-    struct ca_view *v = NULL;
-    for (size_t i = 0; i < n; i++) {
-        if (!v || v->id != ca_id_slot(ev[i].thread)) {
-            if (!(v = view_of(vs, ev[i].thread)))
-                return -1;
-        }
-        view_event(v, repeated_access, &ev[i]);
+    for (size_t i = 0, j; i < n; i = j) {
+        struct ca_view *v = view_of(vs, ev[i].thread);
+        if (!v)
+            return -1;
+        for (j = i + 1; j < n && ca_id_slot(ev[j].thread) == v->id;)
+            j++;
+        view_run(v, s->o.repeated_access, ev + i, j - i);
     }
     return 0;
 }
 
-static int views_alloc(struct ca_state *s, size_t n)
+/* The end: each view emptied, its counts added to its thread and the totals. */
+int ca_order_finish(struct ca_state *s, struct ca_views *vs, struct th *(*thread_of)(struct ca_state *, uint32_t))
 {
-    if (s->views)
-        return 0;
-    if (!(s->views = calloc(n ? n : 1, sizeof *s->views)))
-        return error_set("out of memory");
-    s->nviews = n ? n : 1;
-    return 0;
-}
-
-int ca_order_event(struct ca_state *s, const struct tf_event *ev)
-{
-    if (!s->views && views_alloc(s, 1) < 0)
-        return -1;
-    return views_run(&s->views[0], s->o.repeated_access, ev, 1);
-}
-
-int ca_order_by_source(struct ca_state *s, const struct trace_index *ix)
-{
-    /* a raw trace's source is one thread: split unless two share a slot */
-    for (size_t i = 0; i + 1 < ix->nsrc; i++)
-        if (ca_id_slot(ix->src[i].thread) == ca_id_slot(ix->src[i + 1].thread))
-            return 0;
-    if (s->views || views_alloc(s, ix->nsrc) < 0)
-        return s->views ? 0 : -1;
-    s->views_apart = 1;
-    return 1;
-}
-
-int ca_order_chunk(void *ctx, size_t source, struct tf_event *ev, const uint64_t *keep, size_t n)
-{
-    struct ca_state *s = ctx;
-    (void)keep;
-    return views_run(&s->views[source], s->o.repeated_access, ev, n);
-}
-
-int ca_order_finish(struct ca_state *s, struct th *(*thread_of)(struct ca_state *, uint32_t))
-{
-    for (size_t k = 0; k < s->nviews; k++) {
-        for (size_t i = 0; i < s->views[k].n; i++) {
-            struct ca_view *v = s->views[k].v[i];
-            if (!v)
-                continue;
-            while (v->rcount + v->hcount)
-                view_emit_first(v);
-            struct th *t = thread_of(s, v->id);
-            if (!t)
-                return -1;
-            t->pub.temporal += v->temporal;
-            t->pub.grammar += v->grammar;
-            t->pub.out_of_place += v->out_of_place;
-            t->pub.window_overflows += v->window_overflows;
-            s->t.temporal += v->temporal;
-            s->t.grammar += v->grammar;
-            s->t.out_of_place += v->out_of_place;
-            s->t.window_overflows += v->window_overflows;
-            v->temporal = v->grammar = v->out_of_place = v->window_overflows = 0;
-        }
+    for (size_t i = 0; i < vs->n; i++) {
+        struct ca_view *v = vs->v[i];
+        if (!v)
+            continue;
+        while (v->rcount + v->hcount)
+            view_emit_first(v);
+        struct th *t = thread_of(s, v->id);
+        if (!t)
+            return -1;
+        t->pub.temporal += v->temporal;
+        t->pub.grammar += v->grammar;
+        t->pub.out_of_place += v->out_of_place;
+        t->pub.window_overflows += v->window_overflows;
+        s->t.temporal += v->temporal;
+        s->t.grammar += v->grammar;
+        s->t.out_of_place += v->out_of_place;
+        s->t.window_overflows += v->window_overflows;
+        v->temporal = v->grammar = v->out_of_place = v->window_overflows = 0;
     }
     return 0;
 }
 
-void ca_order_free(struct ca_state *s)
+void ca_order_free(struct ca_views *vs)
 {
-    for (size_t k = 0; k < s->nviews; k++) {
-        for (size_t i = 0; i < s->views[k].n; i++) {
-            if (s->views[k].v[i])
-                free(s->views[k].v[i]->ring);
-            free(s->views[k].v[i]);
-        }
-        free(s->views[k].v);
+    for (size_t i = 0; i < vs->n; i++) {
+        if (vs->v[i])
+            free(vs->v[i]->ring);
+        free(vs->v[i]);
     }
-    free(s->views);
-    s->views = NULL;
-    s->nviews = 0;
+    free(vs->v);
+    vs->v = NULL;
+    vs->n = 0;
 }
 
 /* A read or write of the open attempt at `ts`. */

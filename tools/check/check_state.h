@@ -78,6 +78,20 @@ struct ca_views {
     size_t n;
 };
 
+/* check_clock.c: the histogram of |stamp - truth| in ns. */
+struct ca_clock {
+    uint64_t hist[CA_HIST_N];
+    uint64_t n;
+    double err_max;
+};
+
+/* What the analyses that look at one source's events alone keep of it
+ * (check_driver.c: ca_by_source). */
+struct ca_source {
+    struct ca_views views;
+    struct ca_clock clock;
+};
+
 struct th {
     struct ca_thread pub;
     int live;            /* the thread has had an event */
@@ -167,11 +181,11 @@ struct ca_state {
     unsigned serial_open;          /* threads in a serial attempt now */
     struct th *th;                 /* by thread id */
     size_t nth;
-    /* check_order.c: the views, by source of the merge (one, the driver's,
-     * unless ca_order_by_source split them) */
-    struct ca_views *views;
-    size_t nviews;
-    int views_apart;               /* the merge runs them (ca_order_chunk), not ca_event */
+    /* the per-source analyses (the order views, the clock error): one
+     * source, the driver's, unless ca_by_source split them by the merge's */
+    struct ca_source *src;
+    size_t nsrc;
+    int src_apart;                 /* the merge runs them (ca_source_chunk), not ca_event */
     struct ca_thread *threads_out;
     size_t nthreads_out;
     /* check_tables.c: the site rows */
@@ -222,9 +236,8 @@ struct ca_state {
     /* check_time.c: duration histograms by site id */
     struct ca_dur_hist **site_hist;
     size_t nsite_hist;
-    /* check_clock.c */
-    uint64_t hist[CA_HIST_N];
-    double err_max;
+    /* check_clock.c: the sources' histograms added up at the end */
+    struct ca_clock clock;
 };
 
 /* check_tables.c: an open-addressing table (a power of two of slots,
@@ -246,11 +259,11 @@ void ca_tables_free(struct ca_state *s);
 /* check_order.c (0, or -1 with the message set: out of memory). The
  * views' event in merged order when the merge does not run them; the views
  * emptied and their counts added to the threads and totals at the end. */
-int ca_order_event(struct ca_state *s, const struct tf_event *ev);
+int ca_order_events(struct ca_state *s, struct ca_views *vs, const struct tf_event *ev, size_t n);
 void ca_order_access(struct th *t, uint64_t ts);
 void ca_order_attempt_end(struct ca_state *s, struct th *t, uint64_t ts);
-int ca_order_finish(struct ca_state *s, struct th *(*thread_of)(struct ca_state *, uint32_t));
-void ca_order_free(struct ca_state *s);
+int ca_order_finish(struct ca_state *s, struct ca_views *vs, struct th *(*thread_of)(struct ca_state *, uint32_t));
+void ca_order_free(struct ca_views *vs);
 
 /* check_culprit.c (0, or -1 with the message set: out of memory) */
 int ca_culprit_create(struct ca_state *s);
@@ -296,7 +309,9 @@ void ca_where_free(struct ca_state *s);
 double ca_attempt_off_ns(const struct ca_state *s, const struct th *t);
 
 /* check_clock.c */
-void ca_clock_event(struct ca_state *s, const struct tf_event *ev);
+void ca_clock_events(const struct ca_state *s, struct ca_clock *c, const struct tf_event *ev, size_t n);
+/* Adds a source's histogram to the state's. */
+void ca_clock_add(struct ca_state *s, const struct ca_clock *c);
 void ca_clock_finish(struct ca_state *s);
 
 /* check_sites.c (0, or -1 with the message set: out of memory) */

@@ -128,28 +128,57 @@ static int parse_args(int argc, char **argv, struct check_args *a)
 
 /* Pass 2: every event in merged order through the analysis. 0, or the exit
  * code after a one-line message. */
+/* The merge's per-source callback (ca_by_source split the analyses): one
+ * source's chunk through the analyses of one thread's events, and into
+ * that source's span. */
+struct by_source {
+    struct ca_state *st;
+    struct tc_span *span;
+};
+
+static int source_chunk(void *ctx, size_t source, struct tf_event *ev, const uint64_t *keep, size_t n)
+{
+    struct by_source *b = ctx;
+    struct tc_span sp = b->span[source];
+    for (size_t i = 0; i < n; i++)
+        tc_span_add(&sp, ev[i].ts);
+    b->span[source] = sp;
+    return ca_source_chunk(b->st, source, ev, keep, n);
+}
+
 static int analyse(const struct check_args *a, const char *path, struct tf_reader *r, const struct trace_index *ix,
                    struct ca_state *st, struct tc_span *span)
 {
-    struct ti_merge_opts o = { .jobs = a->jobs, .path = path, .open_flags = a->flags, .ctx = st };
-    int split = ca_order_by_source(st, ix);
-    if (split < 0)
-        return tool_error("%s: %s", path, error_get());
-    if (split)
-        o.order = ca_order_chunk;   /* the per-thread views in the merge's threads */
+    struct by_source bs = { st, calloc(ix->nsrc + 1, sizeof *bs.span) };
+    int split = bs.span ? ca_by_source(st, ix) : -1;
+    if (split < 0) {
+        free(bs.span);
+        return tool_error("%s: %s", path, bs.span ? error_get() : "out of memory");
+    }
+    struct ti_merge_opts o = { .jobs = a->jobs, .path = path, .open_flags = a->flags };
+    if (split) {   /* the per-thread analyses and the span in the merge's threads */
+        o.order = source_chunk;
+        o.ctx = &bs;
+    }
     struct ti_merge *m = ti_merge_create(r, ix, &o);
-    if (!m)
+    if (!m) {
+        free(bs.span);
         return tool_error_lib();
+    }
     const struct tf_event *ev;
     int k, rc = 0;
     while ((k = ti_merge_next(m, &ev)) == 1) {
-        tc_span_add(span, ev->ts);
+        if (!split)
+            tc_span_add(span, ev->ts);
         if (ca_event(st, ev) < 0) {
             rc = tool_error("%s: %s", path, error_get());
             break;
         }
     }
     ti_merge_free(m);
+    for (size_t i = 0; i < ix->nsrc; i++)
+        tc_span_join(span, &bs.span[i]);
+    free(bs.span);
     if (rc == 0 && k < 0)
         rc = tool_error_lib();
     if (rc == 0 && ca_finish(st) < 0)
