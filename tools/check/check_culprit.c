@@ -576,7 +576,7 @@ int ca_culprit_abort(struct ca_state *s, struct th *t, const struct tf_event *ev
 }
 
 /* After every event: resolves what can be, forgets what cannot matter. */
-int ca_culprit_step(struct ca_state *s)
+int ca_culprit_step_slow(struct ca_state *s)
 {
     if (resolve_ready(s, 0) < 0)
         return -1;

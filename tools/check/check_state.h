@@ -250,7 +250,13 @@ void *ca_table_rehash(void *old, size_t cap, size_t nc, size_t elem, int (*used)
  * a site (NULL out of memory); an abort's class counted in its site and the
  * totals; one abort into the conflict matrix (culprit site 0: none), by
  * class; the finished arrays (sites by id, the matrix by count). */
-struct ca_site *ca_site_of(struct ca_state *s, uint32_t id);
+struct ca_site *ca_site_grow(struct ca_state *s, uint32_t id);
+/* Inline: the analyses ask for the open attempt's site on every event. */
+static inline struct ca_site *ca_site_of(struct ca_state *s, uint32_t id)
+{
+    uint32_t k = ca_id_slot(id);
+    return k < s->nsite && s->site_seen[k] ? &s->site[k] : ca_site_grow(s, id);
+}
 int ca_site_class(struct ca_state *s, uint32_t site, unsigned cls, double wasted_ns);
 int ca_conflict_add(struct ca_state *s, uint32_t victim, uint32_t culprit, unsigned cls, double wasted_ns);
 int ca_tables_finish(struct ca_state *s);
@@ -278,7 +284,17 @@ int ca_culprit_abort(struct ca_state *s, struct th *t, const struct tf_event *ev
  * address of the access at which its last abort was found. */
 int ca_culprit_wset(struct ca_state *s, struct th *t, const struct tf_event *ev);
 void ca_culprit_abort_pc(struct ca_state *s, const struct th *t, const struct tf_event *ev);
-int ca_culprit_step(struct ca_state *s);
+int ca_culprit_step_slow(struct ca_state *s);
+/* After every event: resolves the aborts whose window has passed, prunes
+ * the store now and then (inline: nothing to do on most events). */
+static inline int ca_culprit_step(struct ca_state *s)
+{
+    if (s->pcount == 0 && s->since_prune + 1 < CA_PRUNE_EVERY) {
+        s->since_prune++;
+        return 0;
+    }
+    return ca_culprit_step_slow(s);
+}
 int ca_culprit_finish(struct ca_state *s);
 void ca_culprit_free(struct ca_state *s);
 

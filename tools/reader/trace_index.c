@@ -219,6 +219,7 @@ struct job {
 enum task_state { TASK_QUEUED = 1, TASK_BUSY, TASK_DONE };
 
 struct ti_merge {
+    struct ti_merge_head h;   /* first: ti_merge_next's inline part reads it */
     struct tf_reader *r;
     struct ti_merge_opts o;
     unsigned window;
@@ -607,7 +608,28 @@ static int merge_begin(struct ti_merge *m)
     return 0;
 }
 
-int ti_merge_next(struct ti_merge *m, const struct tf_event **ev)
+/* The head the inline part of ti_merge_next walks: the top cursor's
+ * events and the earliest head among the others (the top's children in
+ * the heap; none with one source). */
+static void head_set(struct ti_merge *m)
+{
+    struct cursor *c = m->last;
+    if (!c) {
+        m->h = (struct ti_merge_head){ NULL, NULL, NULL };
+        return;
+    }
+    m->h.cur = &c->ev[c->pos];
+    m->h.end = c->ev + c->n;
+    m->h.rival = NULL;
+    if (m->nheap >= 2) {
+        struct cursor *r = m->heap[1];
+        if (m->nheap > 2 && cur_before(m->heap[2], r))
+            r = m->heap[2];
+        m->h.rival = &r->ev[r->pos];
+    }
+}
+
+int ti_merge_next_slow(struct ti_merge *m, const struct tf_event **ev)
 {
     if (!m->started) {
         if (merge_begin(m) < 0)
@@ -616,6 +638,7 @@ int ti_merge_next(struct ti_merge *m, const struct tf_event **ev)
         /* advance the cursor popped last time, then restore the heap */
         struct cursor *c = m->last;
         m->last = NULL;
+        c->pos = (size_t)(m->h.cur - c->ev);   /* the inline part moved it on */
         if (++c->pos >= c->n) {
             int rc = cursor_fill(m, c);
             if (rc < 0)
@@ -630,10 +653,13 @@ int ti_merge_next(struct ti_merge *m, const struct tf_event **ev)
         heap_fix_top(m);
     }
 pick:
-    if (m->nheap == 0)
+    if (m->nheap == 0) {
+        head_set(m);
         return 0;
+    }
     m->last = m->heap[0];
-    *ev = &m->last->ev[m->last->pos];
+    head_set(m);
+    *ev = m->h.cur;
     return 1;
 }
 

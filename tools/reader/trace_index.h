@@ -122,9 +122,27 @@ void ti_merge_post(struct ti_merge *m, struct ti_task *t);
 /* Returns once `t` has run, running it here when no thread has started it. */
 void ti_merge_wait(struct ti_merge *m, struct ti_task *t);
 
+/* The merge's first member: the event it returned last, the end of that
+ * event's run in its chunk, and the earliest head of the other sources
+ * (NULL: none). While the next event of the run comes before that head it
+ * is the next in merged order, taken inline without a call. */
+struct ti_merge_head {
+    const struct tf_event *cur, *end, *rival;
+};
+int ti_merge_next_slow(struct ti_merge *m, const struct tf_event **ev);
+static inline int ti_before(const struct tf_event *a, const struct tf_event *b);
+
 /* The next event in merged order: 1 = *ev points at it (valid until the next
  * call), 0 = all done, -1 = error (error_get()). */
-int ti_merge_next(struct ti_merge *m, const struct tf_event **ev);
+static inline int ti_merge_next(struct ti_merge *m, const struct tf_event **ev)
+{
+    struct ti_merge_head *h = (struct ti_merge_head *)(void *)m;
+    if (h->cur && h->cur + 1 < h->end && (!h->rival || ti_before(h->cur + 1, h->rival))) {
+        *ev = ++h->cur;
+        return 1;
+    }
+    return ti_merge_next_slow(m, ev);
+}
 void ti_merge_free(struct ti_merge *m);
 
 /* Strict order of the merge: ts, then thread, then seq. */
