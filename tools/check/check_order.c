@@ -45,18 +45,24 @@ CA_HOT void grammar_step(struct ca_view *v, unsigned kind)
     }
 }
 
+/* Whether bit `kind` of `mask` is set (kinds past 63: no). */
+static inline int kind_in(uint64_t mask, unsigned kind) { return kind < 64 && (mask >> kind & 1); }
+
+/* FALLBACK and ALLOC records may come between attempts, WSET and ABORT_PC
+ * follow an attempt's end: not part of the grammar. */
+#define NOT_GRAMMAR \
+    (UINT64_C(1) << TF_EV_FALLBACK | UINT64_C(1) << TF_EV_ALLOC | UINT64_C(1) << TF_EV_WSET | \
+     UINT64_C(1) << TF_EV_ABORT_PC)
+
 CA_HOT void emit(struct ca_view *v, const struct ro_ent *e)
 {
     uint64_t prog = e->prog & ((UINT64_C(1) << 56) - 1);
     unsigned kind = (unsigned)(e->prog >> 56);
     v->out_of_place += prog != v->emitted;
     v->emitted++;
-    v->window_overflows += v->have_emit && e->ts < v->last_emit_ts;
+    v->window_overflows += e->ts < v->last_emit_ts;   /* 0 before the first: no stamp is below */
     v->last_emit_ts = e->ts;
-    v->have_emit = 1;
-    /* FALLBACK and ALLOC records may come between attempts, WSET and
-     * ABORT_PC follow an attempt's end: not part of the grammar. */
-    if (kind != TF_EV_FALLBACK && kind != TF_EV_ALLOC && kind != TF_EV_WSET && kind != TF_EV_ABORT_PC)
+    if (!kind_in(NOT_GRAMMAR, kind))
         grammar_step(v, kind);
 }
 
@@ -143,12 +149,9 @@ CA_HOT void view_push(struct ca_view *v, uint64_t ts, uint64_t prog, unsigned ki
 
 /* Every event of the view's thread, in program order: the temporal check
  * and the view. */
-CA_HOT void view_event(struct ca_view *v, int repeated_access, const struct tf_event *ev)
+CA_HOT void view_event(struct ca_view *v, uint64_t repeating, const struct tf_event *ev)
 {
-    /* A repeated stamp (TMTRACE_STAMP=boundary) equals the one before it by
-     * design; going backwards is still an inconsistency. */
-    int repeats = (repeated_access && (ev->kind == TF_EV_READ || ev->kind == TF_EV_WRITE)) ||
-                  ev->kind == TF_EV_WSET || ev->kind == TF_EV_ABORT_PC;
+    int repeats = kind_in(repeating, ev->kind);
     v->temporal += v->seen && (ev->ts < v->last_ts || (ev->ts == v->last_ts && !repeats));
     v->seen = 1;
     v->last_ts = ev->ts;
@@ -178,9 +181,14 @@ static struct ca_view *view_of(struct ca_views *vs, uint32_t id)
  * of reloading them after every store into the ring). */
 static void view_run(struct ca_view *vp, int repeated_access, const struct tf_event *ev, size_t n)
 {
+    /* A repeated stamp (TMTRACE_STAMP=boundary) equals the one before it by
+     * design; going backwards is still an inconsistency. */
+    uint64_t repeating = UINT64_C(1) << TF_EV_WSET | UINT64_C(1) << TF_EV_ABORT_PC;
+    if (repeated_access)
+        repeating |= UINT64_C(1) << TF_EV_READ | UINT64_C(1) << TF_EV_WRITE;
     struct ca_view v = *vp;
     for (size_t i = 0; i < n; i++)
-        view_event(&v, repeated_access, &ev[i]);
+        view_event(&v, repeating, &ev[i]);
     *vp = v;
 }
 

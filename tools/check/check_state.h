@@ -67,7 +67,6 @@ struct ca_view {
     struct ro_ent *ring;
     uint32_t rhead, rcount, hcount;
     uint64_t emitted, last_emit_ts;
-    int have_emit;
     int gstate;
     uint64_t temporal, grammar, out_of_place, window_overflows;
 };
