@@ -256,6 +256,17 @@ int ca_source_chunk(void *ctx, size_t source, struct tf_event *ev, const uint64_
 int ca_finish(struct ca_state *s);
 void ca_free(struct ca_state *s);
 
+/* One of the analyses' tables: entries and bytes as allocated now. */
+struct ca_table_size {
+    const char *name;
+    size_t entries, bytes;
+};
+#define CA_TABLES 12
+/* The tables that grow with the trace's distinct threads, sites,
+ * addresses, conflicts and allocated blocks, and the stores bounded by
+ * CA_STORE_MAX: fills out[CA_TABLES] (check_driver.c). */
+void ca_table_sizes(const struct ca_state *s, struct ca_table_size out[CA_TABLES]);
+
 /* Results (valid after ca_finish, until ca_free). The totals and threads
  * from check_driver.c, the sites and conflicts from check_tables.c, the hot
  * addresses from check_culprit.c. */

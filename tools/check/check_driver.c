@@ -417,6 +417,45 @@ void ca_free(struct ca_state *s)
     free(s);
 }
 
+void ca_table_sizes(const struct ca_state *s, struct ca_table_size out[CA_TABLES])
+{
+    size_t thr = s->nth * sizeof *s->th, views = 0, nviews = 0, hists = 0, nhists = 0, pend = 0;
+    for (size_t i = 0; i < s->nth; i++) {
+        const struct th *t = &s->th[i];
+        thr += t->capacc * sizeof *t->acc + t->off_cap * sizeof *t->off + (t->hist ? sizeof *t->hist : 0);
+    }
+    for (size_t k = 0; k < s->nsrc; k++) {
+        views += s->src[k].views.n * sizeof *s->src[k].views.v + sizeof s->src[k];
+        for (size_t i = 0; i < s->src[k].views.n; i++)
+            if (s->src[k].views.v[i]) {
+                nviews++;
+                views += sizeof **s->src[k].views.v + 2 * CA_REORDER_WINDOW * sizeof(struct ro_ent);
+            }
+    }
+    for (size_t i = 0; i < s->nsite_hist; i++)
+        if (s->site_hist[i]) {
+            nhists++;
+            hists += sizeof **s->site_hist;
+        }
+    for (size_t i = 0; i < s->pcount; i++)
+        pend += s->pend[(s->phead + i) % s->pcap].nacc * sizeof(struct access);
+    const size_t buckets = (size_t)1 << CA_BUCKETS_LOG2;
+    out[0] = (struct ca_table_size){ "threads", s->nth, thr };
+    out[1] = (struct ca_table_size){ "order views", nviews, views };
+    out[2] = (struct ca_table_size){ "site rows", s->nsite, s->nsite * (sizeof *s->site + 1) };
+    out[3] = (struct ca_table_size){ "site durations", nhists, hists + s->nsite_hist * sizeof *s->site_hist };
+    out[4] = (struct ca_table_size){ "commit store", (size_t)s->rcap,
+                                     (size_t)s->rcap * sizeof *s->ring + buckets * sizeof *s->bucket };
+    out[5] = (struct ca_table_size){ "commits by version", (size_t)s->vcap,
+                                     (size_t)s->vcap * sizeof *s->vring + buckets * sizeof *s->vbucket };
+    out[6] = (struct ca_table_size){ "pending aborts", s->pcap, s->pcap * sizeof *s->pend + pend };
+    out[7] = (struct ca_table_size){ "conflict matrix", s->cmcap, s->cmcap * sizeof *s->cm };
+    out[8] = (struct ca_table_size){ "hot addresses", s->hotcap, s->hotcap * sizeof *s->hot };
+    out[9] = (struct ca_table_size){ "abort groups", s->grpcap, s->grpcap * sizeof *s->grp };
+    out[10] = (struct ca_table_size){ "abort code addresses", s->wherecap, s->wherecap * sizeof *s->where };
+    out[11] = (struct ca_table_size){ "allocated blocks", s->alloc_cap, s->alloc_cap * sizeof *s->allocs };
+}
+
 const struct ca_totals *ca_totals(const struct ca_state *s) { return &s->t; }
 
 const struct ca_thread *ca_threads(const struct ca_state *s, size_t *n)

@@ -35,6 +35,8 @@ static const struct tool_option check_options[] = {
                              "group, aborts and on-CPU wasted time; commits per second" },
     { "-S, --stripes LOG2", "the traced run's TMTRACE_STRIPES, 10 to 28 (default: as recorded)" },
     { "-J, --jobs N", TOOL_JOBS_HELP },
+    { "    --tables", "also print on stderr the size of each analysis table that grows with the\n"
+                     "trace's distinct threads, sites, addresses and allocated blocks" },
     { "-h, --help", "this text" },
     { "    --man", "this text as a man page (troff)" },
     { "-V, --version", "the version" },
@@ -77,6 +79,7 @@ struct check_args {
     const char *csv;
     const char *before;   /* --compare BEFORE (the operand is AFTER) */
     int json;
+    int tables;         /* --tables */
     unsigned flags;
     uint64_t stripes;   /* 0: as recorded in the trace */
     unsigned jobs;
@@ -90,7 +93,7 @@ static int parse_args(int argc, char **argv, struct check_args *a)
         { "salvage", no_argument, 0, 's' }, { "stripes", required_argument, 0, 'S' },
         { "help", no_argument, 0, 'h' },    { "version", no_argument, 0, 'V' },
         { "man", no_argument, 0, 'M' },     { "jobs", required_argument, 0, 'J' },
-        { "compare", required_argument, 0, 'C' },
+        { "compare", required_argument, 0, 'C' }, { "tables", no_argument, 0, 'T' },
         { 0, 0, 0, 0 }
     };
     *a = (struct check_args){ .jobs = tool_jobs_default() };
@@ -101,6 +104,7 @@ static int parse_args(int argc, char **argv, struct check_args *a)
         case 'j': a->json = 1; break;
         case 'c': a->csv = optarg; break;
         case 'C': a->before = optarg; break;
+        case 'T': a->tables = 1; break;
         case 's': a->flags |= TF_SALVAGE; break;
         case 'S':
             if (tool_parse_u64("--stripes", optarg, TF_STRIPES_LOG2_MIN, TF_STRIPES_LOG2_MAX, &a->stripes) < 0)
@@ -310,6 +314,20 @@ static int compare(const struct check_args *a)
     return rc;
 }
 
+/* --tables: one line per table on stderr, then their sum. */
+static void print_tables(const struct ca_state *st)
+{
+    struct ca_table_size t[CA_TABLES];
+    ca_table_sizes(st, t);
+    size_t sum = 0;
+    for (size_t i = 0; i < CA_TABLES; i++) {
+        fprintf(stderr, "tmcheck: table %-22s %12zu entries %10.1f MiB\n", t[i].name, t[i].entries,
+                (double)t[i].bytes / 1048576.0);
+        sum += t[i].bytes;
+    }
+    fprintf(stderr, "tmcheck: tables in all %44.1f MiB\n", (double)sum / 1048576.0);
+}
+
 int main(int argc, char **argv)
 {
     tool_init("tmcheck");
@@ -321,6 +339,8 @@ int main(int argc, char **argv)
         return compare(&a);
     struct run x;
     int rc = run_open(&a, a.path, &x);
+    if (rc == 0 && a.tables)
+        print_tables(x.st);
     if (rc == 0)
         rc = report(&a, &x.in, &x.aborts);
     run_close(&x);
