@@ -46,7 +46,7 @@ static const struct tool_option check_options[] = {
 static const struct tool_doc check_doc = {
     .name = "tmcheck",
     .purpose = "check a trace for the inconsistencies unsynchronised clocks cause and explain its aborts",
-    .synopsis = "tmcheck TRACE [--json] [--csv DIR] [--salvage] [--stripes LOG2] [--jobs N]\n"
+    .synopsis = "tmcheck TRACE [--json] [--csv DIR] [--salvage] [--stripes LOG2] [--jobs N] [--tables]\n"
                 "tmcheck --compare BEFORE AFTER [--json] [--salvage] [--stripes LOG2] [--jobs N]",
     .description =
         "Checks a raw or synchronised trace and explains its aborts. The report opens with\n"
