@@ -8,8 +8,13 @@
  * chunks of many threads in turn); chunk k of a source goes to slot
  * k % window, and a slot is queued for its next chunk when the merge moves
  * past it, so the decoding threads work ahead of the merge by at most a
- * window. Every slot is decoded the same whichever thread does it.
- * Never: keeps more than a window of chunks per thread; prints; exits.
+ * window. Every slot is decoded the same whichever thread does it. The
+ * order callback passes over a source's decoded chunks in order, one at a
+ * time (the cursor's `ordered` and `ordering`), in whichever thread finds
+ * the next one decoded; the merge takes a chunk once it has passed.
+ * Never: keeps more than a window of chunks per thread; runs the order
+ * callback on two chunks of one source at once or out of their order;
+ * prints; exits.
  */
 #include "trace_index.h"
 
