@@ -190,7 +190,7 @@ static int hot_add(struct ca_state *s, const struct ca_attribution *a, double wa
         s->hotn++;
         const struct ca_block *b = ca_alloc_find(s, a->addr);
         if (b) {
-            x->alloc_pc = b->pc;
+            x->alloc_pc = ca_block_pc(b);
             x->alloc_off = a->addr - b->addr;
         }
     }

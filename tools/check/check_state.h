@@ -140,10 +140,15 @@ struct ca_dur_hist {
     uint32_t committed[CA_DUR_N], aborted[CA_DUR_N];
 };
 
-/* A block tmt_malloc returned (check_alloc.c). */
+/* A block tmt_malloc returned (check_alloc.c): its ALLOC record's value
+ * kept as recorded, size and call site packed (16 bytes a block, not 24:
+ * the table holds up to CA_ALLOC_MAX of them). */
 struct ca_block {
-    uint64_t addr, size, pc;   /* size TF_ALLOC_SIZE_MAX: that size or more */
+    uint64_t addr, value;
 };
+/* Its size (TF_ALLOC_SIZE_MAX: that size or more) and call site. */
+static inline uint64_t ca_block_size(const struct ca_block *b) { return tf_alloc_size(b->value); }
+static inline uint64_t ca_block_pc(const struct ca_block *b) { return tf_alloc_pc(b->value); }
 
 /* A commit with its write version, for aborts that found that version. */
 struct ventry {
