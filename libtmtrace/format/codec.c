@@ -7,6 +7,8 @@
  * number) so that a typical transactional stream costs a few bytes per event
  * before compression. The decoder checks every read against the end of the
  * payload: a corrupt payload is an error, never an out-of-bounds access.
+ * The chunks' CRC-32 is zlib's, computed by carry-less multiplication where
+ * the CPU has it.
  */
 #include "codec.h"
 
@@ -830,17 +832,87 @@ int codec_decompress(int codec, const void *in, size_t n, void *out, size_t raw_
     }
 }
 
-uint32_t codec_crc32(const void *p, size_t n)
+/* zlib's CRC-32 of n bytes, continuing from `c` (0 to start). */
+static uLong crc32_zlib(uLong c, const Bytef *b, size_t n)
 {
-    uLong c = crc32(0L, Z_NULL, 0);
-    const Bytef *b = p;
     while (n > 0) {
         uInt take = n > 0x40000000u ? 0x40000000u : (uInt)n;
         c = crc32(c, b, take);
         b += take;
         n -= take;
     }
-    return (uint32_t)c;
+    return c;
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+
+/* The same CRC-32 by carry-less multiplication, 64 bytes per step (the
+ * folding of Intel's "Fast CRC Computation for Generic Polynomials Using
+ * PCLMULQDQ", reflected): the reader and the writer check every chunk's
+ * payload, and zlib's table-driven loop was about 4 instructions a byte.
+ * `raw` is the register without zlib's inversions; n a multiple of 16, at
+ * least 64. The constants are x^k mod P(x) for the fold distances
+ * (512 + 32, 512 - 32, 128 + 32, 128 - 32, 64), then P(x) and its Barrett
+ * quotient, all bit-reflected. */
+__attribute__((target("pclmul,sse4.1"))) static uint32_t crc32_fold(uint32_t raw, const uint8_t *p, size_t n)
+{
+    const __m128i k12 = _mm_set_epi64x(0x1c6e41596, 0x154442bd4);
+    const __m128i k34 = _mm_set_epi64x(0x0ccaa009e, 0x1751997d0);
+    const __m128i k5 = _mm_set_epi64x(0, 0x163cd6124);
+    const __m128i pu = _mm_set_epi64x(0x1f7011641, 0x1db710641);
+    const __m128i mask32 = _mm_set_epi32(0, 0, 0, -1);
+    __m128i x0 = _mm_xor_si128(_mm_loadu_si128((const __m128i *)p), _mm_cvtsi32_si128((int)raw));
+    __m128i x1 = _mm_loadu_si128((const __m128i *)(p + 16));
+    __m128i x2 = _mm_loadu_si128((const __m128i *)(p + 32));
+    __m128i x3 = _mm_loadu_si128((const __m128i *)(p + 48));
+    for (p += 64, n -= 64; n >= 64; p += 64, n -= 64) {
+#define CRC_FOLD(x, k, next) \
+    x = _mm_xor_si128(_mm_xor_si128(_mm_clmulepi64_si128(x, k, 0x00), _mm_clmulepi64_si128(x, k, 0x11)), next)
+        CRC_FOLD(x0, k12, _mm_loadu_si128((const __m128i *)p));
+        CRC_FOLD(x1, k12, _mm_loadu_si128((const __m128i *)(p + 16)));
+        CRC_FOLD(x2, k12, _mm_loadu_si128((const __m128i *)(p + 32)));
+        CRC_FOLD(x3, k12, _mm_loadu_si128((const __m128i *)(p + 48)));
+    }
+    CRC_FOLD(x0, k34, x1);
+    CRC_FOLD(x0, k34, x2);
+    CRC_FOLD(x0, k34, x3);
+    for (; n >= 16; p += 16, n -= 16)
+        CRC_FOLD(x0, k34, _mm_loadu_si128((const __m128i *)p));
+#undef CRC_FOLD
+    /* 128 -> 64 bits, then 64 -> 32, then Barrett's reduction */
+    x0 = _mm_xor_si128(_mm_srli_si128(x0, 8), _mm_clmulepi64_si128(k34, x0, 0x01));
+    x0 = _mm_xor_si128(_mm_srli_si128(x0, 4), _mm_clmulepi64_si128(_mm_and_si128(x0, mask32), k5, 0x00));
+    __m128i t = _mm_and_si128(_mm_clmulepi64_si128(_mm_and_si128(x0, mask32), pu, 0x10), mask32);
+    x0 = _mm_xor_si128(x0, _mm_clmulepi64_si128(t, pu, 0x00));
+    return (uint32_t)_mm_extract_epi32(x0, 1);
+}
+
+/* 1 when the CPU has PCLMULQDQ and SSE4.1 (asked once). */
+static int crc32_fold_ok(void)
+{
+    static int ok = -1;   /* every thread computes the same value: a benign race, made atomic */
+    int v = __atomic_load_n(&ok, __ATOMIC_RELAXED);
+    if (v < 0) {
+        __builtin_cpu_init();
+        v = __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.1");
+        __atomic_store_n(&ok, v, __ATOMIC_RELAXED);
+    }
+    return v;
+}
+#endif
+
+uint32_t codec_crc32(const void *p, size_t n)
+{
+    const Bytef *b = p;
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (n >= 64 && crc32_fold_ok()) {
+        size_t head = n & ~(size_t)15;
+        uint32_t raw = crc32_fold(0xffffffffu, b, head);
+        return (uint32_t)crc32_zlib(raw ^ 0xffffffffu, b + head, n - head);
+    }
+#endif
+    return (uint32_t)crc32_zlib(crc32(0L, Z_NULL, 0), b, n);
 }
 
 /* ---- benchmark ----------------------------------------------------------- */

@@ -44,9 +44,11 @@ enum tf_event_kind {
 
 /* The kinds that repeat the stamp of the record before them (WSET,
  * ABORT_PC, ABORT_STACK): no clock read, after an attempt's end. */
+#define TF_EV_BIT(kind) (UINT64_C(1) << (kind))
+#define TF_EV_REPEATS_STAMP (TF_EV_BIT(TF_EV_WSET) | TF_EV_BIT(TF_EV_ABORT_PC) | TF_EV_BIT(TF_EV_ABORT_STACK))
 static inline int tf_event_repeats_stamp(unsigned kind)
 {
-    return kind == TF_EV_WSET || kind == TF_EV_ABORT_PC || kind == TF_EV_ABORT_STACK;
+    return kind < 64 && (TF_EV_REPEATS_STAMP >> kind & 1);
 }
 
 /* The `value` of an ALLOC record: the call site (a return address, < 2^48

@@ -918,6 +918,22 @@ static void csv_files_hold_sites_conflicts_and_threads(void **st)
     free(s);
 }
 
+static void tables_option_gives_each_growing_tables_size_and_their_sum(void **st)
+{
+    (void)st;
+    struct tg_thread th[2] = { 0 };
+    good_txs(&th[0], 1000, 3, 1);
+    good_txs(&th[1], 1050, 2, 2);
+    const char *path = write_trace("tables.bin", th, 2, 0);
+    assert_int_equal(run_check(path, 0, "--tables"), 0);
+    expect_out("tmcheck: table threads ");
+    expect_out("tmcheck: table order views ");
+    expect_out("tmcheck: table commit store ");
+    expect_out("tmcheck: table allocated blocks ");
+    expect_out("tmcheck: tables in all ");
+    expect_out("events");   /* the report follows on stdout */
+}
+
 /* Runs tmcheck expecting exit 2 and one line that contains `what`. */
 static void expect_bad(const char *args, const char *what)
 {
@@ -1002,6 +1018,7 @@ int main(void)
         cmocka_unit_test(a_truncated_or_killed_trace_is_incomplete_exit_4_saying_why),
         cmocka_unit_test(violations_outrank_incompleteness_which_is_still_said),
         cmocka_unit_test(csv_files_hold_sites_conflicts_and_threads),
+        cmocka_unit_test(tables_option_gives_each_growing_tables_size_and_their_sum),
         cmocka_unit_test(bad_input_gives_one_line_and_exit_2),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -52,7 +52,7 @@ int ca_alloc_event(struct ca_state *s, const struct tf_event *ev)
         h = (h + 1) & (s->alloc_cap - 1);
     if (!s->allocs[h].addr)
         s->alloc_n++;
-    s->allocs[h] = (struct ca_block){ ev->addr, tf_alloc_size(ev->value), tf_alloc_pc(ev->value) };
+    s->allocs[h] = (struct ca_block){ ev->addr, ev->value };
     s->t.allocs++;
     return 0;
 }
@@ -75,7 +75,7 @@ const struct ca_block *ca_alloc_find(const struct ca_state *s, uint64_t addr)
         return NULL;
     for (uint64_t d = 0; d <= TF_ALLOC_SIZE_MAX && d <= addr; d += 8) {
         const struct ca_block *b = block_at(s, (addr & ~(uint64_t)7) - d);
-        if (b && (addr < b->addr + b->size || b->size == TF_ALLOC_SIZE_MAX))
+        if (b && (addr < b->addr + ca_block_size(b) || ca_block_size(b) == TF_ALLOC_SIZE_MAX))
             return b;
     }
     return NULL;
@@ -85,7 +85,7 @@ int ca_block_at(const struct ca_state *s, uint64_t addr, uint64_t *base, uint64_
 {
     const struct ca_block *b = ca_alloc_find(s, addr);
     *base = b ? b->addr : 0;
-    *pc = b ? b->pc : 0;
+    *pc = b ? ca_block_pc(b) : 0;
     return b != NULL;
 }
 

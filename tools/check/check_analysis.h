@@ -258,9 +258,29 @@ void ca_opts_for_trace(const struct trace_index *ix, unsigned stripes_log2, stru
 struct ca_state *ca_create(const struct ca_opts *o);
 /* Feeds the next event in merged order. 0, or -1 (out of memory). */
 int ca_event(struct ca_state *s, const struct tf_event *ev);
+/* The analyses that look at one thread's events alone (the order views of
+ * check_order.c, the clock error of check_clock.c) run in the merge's
+ * threads, one source at a time (ti_merge_opts.order = ca_source_chunk,
+ * ctx the state), instead of in ca_event: for the sources of `ix`, unless
+ * two of them share a thread slot. Before the first event. 1 = split (the
+ * merge must call ca_source_chunk), 0 = ca_event keeps them, -1 = out of
+ * memory. */
+int ca_by_source(struct ca_state *s, const struct trace_index *ix);
+int ca_source_chunk(void *ctx, size_t source, struct tf_event *ev, const uint64_t *keep, size_t n);
 /* Ends the stream: flushes the per-thread views and pending aborts. */
 int ca_finish(struct ca_state *s);
 void ca_free(struct ca_state *s);
+
+/* One of the analyses' tables: entries and bytes as allocated now. */
+struct ca_table_size {
+    const char *name;
+    size_t entries, bytes;
+};
+#define CA_TABLES 13
+/* The tables that grow with the trace's distinct threads, sites,
+ * addresses, conflicts and allocated blocks, and the stores bounded by
+ * CA_STORE_MAX: fills out[CA_TABLES] (check_driver.c). */
+void ca_table_sizes(const struct ca_state *s, struct ca_table_size out[CA_TABLES]);
 
 /* Results (valid after ca_finish, until ca_free). The totals and threads
  * from check_driver.c, the sites and conflicts from check_tables.c, the hot

@@ -190,7 +190,7 @@ static int hot_add(struct ca_state *s, const struct ca_attribution *a, double wa
         s->hotn++;
         const struct ca_block *b = ca_alloc_find(s, a->addr);
         if (b) {
-            x->alloc_pc = b->pc;
+            x->alloc_pc = ca_block_pc(b);
             x->alloc_off = a->addr - b->addr;
         }
     }
@@ -311,7 +311,7 @@ static unsigned word_class(const struct ca_state *s, const struct pending *p)
  * the trace does not have it). */
 static const struct ended *holder_attempt(const struct ca_state *s, const struct pending *p)
 {
-    if (p->holder == 0 || p->holder >= s->nth || !s->th[p->holder].ring)
+    if (p->holder == 0 || p->holder >= s->nth || !s->th[p->holder].live)
         return NULL;
     const struct th *h = &s->th[p->holder];
     uint32_t n = h->nended < CA_ENDED_KEEP ? h->nended : CA_ENDED_KEEP;
@@ -594,7 +594,7 @@ int ca_culprit_abort(struct ca_state *s, struct th *t, const struct tf_event *ev
 }
 
 /* After every event: resolves what can be, forgets what cannot matter. */
-int ca_culprit_step(struct ca_state *s)
+int ca_culprit_step_slow(struct ca_state *s)
 {
     if (resolve_ready(s, 0) < 0)
         return -1;

@@ -59,7 +59,8 @@ struct ca_state *ca_create(const struct ca_opts *o)
         s->o.desched_gap_ns = CA_DESCHED_GAP_NS_DEFAULT;
     if (!(s->o.event_cost_ns > 0))
         s->o.event_cost_ns = CA_EVENT_COST_NS_DEFAULT;
-    if (ca_culprit_create(s) < 0) {
+    s->nsrc = 1;
+    if (!(s->src = calloc(1, sizeof *s->src)) || ca_culprit_create(s) < 0) {
         ca_free(s);
         return NULL;
     }
@@ -103,12 +104,8 @@ static struct th *thread_of(struct ca_state *s, uint32_t id)
     if (ti_grow((void **)&s->th, &s->nth, (size_t)id + 1, sizeof *s->th) < 0)
         return NULL;
     struct th *t = &s->th[id];
-    if (!t->ring) {
-        t->ring = malloc(2 * CA_REORDER_WINDOW * sizeof *t->ring);   /* ring and heap */
-        if (!t->ring) {
-            error_set("out of memory");
-            return NULL;
-        }
+    if (!t->live) {
+        t->live = 1;
         t->pub.thread = id;
     }
     return t;
@@ -259,6 +256,37 @@ static int on_abort(struct ca_state *s, struct th *t, const struct tf_event *ev)
     return 0;
 }
 
+int ca_by_source(struct ca_state *s, const struct trace_index *ix)
+{
+    /* a raw trace's source is one thread: split unless two share a slot */
+    for (size_t i = 0; i + 1 < ix->nsrc; i++)
+        if (ca_id_slot(ix->src[i].thread) == ca_id_slot(ix->src[i + 1].thread))
+            return 0;
+    if (s->t.events || ix->nsrc < 1)
+        return 0;
+    struct ca_source *src = calloc(ix->nsrc, sizeof *src);
+    if (!src)
+        return error_set("out of memory");
+    for (size_t k = 0; k < s->nsrc; k++)
+        ca_order_free(&s->src[k].views);
+    free(s->src);
+    s->src = src;
+    s->nsrc = ix->nsrc;
+    s->src_apart = 1;
+    return 1;
+}
+
+int ca_source_chunk(void *ctx, size_t source, struct tf_event *ev, const uint64_t *keep, size_t n)
+{
+    struct ca_state *s = ctx;
+    struct ca_source *src = &s->src[source];
+    (void)keep;
+    if (ca_order_events(s, &src->views, ev, n) < 0)
+        return -1;
+    ca_clock_events(s, &src->clock, ev, n);
+    return 0;
+}
+
 int ca_event(struct ca_state *s, const struct tf_event *ev)
 {
     struct th *t = thread_of(s, ev->thread);
@@ -268,8 +296,11 @@ int ca_event(struct ca_state *s, const struct tf_event *ev)
     t->pub.events++;
     if (ev->ts > s->now)
         s->now = ev->ts;
-    ca_order_event(s, t, ev);
-    ca_clock_event(s, ev);
+    if (!s->src_apart) {
+        if (ca_order_events(s, &s->src[0].views, ev, 1) < 0)
+            return -1;
+        ca_clock_events(s, &s->src[0].clock, ev, 1);
+    }
     attempt_progress(s, t, ev);
     if (ca_time_event(s, t, ev) < 0)
         return -1;
@@ -319,19 +350,25 @@ int ca_event(struct ca_state *s, const struct tf_event *ev)
     return rc < 0 ? -1 : ca_culprit_step(s);
 }
 
-static void threads_finish(struct ca_state *s)
+static int threads_finish(struct ca_state *s)
 {
+    for (size_t k = 0; k < s->nsrc; k++) {
+        if (ca_order_finish(s, &s->src[k].views, thread_of) < 0)
+            return -1;
+        ca_clock_add(s, &s->src[k].clock);
+        memset(&s->src[k].clock, 0, sizeof s->src[k].clock);
+    }
     for (size_t i = 0; i < s->nth; i++) {
         struct th *t = &s->th[i];
-        if (!t->ring)
+        if (!t->live)
             continue;
-        ca_order_flush(s, t);
         if (t->in_tx) {
             t->pub.open_at_end++;
             s->t.open_at_end++;
             t->in_tx = 0;
         }
     }
+    return 0;
 }
 
 static int threads_out(struct ca_state *s)
@@ -342,7 +379,7 @@ static int threads_out(struct ca_state *s)
         return error_set("out of memory");
     size_t k = 0;
     for (size_t i = 0; i < s->nth; i++)
-        if (s->th[i].ring)
+        if (s->th[i].live)
             s->threads_out[k++] = s->th[i].pub;
     s->nthreads_out = k;
     return 0;
@@ -350,8 +387,7 @@ static int threads_out(struct ca_state *s)
 
 int ca_finish(struct ca_state *s)
 {
-    threads_finish(s);
-    if (ca_culprit_finish(s) < 0 || ca_groups_finish(s) < 0)
+    if (threads_finish(s) < 0 || ca_culprit_finish(s) < 0 || ca_groups_finish(s) < 0)
         return -1;
     ca_where_finish(s);
     ca_clock_finish(s);
@@ -367,10 +403,12 @@ void ca_free(struct ca_state *s)
     if (!s)
         return;
     for (size_t i = 0; i < s->nth; i++) {
-        free(s->th[i].ring);
         free(s->th[i].acc);
         free(s->th[i].off);
     }
+    for (size_t k = 0; k < s->nsrc; k++)
+        ca_order_free(&s->src[k].views);
+    free(s->src);
     ca_time_free(s);
     ca_alloc_free(s);
     ca_culprit_free(s);
@@ -380,6 +418,48 @@ void ca_free(struct ca_state *s)
     free(s->th);
     free(s->threads_out);
     free(s);
+}
+
+void ca_table_sizes(const struct ca_state *s, struct ca_table_size out[CA_TABLES])
+{
+    size_t thr = s->nth * sizeof *s->th, views = 0, nviews = 0, hists = 0, nhists = 0, pend = 0;
+    for (size_t i = 0; i < s->nth; i++) {
+        const struct th *t = &s->th[i];
+        thr += t->capacc * sizeof *t->acc + t->off_cap * sizeof *t->off + (t->hist ? sizeof *t->hist : 0);
+    }
+    for (size_t k = 0; k < s->nsrc; k++) {
+        views += s->src[k].views.n * sizeof *s->src[k].views.v + sizeof s->src[k];
+        for (size_t i = 0; i < s->src[k].views.n; i++)
+            if (s->src[k].views.v[i]) {
+                nviews++;
+                views += sizeof **s->src[k].views.v + 2 * CA_REORDER_WINDOW * sizeof(struct ro_ent);
+            }
+    }
+    for (size_t i = 0; i < s->nsite_hist; i++)
+        if (s->site_hist[i]) {
+            nhists++;
+            hists += sizeof **s->site_hist;
+        }
+    for (size_t i = 0; i < s->pcount; i++)
+        pend += s->pend[(s->phead + i) % s->pcap].nacc * sizeof(struct access);
+    const size_t buckets = (size_t)1 << CA_BUCKETS_LOG2;
+    out[0] = (struct ca_table_size){ "threads", s->nth, thr };
+    out[1] = (struct ca_table_size){ "order views", nviews, views };
+    out[2] = (struct ca_table_size){ "site rows", s->nsite, s->nsite * (sizeof *s->site + 1) };
+    out[3] = (struct ca_table_size){ "site durations", nhists, hists + s->nsite_hist * sizeof *s->site_hist };
+    out[4] = (struct ca_table_size){ "commit store", (size_t)s->rcap,
+                                     (size_t)s->rcap * sizeof *s->ring + buckets * sizeof *s->bucket };
+    out[5] = (struct ca_table_size){ "commits by version", (size_t)s->vcap,
+                                     (size_t)s->vcap * sizeof *s->vring + buckets * sizeof *s->vbucket };
+    out[6] = (struct ca_table_size){ "pending aborts", s->pcap, s->pcap * sizeof *s->pend + pend };
+    out[7] = (struct ca_table_size){ "conflict matrix", s->cmcap, s->cmcap * sizeof *s->cm };
+    out[8] = (struct ca_table_size){ "hot addresses", s->hotcap, s->hotcap * sizeof *s->hot };
+    out[9] = (struct ca_table_size){ "abort groups", s->grpcap, s->grpcap * sizeof *s->grp };
+    out[10] = (struct ca_table_size){ "abort code addresses", s->where.cap, s->where.cap * sizeof *s->where.e };
+    out[11] = (struct ca_table_size){ "abort stacks", s->stacks.cap,
+                                      s->stacks.cap * sizeof *s->stacks.e + s->framecap * sizeof *s->frames +
+                                          s->frame_index_cap * sizeof *s->frame_index };
+    out[12] = (struct ca_table_size){ "allocated blocks", s->alloc_cap, s->alloc_cap * sizeof *s->allocs };
 }
 
 const struct ca_totals *ca_totals(const struct ca_state *s) { return &s->t; }

@@ -113,7 +113,7 @@ static struct ca_group *group_slot(struct ca_state *s, uint32_t victim, uint32_t
             *g = (struct ca_group){ .victim_site = victim, .culprit_site = culprit, .cls = cls, .addr = addr };
             const struct ca_block *b = ca_alloc_find(s, addr);
             if (b) {
-                g->alloc_pc = b->pc;
+                g->alloc_pc = ca_block_pc(b);
                 g->alloc_base = b->addr;
             }
             s->grpn++;

@@ -52,19 +52,48 @@ struct access {
     uint8_t write;
 };
 
-struct th {
-    struct ca_thread pub;
+/* check_order.c: a thread's events in program order against their stamps,
+ * and what that counted. Apart from struct th so that the merge's threads
+ * can run it on each source's chunks while the driver takes the merged
+ * events (ca_order_chunk). */
+struct ca_view {
+    uint32_t id;         /* the thread's slot */
     int seen;
     uint64_t last_ts;
     uint64_t prog;
     /* timestamp-ordered view of the last CA_REORDER_WINDOW events: a sorted
      * ring, and behind it (ring + CA_REORDER_WINDOW) a heap of those that
-     * came out of order (check_order.c) */
+     * came out of order */
     struct ro_ent *ring;
     uint32_t rhead, rcount, hcount;
     uint64_t emitted, last_emit_ts;
-    int have_emit;
     int gstate;
+    uint64_t temporal, grammar, out_of_place, window_overflows;
+};
+
+/* The views one source's events reach, by thread slot. */
+struct ca_views {
+    struct ca_view **v;
+    size_t n;
+};
+
+/* check_clock.c: the histogram of |stamp - truth| in ns. */
+struct ca_clock {
+    uint64_t hist[CA_HIST_N];
+    uint64_t n;
+    double err_max;
+};
+
+/* What the analyses that look at one source's events alone keep of it
+ * (check_driver.c: ca_by_source). */
+struct ca_source {
+    struct ca_views views;
+    struct ca_clock clock;
+};
+
+struct th {
+    struct ca_thread pub;
+    int live;            /* the thread has had an event */
     /* the open attempt, in program order */
     int in_tx, late, has_ops, htm, htm_emu, serial;
     int serial_overlap;  /* the serial attempt met another thread's transaction */
@@ -111,10 +140,15 @@ struct ca_dur_hist {
     uint32_t committed[CA_DUR_N], aborted[CA_DUR_N];
 };
 
-/* A block tmt_malloc returned (check_alloc.c). */
+/* A block tmt_malloc returned (check_alloc.c): its ALLOC record's value
+ * kept as recorded, size and call site packed (16 bytes a block, not 24:
+ * the table holds up to CA_ALLOC_MAX of them). */
 struct ca_block {
-    uint64_t addr, size, pc;   /* size TF_ALLOC_SIZE_MAX: that size or more */
+    uint64_t addr, value;
 };
+/* Its size (TF_ALLOC_SIZE_MAX: that size or more) and call site. */
+static inline uint64_t ca_block_size(const struct ca_block *b) { return tf_alloc_size(b->value); }
+static inline uint64_t ca_block_pc(const struct ca_block *b) { return tf_alloc_pc(b->value); }
 
 /* A commit with its write version, for aborts that found that version. */
 struct ventry {
@@ -151,6 +185,11 @@ struct ca_state {
     unsigned serial_open;          /* threads in a serial attempt now */
     struct th *th;                 /* by thread id */
     size_t nth;
+    /* the per-source analyses (the order views, the clock error): one
+     * source, the driver's, unless ca_by_source split them by the merge's */
+    struct ca_source *src;
+    size_t nsrc;
+    int src_apart;                 /* the merge runs them (ca_source_chunk), not ca_event */
     struct ca_thread *threads_out;
     size_t nthreads_out;
     /* check_tables.c: the site rows */
@@ -204,9 +243,8 @@ struct ca_state {
     /* check_time.c: duration histograms by site id */
     struct ca_dur_hist **site_hist;
     size_t nsite_hist;
-    /* check_clock.c */
-    uint64_t hist[CA_HIST_N];
-    double err_max;
+    /* check_clock.c: the sources' histograms added up at the end */
+    struct ca_clock clock;
 };
 
 /* check_tables.c: an open-addressing table (a power of two of slots,
@@ -219,17 +257,26 @@ void *ca_table_rehash(void *old, size_t cap, size_t nc, size_t elem, int (*used)
  * a site (NULL out of memory); an abort's class counted in its site and the
  * totals; one abort into the conflict matrix (culprit site 0: none), by
  * class; the finished arrays (sites by id, the matrix by count). */
-struct ca_site *ca_site_of(struct ca_state *s, uint32_t id);
+struct ca_site *ca_site_grow(struct ca_state *s, uint32_t id);
+/* Inline: the analyses ask for the open attempt's site on every event. */
+static inline struct ca_site *ca_site_of(struct ca_state *s, uint32_t id)
+{
+    uint32_t k = ca_id_slot(id);
+    return k < s->nsite && s->site_seen[k] ? &s->site[k] : ca_site_grow(s, id);
+}
 int ca_site_class(struct ca_state *s, uint32_t site, unsigned cls, double wasted_ns);
 int ca_conflict_add(struct ca_state *s, uint32_t victim, uint32_t culprit, unsigned cls, double wasted_ns);
 int ca_tables_finish(struct ca_state *s);
 void ca_tables_free(struct ca_state *s);
 
-/* check_order.c */
-void ca_order_event(struct ca_state *s, struct th *t, const struct tf_event *ev);
+/* check_order.c (0, or -1 with the message set: out of memory). The
+ * views' event in merged order when the merge does not run them; the views
+ * emptied and their counts added to the threads and totals at the end. */
+int ca_order_events(struct ca_state *s, struct ca_views *vs, const struct tf_event *ev, size_t n);
 void ca_order_access(struct th *t, uint64_t ts);
 void ca_order_attempt_end(struct ca_state *s, struct th *t, uint64_t ts);
-void ca_order_flush(struct ca_state *s, struct th *t);
+int ca_order_finish(struct ca_state *s, struct ca_views *vs, struct th *(*thread_of)(struct ca_state *, uint32_t));
+void ca_order_free(struct ca_views *vs);
 
 /* check_culprit.c (0, or -1 with the message set: out of memory) */
 int ca_culprit_create(struct ca_state *s);
@@ -246,7 +293,17 @@ int ca_culprit_wset(struct ca_state *s, struct th *t, const struct tf_event *ev)
 void ca_culprit_abort_pc(struct ca_state *s, const struct th *t, const struct tf_event *ev);
 /* An ABORT_STACK record: one frame more of that abort's stack. */
 void ca_culprit_abort_stack(struct ca_state *s, const struct th *t, const struct tf_event *ev);
-int ca_culprit_step(struct ca_state *s);
+int ca_culprit_step_slow(struct ca_state *s);
+/* After every event: resolves the aborts whose window has passed, prunes
+ * the store now and then (inline: nothing to do on most events). */
+static inline int ca_culprit_step(struct ca_state *s)
+{
+    if (s->pcount == 0 && s->since_prune + 1 < CA_PRUNE_EVERY) {
+        s->since_prune++;
+        return 0;
+    }
+    return ca_culprit_step_slow(s);
+}
 int ca_culprit_finish(struct ca_state *s);
 void ca_culprit_free(struct ca_state *s);
 
@@ -280,7 +337,9 @@ void ca_where_free(struct ca_state *s);
 double ca_attempt_off_ns(const struct ca_state *s, const struct th *t);
 
 /* check_clock.c */
-void ca_clock_event(struct ca_state *s, const struct tf_event *ev);
+void ca_clock_events(const struct ca_state *s, struct ca_clock *c, const struct tf_event *ev, size_t n);
+/* Adds a source's histogram to the state's. */
+void ca_clock_add(struct ca_state *s, const struct ca_clock *c);
 void ca_clock_finish(struct ca_state *s);
 
 /* check_sites.c (0, or -1 with the message set: out of memory) */

@@ -36,7 +36,7 @@ void *ca_table_rehash(void *old, size_t cap, size_t nc, size_t elem, int (*used)
     return n;
 }
 
-struct ca_site *ca_site_of(struct ca_state *s, uint32_t id)
+struct ca_site *ca_site_grow(struct ca_state *s, uint32_t id)
 {
     id = ca_id_slot(id);
     size_t cap = s->nsite, cap2 = s->nsite; /* one length for both arrays */

@@ -152,7 +152,7 @@ int ca_time_finish(struct ca_state *s)
 {
     for (size_t i = 0; i < s->nth; i++) {
         struct th *t = &s->th[i];
-        if (!t->ring || !t->have_first)
+        if (!t->live || !t->have_first)
             continue;
         struct ca_time *x = &t->pub.time;
         x->wall_ns = (double)(t->tl_last - t->tl_first) * s->o.ns_per_unit;

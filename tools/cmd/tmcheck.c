@@ -35,6 +35,8 @@ static const struct tool_option check_options[] = {
                              "group, aborts and on-CPU wasted time; commits per second" },
     { "-S, --stripes LOG2", "the traced run's TMTRACE_STRIPES, 10 to 28 (default: as recorded)" },
     { "-J, --jobs N", TOOL_JOBS_HELP },
+    { "    --tables", "also print on stderr the size of each analysis table that grows with the\n"
+                     "trace's distinct threads, sites, addresses and allocated blocks" },
     { "-h, --help", "this text" },
     { "    --man", "this text as a man page (troff)" },
     { "-V, --version", "the version" },
@@ -44,7 +46,7 @@ static const struct tool_option check_options[] = {
 static const struct tool_doc check_doc = {
     .name = "tmcheck",
     .purpose = "check a trace for the inconsistencies unsynchronised clocks cause and explain its aborts",
-    .synopsis = "tmcheck TRACE [--json] [--csv DIR] [--salvage] [--stripes LOG2] [--jobs N]\n"
+    .synopsis = "tmcheck TRACE [--json] [--csv DIR] [--salvage] [--stripes LOG2] [--jobs N] [--tables]\n"
                 "tmcheck --compare BEFORE AFTER [--json] [--salvage] [--stripes LOG2] [--jobs N]",
     .description =
         "Checks a raw or synchronised trace and explains its aborts. The report opens with\n"
@@ -77,6 +79,7 @@ struct check_args {
     const char *csv;
     const char *before;   /* --compare BEFORE (the operand is AFTER) */
     int json;
+    int tables;         /* --tables */
     unsigned flags;
     uint64_t stripes;   /* 0: as recorded in the trace */
     unsigned jobs;
@@ -90,7 +93,7 @@ static int parse_args(int argc, char **argv, struct check_args *a)
         { "salvage", no_argument, 0, 's' }, { "stripes", required_argument, 0, 'S' },
         { "help", no_argument, 0, 'h' },    { "version", no_argument, 0, 'V' },
         { "man", no_argument, 0, 'M' },     { "jobs", required_argument, 0, 'J' },
-        { "compare", required_argument, 0, 'C' },
+        { "compare", required_argument, 0, 'C' }, { "tables", no_argument, 0, 'T' },
         { 0, 0, 0, 0 }
     };
     *a = (struct check_args){ .jobs = tool_jobs_default() };
@@ -101,6 +104,7 @@ static int parse_args(int argc, char **argv, struct check_args *a)
         case 'j': a->json = 1; break;
         case 'c': a->csv = optarg; break;
         case 'C': a->before = optarg; break;
+        case 'T': a->tables = 1; break;
         case 's': a->flags |= TF_SALVAGE; break;
         case 'S':
             if (tool_parse_u64("--stripes", optarg, TF_STRIPES_LOG2_MIN, TF_STRIPES_LOG2_MAX, &a->stripes) < 0)
@@ -128,23 +132,57 @@ static int parse_args(int argc, char **argv, struct check_args *a)
 
 /* Pass 2: every event in merged order through the analysis. 0, or the exit
  * code after a one-line message. */
+/* The merge's per-source callback (ca_by_source split the analyses): one
+ * source's chunk through the analyses of one thread's events, and into
+ * that source's span. */
+struct by_source {
+    struct ca_state *st;
+    struct tc_span *span;
+};
+
+static int source_chunk(void *ctx, size_t source, struct tf_event *ev, const uint64_t *keep, size_t n)
+{
+    struct by_source *b = ctx;
+    struct tc_span sp = b->span[source];
+    for (size_t i = 0; i < n; i++)
+        tc_span_add(&sp, ev[i].ts);
+    b->span[source] = sp;
+    return ca_source_chunk(b->st, source, ev, keep, n);
+}
+
 static int analyse(const struct check_args *a, const char *path, struct tf_reader *r, const struct trace_index *ix,
                    struct ca_state *st, struct tc_span *span)
 {
+    struct by_source bs = { st, calloc(ix->nsrc + 1, sizeof *bs.span) };
+    int split = bs.span ? ca_by_source(st, ix) : -1;
+    if (split < 0) {
+        free(bs.span);
+        return tool_error("%s: %s", path, bs.span ? error_get() : "out of memory");
+    }
     struct ti_merge_opts o = { .jobs = a->jobs, .path = path, .open_flags = a->flags };
+    if (split) {   /* the per-thread analyses and the span in the merge's threads */
+        o.order = source_chunk;
+        o.ctx = &bs;
+    }
     struct ti_merge *m = ti_merge_create(r, ix, &o);
-    if (!m)
+    if (!m) {
+        free(bs.span);
         return tool_error_lib();
+    }
     const struct tf_event *ev;
     int k, rc = 0;
     while ((k = ti_merge_next(m, &ev)) == 1) {
-        tc_span_add(span, ev->ts);
+        if (!split)
+            tc_span_add(span, ev->ts);
         if (ca_event(st, ev) < 0) {
             rc = tool_error("%s: %s", path, error_get());
             break;
         }
     }
     ti_merge_free(m);
+    for (size_t i = 0; i < ix->nsrc; i++)
+        tc_span_join(span, &bs.span[i]);
+    free(bs.span);
     if (rc == 0 && k < 0)
         rc = tool_error_lib();
     if (rc == 0 && ca_finish(st) < 0)
@@ -276,6 +314,20 @@ static int compare(const struct check_args *a)
     return rc;
 }
 
+/* --tables: one line per table on stderr, then their sum. */
+static void print_tables(const struct ca_state *st)
+{
+    struct ca_table_size t[CA_TABLES];
+    ca_table_sizes(st, t);
+    size_t sum = 0;
+    for (size_t i = 0; i < CA_TABLES; i++) {
+        fprintf(stderr, "tmcheck: table %-22s %12zu entries %10.1f MiB\n", t[i].name, t[i].entries,
+                (double)t[i].bytes / 1048576.0);
+        sum += t[i].bytes;
+    }
+    fprintf(stderr, "tmcheck: tables in all %44.1f MiB\n", (double)sum / 1048576.0);
+}
+
 int main(int argc, char **argv)
 {
     tool_init("tmcheck");
@@ -287,6 +339,8 @@ int main(int argc, char **argv)
         return compare(&a);
     struct run x;
     int rc = run_open(&a, a.path, &x);
+    if (rc == 0 && a.tables)
+        print_tables(x.st);
     if (rc == 0)
         rc = report(&a, &x.in, &x.aborts);
     run_close(&x);

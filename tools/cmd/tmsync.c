@@ -71,6 +71,12 @@ struct sync_last {
     int seen;
 };
 
+/* One source's threads' previous events, by thread id. */
+struct sync_lasts {
+    struct sync_last *last;
+    size_t n;
+};
+
 /* What one decoding thread changes while it maps: its segment hints. */
 struct sync_hints {
     uint32_t cpu[SYNC_MAX_CPU];
@@ -89,8 +95,10 @@ struct sync_ctx {
     struct tf_sample *samples;    /* sorted by CPU, with what each CPU's fit made of them */
     uint8_t *verdict;             /* enum sm_verdict per sample */
     size_t nsamples;
-    struct sync_last *last;       /* per thread id: its previous event */
-    size_t nlast;
+    struct sync_lasts *lasts;     /* per source: its threads' previous events (a raw
+                                     trace's source is one thread, so no two sources
+                                     share a thread and each is ordered alone) */
+    size_t nsrc;
 };
 
 /* The model for a CPU no sample came from: the pooled fit, made once by
@@ -119,18 +127,18 @@ static struct sm_result *model_for(struct sync_ctx *x, unsigned cpu)
  * equal to it, raised or not.
  * Stamps on different CPUs are left as the models make them, so a wrong
  * model still shows. */
-static int keep_order(struct sync_ctx *x, struct tf_event *ev, uint64_t raw)
+static int keep_order(struct sync_lasts *x, struct tf_event *ev, uint64_t raw)
 {
-    if (ev->thread >= x->nlast) {
-        size_t n = x->nlast ? x->nlast : 64;
+    if (ev->thread >= x->n) {
+        size_t n = x->n ? x->n : 64;
         while (n <= ev->thread)
             n *= 2;
         struct sync_last *p = realloc(x->last, n * sizeof *p);
         if (!p)
             return -1;
-        memset(p + x->nlast, 0, (n - x->nlast) * sizeof *p);
+        memset(p + x->n, 0, (n - x->n) * sizeof *p);
         x->last = p;
-        x->nlast = n;
+        x->n = n;
     }
     struct sync_last *l = &x->last[ev->thread];
     if (l->seen && l->cpu == ev->cpu && raw > l->raw && ev->ts <= l->ns)
@@ -160,10 +168,11 @@ static int map_events(void *ctx, unsigned worker, struct tf_event *ev, uint64_t 
     return 0;
 }
 
-/* Each thread's chunks in order: its stamps on one CPU keep their order. */
-static int order_events(void *ctx, struct tf_event *ev, const uint64_t *raw, size_t n)
+/* Each source's chunks in order, in any decoding thread: its threads'
+ * stamps on one CPU keep their order. */
+static int order_events(void *ctx, size_t source, struct tf_event *ev, const uint64_t *raw, size_t n)
 {
-    struct sync_ctx *x = ctx;
+    struct sync_lasts *x = &((struct sync_ctx *)ctx)->lasts[source];
     for (size_t i = 0; i < n; i++)
         if (keep_order(x, &ev[i], raw[i]) < 0)
             return error_set("out of memory");
@@ -484,7 +493,8 @@ static int write_output(struct sync_ctx *x, struct trace_index *ix, const char *
 {
     struct ti_merge_opts o = { .jobs = jobs, .path = in, .open_flags = open_flags,
                                .map = map_events, .order = order_events, .ctx = x };
-    if (!(x->hints = calloc(jobs, sizeof *x->hints)))
+    x->nsrc = ix->nsrc;
+    if (!(x->hints = calloc(jobs, sizeof *x->hints)) || !(x->lasts = calloc(ix->nsrc + 1, sizeof *x->lasts)))
         return tool_error("out of memory");
     struct tf_reader *r = tf_open(in, open_flags & TF_SALVAGE);
     if (!r)
@@ -621,7 +631,9 @@ int main(int argc, char **argv)
         free(x->samples);
         free(x->verdict);
         free(x->hints);
-        free(x->last);
+        for (size_t k = 0; x->lasts && k < x->nsrc; k++)
+            free(x->lasts[k].last);
+        free(x->lasts);
         free(x);
     }
     ti_free(&ix);

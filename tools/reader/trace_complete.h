@@ -34,6 +34,18 @@ static inline void tc_span_add(struct tc_span *s, uint64_t ts)
         s->last = ts;
 }
 
+/* Adds span `b` (of other records) to `s`. */
+static inline void tc_span_join(struct tc_span *s, const struct tc_span *b)
+{
+    if (!b->records)
+        return;
+    if (!s->records || b->first < s->first)
+        s->first = b->first;
+    if (!s->records || b->last > s->last)
+        s->last = b->last;
+    s->records += b->records;
+}
+
 struct tc_verdict {
     int complete;             /* an END chunk without a signal, no drops, no writer errors */
     int have_end;

@@ -8,8 +8,13 @@
  * chunks of many threads in turn); chunk k of a source goes to slot
  * k % window, and a slot is queued for its next chunk when the merge moves
  * past it, so the decoding threads work ahead of the merge by at most a
- * window. Every slot is decoded the same whichever thread does it.
- * Never: keeps more than a window of chunks per thread; prints; exits.
+ * window. Every slot is decoded the same whichever thread does it. The
+ * order callback passes over a source's decoded chunks in order, one at a
+ * time (the cursor's `ordered` and `ordering`), in whichever thread finds
+ * the next one decoded; the merge takes a chunk once it has passed.
+ * Never: keeps more than a window of chunks per thread; runs the order
+ * callback on two chunks of one source at once or out of their order;
+ * prints; exits.
  */
 #include "trace_index.h"
 
@@ -180,7 +185,9 @@ uint64_t ti_dropped(const struct trace_index *ix)
 
 /* ---- the merge -------------------------------------------------------- */
 
-enum slot_state { SLOT_IDLE, SLOT_QUEUED, SLOT_BUSY, SLOT_READY, SLOT_FAILED };
+/* READY: decoded and mapped; DONE: the order callback has run on it too
+ * (without one, decoding makes it DONE). */
+enum slot_state { SLOT_IDLE, SLOT_QUEUED, SLOT_BUSY, SLOT_READY, SLOT_DONE, SLOT_FAILED };
 
 /* One decoded chunk of a source, or the job of decoding it. */
 struct slot {
@@ -196,7 +203,10 @@ struct slot {
 
 struct cursor {
     const struct ti_source *src;
+    size_t index;             /* the source's index, for the order callback */
     size_t next_chunk;        /* the chunk the cursor takes next */
+    size_t ordered;           /* the chunk the order callback takes next */
+    int ordering;             /* a thread runs the order callback on this source */
     struct slot *slots;       /* the window */
     struct slot *cur;         /* the slot being merged (NULL: none) */
     struct tf_event *ev;      /* cur's events */
@@ -214,6 +224,7 @@ struct job {
 enum task_state { TASK_QUEUED = 1, TASK_BUSY, TASK_DONE };
 
 struct ti_merge {
+    struct ti_merge_head h;   /* first: ti_merge_next's inline part reads it */
     struct tf_reader *r;
     struct ti_merge_opts o;
     unsigned window;
@@ -256,7 +267,38 @@ static int slot_decode(struct ti_merge *m, struct tf_reader *r, unsigned worker,
     return 0;
 }
 
-/* Decodes a slot taken off the queue (or by the merge itself) and publishes it. */
+/* Runs the order callback on the cursor's decoded chunks in their order,
+ * from the first it has not seen, for as long as the next one is decoded
+ * and no other thread is at it: chunks of one source pass one at a time,
+ * in order, in whichever thread finds them ready. The lock is held when
+ * there are workers, and released while the callback runs. */
+static void order_drain(struct ti_merge *m, struct cursor *c)
+{
+    while (!c->ordering) {
+        struct slot *s = &c->slots[c->ordered % m->window];
+        if (s->chunk != c->ordered || s->state != SLOT_READY)
+            return;
+        c->ordering = 1;
+        if (m->nthr)
+            pthread_mutex_unlock(&m->mu);
+        int rc = s->n ? m->o.order(m->o.ctx, c->index, s->ev, s->keep, s->n) : 0;
+        char *msg = rc < 0 ? strdup(error_get()) : NULL;
+        if (m->nthr)
+            pthread_mutex_lock(&m->mu);
+        c->ordering = 0;
+        if (rc < 0) {
+            free(s->error);
+            s->error = msg;
+            s->state = SLOT_FAILED;   /* the merge stops there: no later chunk is ordered */
+            return;
+        }
+        s->state = SLOT_DONE;
+        c->ordered++;
+    }
+}
+
+/* Decodes a slot taken off the queue (or by the merge itself), publishes
+ * it and orders what it can. */
 static void slot_run(struct ti_merge *m, struct tf_reader *r, unsigned worker, struct cursor *c, struct slot *s)
 {
     int rc = slot_decode(m, r, worker, c->src, s);
@@ -264,7 +306,9 @@ static void slot_run(struct ti_merge *m, struct tf_reader *r, unsigned worker, s
     pthread_mutex_lock(&m->mu);
     free(s->error);
     s->error = msg;
-    s->state = rc < 0 ? SLOT_FAILED : SLOT_READY;
+    s->state = rc < 0 ? SLOT_FAILED : m->o.order ? SLOT_READY : SLOT_DONE;
+    if (s->state == SLOT_READY)
+        order_drain(m, c);
     pthread_cond_broadcast(&m->done);
     pthread_mutex_unlock(&m->mu);
 }
@@ -370,16 +414,17 @@ static void slot_queue(struct ti_merge *m, struct cursor *c, size_t k)
         (void)queue_push(m, (struct job){ c, s, NULL }); /* no memory: slot_wait decodes it */
 }
 
-/* Waits for the cursor's next chunk, decoding it here when no worker has
- * started on it. 0, or -1 with the message set. */
+/* Waits for the cursor's next chunk, decoding and ordering it here when no
+ * worker has started on it. 0, or -1 with the message set. */
 static int slot_wait(struct ti_merge *m, struct cursor *c, struct slot *s)
 {
     if (!m->nthr) {
         s->state = SLOT_BUSY;
         if (slot_decode(m, m->r, 0, c->src, s) < 0)
             return -1;
-        s->state = SLOT_READY;
-        return 0;
+        s->state = m->o.order ? SLOT_READY : SLOT_DONE;
+        order_drain(m, c);
+        return s->state == SLOT_DONE ? 0 : error_set("%s", s->error ? s->error : "out of memory");
     }
     pthread_mutex_lock(&m->mu);
     for (;;) {
@@ -389,12 +434,14 @@ static int slot_wait(struct ti_merge *m, struct cursor *c, struct slot *s)
             slot_run(m, m->r, m->nthr, c, s);
             pthread_mutex_lock(&m->mu);
         }
-        if (s->state == SLOT_READY || s->state == SLOT_FAILED)
+        if (s->state == SLOT_READY)
+            order_drain(m, c);
+        if (s->state == SLOT_DONE || s->state == SLOT_FAILED)
             break;
         pthread_cond_wait(&m->done, &m->mu);
     }
     pthread_mutex_unlock(&m->mu);
-    return s->state == SLOT_READY ? 0 : error_set("%s", s->error ? s->error : "out of memory");
+    return s->state == SLOT_DONE ? 0 : error_set("%s", s->error ? s->error : "out of memory");
 }
 
 /* Moves the cursor to its next non-empty chunk; the slot it leaves is
@@ -418,8 +465,6 @@ static int cursor_fill(struct ti_merge *m, struct cursor *c)
         c->cur = s;
         if (s->n == 0)
             continue;
-        if (m->o.order && m->o.order(m->o.ctx, s->ev, s->keep, s->n) < 0)
-            return -1;
         c->ev = s->ev;
         c->n = s->n;
         c->pos = 0;
@@ -531,6 +576,7 @@ struct ti_merge *ti_merge_create(struct tf_reader *r, const struct trace_index *
     int bad = !m->cur || !m->heap;
     for (size_t i = 0; !bad && i < ix->nsrc; i++) {
         m->cur[i].src = &ix->src[i];
+        m->cur[i].index = i;
         bad = !(m->cur[i].slots = calloc(m->window, sizeof *m->cur[i].slots));
     }
     if (bad)
@@ -567,7 +613,28 @@ static int merge_begin(struct ti_merge *m)
     return 0;
 }
 
-int ti_merge_next(struct ti_merge *m, const struct tf_event **ev)
+/* The head the inline part of ti_merge_next walks: the top cursor's
+ * events and the earliest head among the others (the top's children in
+ * the heap; none with one source). */
+static void head_set(struct ti_merge *m)
+{
+    struct cursor *c = m->last;
+    if (!c) {
+        m->h = (struct ti_merge_head){ NULL, NULL, NULL };
+        return;
+    }
+    m->h.cur = &c->ev[c->pos];
+    m->h.end = c->ev + c->n;
+    m->h.rival = NULL;
+    if (m->nheap >= 2) {
+        struct cursor *r = m->heap[1];
+        if (m->nheap > 2 && cur_before(m->heap[2], r))
+            r = m->heap[2];
+        m->h.rival = &r->ev[r->pos];
+    }
+}
+
+int ti_merge_next_slow(struct ti_merge *m, const struct tf_event **ev)
 {
     if (!m->started) {
         if (merge_begin(m) < 0)
@@ -576,6 +643,7 @@ int ti_merge_next(struct ti_merge *m, const struct tf_event **ev)
         /* advance the cursor popped last time, then restore the heap */
         struct cursor *c = m->last;
         m->last = NULL;
+        c->pos = (size_t)(m->h.cur - c->ev);   /* the inline part moved it on */
         if (++c->pos >= c->n) {
             int rc = cursor_fill(m, c);
             if (rc < 0)
@@ -590,10 +658,13 @@ int ti_merge_next(struct ti_merge *m, const struct tf_event **ev)
         heap_fix_top(m);
     }
 pick:
-    if (m->nheap == 0)
+    if (m->nheap == 0) {
+        head_set(m);
         return 0;
+    }
     m->last = m->heap[0];
-    *ev = &m->last->ev[m->last->pos];
+    head_set(m);
+    *ev = m->h.cur;
     return 1;
 }
 

@@ -77,9 +77,11 @@ uint64_t ti_dropped(const struct trace_index *ix);
  * must be that worker's): lets tmsync rewrite ts/truth in one tight loop.
  * `keep` has n words the map may fill for `order`. 0 or -1 (message set). */
 typedef int (*ti_map_fn)(void *ctx, unsigned worker, struct tf_event *ev, uint64_t *keep, size_t n);
-/* Called on the caller's thread on every source's chunks in their order,
- * after the map, with the map's `keep` words. 0 or -1 (message set). */
-typedef int (*ti_order_fn)(void *ctx, struct tf_event *ev, const uint64_t *keep, size_t n);
+/* Called on every source's chunks in their order, after the map, with the
+ * map's `keep` words: one chunk of a source at a time, in any of the
+ * merge's threads (sources in parallel), so state it changes must be
+ * `source`'s (the index into the trace index's src). 0 or -1 (message set). */
+typedef int (*ti_order_fn)(void *ctx, size_t source, struct tf_event *ev, const uint64_t *keep, size_t n);
 
 /* How a merge reads. jobs > 1: jobs - 1 threads read, decompress, decode
  * and map chunks ahead of the merge (each with its own reader of `path`),
@@ -120,9 +122,27 @@ void ti_merge_post(struct ti_merge *m, struct ti_task *t);
 /* Returns once `t` has run, running it here when no thread has started it. */
 void ti_merge_wait(struct ti_merge *m, struct ti_task *t);
 
+/* The merge's first member: the event it returned last, the end of that
+ * event's run in its chunk, and the earliest head of the other sources
+ * (NULL: none). While the next event of the run comes before that head it
+ * is the next in merged order, taken inline without a call. */
+struct ti_merge_head {
+    const struct tf_event *cur, *end, *rival;
+};
+int ti_merge_next_slow(struct ti_merge *m, const struct tf_event **ev);
+static inline int ti_before(const struct tf_event *a, const struct tf_event *b);
+
 /* The next event in merged order: 1 = *ev points at it (valid until the next
  * call), 0 = all done, -1 = error (error_get()). */
-int ti_merge_next(struct ti_merge *m, const struct tf_event **ev);
+static inline int ti_merge_next(struct ti_merge *m, const struct tf_event **ev)
+{
+    struct ti_merge_head *h = (struct ti_merge_head *)(void *)m;
+    if (h->cur && h->cur + 1 < h->end && (!h->rival || ti_before(h->cur + 1, h->rival))) {
+        *ev = ++h->cur;
+        return 1;
+    }
+    return ti_merge_next_slow(m, ev);
+}
 void ti_merge_free(struct ti_merge *m);
 
 /* Strict order of the merge: ts, then thread, then seq. */
