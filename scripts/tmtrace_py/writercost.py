@@ -26,6 +26,9 @@ from . import bench, cli, icount
 # (name, TMTRACE_EVENTS, TMTRACE_STAMP)
 LEVELS = (("tx", "tx", "boundary"), ("all/boundary", "all", "boundary"), ("all/each", "all", "each"))
 BOUND_NS = 15.0
+# --callgrind's default operations per run: about 3 M events at `all`
+# (hash records a few events an operation, vacation a hundred).
+DEFAULT_OPS = {"vacation": 30000, "hash": 600000}
 
 # The writer's parts, by the functions callgrind counts inclusively, and
 # the tracer's own threads and calls whose whole they are part of.
@@ -55,8 +58,8 @@ def parse_args(argv, prog):
     p.add_argument("--reps", type=cli.positive_int, default=1, help="runs per cell, interleaved (default 1)")
     p.add_argument("--callgrind", action="store_true",
                    help="count instructions under callgrind instead of timing (one run per cell, --ops)")
-    p.add_argument("--ops", type=cli.positive_int, default=30000,
-                   help="with --callgrind: operations per run (default 30000)")
+    p.add_argument("--ops", type=cli.positive_int,
+                   help="with --callgrind: operations per run (default vacation 30000, hash 600000, others 100000)")
     p.add_argument("extra", nargs="*", help="options passed to every tmbench run, after --")
     a = p.parse_args(argv)
     a.tmbench = bench.need_program(a.build, "tmbench")
@@ -112,7 +115,7 @@ def inclusive(report):
     return out
 
 
-def counted_line(name, fns, events):
+def counted_line(name, fns, events, bytes_per_event):
     """A cell's instructions per event: each part wherever it ran (the writer
     thread, or tmt_shutdown's last drain), the rest of the writer, refill
     thread and tmt_shutdown, tmt_init, and their total."""
@@ -121,26 +124,28 @@ def counted_line(name, fns, events):
     parts = [total(names) for _, names in PARTS]
     running, init = total(WHOLE[0][1]) + total(WHOLE[2][1]), total(WHOLE[1][1])
     vals = parts + [running - sum(parts), init, running + init]
-    return "%-10s %-13s %9.2f " % (name[0], name[1], events / 1e6) + " ".join("%8.1f" % (v / events) for v in vals)
+    return "%-10s %-13s %9.2f " % (name[0], name[1], events / 1e6) + " ".join(
+        "%8.1f" % (v / events) for v in vals) + " %6.2f" % bytes_per_event
 
 
 def run_counted(a, work):
-    print("instructions per event recorded (callgrind), %d thread(s), --ops %d, TMTRACE_WRITER_SHARE=100" % (
-        a.threads, a.ops))
+    print("instructions per event recorded (callgrind), %d thread(s), TMTRACE_WRITER_SHARE=100" % a.threads)
     print("%-10s %-13s %9s " % ("workload", "level", "M events") + " ".join(
-        "%8s" % h for h in ("encode", "compress", "crc", "rest", "init", "total")))
+        "%8s" % h for h in ("encode", "compress", "crc", "rest", "init", "total")) + " %6s" % "B/ev")
     for w in a.workloads:
+        ops = a.ops or DEFAULT_OPS.get(w, 100000)
         for name, events, stamp in LEVELS:
             trace, out = os.path.join(work, "t.trace"), os.path.join(work, "callgrind.out")
             env = dict(level_env(events, stamp, trace), TMTRACE_WRITER_SHARE="100")
             cmd = icount.valgrind_command(out) + [a.tmbench, w, "--threads", str(a.threads), "--ops",
-                                                  str(a.ops)] + a.extra
+                                                  str(ops)] + a.extra
             rec = bench.run_tmbench(cmd, env, work)
             report = subprocess.run(["callgrind_annotate", "--inclusive=yes", "--threshold=100", "--auto=no", out],
                                     stdout=subprocess.PIPE, universal_newlines=True, check=True).stdout
             for f in (trace, out):
                 os.unlink(f) if os.path.exists(f) else None
-            print(counted_line((w, name), inclusive(report), max(rec["events_recorded"], 1)), flush=True)
+            print(counted_line((w, name), inclusive(report), max(rec["events_recorded"], 1),
+                               rec["bytes_per_event"]), flush=True)
 
 
 def main(argv, prog):

@@ -28,12 +28,12 @@ Ir                 file:function
 
 class Counted(unittest.TestCase):
     def test_the_writer_is_split_into_encoding_compression_crc_and_the_rest_per_event(self):
-        row = writercost.counted_line(("vacation", "tx"), writercost.inclusive(REPORT), 1000).split()
+        row = writercost.counted_line(("vacation", "tx"), writercost.inclusive(REPORT), 1000, 2.5).split()
         self.assertEqual(row[:3], ["vacation", "tx", "0.00"])
-        encode, compress, crc, rest, init, total = (float(x) for x in row[3:])
+        encode, compress, crc, rest, init, total, size = (float(x) for x in row[3:])
         self.assertEqual((encode, compress, crc), (400.0, 150.0, 20.0))
         self.assertEqual(rest, 45.0)     # writer, refill thread and exit less the parts
-        self.assertEqual((init, total), (50.0, 665.0))
+        self.assertEqual((init, total, size), (50.0, 665.0, 2.5))
 
 
 class Timed(unittest.TestCase):
