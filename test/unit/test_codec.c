@@ -379,6 +379,38 @@ static void test_realistic_stream_encodes_far_below_the_record_size(void **s)
     }
 }
 
+/* CRC-32 bit by bit (reflected polynomial 0xedb88320): the reference. */
+static uint32_t bitwise_crc32(const uint8_t *p, size_t n)
+{
+    uint32_t c = 0xffffffffu;
+    for (size_t i = 0; i < n; i++) {
+        c ^= p[i];
+        for (int k = 0; k < 8; k++)
+            c = c >> 1 ^ (0xedb88320u & -(c & 1u));
+    }
+    return ~c;
+}
+
+/* Chunks are checksummed by folding 16 bytes a step where the CPU can: the
+ * checksum must stay the file format's CRC-32 whatever the length, the
+ * alignment and the path taken. */
+static void test_crc32_is_the_formats_at_every_length_and_alignment(void **s)
+{
+    (void)s;
+    enum { N = 1 << 16 };
+    uint8_t *b = malloc(N + 16);
+    assert_non_null(b);
+    for (size_t i = 0; i < N + 16; i++)
+        b[i] = (uint8_t)rnd();
+    for (size_t n = 0; n <= 600; n++)
+        for (size_t off = 0; off < 16; off += 5)
+            assert_int_equal(codec_crc32(b + off, n), bitwise_crc32(b + off, n));
+    assert_int_equal(codec_crc32(b + 3, N), bitwise_crc32(b + 3, N));
+    memset(b, 0xff, 256);
+    assert_int_equal(codec_crc32(b, 256), bitwise_crc32(b, 256));
+    free(b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -390,6 +422,7 @@ int main(void)
         cmocka_unit_test(test_corrupted_payloads_never_read_out_of_bounds),
         cmocka_unit_test(test_block_codecs_round_trip_and_refuse_wrong_lengths),
         cmocka_unit_test(test_realistic_stream_encodes_far_below_the_record_size),
+        cmocka_unit_test(test_crc32_is_the_formats_at_every_length_and_alignment),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
