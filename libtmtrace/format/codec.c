@@ -187,6 +187,15 @@ static inline uint8_t *codec_put_commit(uint8_t *p, struct codec_pred *st, uint6
     return codec_put_varint(p, value >> 32);
 }
 
+/* A WSET's own fields: its word as a step from the last address (a write
+ * set's words are mostly close), then the byte mask. */
+static inline uint8_t *codec_put_wset_word(uint8_t *p, struct codec_pred *st, uint64_t addr, uint64_t mask)
+{
+    p = codec_put_varint(p, codec_zz(addr - st->f->addr));
+    st->f->addr = addr;
+    return codec_put_varint(p, mask);
+}
+
 static inline __attribute__((always_inline)) uint8_t *codec_encode_one(uint8_t *p, struct codec_pred *st, const struct codec_item *it,
                                         unsigned flags)
 {
@@ -237,10 +246,7 @@ static inline __attribute__((always_inline)) uint8_t *codec_encode_one(uint8_t *
         p = codec_put_commit(p, st, it->addr, it->value);
         break;
     case TF_EV_WSET:
-        /* A write set's words: each a short step from the one before. */
-        p = codec_put_varint(p, codec_zz(it->addr - st->f->addr));
-        st->f->addr = it->addr;
-        p = codec_put_varint(p, it->value);
+        p = codec_put_wset_word(p, st, it->addr, it->value);
         break;
     case TF_EV_ABORT:
         d = codec_zz(it->addr - st->f->addr);
@@ -381,16 +387,29 @@ static inline __attribute__((always_inline)) uint8_t *codec_slot_boundary(uint8_
 }
 
 /* A write set's words (the record at s, whose fields `it` holds), one
- * event each with the record's stamp, CPU, site and truth. */
+ * event each with the record's stamp, CPU, site and truth. The first word's
+ * row sets the predictors to those; each later row differs from the one
+ * before only in its word and mask, so it is written as codec_encode_one
+ * would write it without asking what changed: the tag (the kind escaped,
+ * no field flagged), the kind, a stamp step of 0, the word, the mask and
+ * the truth's constant step. The writer's rows at `tx` are mostly these. */
+_Static_assert((unsigned)TF_EV_WSET > (unsigned)CODEC_TAG_KIND, "a WSET row's kind follows its tag");
 static uint8_t *codec_slot_wset(uint8_t *p, struct codec_pred *st, struct codec_item *it, const struct tf_slot *s,
                                 unsigned fl)
 {
-    uint64_t n = it->addr;
-    for (uint64_t i = 0; i < n; i++) {
-        uint64_t w = tf_wset_at(s, i);
-        it->addr = tf_wset_word(w);
-        it->value = tf_wset_mask(w);
-        p = codec_encode_one(p, st, it, fl);
+    uint64_t n = it->addr, w = tf_wset_at(s, 0);
+    it->addr = tf_wset_word(w);
+    it->value = tf_wset_mask(w);
+    p = codec_encode_one(p, st, it, fl);
+    uint64_t truth_step = codec_zz(it->truth - it->tsc);
+    for (uint64_t i = 1; i < n; i++) {
+        w = tf_wset_at(s, i);
+        p[0] = 0;
+        p[1] = TF_EV_WSET;
+        p[2] = 0;
+        p = codec_put_wset_word(p + 3, st, tf_wset_word(w), tf_wset_mask(w));
+        if (fl & CODEC_EV_TRUTH)
+            p = codec_put_varint(p, truth_step);
     }
     return p;
 }

@@ -1,0 +1,63 @@
+"""tmtrace_py.writercost: the rows of its timed table and of its callgrind
+table (instructions per event by part), and its options."""
+import unittest
+
+import support
+from tmtrace_py import cli, writercost
+
+REPORT = """\
+--------------------------------------------------------------------------------
+Ir
+--------------------------------------------------------------------------------
+1,000,000 (100.0%)  PROGRAM TOTALS
+
+--------------------------------------------------------------------------------
+Ir                 file:function
+--------------------------------------------------------------------------------
+600,000 (60.00%)  ???:tw_main [/b/tmbench]
+400,000 (40.00%)  ???:codec_encode_slots [/b/tmbench]
+150,000 (15.00%)  ???:LZ4_compress_fast [/usr/lib/liblz4.so]
+150,000 (15.00%)  ???:LZ4_compress_fast_extState [/usr/lib/liblz4.so]
+ 20,000 ( 2.00%)  ???:codec_crc32 [/b/tmbench]
+ 20,000 ( 2.00%)  ???:crc32 [/usr/lib/libz.so]
+ 10,000 ( 1.00%)  ???:tw_refill_main [/b/tmbench]
+ 50,000 ( 5.00%)  ???:tmt_init [/b/tmbench]
+  5,000 ( 0.50%)  ???:tmt_shutdown [/b/tmbench]
+"""
+
+
+class Counted(unittest.TestCase):
+    def test_the_writer_is_split_into_encoding_compression_crc_and_the_rest_per_event(self):
+        row = writercost.counted_line(("vacation", "tx"), writercost.inclusive(REPORT), 1000, 2.5).split()
+        self.assertEqual(row[:3], ["vacation", "tx", "0.00"])
+        encode, compress, crc, rest, init, total, size = (float(x) for x in row[3:])
+        self.assertEqual((encode, compress, crc), (400.0, 150.0, 20.0))
+        self.assertEqual(rest, 45.0)     # writer, refill thread and exit less the parts
+        self.assertEqual((init, total, size), (50.0, 665.0, 2.5))
+
+
+class Timed(unittest.TestCase):
+    REC = {"tracer_ns_per_event": 16.0, "writer_cpu_share": 0.1, "events_recorded": 90_000_000,
+           "events_dropped": 10_000_000, "buffer_late_maps": 3, "bytes_per_event": 2.5}
+
+    def test_a_row_gives_the_ns_per_event_against_15_the_share_drops_and_late_maps(self):
+        row = writercost.timed_line(("hash", "all/each"), self.REC).split()
+        self.assertEqual(row, ["hash", "all/each", "16.0", "miss", "0.100", "90.0", "10.00", "3", "2.50"])
+        ok = writercost.timed_line(("hash", "tx"), dict(self.REC, tracer_ns_per_event=15.0)).split()
+        self.assertEqual(ok[3], "ok")
+
+
+class Options(unittest.TestCase):
+    def test_a_build_without_tmbench_is_an_error_with_exit_2(self):
+        with self.assertRaises(cli.ScriptError) as e:
+            writercost.parse_args(["--build", "/no/such/build"], "writer-cost")
+        self.assertEqual(e.exception.status, 2)
+
+    def test_the_defaults_are_the_issues_runs(self):
+        a = writercost.parse_args(["--build", support.build_root()], "writer-cost")
+        self.assertEqual((a.workloads, a.threads, a.duration), (["vacation", "hash"], 2, 10.0))
+        self.assertEqual([n for n, _, _ in writercost.LEVELS], ["tx", "all/boundary", "all/each"])
+
+
+if __name__ == "__main__":
+    unittest.main()
