@@ -57,8 +57,8 @@ static inline __attribute__((always_inline)) uint64_t api_read_traced(tmt_tx *tx
     return tb_access(&tx->trace, TF_EV_READ, size, a, v);
 }
 
-/* A serial read, recorded at level all (out of line: serial attempts are
- * rare). */
+/* A serial read, recorded at level all (out of line: an untraced one is
+ * api_read_slow's, a lone thread's reads mostly). */
 __attribute__((noinline)) static uint64_t api_read_serial(tmt_tx *tx, const volatile void *addr, unsigned size)
 {
     uint64_t v = stm_serial_read(tx, (uintptr_t)addr, size);
@@ -85,7 +85,7 @@ static inline __attribute__((always_inline)) uint64_t api_read_slow(tmt_tx *tx, 
     if (tx->mode == TX_MODE_NONE)
         return tx_mem_load(a, size);
     if (tx->mode == TX_MODE_SERIAL)
-        return api_read_serial(tx, addr, size);
+        return api_read_serial(tx, addr, size); /* traced: api_read reads an untraced one */
     return htm_read(tx, a, size);
 }
 
@@ -112,6 +112,11 @@ static inline uint64_t api_read(tmt_tx *tx, const volatile void *addr, unsigned 
         clock_floor_read(); /* a measuring build's stamp per access (clock.h) */
     if (TX_LIKELY(stm_gate_open(tx, a)))
         return stm_load_checked(tx, a, size);
+    /* Behind the gate, where the STM's path does not reach: an untraced
+     * serial attempt (a lone thread's, tx_life.h) reads in place here, with
+     * no second call. */
+    if (tx->mode == TX_MODE_SERIAL && !tb_records_accesses(&tx->trace))
+        return stm_serial_read(tx, a, size);
     return size == 8 ? api_read_slow_8(tx, addr) : size == 4 ? api_read_slow_4(tx, addr) : api_read_slow_1(tx, addr);
 }
 
@@ -159,10 +164,13 @@ static inline __attribute__((always_inline)) void api_write_slow(tmt_tx *tx, vol
             stm_write(tx, a, v, size);
         return;
     }
-    if (tx->mode == TX_MODE_NONE) {
+    if (tx->mode == TX_MODE_SERIAL) {
+        if (TX_UNLIKELY(tb_records_accesses(&tx->trace)))
+            api_write_serial(tx, addr, v, size);
+        else
+            stm_serial_write(tx, a, v, size);
+    } else if (tx->mode == TX_MODE_NONE) {
         tx_mem_store(a, v, size);
-    } else if (tx->mode == TX_MODE_SERIAL) {
-        api_write_serial(tx, addr, v, size);
     } else {
         htm_write(tx, a, v, size);
     }
