@@ -57,8 +57,8 @@ static inline __attribute__((always_inline)) uint64_t api_read_traced(tmt_tx *tx
     return tb_access(&tx->trace, TF_EV_READ, size, a, v);
 }
 
-/* A serial read, recorded at level all (out of line: an untraced one is
- * api_read_slow's, a lone thread's reads mostly). */
+/* A serial read, recorded at level all (out of line; api_read reads an
+ * untraced one, a lone thread's mostly, itself). */
 __attribute__((noinline)) static uint64_t api_read_serial(tmt_tx *tx, const volatile void *addr, unsigned size)
 {
     uint64_t v = stm_serial_read(tx, (uintptr_t)addr, size);
@@ -164,13 +164,10 @@ static inline __attribute__((always_inline)) void api_write_slow(tmt_tx *tx, vol
             stm_write(tx, a, v, size);
         return;
     }
-    if (tx->mode == TX_MODE_SERIAL) {
-        if (TX_UNLIKELY(tb_records_accesses(&tx->trace)))
-            api_write_serial(tx, addr, v, size);
-        else
-            stm_serial_write(tx, a, v, size);
-    } else if (tx->mode == TX_MODE_NONE) {
+    if (tx->mode == TX_MODE_NONE) {
         tx_mem_store(a, v, size);
+    } else if (tx->mode == TX_MODE_SERIAL) {
+        api_write_serial(tx, addr, v, size); /* traced: api_write writes an untraced one */
     } else {
         htm_write(tx, a, v, size);
     }
@@ -196,6 +193,10 @@ static inline void api_write(tmt_tx *tx, volatile void *addr, uint64_t v, unsign
         clock_floor_read();
     if (TX_LIKELY(stm_write_fast(tx, (uintptr_t)addr, v, size)))
         return;
+    if (tx->mode == TX_MODE_SERIAL && !tb_records_accesses(&tx->trace)) {
+        stm_serial_write(tx, (uintptr_t)addr, v, size); /* a tail call: see api_read */
+        return;
+    }
     if (size == 8)
         api_write_slow_8(tx, addr, v);
     else if (size == 4)
