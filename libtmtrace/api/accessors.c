@@ -114,9 +114,10 @@ static inline uint64_t api_read(tmt_tx *tx, const volatile void *addr, unsigned 
         return stm_load_checked(tx, a, size);
     /* Behind the gate, where the STM's path does not reach: an untraced
      * serial attempt (a lone thread's, tx_life.h) reads in place here, with
-     * no second call. */
-    if (tx->mode == TX_MODE_SERIAL && !tb_records_accesses(&tx->trace))
-        return stm_serial_read(tx, a, size);
+     * no second call, and counts nothing (the count is for the COMMIT
+     * record; an increment in memory per read would chain the reads). */
+    if (tx->mode == TX_MODE_SERIAL && !tx_traced(tx))
+        return tx_mem_load(a, size);
     return size == 8 ? api_read_slow_8(tx, addr) : size == 4 ? api_read_slow_4(tx, addr) : api_read_slow_1(tx, addr);
 }
 
