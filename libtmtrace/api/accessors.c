@@ -26,6 +26,7 @@
 #include "trace_format.h"
 #include "tx.h"
 #include "tx_life.h"
+#include "tx_undo.h"
 #include "tx_util.h"
 
 /* ---- accesses -------------------------------------------------------------------- */
@@ -156,6 +157,12 @@ static inline __attribute__((always_inline)) void api_write_slow(tmt_tx *tx, vol
                                                                  unsigned size)
 {
     uintptr_t a = (uintptr_t)addr;
+    /* First an untraced serial write (a lone thread's, mostly): in place
+     * after logging the old bytes, the size a constant. */
+    if (tx->mode == TX_MODE_SERIAL && !tb_records_accesses(&tx->trace)) {
+        tx_undo_write(&tx->stm.undo, &tx->stm.nundo, &tx->stm.undocap, a, v, size);
+        return;
+    }
     if (TX_LIKELY(tx->mode == TX_MODE_STM)) {
         if (TX_UNLIKELY(tx->stm.ro))
             tx_demote(tx, a);
@@ -168,7 +175,7 @@ static inline __attribute__((always_inline)) void api_write_slow(tmt_tx *tx, vol
     if (tx->mode == TX_MODE_NONE) {
         tx_mem_store(a, v, size);
     } else if (tx->mode == TX_MODE_SERIAL) {
-        api_write_serial(tx, addr, v, size); /* traced: api_write writes an untraced one */
+        api_write_serial(tx, addr, v, size); /* traced */
     } else {
         htm_write(tx, a, v, size);
     }
@@ -194,10 +201,6 @@ static inline void api_write(tmt_tx *tx, volatile void *addr, uint64_t v, unsign
         clock_floor_read();
     if (TX_LIKELY(stm_write_fast(tx, (uintptr_t)addr, v, size)))
         return;
-    if (tx->mode == TX_MODE_SERIAL && !tb_records_accesses(&tx->trace)) {
-        stm_serial_write(tx, (uintptr_t)addr, v, size); /* a tail call: see api_read */
-        return;
-    }
     if (size == 8)
         api_write_slow_8(tx, addr, v);
     else if (size == 4)

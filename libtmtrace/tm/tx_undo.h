@@ -16,12 +16,18 @@
 #include "tx.h"
 #include "tx_util.h"
 
+/* A full log grows out of line, so that a write saves no registers for it. */
+__attribute__((noinline, cold, unused)) static void tx_undo_grow(struct tx_undo **log, uint32_t *cap)
+{
+    *log = tx_grow(*log, cap, sizeof **log, 64);
+}
+
 /* Writes in place, logging the old bytes first. */
 static inline void tx_undo_write(struct tx_undo **log, uint32_t *n, uint32_t *cap, uintptr_t addr, uint64_t value,
                                  unsigned size)
 {
     if (TX_UNLIKELY(*n == *cap))
-        *log = tx_grow(*log, cap, sizeof **log, 64);
+        tx_undo_grow(log, cap);
     struct tx_undo *u = &(*log)[(*n)++];
     u->addr = addr;
     u->old = tx_mem_load(addr, size);
