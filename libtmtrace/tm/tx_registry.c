@@ -273,4 +273,8 @@ void txreg_fork_child(const struct tmt_tx *self)
     __atomic_store_n(&txreg_ntx, self && self->live && self->joined ? 1u : 0u, __ATOMIC_SEQ_CST);
 }
 
-int txreg_alone(void) { return __atomic_load_n(&txreg_ntx, __ATOMIC_SEQ_CST) <= 1; }
+int txreg_alone(void)
+{
+    const struct tmt_tx *self = txreg_self_tx;
+    return __atomic_load_n(&txreg_ntx, __ATOMIC_SEQ_CST) <= (self != NULL && self->joined ? 1u : 0u);
+}

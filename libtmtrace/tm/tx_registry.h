@@ -70,8 +70,8 @@ void txreg_wait_older(const struct tmt_tx *self, uint64_t time);
  * thread that never starts one (a program's main thread waiting for its
  * workers) leaves the others alone. */
 void txreg_join(struct tmt_tx *tx);
-/* No other thread has started a transaction (the caller has, or is about
- * to). Read after taking the serial lock, it proves that no other attempt
+/* No other thread has started a transaction (the calling thread may have:
+ * libtmtrace-itm asks before its first). Read after taking the serial lock, it proves that no other attempt
  * is announced and that a thread joining later sees the lock when it
  * begins: the join's read-modify-write and this load are both sequentially
  * consistent. */
