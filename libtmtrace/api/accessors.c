@@ -26,6 +26,7 @@
 #include "trace_format.h"
 #include "tx.h"
 #include "tx_life.h"
+#include "tx_undo.h"
 #include "tx_util.h"
 
 /* ---- accesses -------------------------------------------------------------------- */
@@ -84,8 +85,8 @@ static inline __attribute__((always_inline)) uint64_t api_read_traced(tmt_tx *tx
     return tb_access(&tx->trace, TF_EV_READ, size, a, v);
 }
 
-/* A serial read, recorded at level all (out of line: serial attempts are
- * rare). */
+/* A serial read, recorded at level all (out of line; api_read reads an
+ * untraced one, a lone thread's mostly, itself). */
 __attribute__((noinline)) static uint64_t api_read_serial(tmt_tx *tx, const volatile void *addr, unsigned size)
 {
     uint64_t v = stm_serial_read(tx, (uintptr_t)addr, size);
@@ -112,7 +113,7 @@ static inline __attribute__((always_inline)) uint64_t api_read_slow(tmt_tx *tx, 
     if (tx->mode == TX_MODE_NONE)
         return tx_mem_load(a, size);
     if (tx->mode == TX_MODE_SERIAL)
-        return api_read_serial(tx, addr, size);
+        return api_read_serial(tx, addr, size); /* traced: api_read reads an untraced one */
     return htm_read(tx, a, size);
 }
 
@@ -146,6 +147,12 @@ static inline uint64_t api_read(tmt_tx *tx, const volatile void *addr, unsigned 
         API_NAME_CALLER(tx);
         return stm_read_slow(tx, a, size);
     }
+    /* Behind the gate, where the STM's path does not reach: an untraced
+     * serial attempt (a lone thread's, tx_life.h) reads in place here, with
+     * no second call, and counts nothing (the count is for the COMMIT
+     * record; an increment in memory per read would chain the reads). */
+    if (tx->mode == TX_MODE_SERIAL && !tx_traced(tx))
+        return tx_mem_load(a, size);
     API_NAME_CALLER(tx);
     return size == 8 ? api_read_slow_8(tx, addr) : size == 4 ? api_read_slow_4(tx, addr) : api_read_slow_1(tx, addr);
 }
@@ -185,6 +192,12 @@ static inline __attribute__((always_inline)) void api_write_slow(tmt_tx *tx, vol
                                                                  unsigned size)
 {
     uintptr_t a = (uintptr_t)addr;
+    /* First an untraced serial write (a lone thread's, mostly): in place
+     * after logging the old bytes, the size a constant. */
+    if (tx->mode == TX_MODE_SERIAL && !tb_records_accesses(&tx->trace)) {
+        tx_undo_write(&tx->stm.undo, &tx->stm.nundo, &tx->stm.undocap, a, v, size);
+        return;
+    }
     if (TX_LIKELY(tx->mode == TX_MODE_STM)) {
         if (TX_UNLIKELY(tx->stm.ro))
             tx_demote(tx, a);
@@ -197,7 +210,7 @@ static inline __attribute__((always_inline)) void api_write_slow(tmt_tx *tx, vol
     if (tx->mode == TX_MODE_NONE) {
         tx_mem_store(a, v, size);
     } else if (tx->mode == TX_MODE_SERIAL) {
-        api_write_serial(tx, addr, v, size);
+        api_write_serial(tx, addr, v, size); /* traced */
     } else {
         htm_write(tx, a, v, size);
     }

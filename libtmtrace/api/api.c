@@ -183,7 +183,9 @@ TMT_API void tmt_tx_scope_left_(tmt_tx *tx, const tmt_site *site)
     (void)tx;
     tx_misuse(msg);
 }
-TMT_API int tmt_tx_start(tmt_tx *tx) { return tx_start(tx); }
+/* The caller's frame (where TMT_ATOMIC's setjmp ran) begins at this call's
+ * frame address: one instruction, and the lone thread's undo log needs it. */
+TMT_API int tmt_tx_start(tmt_tx *tx) { return tx_start(tx, (uintptr_t)__builtin_dwarf_cfa()); }
 TMT_API void tmt_tx_commit(tmt_tx *tx) { tx_commit(tx); }
 TMT_API void tmt_tx_retry(tmt_tx *tx) { tx_retry(tx); }
 TMT_API void tmt_tx_cancel(tmt_tx *tx) { tx_cancel(tx); }

@@ -133,7 +133,7 @@ static inline void htm_emu_access(struct tmt_tx *tx, uintptr_t addr)
 void htm_rollback(struct tmt_tx *tx, uint32_t status)
 {
     struct tx_htm *h = &tx->htm;
-    tx_undo_all(h->undo, &h->nundo);
+    tx_undo_all(h->undo, &h->nundo, tx->frame);
     htm_emu_unlock();
     tx_count(&tx->stats.htm_aborts);
     h->last_status = status;

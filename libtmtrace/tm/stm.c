@@ -827,7 +827,7 @@ uint64_t stm_serial_commit(struct tmt_tx *tx)
 void stm_serial_rollback(struct tmt_tx *tx)
 {
     struct tx_stm *s = &tx->stm;
-    tx_undo_all(s->undo, &s->nundo);
+    tx_undo_all(s->undo, &s->nundo, tx->frame);
     __atomic_store_n(&s->active_rv, UINT64_MAX, __ATOMIC_RELEASE);
 }
 

@@ -19,10 +19,10 @@
  *             serial attempts; htm.c: hardware aborts and fallbacks);
  *             tx_registry.c folds and sums them (stats.all, the totals, as
  *             the sums of site_stats) and grows site_stats under its lock
- *   thread_id, next, live   tx_registry.c
+ *   thread_id, next, live, joined   tx_registry.c
  *   rng       whoever draws from it (tx_rand): htm.c, stm.c
  *   the rest (mode, depth, flags, attempt, instance, cancelled, conflicts,
- *             serial_next, retried, env)   tx_life.c alone; restart: tx_life.c clears
+ *             serial_next, retried, env, frame)   tx_life.c alone; restart: tx_life.c clears
  *             it, a front end with its own checkpoint sets it (itm_tx.c)
  * Never: code. Logs (read/write sets, undo and allocation logs) grow with
  * tx_grow (tx_util.h), the only allocation on a transaction's path, and are
@@ -189,6 +189,10 @@ struct tmt_tx {
                                  * engines' per-transaction state) */
     unsigned serial_next;       /* enum tf_serial_reason: the next attempt runs serial; 0 = no */
     uint64_t instance;          /* attempts started by this thread */
+    uintptr_t frame;            /* stack pointer of the outermost block's frame at the
+                                 * start of an attempt that writes in place (serial,
+                                 * emulated hardware): the undo log skips the frames
+                                 * below it, dead at the rollback (tx_undo_all) */
     uint64_t rng;               /* xorshift state: backoff and emulation */
     jmp_buf env;             /* restart point of the outermost block */
     /* Restart without setjmp: when set, tx_restart calls it (it must not
@@ -207,6 +211,7 @@ struct tmt_tx {
     uint32_t thread_id;
     struct tmt_tx *next;        /* tx_registry.c's list of descriptors */
     int live;
+    int joined;                 /* counted as a thread in transactions (txreg_join) */
 };
 
 /* What the engines may read of the tracer's per-thread state, until

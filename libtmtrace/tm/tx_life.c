@@ -28,6 +28,8 @@
 #include "tx_util.h"
 #include "txmem.h"
 
+int tx_lone_in_place = 1;
+
 /* ---- threads ---------------------------------------------------------------- */
 
 struct tmt_tx *tx_thread_enter(void)
@@ -37,6 +39,9 @@ struct tmt_tx *tx_thread_enter(void)
         return NULL;
     tx->mode = TX_MODE_NONE;
     tx->depth = 0;
+    /* Not counted among the threads in transactions yet: the first start
+     * must go out of line (tx_start_other) to join them. */
+    tx->attempt = 1;
     uint64_t seed = config.seed ? (uint64_t)config.seed : __rdtsc() ^ (uintptr_t)tx;
     tx->rng = (seed + 0x9E3779B97F4A7C15ull * tx->thread_id) | 1;
     stm_thread_enter(tx);
@@ -141,13 +146,16 @@ __attribute__((noinline)) static void tx_start_serial(struct tmt_tx *tx)
     unsigned why = tx->serial_next;
     tx_attempt_starts(tx, TF_START_SERIAL);
     stm_serial_lock(tx->thread_id);
-    /* The drain below must see every announced begin: fence the other CPUs,
-     * unless no other thread is registered (no membarrier for a lone one). */
-    if (!txreg_alone())
-        stm_fence_others();
     if (htm_path() != TX_MODE_NONE)
         htm_sw_enter(tx); /* hardware attempts abort; an emulated one ends first */
-    txreg_drain_others(tx);
+    /* The drain must see every announced begin: fence the other CPUs first.
+     * A thread alone has nothing to drain: no other thread has joined, so
+     * none has announced an attempt, and one that joins from now on sees
+     * the lock when it begins (txreg_alone). */
+    if (!txreg_alone()) {
+        stm_fence_others();
+        txreg_drain_others(tx);
+    }
     stm_serial_begin(tx);
     tx->mode = TX_MODE_SERIAL;
     tx_count(&tx->stats.serial);
@@ -246,15 +254,24 @@ __attribute__((noinline)) static enum tx_htm_outcome tx_start_htm(struct tmt_tx 
 }
 
 /* An outermost start that is not a first software attempt: a retry (the
- * block may have been cancelled), a serial attempt, or a hardware path is
- * in force. */
-__attribute__((noinline)) static int tx_start_other(struct tmt_tx *tx, int path)
+ * block may have been cancelled), a serial attempt, a thread alone (in
+ * place, tx_life.h), or a hardware path is in force. */
+__attribute__((noinline)) static int tx_start_other(struct tmt_tx *tx, int path, uintptr_t frame)
 {
     if (tx->cancelled) {
         tx->cancelled = 0;
         return 0;
     }
+    if (TX_UNLIKELY(!tx->joined)) {
+        txreg_join(tx); /* before this attempt announces itself, so a lone one sees it (tx_registry.h) */
+        tx->attempt = 0;
+    }
     tx->depth = 1;
+    /* A front end with its own checkpoint starts here from its own frames,
+     * not the block's, and keeps its stack out of the undo log (itm/). */
+    tx->frame = tx->restart == NULL ? frame : 0;
+    if (tx_lone_in_place && !tx->serial_next && path == TX_MODE_NONE && tx->restart == NULL && txreg_alone())
+        tx->serial_next = TF_SERIAL_ALONE;
     if (TX_UNLIKELY(tx->serial_next)) {
         tx_start_serial(tx);
         return 1;
@@ -291,15 +308,16 @@ __attribute__((noinline)) static int tx_start_traced(struct tmt_tx *tx)
     return 1;
 }
 
-int tx_start(struct tmt_tx *tx)
+int tx_start(struct tmt_tx *tx, uintptr_t frame)
 {
     if (tx->depth > 0)
         return tx_start_nested(tx);
     int path = htm_path();
     /* A retry (attempt > 0: every abort counts one; cancelled, demoted and
-     * backoff only follow one) or a serial or hardware attempt. */
-    if (TX_UNLIKELY(tx->attempt | tx->serial_next) || path != TX_MODE_NONE)
-        return tx_start_other(tx, path);
+     * backoff only follow one), a serial or hardware attempt, or a thread
+     * that may be alone. */
+    if (TX_UNLIKELY(tx->attempt | tx->serial_next) || path != TX_MODE_NONE || TX_UNLIKELY(txreg_lone_hint()))
+        return tx_start_other(tx, path, frame);
     if (TX_UNLIKELY(tx_traced(tx)))
         return tx_start_traced(tx);
     tx->depth = 1;

@@ -26,9 +26,25 @@ void tx_thread_exit(struct tmt_tx *tx);
 /* tmt_tx_prepare, tmt_tx_start and tmt_tx_commit (tmtrace.h): prepare
  * returns the restart point to fill (the outer one's scratch when nested);
  * start returns 1 when an attempt runs, 0 when the block is to be skipped
- * (cancelled); commit ends the attempt or restarts it on a conflict. */
+ * (cancelled); commit ends the attempt or restarts it on a conflict.
+ * `frame`: the stack pointer of the frame that holds the block (its
+ * caller's, tmt_tx_start's call frame address); what lies below it is the
+ * frames the attempt makes (tx.h, frame).
+ *
+ * A thread alone (no other registered) runs its transactions in place, as
+ * serial attempts with reason TF_SERIAL_ALONE: direct loads and stores, the
+ * undo log for retry and cancel, no read set, no validation. A thread that
+ * starts a transaction meanwhile waits in stm_begin for the serial lock,
+ * that is until the attempt in flight ends; from then on both run the STM.
+ * Not with a hardware path (the trace shows a lone thread's hardware
+ * attempts, as with more threads), nor for a front end that keeps its own
+ * checkpoint (libtmtrace-itm decides for itself, tx_serial_because). */
 jmp_buf *tx_prepare(struct tmt_tx *tx, tmt_site *site, unsigned flags);
-int tx_start(struct tmt_tx *tx);
+int tx_start(struct tmt_tx *tx, uintptr_t frame);
+/* 1 (the default): a thread alone runs in place, as above; 0: it runs the
+ * STM like any other (what the tests of the STM's own paths on one thread
+ * set before their first transaction). */
+extern int tx_lone_in_place;
 void tx_commit(struct tmt_tx *tx);
 
 /* ---- aborts that are asked for (the other kind: tx_upcall.h) ---- */

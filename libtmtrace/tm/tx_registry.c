@@ -1,7 +1,8 @@
 /*
  * tx_registry.c - every thread's transaction descriptor (see tx_registry.h).
  *
- * Owns: the descriptor list and its lock, thread ids, the exited threads'
+ * Owns: the descriptor list and its lock, thread ids, the counts of live
+ * threads and of those that have started a transaction, the exited threads'
  * statistics. Never frees a descriptor (the serial drain and the abort
  * records of other threads read them without the lock); never takes its
  * lock on the transactional fast path.
@@ -19,8 +20,12 @@
 static pthread_mutex_t txreg_mutex = PTHREAD_MUTEX_INITIALIZER;
 static struct tmt_tx *txreg_all; /* every descriptor ever made, live or not */
 /* Live descriptors: changed under the lock with sequentially consistent
- * read-modify-writes, read without it by txreg_alone. */
+ * read-modify-writes. */
 static uint32_t txreg_nlive;
+/* Live descriptors that have started a transaction (txreg_join): changed
+ * with sequentially consistent read-modify-writes, read by txreg_alone and
+ * txreg_lone_hint. */
+uint32_t txreg_ntx;
 static uint32_t txreg_next_thread;
 static struct tx_stats txreg_exited;         /* folded statistics of exited threads */
 static struct tx_counts *txreg_exited_sites; /* indexed by site id */
@@ -212,11 +217,27 @@ struct tmt_tx *txreg_enter(void)
 
 void txreg_set_self(struct tmt_tx *tx) { txreg_self_tx = tx; }
 
+void txreg_join(struct tmt_tx *tx)
+{
+    tx->joined = 1;
+    (void)__atomic_add_fetch(&txreg_ntx, 1, __ATOMIC_SEQ_CST);
+}
+
+/* The thread leaves (exit, or it could not attach): no longer counted. */
+static void txreg_leave(struct tmt_tx *tx)
+{
+    __atomic_store_n(&tx->live, 0, __ATOMIC_RELAXED);
+    (void)__atomic_sub_fetch(&txreg_nlive, 1, __ATOMIC_SEQ_CST);
+    if (tx->joined) {
+        tx->joined = 0;
+        (void)__atomic_sub_fetch(&txreg_ntx, 1, __ATOMIC_SEQ_CST);
+    }
+}
+
 void txreg_abandon(struct tmt_tx *tx)
 {
     txreg_lock();
-    __atomic_store_n(&tx->live, 0, __ATOMIC_RELAXED);
-    (void)__atomic_sub_fetch(&txreg_nlive, 1, __ATOMIC_SEQ_CST);
+    txreg_leave(tx);
     txreg_unlock();
 }
 
@@ -231,8 +252,7 @@ void txreg_exit(struct tmt_tx *tx)
     }
     if (tx->site_stats)
         memset(tx->site_stats, 0, (size_t)tx->nsite_stats * sizeof *tx->site_stats);
-    __atomic_store_n(&tx->live, 0, __ATOMIC_RELAXED);
-    (void)__atomic_sub_fetch(&txreg_nlive, 1, __ATOMIC_SEQ_CST);
+    txreg_leave(tx);
     txreg_unlock();
     if (txreg_self_tx == tx)
         txreg_self_tx = NULL;
@@ -246,9 +266,15 @@ void txreg_fork_child(const struct tmt_tx *self)
         if (t == self)
             continue;
         __atomic_store_n(&t->live, 0, __ATOMIC_RELAXED); /* reusable by the child's own threads */
+        t->joined = 0;
         __atomic_store_n(&t->stm.active_rv, UINT64_MAX, __ATOMIC_RELAXED);
     }
     __atomic_store_n(&txreg_nlive, self && self->live ? 1u : 0u, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&txreg_ntx, self && self->live && self->joined ? 1u : 0u, __ATOMIC_SEQ_CST);
 }
 
-int txreg_alone(void) { return __atomic_load_n(&txreg_nlive, __ATOMIC_SEQ_CST) <= 1; }
+int txreg_alone(void)
+{
+    const struct tmt_tx *self = txreg_self_tx;
+    return __atomic_load_n(&txreg_ntx, __ATOMIC_SEQ_CST) <= (self != NULL && self->joined ? 1u : 0u);
+}

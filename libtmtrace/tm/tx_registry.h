@@ -65,11 +65,21 @@ void txreg_drain_others(const struct tmt_tx *self);
  * a transaction. Sound only while begins are fenced (stm_fence_begins): an
  * attempt this does not see announced has not read anything yet. */
 void txreg_wait_older(const struct tmt_tx *self, uint64_t time);
-/* No other thread is registered (the caller is). Read after taking the
- * serial lock, it proves that no other attempt is announced and that a
- * thread registering later sees the lock when it begins: registration's
- * read-modify-write and this load are both sequentially consistent. */
+/* The thread starts its first transaction (tx_life.c, before that
+ * attempt begins): it counts for txreg_alone until it exits. A registered
+ * thread that never starts one (a program's main thread waiting for its
+ * workers) leaves the others alone. */
+void txreg_join(struct tmt_tx *tx);
+/* No other thread has started a transaction (the calling thread may have:
+ * libtmtrace-itm asks before its first). Read after taking the serial lock, it proves that no other attempt
+ * is announced and that a thread joining later sees the lock when it
+ * begins: the join's read-modify-write and this load are both sequentially
+ * consistent. */
 int txreg_alone(void);
+/* The same question without ordering, for tx_start's one test of it (a
+ * hint: a lone attempt asks txreg_alone again under the serial lock). */
+extern uint32_t txreg_ntx __attribute__((visibility("hidden")));
+static inline int txreg_lone_hint(void) { return __atomic_load_n(&txreg_ntx, __ATOMIC_RELAXED) <= 1; }
 
 /* Sums of every thread's statistics (exited ones included), and of one
  * site's counters. */

@@ -1,14 +1,17 @@
 /*
  * test_api.c - the public API's rules: initialisation and its errors, user
- * retry and cancel, flat nesting, thread descriptor reuse, statistics.
+ * retry and cancel, flat nesting, thread descriptor reuse, statistics, a
+ * thread alone running in place.
  */
 #include <pthread.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 
@@ -300,6 +303,111 @@ static void test_typed_accessors_round_trip_every_type(void **s)
     tmt_thread_exit();
 }
 
+/* ---- a thread alone runs in place -------------------------------------------- */
+
+/* Writes, through the accessors, a frame of its own that is dead once it
+ * returns: first plain ones (1), then transactional (2). A rollback that
+ * put the 1s back would overwrite the frames of the cancel that follows,
+ * which lie where this one was. */
+__attribute__((noinline)) static long lone_scribble(tmt_tx *tx)
+{
+    volatile long frame[512];
+    for (int i = 0; i < 512; i++)
+        frame[i] = 1;
+    for (int i = 0; i < 512; i++)
+        tmt_write_long(tx, &frame[i], 2);
+    return frame[7];
+}
+
+__attribute__((noinline)) static void lone_cancel(tmt_tx *tx) { tmt_tx_cancel(tx); }
+
+static void test_a_lone_threads_cancel_and_retry_restore_memory_in_place(void **s)
+{
+    (void)s;
+    tmt_tx *tx = tmt_thread_enter();
+    static long cells[3];
+    cells[0] = 10;
+    cells[1] = 20;
+    cells[2] = 30;
+    volatile int in_place = 0, runs = 0;
+    TMT_ATOMIC(tx, "lone-cancel") {
+        in_place = tx->mode == TX_MODE_SERIAL;
+        tmt_write_long(tx, &cells[0], 11);
+        tmt_write_long(tx, &cells[0], 12); /* twice: the older value is what comes back */
+        tmt_write_long(tx, &cells[1], tmt_read_long(tx, &cells[0]) + 1);
+        (void)lone_scribble(tx);
+        lone_cancel(tx);
+    } TMT_END;
+    assert_int_equal(in_place, 1);
+    assert_int_equal(cells[0], 10);
+    assert_int_equal(cells[1], 20);
+    TMT_ATOMIC(tx, "lone-retry") {
+        runs++;
+        assert_int_equal(tmt_read_long(tx, &cells[2]), 30); /* the first attempt's write undone */
+        tmt_write_long(tx, &cells[2], 31);
+        (void)lone_scribble(tx);
+        if (runs < 2)
+            tmt_tx_retry(tx);
+    } TMT_END;
+    assert_int_equal(runs, 2);
+    assert_int_equal(cells[2], 31);
+    tmt_stats st;
+    tmt_stats_get(&st);
+    assert_true(st.serial >= 3);
+    tmt_thread_exit();
+}
+
+static long lone_cell;
+static int lone_b_started, lone_b_inside;
+static long lone_b_saw;
+
+static void *lone_second(void *arg)
+{
+    (void)arg;
+    tmt_tx *tx = tmt_thread_enter();
+    __atomic_store_n(&lone_b_started, 1, __ATOMIC_SEQ_CST);
+    TMT_ATOMIC(tx, "lone-second") {
+        __atomic_store_n(&lone_b_inside, 1, __ATOMIC_SEQ_CST);
+        lone_b_saw = tmt_read_long(tx, &lone_cell);
+    } TMT_END;
+    tmt_thread_exit();
+    return NULL;
+}
+
+/* The lone thread's attempt in flight starts a second thread, whose
+ * transaction must wait for that attempt's end and then see its outcome:
+ * the committed value, or after a cancel the value from before. */
+static void test_a_thread_arriving_waits_for_the_lone_in_place_attempt(void **s)
+{
+    (void)s;
+    for (int cancel = 0; cancel < 2; cancel++) {
+        tmt_tx *tx = tmt_thread_enter();
+        lone_cell = 0;
+        lone_b_started = lone_b_inside = 0;
+        lone_b_saw = -1;
+        pthread_t b;
+        volatile int in_place = 0, inside_during = -1;
+        TMT_ATOMIC(tx, "lone-first") {
+            in_place = tx->mode == TX_MODE_SERIAL;
+            tmt_write_long(tx, &lone_cell, 1);
+            assert_int_equal(pthread_create(&b, NULL, lone_second, NULL), 0);
+            while (!__atomic_load_n(&lone_b_started, __ATOMIC_SEQ_CST))
+                sched_yield();
+            nanosleep(&(struct timespec){ 0, 50 * 1000 * 1000 }, NULL); /* time for it to reach its begin */
+            inside_during = __atomic_load_n(&lone_b_inside, __ATOMIC_SEQ_CST);
+            tmt_write_long(tx, &lone_cell, 2);
+            if (cancel)
+                tmt_tx_cancel(tx);
+        } TMT_END;
+        assert_int_equal(pthread_join(b, NULL), 0);
+        assert_int_equal(in_place, 1);
+        assert_int_equal(inside_during, 0);
+        assert_int_equal(lone_b_saw, cancel ? 0 : 2);
+        assert_int_equal(lone_cell, cancel ? 0 : 2);
+        tmt_thread_exit();
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -313,6 +421,8 @@ int main(void)
         cmocka_unit_test(test_site_statistics_name_the_site_and_count_its_outcomes),
         cmocka_unit_test(test_abort_reasons_have_distinct_names),
         cmocka_unit_test(test_typed_accessors_round_trip_every_type),
+        cmocka_unit_test(test_a_lone_threads_cancel_and_retry_restore_memory_in_place),
+        cmocka_unit_test(test_a_thread_arriving_waits_for_the_lone_in_place_attempt),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

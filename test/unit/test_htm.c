@@ -25,6 +25,7 @@
 #include "trace_file.h"
 #include "trace_gen.h"
 #include "tx.h"
+#include "tx_life.h"
 #include "tx_util.h"
 #include "tx_registry.h"
 
@@ -570,6 +571,7 @@ static void test_bank_is_atomic_on_the_hybrid_with_8_writers(void **s) { (void)s
 
 int main(void)
 {
+    tx_lone_in_place = 0; /* one thread's transactions too run the paths under test */
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup(test_auto_without_rtm_behaves_exactly_like_off, emulate),
         cmocka_unit_test_setup(test_attempts_without_injected_aborts_commit_in_hardware, emulate),

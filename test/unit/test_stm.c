@@ -1215,6 +1215,7 @@ static void test_waiting_for_older_attempts_outlasts_exactly_the_attempts_that_s
 
 int main(void)
 {
+    tx_lone_in_place = 0; /* one thread's transactions too run the paths under test */
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bank_total_is_invariant_with_1_thread),
         cmocka_unit_test(test_bank_total_is_invariant_with_2_threads),

@@ -20,6 +20,7 @@
 #include "tmtrace.h"
 #include "test_util.h"
 #include "tx.h"
+#include "tx_life.h"
 
 static int setup(void **state)
 {
@@ -97,7 +98,8 @@ static void test_free_takes_effect_only_when_the_transaction_commits(void **s)
     tmt_thread_exit();
 }
 
-/* A second registered thread that runs nothing until told to leave. */
+/* A second thread that has run one transaction (so it counts among the
+ * threads in transactions) and runs nothing more until told to leave. */
 struct idle_thread {
     pthread_barrier_t entered, leave;
 };
@@ -105,7 +107,9 @@ struct idle_thread {
 static void *idle_thread_main(void *arg)
 {
     struct idle_thread *it = arg;
-    tmt_thread_enter();
+    tmt_tx *tx = tmt_thread_enter();
+    TMT_ATOMIC(tx, "idle-once") {
+    } TMT_END;
     pthread_barrier_wait(&it->entered);
     pthread_barrier_wait(&it->leave);
     tmt_thread_exit();
@@ -326,6 +330,7 @@ static void test_freed_nodes_stay_readable_until_concurrent_readers_finish(void 
 
 int main(void)
 {
+    tx_lone_in_place = 0; /* one thread's transactions too run the paths under test */
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_allocations_of_aborted_attempts_are_released),
         cmocka_unit_test(test_free_takes_effect_only_when_the_transaction_commits),
