@@ -8,6 +8,7 @@
  *     culprit; the struct is named false sharing with both fields by their
  *     DWARF names; the sleep is on the "descheduled" line and in no site's
  *     on-CPU time; no line names a culprit that did not write its data;
+ *   - at the default level (no TMTRACE_EVENTS): the same as at all;
  *   - with TMTRACE_DETAIL sampling (at tx): the same as at all, and the
  *     figure scaled from the samples is marked as an estimate;
  *   - at level tx: no line claims a true conflict on the struct's words,
@@ -38,9 +39,12 @@ static const char *trace_prog(const char *name, const char *level, const char *a
     char raw[600], cmd[4096];
     snprintf(raw, sizeof raw, "%s", tu_path(name));
     const char *synced = tu_path(name[0] == 'b' ? "before.sync.bin" : name[0] == 'a' ? "after.sync.bin" : "t.sync.bin");
-    snprintf(cmd, sizeof cmd,
-             "TMTRACE_FILE='%s' TMTRACE_EVENTS=%s TMTRACE_HTM=off %s %s && %s '%s' -o '%s' >/dev/null 2>&1", raw,
-             level, tu_build("test/triage_prog"), args, tu_build("tools/tmsync"), raw, synced);
+    /* "default": no TMTRACE_EVENTS at all, what a user gets */
+    char events[128] = "";
+    if (strcmp(level, "default") != 0)
+        snprintf(events, sizeof events, "TMTRACE_EVENTS=%s", level);
+    snprintf(cmd, sizeof cmd, "env -u TMTRACE_EVENTS TMTRACE_FILE='%s' %s TMTRACE_HTM=off %s %s && %s '%s' -o '%s' >/dev/null 2>&1",
+             raw, events, tu_build("test/triage_prog"), args, tu_build("tools/tmsync"), raw, synced);
     assert_int_equal(tu_run(cmd, NULL, 0), 0);
     return synced;
 }
@@ -127,6 +131,17 @@ static void at_all_the_hot_word_leads_and_the_struct_is_false_sharing_with_both_
     assert_non_null(strstr(doc, "\"data\":\"triage_hot\""));
     assert_non_null(strstr(doc, "\"data\":\"triage_pair.evens\""));
     free(doc);
+}
+
+/* With no TMTRACE_* setting but the file (the default level: attempts
+ * with their write sets, no per-access records) the triage holds as at
+ * all: the write sets tell the struct's false sharing from the hot word's
+ * true conflicts. */
+static void at_the_default_level_the_triage_holds_as_at_all(void **st)
+{
+    (void)st;
+    the_triage_names_the_known_causes(trace_prog("default.bin", "default", "--nap-ms 200"));
+    assert_non_null(strstr(out, "\nlevel tx with write sets: "));
 }
 
 /* With TMTRACE_DETAIL sampling (one attempt in 8 recorded with its
@@ -256,6 +271,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(at_all_the_hot_word_leads_and_the_struct_is_false_sharing_with_both_fields),
+        cmocka_unit_test(at_the_default_level_the_triage_holds_as_at_all),
         cmocka_unit_test(with_sampled_detail_the_triage_holds_and_scaled_figures_say_they_are_estimates),
         cmocka_unit_test(at_tx_no_line_claims_a_true_conflict_on_the_struct_and_aborts_at_the_hot_read_name_its_line),
         cmocka_unit_test(abort_stacks_name_the_read_and_its_callers),

@@ -44,6 +44,10 @@ struct padded_s {
 static int iters = 10000, padded, nap_ms;
 static int nap_pending;   /* the first hot thread's one nap, still to take */
 static int napping;       /* it is being taken: the other hot threads go on */
+static int others_in;     /* another hot thread has committed: the napper is not
+                           * alone, so its nap is in an attempt others overtake
+                           * (a lone thread's attempt runs serially, and nobody
+                           * would abort it) */
 static time_t deadline;
 static int hot_running;   /* count_event threads not done yet */
 
@@ -65,13 +69,16 @@ static void count_event(tmt_tx *tx, int napper)
 {
     TMT_ATOMIC(tx, "count_event") {
         long v = tmt_read_long(tx, &triage_hot);
-        if (napper && __atomic_exchange_n(&nap_pending, 0, __ATOMIC_ACQ_REL)) {
+        if (napper && __atomic_load_n(&others_in, __ATOMIC_ACQUIRE) &&
+            __atomic_exchange_n(&nap_pending, 0, __ATOMIC_ACQ_REL)) {
             nap(nap_ms);
             __atomic_store_n(&napping, 0, __ATOMIC_RELEASE);
         }
         spin(1000);
         tmt_write_long(tx, &triage_hot, v + 1);
     } TMT_END;
+    if (!napper)
+        __atomic_store_n(&others_in, 1, __ATOMIC_RELEASE);
 }
 
 static void note_side(tmt_tx *tx, long *field)
@@ -153,6 +160,7 @@ int main(int argc, char **argv)
         }
     }
     nap_pending = napping = nap_ms > 0;
+    others_in = hot == 1;   /* a lone hot thread naps without waiting for others */
     deadline = time(NULL) + DEADLINE_S;
     hot_running = hot;
     pthread_t t[66];
