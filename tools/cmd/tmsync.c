@@ -491,10 +491,13 @@ static int write_models_end(const struct sync_ctx *x, const struct trace_index *
 static int write_output(struct sync_ctx *x, struct trace_index *ix, const char *in, const char *out,
                         unsigned open_flags, unsigned jobs, struct tc_span *span)
 {
+    /* the merge's own share is small (the k-way pick and a copy per event):
+     * jobs workers keep every core decoding and encoding */
     struct ti_merge_opts o = { .jobs = jobs, .path = in, .open_flags = open_flags,
-                               .map = map_events, .order = order_events, .ctx = x };
+                               .map = map_events, .order = order_events, .ctx = x,
+                               .workers = jobs > 1 ? jobs : 0 };
     x->nsrc = ix->nsrc;
-    if (!(x->hints = calloc(jobs, sizeof *x->hints)) || !(x->lasts = calloc(ix->nsrc + 1, sizeof *x->lasts)))
+    if (!(x->hints = calloc(jobs + 1, sizeof *x->hints)) || !(x->lasts = calloc(ix->nsrc + 1, sizeof *x->lasts)))
         return tool_error("out of memory");
     struct tf_reader *r = tf_open(in, open_flags & TF_SALVAGE);
     if (!r)

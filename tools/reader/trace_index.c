@@ -242,6 +242,7 @@ struct ti_merge {
     int stop;
     pthread_t *thr;
     struct tf_reader **rd;    /* the workers' readers */
+    unsigned nrd;             /* rd's length */
     unsigned nthr;
 };
 
@@ -515,7 +516,7 @@ static inline void heap_fix_top(struct ti_merge *m)
 /* Starts the workers, each with its own reader. 0 or -1. */
 static int merge_start_workers(struct ti_merge *m)
 {
-    unsigned n = m->o.jobs - 1;
+    unsigned n = m->o.workers ? m->o.workers : m->o.jobs - 1;
     if (!m->o.path)
         return error_set("a merge with %u jobs needs the trace's path", m->o.jobs);
     m->qcap = m->ncur * m->window + m->o.tasks;
@@ -524,6 +525,7 @@ static int merge_start_workers(struct ti_merge *m)
     m->rd = calloc(n, sizeof *m->rd);
     if (!m->q || !m->thr || !m->rd)
         return error_set("out of memory");
+    m->nrd = n;
     for (unsigned i = 0; i < n; i++) {
         if (!(m->rd[i] = tf_open(m->o.path, m->o.open_flags & TF_SALVAGE)))
             return -1;
@@ -569,7 +571,8 @@ struct ti_merge *ti_merge_create(struct tf_reader *r, const struct trace_index *
         m->o.jobs = 1;
     if (m->o.jobs > TI_MAX_JOBS)
         m->o.jobs = TI_MAX_JOBS;
-    m->window = ti_window(m->o.jobs, ix->nsrc);
+    /* the threads that decode: the workers and the caller's */
+    m->window = ti_window(m->o.jobs > 1 && m->o.workers ? m->o.workers + 1 : m->o.jobs, ix->nsrc);
     m->ncur = ix->nsrc;
     m->cur = calloc(ix->nsrc ? ix->nsrc : 1, sizeof *m->cur);
     m->heap = calloc(ix->nsrc ? ix->nsrc : 1, sizeof *m->heap);
@@ -680,7 +683,7 @@ void ti_merge_free(struct ti_merge *m)
         for (unsigned i = 0; i < m->nthr; i++)
             pthread_join(m->thr[i], NULL);
     }
-    for (unsigned i = 0; m->rd && i < m->o.jobs - 1; i++)
+    for (unsigned i = 0; m->rd && i < m->nrd; i++)
         if (m->rd[i])
             tf_close(m->rd[i]);
     pthread_mutex_destroy(&m->mu);

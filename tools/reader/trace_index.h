@@ -73,7 +73,7 @@ static inline int ti_grow(void **p, size_t *cap, size_t need, size_t elem)
 uint64_t ti_dropped(const struct trace_index *ix);
 
 /* Called on every decoded chunk before its events enter the merge, in any
- * of the merge's threads (`worker` < jobs names it: state the map changes
+ * of the merge's threads (`worker` <= the workers started names it: state the map changes
  * must be that worker's): lets tmsync rewrite ts/truth in one tight loop.
  * `keep` has n words the map may fill for `order`. 0 or -1 (message set). */
 typedef int (*ti_map_fn)(void *ctx, unsigned worker, struct tf_event *ev, uint64_t *keep, size_t n);
@@ -96,6 +96,8 @@ struct ti_merge_opts {
     ti_order_fn order;    /* NULL: none */
     void *ctx;
     unsigned tasks;       /* the most ti_tasks posted and not yet waited for */
+    unsigned workers;     /* jobs > 1: the threads started (0: jobs - 1); the
+                             map's `worker` is then < workers + 1 */
 };
 /* The decoded chunks a source keeps: 1 for one job, else about two per
  * thread over all the sources, 2..min(jobs + 1, TI_WINDOW_MAX). */
