@@ -531,7 +531,13 @@ size_t codec_encode_events(uint8_t *out, const struct tf_event *ev, size_t n, ui
                            unsigned *flags)
 {
     unsigned fl = CODEC_EV_DECODED;
+    /* one pass for the flags and the kinds' check: the events are read
+     * from memory once before the encoding reads them again */
     for (size_t i = 0; i < n; i++) {
+        if (ev[i].kind == 0 || ev[i].kind >= TF_EV_KINDS) {
+            error_set("event %zu has invalid kind %u", i, ev[i].kind);
+            return 0;
+        }
         if (ev[i].truth)
             fl |= CODEC_EV_TRUTH;
         if (ev[i].thread != thread)

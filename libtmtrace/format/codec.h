@@ -50,7 +50,8 @@ size_t codec_encode_records(uint8_t *out, const struct tf_record *recs, const ui
 long codec_encode_slots(uint8_t *out, struct tf_slot_stream *ss, size_t max, size_t *count, unsigned *flags);
 /* Encodes decoded events; `thread` is the chunk's thread (0 = merged). Events
  * whose thread differs from `thread` make the chunk a merged one. Returns the
- * length, or 0 with a message when out of memory. */
+ * length, or 0 with a message when out of memory or an event's kind is
+ * none a reader accepts. */
 size_t codec_encode_events(uint8_t *out, const struct tf_event *ev, size_t n, uint32_t thread,
                            unsigned *flags);
 /* Decodes exactly n events from in[0..len); the chunk's thread fills the

@@ -1059,28 +1059,16 @@ int tf_write_slots(struct tf_writer *w, uint32_t thread, struct tf_slot_stream *
     return 0;
 }
 
-/* The first event of ev[0..n) whose kind no reader accepts, or n. */
-static size_t tf_bad_kind(const struct tf_event *ev, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (ev[i].kind == 0 || ev[i].kind >= TF_EV_KINDS)
-            return i;
-    return n;
-}
-
 int tf_prepare_events(struct tf_prepared *p, uint32_t thread, const struct tf_event *ev, size_t n, int codec,
                       int level)
 {
     if (n > CODEC_MAX_EVENTS)
         return error_set("%zu events are more than one chunk holds (%u)", n, CODEC_MAX_EVENTS);
-    size_t bad = tf_bad_kind(ev, n);
-    if (bad < n)
-        return error_set("event %zu has invalid kind %u", bad, ev[bad].kind);
     size_t need = codec_events_bound(n);
     if (need > TF_MAX_PAYLOAD || tf_grow((void **)&p->raw, &p->raw_cap, need) != 0)
         return error_set("out of memory for a %zu-byte chunk", need);
     unsigned fl;
-    size_t len = codec_encode_events(p->raw, ev, n, thread, &fl);
+    size_t len = codec_encode_events(p->raw, ev, n, thread, &fl);   /* checks the kinds too */
     if (len == 0)
         return -1;
     tf_seal(p->raw, &p->comp, &p->comp_cap, TF_CHUNK_EVENTS, fl, (fl & CODEC_EV_MERGED) ? 0 : thread, n, len,
