@@ -150,21 +150,36 @@ static int keep_order(struct sync_lasts *x, struct tf_event *ev, uint64_t raw)
 }
 
 /* A decoded chunk's stamps to ns, in any decoding thread; `raw` keeps
- * the TSCs for order_events. */
+ * the TSCs for order_events. A run of events on one CPU keeps its model and
+ * segment hint in registers (the hints only say where a search starts, so
+ * the stamps are the same however they are kept). */
 static int map_events(void *ctx, unsigned worker, struct tf_event *ev, uint64_t *raw, size_t n)
 {
     struct sync_ctx *x = ctx;
     struct sync_hints *h = &x->hints[worker];
+    const struct tf_cpu_model *m = NULL, *tm = x->have_truth ? &x->truth.m : NULL;
+    unsigned cpu = 0;
+    uint32_t k = 0, tk = h->truth;
     for (size_t i = 0; i < n; i++) {
-        unsigned cpu = ev[i].cpu < SYNC_MAX_CPU ? ev[i].cpu : SYNC_MAX_CPU - 1;
-        struct sm_result *m = __atomic_load_n(&x->bycpu[cpu], __ATOMIC_ACQUIRE);
-        if (!m && !(m = model_for(x, cpu)))
-            return error_set("out of memory");
+        unsigned c = ev[i].cpu < SYNC_MAX_CPU ? ev[i].cpu : SYNC_MAX_CPU - 1;
+        if (!m || c != cpu) {
+            if (m)
+                h->cpu[cpu] = k;
+            struct sm_result *r = __atomic_load_n(&x->bycpu[c], __ATOMIC_ACQUIRE);
+            if (!r && !(r = model_for(x, c)))
+                return error_set("out of memory");
+            m = &r->m;
+            cpu = c;
+            k = h->cpu[c];
+        }
         raw[i] = ev[i].ts;
-        ev[i].ts = sm_to_ns(sm_eval(&m->m, raw[i], &h->cpu[cpu]));
-        if (x->have_truth && ev[i].truth)
-            ev[i].truth = sm_to_ns(sm_eval(&x->truth.m, ev[i].truth, &h->truth));
+        ev[i].ts = sm_to_ns(sm_eval(m, raw[i], &k));
+        if (tm && ev[i].truth)
+            ev[i].truth = sm_to_ns(sm_eval(tm, ev[i].truth, &tk));
     }
+    if (m)
+        h->cpu[cpu] = k;
+    h->truth = tk;
     return 0;
 }
 
