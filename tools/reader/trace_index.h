@@ -83,7 +83,7 @@ typedef int (*ti_map_fn)(void *ctx, unsigned worker, struct tf_event *ev, uint64
  * `source`'s (the index into the trace index's src). 0 or -1 (message set). */
 typedef int (*ti_order_fn)(void *ctx, size_t source, struct tf_event *ev, const uint64_t *keep, size_t n);
 
-/* How a merge reads. jobs > 1: jobs - 1 threads read, decompress, decode
+/* How a merge reads. jobs > 1: jobs - 1 threads (or `workers`) read, decompress, decode
  * and map chunks ahead of the merge (each with its own reader of `path`),
  * and the caller's thread helps with the chunk it waits for; each source
  * keeps at most ti_window() decoded chunks. The merged order and the events
@@ -100,7 +100,8 @@ struct ti_merge_opts {
                              map's `worker` is then < workers + 1 */
 };
 /* The decoded chunks a source keeps: 1 for one job, else about two per
- * thread over all the sources, 2..min(jobs + 1, TI_WINDOW_MAX). */
+ * decoding thread (the workers and the caller's) over all the sources,
+ * 2..min(threads + 1, TI_WINDOW_MAX). */
 #define TI_WINDOW_MAX 16u
 /* The most worker threads a merge starts. */
 #define TI_MAX_JOBS 64u
