@@ -97,10 +97,12 @@ static void the_triage_names_the_known_causes(const char *t)
     assert_non_null(d);
     assert_true(strtoul(d + 14, NULL, 10) >= 1);
     assert_true(tg_json_num(json, NULL, "descheduled_wall_ns") >= 200e6);
-    /* ... and in no site's on-CPU wasted time, though in its wall time */
+    /* ... and in no site's on-CPU wasted time (whether the napping attempt
+     * aborted depends on the schedule: another thread that turned serial
+     * waits for it instead of overtaking it) */
     const char *cs = strstr(json, "\"name\":\"count_event (triage_prog.c:");
     assert_non_null(cs);
-    assert_true(tg_json_num(json, cs, "wasted_ns") - tg_json_num(json, cs, "oncpu_wasted_ns") >= 190e6);
+    assert_true(tg_json_num(json, cs, "oncpu_wasted_ns") < 190e6);
     size_t n;
     char **l = triage_lines(out, &n);
     assert_true(n >= 2);

@@ -594,9 +594,9 @@ static void read_abort_names_the_call(int events)
     d.also_z = 1;
     sem_init(&d.go, 0, 0);
     sem_init(&d.done, 0, 0);
+    tmt_tx *tx = enter_at(events); /* before the writer enters: enter_at sets the shared config */
     pthread_t w;
     assert_int_equal(pthread_create(&w, NULL, duel_writer, &d), 0);
-    tmt_tx *tx = enter_at(events);
     volatile int attempts = 0;
     TMT_ATOMIC(tx, "duel-read-after") {
         (void)tmt_read_long(tx, &d.z);
