@@ -192,8 +192,9 @@ static inline __attribute__((always_inline)) void api_write_slow(tmt_tx *tx, vol
                                                                  unsigned size)
 {
     uintptr_t a = (uintptr_t)addr;
-    /* First an untraced serial write (a lone thread's, mostly): in place
-     * after logging the old bytes, the size a constant. */
+    /* First a serial write that records no access (untraced or at tx; a
+     * lone thread's, mostly): in place after logging the old bytes, the
+     * size a constant. */
     if (tx->mode == TX_MODE_SERIAL && !tb_records_accesses(&tx->trace)) {
         tx_undo_write(&tx->stm.undo, &tx->stm.nundo, &tx->stm.undocap, a, v, size);
         return;

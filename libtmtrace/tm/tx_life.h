@@ -31,9 +31,10 @@ void tx_thread_exit(struct tmt_tx *tx);
  * caller's, tmt_tx_start's call frame address); what lies below it is the
  * frames the attempt makes (tx.h, frame).
  *
- * A thread alone (no other registered) runs its transactions in place, as
- * serial attempts with reason TF_SERIAL_ALONE: direct loads and stores, the
- * undo log for retry and cancel, no read set, no validation. A thread that
+ * A thread alone (no other thread has started a transaction: txreg_alone)
+ * runs its transactions in place, as serial attempts with reason
+ * TF_SERIAL_ALONE: direct loads and stores, the undo log for retry and
+ * cancel, no read set, no validation. A thread that
  * starts a transaction meanwhile waits in stm_begin for the serial lock,
  * that is until the attempt in flight ends; from then on both run the STM.
  * Not with a hardware path (the trace shows a lone thread's hardware
