@@ -293,6 +293,21 @@ static void attribution_true_conflict_names_the_culprit(void **st)
     free(csv);
 }
 
+/* A count of one abort reads "1 abort" in every line of the text report
+ * that counts aborts: the totals, the site, the data and the triage. */
+static void the_text_report_says_one_abort_in_the_singular(void **st)
+{
+    (void)st;
+    assert_int_equal(conflict_case("one.bin", A1, A1, 150, NULL), 0);
+    assert_true(J("stm_aborts") == 1);
+    run_check(tu_path("one.bin"), 0, NULL);
+    assert_null(strstr(out, " 1 aborts"));
+    expect_out("in 1 abort)");
+    expect_out(": 1 abort of ");
+    expect_out(": 1 abort, ");
+    expect_out("time, 1 abort: ");
+}
+
 /* A word in a thread's recorded stack is named as that stack, one name in
  * the text, the JSON and the CSV; one outside every stack as the heap. */
 static void a_word_in_a_threads_stack_is_named_as_that_stack_everywhere(void **st)
@@ -990,6 +1005,7 @@ int main(void)
         cmocka_unit_test(late_start_is_an_operation_stamped_before_its_start),
         cmocka_unit_test(premature_end_is_an_operation_stamped_after_its_commit_or_abort),
         cmocka_unit_test(attribution_true_conflict_names_the_culprit),
+        cmocka_unit_test(the_text_report_says_one_abort_in_the_singular),
         cmocka_unit_test(a_word_in_a_threads_stack_is_named_as_that_stack_everywhere),
         cmocka_unit_test(attribution_false_conflict_is_same_stripe_other_address),
         cmocka_unit_test(a_failed_validation_is_true_when_the_culprit_wrote_the_word_read),

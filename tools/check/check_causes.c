@@ -112,11 +112,12 @@ static void text_top_sites(FILE *f, const struct cr_input *in, const struct ca_s
     const struct ca_totals *t = ca_totals(in->st);
     double total = cx_oncpu_wasted(in);
     char nb[600];
-    fprintf(f, "\ntop sites by on-CPU wasted time (%.3f ms on the CPU in %llu aborts)\n", total / 1e6,
-            (unsigned long long)t->aborts);
+    fprintf(f, "\ntop sites by on-CPU wasted time (%.3f ms on the CPU in %llu %s)\n", total / 1e6,
+            (unsigned long long)t->aborts, cx_aborts(t->aborts));
     for (size_t i = 0; i < ns && i < CX_TOP_SITES && s[i].aborts; i++)
-        fprintf(f, "  %5.1f%%  %s: %llu aborts of %llu attempts, %.3f ms\n", share(s[i].time.wasted_oncpu_ns, total),
+        fprintf(f, "  %5.1f%%  %s: %llu %s of %llu attempts, %.3f ms\n", share(s[i].time.wasted_oncpu_ns, total),
                 cx_site_name(in->ix, s[i].site, nb, sizeof nb), (unsigned long long)s[i].aborts,
+                cx_aborts(s[i].aborts),
                 (unsigned long long)s[i].attempts, s[i].time.wasted_oncpu_ns / 1e6);
 }
 static int cmp_hot_count(const void *a, const void *b)
@@ -144,9 +145,9 @@ static void text_top_addresses(FILE *f, const struct cr_input *in)
     fprintf(f, "\ntop conflicting words (by aborts)\n");
     for (size_t i = 0; i < nh && i < CX_TOP_ADDRS; i++) {
         hot_name(in->sym, &h[i], name, sizeof name);
-        fprintf(f, "  %s (0x%llx): %llu aborts (the culprit wrote this word %llu, only others of its stripe %llu, "
+        fprintf(f, "  %s (0x%llx): %llu %s (the culprit wrote this word %llu, only others of its stripe %llu, "
                 "not known %llu; %llu found it locked)\n", name, (unsigned long long)h[i].addr,
-                (unsigned long long)h[i].count, (unsigned long long)h[i].true_count,
+                (unsigned long long)h[i].count, cx_aborts(h[i].count), (unsigned long long)h[i].true_count,
                 (unsigned long long)h[i].false_count,
                 (unsigned long long)(h[i].count - h[i].true_count - h[i].false_count),
                 (unsigned long long)h[i].holder_count);
@@ -157,8 +158,8 @@ static void text_top_addresses(FILE *f, const struct cr_input *in)
         fprintf(f, "top cache lines (by aborts)\n");
         for (size_t i = 0; i < nl && i < CX_TOP_LINES; i++) {
             hot_name(in->sym, l[i].top, name, sizeof name);
-            fprintf(f, "  line of %s (0x%llx): %llu aborts on %llu words\n", name,
-                    (unsigned long long)(l[i].line << 6), (unsigned long long)l[i].count,
+            fprintf(f, "  line of %s (0x%llx): %llu %s on %llu words\n", name,
+                    (unsigned long long)(l[i].line << 6), (unsigned long long)l[i].count, cx_aborts(l[i].count),
                     (unsigned long long)l[i].words);
         }
     }

@@ -274,8 +274,8 @@ static void triage_line(FILE *o, const struct cr_input *in, size_t i, const stru
 {
     char vn[600], cn[600], adv[300];
     int hw = f->cls >= CA_CL_HTM_CONFLICT && f->cls <= CA_CL_HTM_OTHER;
-    fprintf(o, "  %zu. %5.1f%% of on-CPU wasted time, %llu aborts: %s, %s", i + 1, pct(f->oncpu_ns, total),
-            (unsigned long long)f->count, cx_site_name(in->ix, f->victim_site, vn, sizeof vn),
+    fprintf(o, "  %zu. %5.1f%% of on-CPU wasted time, %llu %s: %s, %s", i + 1, pct(f->oncpu_ns, total),
+            (unsigned long long)f->count, cx_aborts(f->count), cx_site_name(in->ix, f->victim_site, vn, sizeof vn),
             hw ? ca_class_name(f->cls) : cx_fold_class(f));
     if (!hw) {
         fprintf(o, " on %s", f->obj);
@@ -306,7 +306,7 @@ void cx_triage_text(FILE *o, const struct cr_input *in)
         for (size_t i = 0; i < n && i < CX_DATA_LINES; i++) {
             fprintf(o, "  %5.1f%%  %s", pct(f[i].oncpu_ns, total), f[i].obj);
             fields_text(o, &f[i]);
-            fprintf(o, ": %llu aborts, %.3f ms;", (unsigned long long)f[i].count, f[i].oncpu_ns / 1e6);
+            fprintf(o, ": %llu %s, %.3f ms;", (unsigned long long)f[i].count, cx_aborts(f[i].count), f[i].oncpu_ns / 1e6);
             for (unsigned c = 0; c < CA_CLASSES; c++)
                 if (f[i].cls_n[c])
                     fprintf(o, " %s %llu", c == CA_CL_FALSE ? "false-sharing" : ca_class_name(c),

@@ -66,5 +66,10 @@ void cx_triage_json(struct jw *w, const struct cr_input *in);
  * stripe (word unknown at this level)" for a true one whose culprit's
  * writes are not in the trace, else the class's name. */
 const char *cx_fold_class(const struct cx_fold *f);
+/* "abort" or "aborts", as a count's noun in the text report. */
+static inline const char *cx_aborts(unsigned long long n)
+{
+    return n == 1 ? "abort" : "aborts";
+}
 
 #endif
