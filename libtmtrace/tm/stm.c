@@ -138,16 +138,30 @@ static inline uint32_t stm_slot_hash(uintptr_t w, uint32_t shift)
     return (uint32_t)(((uint64_t)w * 0x9E3779B97F4A7C15ull) >> shift);
 }
 
-static inline void stm_windex(struct tx_stm *s, uint32_t idx)
+/* The index slot of word w: the live one that holds it, or the free one
+ * where its probe ends (where an append of w goes: the one probe serves a
+ * lookup and the insertion after it). */
+static inline __attribute__((always_inline)) uint32_t stm_wslot(const struct tx_stm *s, uintptr_t w)
 {
-    uintptr_t w = s->wset[idx].addr;
+    const struct tx_wslot *slots = s->wslots;
+    uint32_t gen = s->wgen, mask = s->wslot_mask;
     uint32_t i = stm_slot_hash(w, s->wshift);
-    while (s->wslots[i].gen == s->wgen)
-        i = (i + 1) & s->wslot_mask;
-    s->wslots[i].addr = w;
+    while (slots[i].gen == gen && slots[i].addr != w)
+        i = (i + 1) & mask;
+    return i;
+}
+
+static inline int stm_wslot_live(const struct tx_stm *s, uint32_t i) { return s->wslots[i].gen == s->wgen; }
+
+/* Redo-log entry idx enters the index at slot i (free, where its probe ends). */
+static inline void stm_windex_at(struct tx_stm *s, uint32_t i, uint32_t idx)
+{
+    s->wslots[i].addr = s->wset[idx].addr;
     s->wslots[i].idx = idx;
     s->wslots[i].gen = s->wgen;
 }
+
+static inline void stm_windex(struct tx_stm *s, uint32_t idx) { stm_windex_at(s, stm_wslot(s, s->wset[idx].addr), idx); }
 
 /* The log outgrows STM_WLINEAR: a new generation makes every slot of
  * earlier attempts stale (a begin clears nothing), then the entries so far
@@ -185,14 +199,8 @@ static inline __attribute__((always_inline)) struct tx_wentry *stm_wfind(struct 
                 return &ws[i];
         return NULL;
     }
-    const struct tx_wslot *slots = s->wslots;
-    uint32_t gen = s->wgen, mask = s->wslot_mask;
-    for (uint32_t i = stm_slot_hash(w, s->wshift);; i = (i + 1) & mask) {
-        if (slots[i].gen != gen)
-            return NULL;
-        if (slots[i].addr == w)
-            return &ws[slots[i].idx];
-    }
+    uint32_t i = stm_wslot(s, w);
+    return stm_wslot_live(s, i) ? &ws[s->wslots[i].idx] : NULL;
 }
 
 /* Cold: the redo log is full. Grows it and keeps the index at most half
@@ -470,10 +478,30 @@ void stm_wappend_slow(struct tmt_tx *tx, uintptr_t w, uint64_t val, uint32_t byt
  * merges into its entry, or appends (a false positive). Out of line. */
 void stm_write_again(struct tmt_tx *tx, uintptr_t w, uint64_t val, uint64_t bits, uint32_t bytes, uint64_t bb)
 {
-    struct tx_wentry *e = stm_wfind(&tx->stm, w);
-    if (e == NULL) {
-        stm_wappend(tx, w, val, bytes, bb);
-        return;
+    struct tx_stm *s = &tx->stm;
+    uint32_t wn = s->wn;
+    struct tx_wentry *e;
+    if (wn > STM_WLINEAR && s->wset[wn - 1].addr != w) {
+        /* An indexed log: a word the probe does not find is appended and
+         * takes the free slot the probe ended on, without a second probe
+         * (a full log grows and re-indexes, stm_wappend_slow). */
+        uint32_t i = stm_wslot(s, w);
+        if (!stm_wslot_live(s, i)) {
+            if (TX_UNLIKELY(wn == s->wcap)) {
+                stm_wappend_slow(tx, w, val, bytes, bb);
+                return;
+            }
+            stm_wput(s, wn, w, val, bytes, bb);
+            stm_windex_at(s, i, wn);
+            return;
+        }
+        e = &s->wset[s->wslots[i].idx];
+    } else {
+        e = stm_wfind(s, w);
+        if (e == NULL) {
+            stm_wappend(tx, w, val, bytes, bb);
+            return;
+        }
     }
     e->value = (e->value & ~bits) | val;
     e->mask |= bytes;
