@@ -199,8 +199,14 @@ static inline __attribute__((always_inline)) struct tx_wentry *stm_wfind(struct 
                 return &ws[i];
         return NULL;
     }
-    uint32_t i = stm_wslot(s, w);
-    return stm_wslot_live(s, i) ? &ws[s->wslots[i].idx] : NULL;
+    const struct tx_wslot *slots = s->wslots;
+    uint32_t gen = s->wgen, mask = s->wslot_mask;
+    for (uint32_t i = stm_slot_hash(w, s->wshift);; i = (i + 1) & mask) {
+        if (slots[i].gen != gen)
+            return NULL;
+        if (slots[i].addr == w)
+            return &ws[slots[i].idx];
+    }
 }
 
 /* Cold: the redo log is full. Grows it and keeps the index at most half
