@@ -138,16 +138,30 @@ static inline uint32_t stm_slot_hash(uintptr_t w, uint32_t shift)
     return (uint32_t)(((uint64_t)w * 0x9E3779B97F4A7C15ull) >> shift);
 }
 
-static inline void stm_windex(struct tx_stm *s, uint32_t idx)
+/* The index slot of word w: the live one that holds it, or the free one
+ * where its probe ends (where an append of w goes: the one probe serves a
+ * lookup and the insertion after it). */
+static inline __attribute__((always_inline)) uint32_t stm_wslot(const struct tx_stm *s, uintptr_t w)
 {
-    uintptr_t w = s->wset[idx].addr;
+    const struct tx_wslot *slots = s->wslots;
+    uint32_t gen = s->wgen, mask = s->wslot_mask;
     uint32_t i = stm_slot_hash(w, s->wshift);
-    while (s->wslots[i].gen == s->wgen)
-        i = (i + 1) & s->wslot_mask;
-    s->wslots[i].addr = w;
+    while (slots[i].gen == gen && slots[i].addr != w)
+        i = (i + 1) & mask;
+    return i;
+}
+
+static inline int stm_wslot_live(const struct tx_stm *s, uint32_t i) { return s->wslots[i].gen == s->wgen; }
+
+/* Redo-log entry idx enters the index at slot i (free, where its probe ends). */
+static inline void stm_windex_at(struct tx_stm *s, uint32_t i, uint32_t idx)
+{
+    s->wslots[i].addr = s->wset[idx].addr;
     s->wslots[i].idx = idx;
     s->wslots[i].gen = s->wgen;
 }
+
+static inline void stm_windex(struct tx_stm *s, uint32_t idx) { stm_windex_at(s, stm_wslot(s, s->wset[idx].addr), idx); }
 
 /* The log outgrows STM_WLINEAR: a new generation makes every slot of
  * earlier attempts stale (a begin clears nothing), then the entries so far
@@ -470,10 +484,30 @@ void stm_wappend_slow(struct tmt_tx *tx, uintptr_t w, uint64_t val, uint32_t byt
  * merges into its entry, or appends (a false positive). Out of line. */
 void stm_write_again(struct tmt_tx *tx, uintptr_t w, uint64_t val, uint64_t bits, uint32_t bytes, uint64_t bb)
 {
-    struct tx_wentry *e = stm_wfind(&tx->stm, w);
-    if (e == NULL) {
-        stm_wappend(tx, w, val, bytes, bb);
-        return;
+    struct tx_stm *s = &tx->stm;
+    uint32_t wn = s->wn;
+    struct tx_wentry *e;
+    if (wn > STM_WLINEAR && s->wset[wn - 1].addr != w) {
+        /* An indexed log: a word the probe does not find is appended and
+         * takes the free slot the probe ended on, without a second probe
+         * (a full log grows and re-indexes, stm_wappend_slow). */
+        uint32_t i = stm_wslot(s, w);
+        if (!stm_wslot_live(s, i)) {
+            if (TX_UNLIKELY(wn == s->wcap)) {
+                stm_wappend_slow(tx, w, val, bytes, bb);
+                return;
+            }
+            stm_wput(s, wn, w, val, bytes, bb);
+            stm_windex_at(s, i, wn);
+            return;
+        }
+        e = &s->wset[s->wslots[i].idx];
+    } else {
+        e = stm_wfind(s, w);
+        if (e == NULL) {
+            stm_wappend(tx, w, val, bytes, bb);
+            return;
+        }
     }
     e->value = (e->value & ~bits) | val;
     e->mask |= bytes;
@@ -789,9 +823,10 @@ void stm_serial_unlock(void) { __atomic_store_n(&stm_serial.owner, 0, __ATOMIC_R
 
 uint32_t stm_serial_holder(void) { return stm_serial_owner(__ATOMIC_ACQUIRE); }
 
-void stm_serial_begin(struct tmt_tx *tx)
+void stm_serial_begin(struct tmt_tx *tx, int alone)
 {
     struct tx_stm *s = &tx->stm;
+    s->serial_alone = alone;
     s->ro = 0;
     s->rn = s->wn = 0;
     s->nundo = 0;
@@ -809,14 +844,20 @@ void stm_serial_write(struct tmt_tx *tx, uintptr_t addr, uint64_t value, unsigne
 
 /* The stripes written get the new version, so that an attempt that took its
  * start version before this commit and reads them afterwards aborts, as it
- * would after a normal commit. Nothing else runs: no locking needed. */
+ * would after a normal commit. Nothing else runs: no locking needed. A
+ * serial attempt alone stamps nothing: no attempt of another thread ran
+ * when it took the lock (none had started a transaction), and one that
+ * starts meanwhile waits for the unlock (stm_begin) and then takes a start
+ * version at or above wv, at which memory already holds these writes. A
+ * lone thread's transactions all run here, and the stamps were a stripe-
+ * table miss per word written (docs/design.md, "TL2 as built"). */
 uint64_t stm_serial_commit(struct tmt_tx *tx)
 {
     struct tx_stm *s = &tx->stm;
     uint64_t wv = 0;
     if (s->nundo != 0) {
         wv = __atomic_add_fetch(&stm_clock.now, 1, __ATOMIC_ACQ_REL);
-        for (uint32_t i = 0; i < s->nundo; i++)
+        for (uint32_t i = 0; !s->serial_alone && i < s->nundo; i++)
             __atomic_store_n(stm_stripe(s->undo[i].addr), (uintptr_t)wv << 1, __ATOMIC_RELEASE);
     }
     s->nundo = 0;

@@ -132,6 +132,8 @@ struct tx_stm {
     struct tx_undo *undo;
     uint32_t nundo, undocap;
     uint32_t serial_reads;
+    int serial_alone;            /* the serial attempt drained no one: no other thread had
+                                  * started a transaction (its commit stamps no stripe) */
 };
 
 struct tx_htm {

@@ -152,11 +152,12 @@ __attribute__((noinline)) static void tx_start_serial(struct tmt_tx *tx)
      * A thread alone has nothing to drain: no other thread has joined, so
      * none has announced an attempt, and one that joins from now on sees
      * the lock when it begins (txreg_alone). */
-    if (!txreg_alone()) {
+    int alone = txreg_alone();
+    if (!alone) {
         stm_fence_others();
         txreg_drain_others(tx);
     }
-    stm_serial_begin(tx);
+    stm_serial_begin(tx, alone);
     tx->mode = TX_MODE_SERIAL;
     tx_count(&tx->stats.serial);
     tb_ev_serial(&tx->trace, why, tx->conflicts);

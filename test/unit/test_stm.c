@@ -1110,6 +1110,65 @@ static void test_an_irrevocable_block_runs_alone_and_commits_in_place(void **s)
     assert_int_equal(total, (long)ACCOUNTS * START_BALANCE);
 }
 
+/* A thread that has run a transaction and stays in the process until told
+ * to leave: the serial attempts meanwhile are not alone. */
+struct joined_peer {
+    int ready, leave;
+};
+
+static void *joined_peer_run(void *arg)
+{
+    struct joined_peer *p = arg;
+    static long seen;
+    tmt_tx *tx = tmt_thread_enter();
+    TMT_ATOMIC(tx, "peer") {
+        (void)tmt_read_long(tx, &seen);
+    } TMT_END;
+    __atomic_store_n(&p->ready, 1, __ATOMIC_SEQ_CST);
+    while (!__atomic_load_n(&p->leave, __ATOMIC_SEQ_CST))
+        sched_yield();
+    tmt_thread_exit();
+    return NULL;
+}
+
+/* One irrevocable (serial, in-place) transaction of this thread writing
+ * `cell`: whether its commit changed the cell's stripe word. */
+static int serial_write_changes_stripe(tmt_tx *tx, long *cell)
+{
+    uintptr_t before = __atomic_load_n(stm_stripe_word((uintptr_t)cell), __ATOMIC_SEQ_CST);
+    volatile int serial = 0;
+    TMT_ATOMIC_FLAGS(tx, "stamp", TMT_TX_IRREVOCABLE) {
+        serial = tx_is_serial(tx);
+        tmt_write_long(tx, cell, tmt_read_long(tx, cell) + 1);
+    } TMT_END;
+    assert_true(serial);
+    return __atomic_load_n(stm_stripe_word((uintptr_t)cell), __ATOMIC_SEQ_CST) != before;
+}
+
+/* A thread alone in transactions commits in place without touching the
+ * stripe table: no other attempt can have read its words before it (none
+ * runs, and one that starts meanwhile waits for it and starts at a later
+ * version). With another thread in transactions a serial commit stamps the
+ * stripes it wrote with its version, as a software commit does. */
+static void test_a_lone_serial_commit_stamps_no_stripe_and_a_shared_one_does(void **s)
+{
+    (void)s;
+    static long cell = 1;
+    tmt_tx *tx = tmt_thread_enter();
+    assert_false(serial_write_changes_stripe(tx, &cell));
+    assert_int_equal(cell, 2);
+    struct joined_peer peer = { 0, 0 };
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, joined_peer_run, &peer), 0);
+    while (!__atomic_load_n(&peer.ready, __ATOMIC_SEQ_CST))
+        sched_yield();
+    assert_true(serial_write_changes_stripe(tx, &cell));
+    assert_int_equal(cell, 3);
+    __atomic_store_n(&peer.leave, 1, __ATOMIC_SEQ_CST);
+    assert_int_equal(pthread_join(th, NULL), 0);
+    tmt_thread_exit();
+}
+
 /* A serial attempt writes in place, so retry and cancel must put memory back. */
 static void test_cancel_and_retry_undo_an_irrevocable_block(void **s)
 {
@@ -1246,6 +1305,7 @@ int main(void)
         cmocka_unit_test(test_a_word_appended_as_the_redo_log_grows_is_read_back),
         cmocka_unit_test(test_a_long_transaction_commits_within_serial_after_plus_one_attempts),
         cmocka_unit_test(test_an_irrevocable_block_runs_alone_and_commits_in_place),
+        cmocka_unit_test(test_a_lone_serial_commit_stamps_no_stripe_and_a_shared_one_does),
         cmocka_unit_test(test_cancel_and_retry_undo_an_irrevocable_block),
         cmocka_unit_test(test_waiting_for_older_attempts_outlasts_exactly_the_attempts_that_started_before),
     };
