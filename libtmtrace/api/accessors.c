@@ -14,6 +14,10 @@
  * software attempt is one function body, docs/design.md, "The hot path"),
  * allocates, or holds state of its own.
  */
+/* This file defines the exported readers, whose names tmtrace.h otherwise
+ * maps onto its inline ones. */
+#define TMT_NO_INLINE_ACCESS 1
+
 #include <stdint.h>
 #include <string.h>
 
@@ -147,11 +151,16 @@ static inline uint64_t api_read(tmt_tx *tx, const volatile void *addr, unsigned 
         API_NAME_CALLER(tx);
         return stm_read_slow(tx, a, size);
     }
-    /* Behind the gate, where the STM's path does not reach: an untraced
-     * serial attempt (a lone thread's, tx_life.h) reads in place here, with
-     * no second call, and counts nothing (the count is for the COMMIT
-     * record; an increment in memory per read would chain the reads). */
-    if (tx->mode == TX_MODE_SERIAL && !tx_traced(tx))
+    /* Behind the gate, where the STM's path does not reach: an attempt in
+     * place that records nothing (tmt_tx_head.in_place: an untraced serial
+     * attempt, a lone thread's mostly, tx_life.h) reads here, with no
+     * second call, and counts nothing (the count is for the COMMIT record;
+     * an increment in memory per read would chain the reads). What
+     * tmtrace.h's inline readers do in the program, for callers that do
+     * not inline them (other languages, TMT_NO_INLINE_ACCESS). A build
+     * that stamps every access keeps the flag clear (tx_life.c), so that
+     * the program's reads come here, and tests the mode and level. */
+    if (TMT_CLOCK_FLOOR >= 2 ? tx->mode == TX_MODE_SERIAL && !tx_traced(tx) : tx->head.in_place != 0)
         return tx_mem_load(a, size);
     API_NAME_CALLER(tx);
     return size == 8 ? api_read_slow_8(tx, addr) : size == 4 ? api_read_slow_4(tx, addr) : api_read_slow_1(tx, addr);

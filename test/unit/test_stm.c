@@ -42,17 +42,6 @@ static int setup(void **state)
     return 0;
 }
 
-/* Enters the calling thread with the trace level `events` (taken when a
- * thread enters): the accessors' fast paths serve untraced attempts only. */
-static tmt_tx *enter_at(int events)
-{
-    int saved = config.events;
-    config.events = events;
-    tmt_tx *tx = tmt_thread_enter();
-    config.events = saved;
-    return tx;
-}
-
 /* ---- bank ------------------------------------------------------------------ */
 
 #define ACCOUNTS 32
@@ -411,7 +400,7 @@ static void test_read_only_reads_never_grow_the_read_set(void **s)
  * the accessors take the dispatching path. */
 static void gate_run(int events)
 {
-    tmt_tx *tx = enter_at(events);
+    tmt_tx *tx = tu_enter_at(events);
     uint64_t closed = UINT64_MAX, bit = ~(uint64_t)0;
     static long cell[2] = { 5, 6 };
     volatile uint64_t inside = 1, after_write = 0;
@@ -594,7 +583,7 @@ static void read_abort_names_the_call(int events)
     d.also_z = 1;
     sem_init(&d.go, 0, 0);
     sem_init(&d.done, 0, 0);
-    tmt_tx *tx = enter_at(events); /* before the writer enters: enter_at sets the shared config */
+    tmt_tx *tx = tu_enter_at(events); /* before the writer enters: tu_enter_at sets the shared config */
     pthread_t w;
     assert_int_equal(pthread_create(&w, NULL, duel_writer, &d), 0);
     volatile int attempts = 0;
@@ -892,7 +881,7 @@ static void test_a_log_that_cannot_grow_ends_the_process_with_a_line_naming_it(v
 
 static void large_write_set_run(int events)
 {
-    tmt_tx *tx = enter_at(events);
+    tmt_tx *tx = tu_enter_at(events);
     enum { N = 5000 };
     static long big[N];
     volatile long check = 0;
@@ -926,7 +915,7 @@ static void test_large_write_sets_grow_and_commit(void **s)
  * writes the word after the first, whose bit no other write sets. */
 static void grow_then_read_run(int events)
 {
-    tmt_tx *tx = enter_at(events);
+    tmt_tx *tx = tu_enter_at(events);
     uint32_t cap = tx->stm.wcap;
     long *cells = calloc((size_t)cap * 64, sizeof *cells);
     assert_non_null(cells);
