@@ -256,8 +256,8 @@ static inline int tmt_in_place_(const tmt_tx *tx)
 /* A statement expression, not an inline function: its call of the
  * exported reader keeps the program's line in the debug information, which
  * is what a conflict's abort location names (the return address of that
- * call). Its locals are numbered (__COUNTER__) so that a read nested in
- * another's arguments shadows nothing. The load is a relaxed atomic one: a
+ * call). Its locals are numbered (each read takes a __COUNTER__ value) so
+ * that a read nested in another's arguments shadows nothing. The load is a relaxed atomic one: a
  * plain move on x86; the serial lock orders it against other threads'
  * transactions, and sanitizers see an atomic access. */
 #define TMT_READ_(T, PT, fn, tx, addr) TMT_READ_N_(T, PT, fn, tx, addr, __COUNTER__)
