@@ -411,10 +411,13 @@ static void test_a_thread_arriving_waits_for_the_lone_in_place_attempt(void **s)
 /* ---- the public header's inline reads -------------------------------------- */
 
 static long inl_cells[4];
+enum { INL_MANY = 4096 };
+static long inl_many[INL_MANY];
 
 /* An untraced lone thread reads in place inline (the head's flag is set
  * only inside its attempt); those reads see the attempt's own writes, and
- * after a cancel or a retry the values from before. */
+ * after a cancel (its undo log grown, dead frames in it) or a retry the
+ * values from before. */
 static void test_inline_reads_in_place_see_the_attempts_writes_and_their_undo(void **s)
 {
     (void)s;
@@ -428,8 +431,13 @@ static void test_inline_reads_in_place_see_the_attempts_writes_and_their_undo(vo
         flag_inside = (int)head->in_place;
         tmt_write_long(tx, &inl_cells[0], 6);
         seen = tmt_read_long(tx, &inl_cells[0]);
-        tmt_tx_cancel(tx);
+        for (int i = 0; i < INL_MANY; i++) /* more than the undo log held: it grows */
+            tmt_write_long(tx, &inl_many[i], i + 1);
+        (void)lone_scribble(tx);
+        lone_cancel(tx);
     } TMT_END;
+    for (int i = 0; i < INL_MANY; i++)
+        assert_int_equal(inl_many[i], 0);
     assert_int_equal(flag_inside, 1);
     assert_int_equal(seen, 6);
     assert_int_equal(head->in_place, 0);
