@@ -70,7 +70,7 @@ struct tmt_tx_head {
      * cleared when it commits or aborts; 0 in every other state (no
      * attempt, software and hardware attempts, any traced thread). */
     uint32_t in_place;
-    uint32_t reserved_;  /* 0; room for a second flag without moving anything */
+    uint32_t reserved_;  /* 0 (descriptors start zeroed); room for a second flag */
 };
 
 /*
@@ -257,9 +257,10 @@ static inline int tmt_in_place_(const tmt_tx *tx)
  * exported reader keeps the program's line in the debug information, which
  * is what a conflict's abort location names (the return address of that
  * call). Its locals are numbered (each read takes a __COUNTER__ value) so
- * that a read nested in another's arguments shadows nothing. The load is a relaxed atomic one: a
- * plain move on x86; the serial lock orders it against other threads'
- * transactions, and sanitizers see an atomic access. */
+ * that a read nested in another's arguments shadows nothing. The load is a
+ * relaxed atomic one: a plain move on x86; the serial lock orders it
+ * against other threads' transactions, and sanitizers see an atomic
+ * access. */
 #define TMT_READ_(T, PT, fn, tx, addr) TMT_READ_N_(T, PT, fn, tx, addr, __COUNTER__)
 #define TMT_READ_N_(T, PT, fn, tx, addr, n) TMT_READ_AT_(T, PT, fn, tx, addr, n)
 #define TMT_READ_AT_(T, PT, fn, tx, addr, n)                                   \
