@@ -87,8 +87,9 @@ typedef volatile intptr_t vintp;
 
 /* The runtime's exact-size accessors (tmtrace.h, repeated here so that a
  * program needs no other header): STM_READ and STM_WRITE call them on the
- * thread's descriptor directly, one call per access (TxLoad and the other
- * Tx* accessors stay for programs that call them). */
+ * thread's descriptor directly, one call per access but for reads of an
+ * attempt in place (below); TxLoad and the other Tx* accessors stay for
+ * programs that call them. */
 uintptr_t tmt_read_word(struct tmt_tx *tx, const volatile uintptr_t *addr);
 void tmt_write_word(struct tmt_tx *tx, volatile uintptr_t *addr, uintptr_t value);
 int32_t tmt_read_i32(struct tmt_tx *tx, const volatile int32_t *addr);
@@ -100,6 +101,15 @@ void tmt_write_float(struct tmt_tx *tx, volatile float *addr, float value);
 double tmt_read_double(struct tmt_tx *tx, const volatile double *addr);
 void tmt_write_double(struct tmt_tx *tx, volatile double *addr, double value);
 
+/* While the first word of the descriptor (tmtrace.h's struct tmt_tx_head,
+ * part of the library's ABI) is nonzero, the thread's attempt runs in place
+ * and records nothing: a read is then the load itself, with no call, as
+ * tmtrace.h's readers do. The test and the loads are in the macros, not in
+ * inline functions, so that a conflict's abort location (the return address
+ * of the reader's call) names the program's line. */
+static inline int STM_IN_PLACE_(struct tmt_tx *tx) { return *(const uint32_t *)(const void *)tx != 0; }
+#define STM_LOAD_(T, var) __atomic_load_n((T volatile *)(void *)&(var), __ATOMIC_RELAXED)
+
 /* 1 when the variable's type is unsigned (its value zero-extends). */
 #define STM_UNSIGNED_(var)                                                     \
     _Generic((var), _Bool: 1, unsigned char: 1, unsigned short: 1,             \
@@ -109,15 +119,24 @@ void tmt_write_double(struct tmt_tx *tx, volatile double *addr, double value);
                         : (intptr_t)(int##bits##_t)(raw))
 
 #define STM_READ(var)                                                          \
-    (sizeof(var) == 4   ? STM_EXTEND_(var, (uint32_t)tmt_read_i32(STM_TX_, (volatile int32_t *)(void *)&(var)), 32) \
+    (STM_IN_PLACE_(STM_TX_)                                                    \
+     ? (sizeof(var) == 4   ? STM_EXTEND_(var, STM_LOAD_(uint32_t, var), 32)    \
+        : sizeof(var) == 1 ? STM_EXTEND_(var, STM_LOAD_(uint8_t, var), 8)      \
+        : sizeof(var) == 2 ? STM_EXTEND_(var, STM_LOAD_(uint16_t, var), 16)    \
+                           : (intptr_t)STM_LOAD_(uintptr_t, var))              \
+     : sizeof(var) == 4 ? STM_EXTEND_(var, (uint32_t)tmt_read_i32(STM_TX_, (volatile int32_t *)(void *)&(var)), 32) \
      : sizeof(var) == 1 ? STM_EXTEND_(var, tmt_read_u8(STM_TX_, (volatile uint8_t *)(void *)&(var)), 8)    \
      : sizeof(var) == 2 ? STM_EXTEND_(var, TxLoad16(STM_SELF, (volatile uint16_t *)(void *)&(var)), 16) \
                         : (intptr_t)tmt_read_word(STM_TX_, (volatile uintptr_t *)(void *)&(var)))
-#define STM_READ_P(var) ((void *)tmt_read_word(STM_TX_, (volatile uintptr_t *)(void *)&(var)))
+#define STM_READ_P(var)                                                        \
+    ((void *)(STM_IN_PLACE_(STM_TX_) ? STM_LOAD_(uintptr_t, var)               \
+                                     : tmt_read_word(STM_TX_, (volatile uintptr_t *)(void *)&(var))))
 #define STM_READ_F(var)                                                        \
     __builtin_choose_expr(sizeof(var) == 4,                                    \
-        tmt_read_float(STM_TX_, (volatile float *)(void *)&(var)),             \
-        tmt_read_double(STM_TX_, (volatile double *)(void *)&(var)))
+        (STM_IN_PLACE_(STM_TX_) ? *(volatile float *)(void *)&(var)            \
+                                : tmt_read_float(STM_TX_, (volatile float *)(void *)&(var))), \
+        (STM_IN_PLACE_(STM_TX_) ? *(volatile double *)(void *)&(var)           \
+                                : tmt_read_double(STM_TX_, (volatile double *)(void *)&(var))))
 
 #define STM_WRITE(var, val)                                                    \
     (sizeof(var) == 4   ? tmt_write_i32(STM_TX_, (volatile int32_t *)(void *)&(var), (int32_t)(uint32_t)(intptr_t)(val)) \

@@ -14,6 +14,10 @@
  * software attempt is one function body, docs/design.md, "The hot path"),
  * allocates, or holds state of its own.
  */
+/* This file defines the exported readers, whose names tmtrace.h otherwise
+ * maps onto its inline ones. */
+#define TMT_NO_INLINE_ACCESS 1
+
 #include <stdint.h>
 #include <string.h>
 
@@ -147,11 +151,16 @@ static inline uint64_t api_read(tmt_tx *tx, const volatile void *addr, unsigned 
         API_NAME_CALLER(tx);
         return stm_read_slow(tx, a, size);
     }
-    /* Behind the gate, where the STM's path does not reach: an untraced
-     * serial attempt (a lone thread's, tx_life.h) reads in place here, with
-     * no second call, and counts nothing (the count is for the COMMIT
-     * record; an increment in memory per read would chain the reads). */
-    if (tx->mode == TX_MODE_SERIAL && !tx_traced(tx))
+    /* Behind the gate, where the STM's path does not reach: an attempt in
+     * place that records nothing (tmt_tx_head.in_place: an untraced serial
+     * attempt, a lone thread's mostly, tx_life.h) reads here, with no
+     * second call, and counts nothing (the count is for the COMMIT record;
+     * an increment in memory per read would chain the reads). What
+     * tmtrace.h's inline readers do in the program, for callers that do
+     * not inline them (other languages, TMT_NO_INLINE_ACCESS). A build
+     * that stamps every access keeps the flag clear (tx_life.c), so that
+     * the program's reads come here, and tests the mode and level. */
+    if (TMT_CLOCK_FLOOR >= 2 ? tx->mode == TX_MODE_SERIAL && !tx_traced(tx) : tx->head.in_place != 0)
         return tx_mem_load(a, size);
     API_NAME_CALLER(tx);
     return size == 8 ? api_read_slow_8(tx, addr) : size == 4 ? api_read_slow_4(tx, addr) : api_read_slow_1(tx, addr);
@@ -192,8 +201,9 @@ static inline __attribute__((always_inline)) void api_write_slow(tmt_tx *tx, vol
                                                                  unsigned size)
 {
     uintptr_t a = (uintptr_t)addr;
-    /* First a serial write that records no access (untraced or at tx; a
-     * lone thread's, mostly): in place after logging the old bytes, the
+    /* First a serial write that records no access (at tx, or untraced in
+     * a build that stamps every access; other untraced ones take
+     * api_write_in_place_N): in place after logging the old bytes, the
      * size a constant. */
     if (tx->mode == TX_MODE_SERIAL && !tb_records_accesses(&tx->trace)) {
         tx_undo_write(&tx->stm.undo, &tx->stm.nundo, &tx->stm.undocap, a, v, size);
@@ -217,18 +227,48 @@ static inline __attribute__((always_inline)) void api_write_slow(tmt_tx *tx, vol
     }
 }
 
-__attribute__((noinline)) static void api_write_slow_1(tmt_tx *tx, volatile void *addr, uint64_t v)
+/* Out-of-line copies of an always-inline write path, one per size (name_1,
+ * name_4, name_8), so that the size is a constant in each; and the call of
+ * the copy for a constant size. */
+#define API_WRITE_COPIES(name)                                                              \
+    __attribute__((noinline)) static void name##_1(tmt_tx *tx, volatile void *addr, uint64_t v) \
+    {                                                                                       \
+        name(tx, addr, v, 1);                                                               \
+    }                                                                                       \
+    __attribute__((noinline)) static void name##_4(tmt_tx *tx, volatile void *addr, uint64_t v) \
+    {                                                                                       \
+        name(tx, addr, v, 4);                                                               \
+    }                                                                                       \
+    __attribute__((noinline)) static void name##_8(tmt_tx *tx, volatile void *addr, uint64_t v) \
+    {                                                                                       \
+        name(tx, addr, v, 8);                                                               \
+    }
+#define API_WRITE_CALL(name, tx, addr, v, size)                                             \
+    ((size) == 8 ? name##_8(tx, addr, v) : (size) == 4 ? name##_4(tx, addr, v) : name##_1(tx, addr, v))
+
+API_WRITE_COPIES(api_write_slow)
+
+/* A write of an attempt in place that records nothing (tmt_tx_head's
+ * in_place: an untraced serial attempt, a lone thread's mostly): the old
+ * bytes to the undo log, then the store. One copy per size
+ * (api_write_in_place_N), out of line and apart from api_write_slow_N, and
+ * a leaf: a full log grows in api_write_in_place_grow, reached by a tail
+ * call, so that the write saves no registers. */
+__attribute__((noinline, cold)) static void api_write_in_place_grow(tmt_tx *tx, volatile void *addr, uint64_t v,
+                                                                    unsigned size)
 {
-    api_write_slow(tx, addr, v, 1);
+    tx_undo_write(&tx->stm.undo, &tx->stm.nundo, &tx->stm.undocap, (uintptr_t)addr, v, size);
 }
-__attribute__((noinline)) static void api_write_slow_4(tmt_tx *tx, volatile void *addr, uint64_t v)
+static inline __attribute__((always_inline)) void api_write_in_place(tmt_tx *tx, volatile void *addr, uint64_t v,
+                                                                     unsigned size)
 {
-    api_write_slow(tx, addr, v, 4);
+    if (TX_UNLIKELY(tx->stm.nundo == tx->stm.undocap)) {
+        api_write_in_place_grow(tx, addr, v, size);
+        return;
+    }
+    tx_undo_write(&tx->stm.undo, &tx->stm.nundo, &tx->stm.undocap, (uintptr_t)addr, v, size);
 }
-__attribute__((noinline)) static void api_write_slow_8(tmt_tx *tx, volatile void *addr, uint64_t v)
-{
-    api_write_slow(tx, addr, v, 8);
-}
+API_WRITE_COPIES(api_write_in_place)
 
 /* `size` is a constant: 1, 4 or 8 (see api_read). */
 static inline void api_write(tmt_tx *tx, volatile void *addr, uint64_t v, unsigned size)
@@ -237,12 +277,11 @@ static inline void api_write(tmt_tx *tx, volatile void *addr, uint64_t v, unsign
         clock_floor_read();
     if (TX_LIKELY(stm_write_fast(tx, (uintptr_t)addr, v, size)))
         return;
-    if (size == 8)
-        api_write_slow_8(tx, addr, v);
-    else if (size == 4)
-        api_write_slow_4(tx, addr, v);
+    /* Behind the gate, before the general dispatch (see api_read). */
+    if (tx->head.in_place)
+        API_WRITE_CALL(api_write_in_place, tx, addr, v, size);
     else
-        api_write_slow_1(tx, addr, v);
+        API_WRITE_CALL(api_write_slow, tx, addr, v, size);
 }
 
 TMT_API uintptr_t tmt_read_word(tmt_tx *tx, const volatile uintptr_t *addr)

@@ -53,8 +53,25 @@ extern "C" {
 #define TMT_VERSION_MAJOR 0
 #define TMT_VERSION_MINOR 1
 
-/* A thread's transaction descriptor. Opaque; one per thread. */
+/* A thread's transaction descriptor. Opaque but for its head; one per thread. */
 typedef struct tmt_tx tmt_tx;
+
+/*
+ * The descriptor's head: its first bytes, the only ones a program may read
+ * (the inline accessors below do). Part of the ABI: a program compiled
+ * against this header reads them in its own code, so a change to their
+ * layout or meaning is an ABI break (docs/design.md, "The descriptor's
+ * head"). Written only by the descriptor's own thread, by the runtime.
+ */
+struct tmt_tx_head {
+    /* Nonzero while the running attempt reads shared memory in place and
+     * records no access: then a read is a plain load. Set when a serial
+     * attempt of an untraced thread (a thread alone's, mostly) starts,
+     * cleared when it commits or aborts; 0 in every other state (no
+     * attempt, software and hardware attempts, any traced thread). */
+    uint32_t in_place;
+    uint32_t reserved_;  /* 0 (descriptors start zeroed); room for a second flag */
+};
 
 /*
  * A static transaction site: where a transaction is written in the source.
@@ -221,6 +238,51 @@ TMT_API float tmt_read_float(tmt_tx *tx, const volatile float *addr);
 TMT_API void tmt_write_float(tmt_tx *tx, volatile float *addr, float value);
 TMT_API double tmt_read_double(tmt_tx *tx, const volatile double *addr);
 TMT_API void tmt_write_double(tmt_tx *tx, volatile double *addr, double value);
+
+/* The reads inline (GCC, Clang): while the descriptor's head says the
+ * attempt runs in place (a thread alone), a read is the load itself, with
+ * no call; otherwise it calls the exported function of the same name. The
+ * test is one load of the descriptor and one branch. Writes stay calls: an
+ * in-place write logs the old bytes for cancel and retry. Define
+ * TMT_NO_INLINE_ACCESS before including this header to call the exported
+ * functions for every read (what the library itself does); taking a
+ * reader's address, or writing its name in parentheses, names the exported
+ * function too. Each argument is evaluated once. */
+#if defined(__GNUC__) && !defined(TMT_NO_INLINE_ACCESS)
+static inline int tmt_in_place_(const tmt_tx *tx)
+{
+    return ((const struct tmt_tx_head *)(const void *)tx)->in_place != 0;
+}
+/* A statement expression, not an inline function: its call of the
+ * exported reader keeps the program's line in the debug information, which
+ * is what a conflict's abort location names (the return address of that
+ * call). Its locals are numbered (each read takes a __COUNTER__ value) so
+ * that a read nested in another's arguments shadows nothing. The load is a
+ * relaxed atomic one: a plain move on x86; the serial lock orders it
+ * against other threads' transactions, and sanitizers see an atomic
+ * access. */
+#define TMT_READ_(T, PT, fn, tx, addr) TMT_READ_N_(T, PT, fn, tx, addr, __COUNTER__)
+#define TMT_READ_N_(T, PT, fn, tx, addr, n) TMT_READ_AT_(T, PT, fn, tx, addr, n)
+#define TMT_READ_AT_(T, PT, fn, tx, addr, n)                                   \
+    (__extension__({                                                           \
+        tmt_tx *const tmt_tx_##n = (tx);                                       \
+        PT const tmt_at_##n = (addr);                                          \
+        T tmt_v_##n;                                                           \
+        if (tmt_in_place_(tmt_tx_##n))                                         \
+            __atomic_load(tmt_at_##n, &tmt_v_##n, __ATOMIC_RELAXED);           \
+        else                                                                   \
+            tmt_v_##n = (fn)(tmt_tx_##n, tmt_at_##n);                          \
+        tmt_v_##n;                                                             \
+    }))
+#define tmt_read_word(tx, addr) TMT_READ_(uintptr_t, const volatile uintptr_t *, tmt_read_word, tx, addr)
+#define tmt_read_long(tx, addr) TMT_READ_(long, const volatile long *, tmt_read_long, tx, addr)
+#define tmt_read_ptr(tx, addr) TMT_READ_(void *, void *const volatile *, tmt_read_ptr, tx, addr)
+#define tmt_read_i64(tx, addr) TMT_READ_(int64_t, const volatile int64_t *, tmt_read_i64, tx, addr)
+#define tmt_read_i32(tx, addr) TMT_READ_(int32_t, const volatile int32_t *, tmt_read_i32, tx, addr)
+#define tmt_read_u8(tx, addr) TMT_READ_(uint8_t, const volatile uint8_t *, tmt_read_u8, tx, addr)
+#define tmt_read_float(tx, addr) TMT_READ_(float, const volatile float *, tmt_read_float, tx, addr)
+#define tmt_read_double(tx, addr) TMT_READ_(double, const volatile double *, tmt_read_double, tx, addr)
+#endif
 
 /* Transactional allocation: memory allocated by an attempt that aborts is
  * released; tmt_free takes effect only when the transaction commits and

@@ -21,6 +21,8 @@
  *             the sums of site_stats) and grows site_stats under its lock
  *   thread_id, next, live, joined   tx_registry.c
  *   rng       whoever draws from it (tx_rand): htm.c, stm.c
+ *   head      tx_life.c (in_place: set at a serial attempt's start, cleared
+ *             at its end); tmtrace.h's inline readers read it
  *   the rest (mode, depth, flags, attempt, instance, cancelled, conflicts,
  *             serial_next, retried, env, frame)   tx_life.c alone; restart: tx_life.c clears
  *             it, a front end with its own checkpoint sets it (itm_tx.c)
@@ -32,6 +34,7 @@
 #define TMT_TX_H
 
 #include <setjmp.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "config.h"
@@ -176,7 +179,10 @@ struct tx_stats {
 };
 
 struct tmt_tx {
-    struct tb_thread trace;     /* first: every event touches it */
+    /* First, at offset 0: what tmtrace.h's inline readers read (its
+     * in_place flag, tx_life.c's to set and clear). Its layout is ABI. */
+    struct tmt_tx_head head;
+    struct tb_thread trace;     /* next: every event touches it */
     int mode;                   /* enum tx_mode */
     int depth;                  /* flat nesting depth */
     unsigned flags;             /* enum tmt_tx_flags of the outermost block */
@@ -215,6 +221,8 @@ struct tmt_tx {
     int live;
     int joined;                 /* counted as a thread in transactions (txreg_join) */
 };
+
+_Static_assert(offsetof(struct tmt_tx, head) == 0, "tmtrace.h's inline readers find the head at offset 0");
 
 /* What the engines may read of the tracer's per-thread state, until
  * trace_buffer.h offers it as tb_* calls of its own: whether this thread

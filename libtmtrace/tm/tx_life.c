@@ -4,7 +4,8 @@
  * abort/restart path (see tx_life.h and tx_upcall.h for the contract).
  *
  * Owns: the attempt state of the descriptor (mode, depth, flags, attempt,
- * instance, cancelled, conflicts, serial_next, restart), the commit and
+ * instance, cancelled, conflicts, serial_next, restart; the head's
+ * in_place flag, which tmtrace.h's inline readers test), the commit and
  * abort counters, serial mode's entry and exit, contention management
  * (TMTRACE_SERIAL_AFTER), the loop of hardware attempts (htm.c gives the
  * verdicts and runs each attempt) and the one place where START, COMMIT,
@@ -161,11 +162,17 @@ __attribute__((noinline)) static void tx_start_serial(struct tmt_tx *tx)
     tx->mode = TX_MODE_SERIAL;
     tx_count(&tx->stats.serial);
     tb_ev_serial(&tx->trace, why, tx->conflicts);
+    /* The program's reads may now be plain loads (tmtrace.h's inline
+     * readers), unless they must be recorded or counted: a traced thread
+     * (the level is the attempt's, set by its START), or a build that
+     * stamps every access (TMT_CLOCK_FLOOR >= 2). */
+    tx->head.in_place = !tx_traced(tx) && TMT_CLOCK_FLOOR < 2;
 }
 
 /* Ends the serial attempt's exclusion (commit or undo already done). */
 static void tx_end_serial(struct tmt_tx *tx)
 {
+    tx->head.in_place = 0;
     htm_sw_leave(tx);
     stm_serial_unlock();
 }

@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "config.h"
 #include "tmtrace.h"
 #include "trace_file.h"
 
@@ -104,6 +105,15 @@ char *tu_read_file(const char *path, size_t *len)
             *len = (size_t)sz;
     }
     return buf;
+}
+
+struct tmt_tx *tu_enter_at(int events)
+{
+    int saved = config.events;
+    config.events = events;
+    struct tmt_tx *tx = tmt_thread_enter();
+    config.events = saved;
+    return tx;
 }
 
 uint64_t tu_xorshift(uint64_t *state)

@@ -28,6 +28,10 @@ int tu_fork_piped(int fds[2]);
 /* Runs fn(arg) in n threads (at most 16) and joins them; 0, or -1 when a
  * thread cannot be created (those started are joined). */
 int tu_run_threads(int n, void *(*fn)(void *), void *arg);
+/* Enters the calling thread (tmt_thread_enter) at the trace level `events`
+ * (enum config_events; a thread takes the level when it enters), for tests
+ * of paths that only untraced, or only fully traced, threads take. */
+struct tmt_tx *tu_enter_at(int events);
 /* xorshift64 (13, 7, 17): steps *state (never 0) and returns it, so that a
  * test's random data is the same on every run. */
 uint64_t tu_xorshift(uint64_t *state);

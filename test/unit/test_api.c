@@ -1,7 +1,7 @@
 /*
  * test_api.c - the public API's rules: initialisation and its errors, user
  * retry and cancel, flat nesting, thread descriptor reuse, statistics, a
- * thread alone running in place.
+ * thread alone running in place, and the header's inline reads.
  */
 #include <pthread.h>
 #include <sched.h>
@@ -408,6 +408,135 @@ static void test_a_thread_arriving_waits_for_the_lone_in_place_attempt(void **s)
     }
 }
 
+/* ---- the public header's inline reads -------------------------------------- */
+
+static long inl_cells[4];
+enum { INL_MANY = 4096 };
+static long inl_many[INL_MANY];
+
+/* An untraced lone thread reads in place inline (the head's flag is set
+ * only inside its attempt); those reads see the attempt's own writes, and
+ * after a cancel (its undo log grown, dead frames in it) or a retry the
+ * values from before. */
+static void test_inline_reads_in_place_see_the_attempts_writes_and_their_undo(void **s)
+{
+    (void)s;
+    tmt_tx *tx = tu_enter_at(CONFIG_EVENTS_OFF);
+    const struct tmt_tx_head *head = (const struct tmt_tx_head *)(const void *)tx;
+    inl_cells[0] = 5;
+    volatile int flag_inside = -1, runs = 0;
+    volatile long seen = -1, seen_again = -1;
+    assert_int_equal(head->in_place, 0);
+    TMT_ATOMIC(tx, "inline-cancel") {
+        flag_inside = (int)head->in_place;
+        tmt_write_long(tx, &inl_cells[0], 6);
+        seen = tmt_read_long(tx, &inl_cells[0]);
+        for (int i = 0; i < INL_MANY; i++) /* more than the undo log held: it grows */
+            tmt_write_long(tx, &inl_many[i], i + 1);
+        (void)lone_scribble(tx);
+        lone_cancel(tx);
+    } TMT_END;
+    for (int i = 0; i < INL_MANY; i++)
+        assert_int_equal(inl_many[i], 0);
+    assert_int_equal(flag_inside, 1);
+    assert_int_equal(seen, 6);
+    assert_int_equal(head->in_place, 0);
+    assert_int_equal(inl_cells[0], 5);
+    TMT_ATOMIC(tx, "inline-retry") {
+        runs++;
+        seen_again = tmt_read_long(tx, &inl_cells[0]); /* 5 each time: the retry undid the 7 */
+        tmt_write_long(tx, &inl_cells[0], 7);
+        if (runs < 2)
+            tmt_tx_retry(tx);
+    } TMT_END;
+    assert_int_equal(runs, 2);
+    assert_int_equal(seen_again, 5);
+    assert_int_equal(inl_cells[0], 7);
+    assert_int_equal(head->in_place, 0);
+    tmt_thread_exit();
+}
+
+static int inl_b_joined, inl_b_may_leave;
+
+/* Starts a transaction, then stays (a thread that leaves no longer
+ * counts) until told to go. */
+static void *inl_second(void *arg)
+{
+    (void)arg;
+    tmt_tx *tx = tu_enter_at(CONFIG_EVENTS_OFF);
+    TMT_ATOMIC(tx, "inline-second") {
+        tmt_write_long(tx, &inl_cells[1], tmt_read_long(tx, &inl_cells[1]) + 1);
+    } TMT_END;
+    __atomic_store_n(&inl_b_joined, 1, __ATOMIC_SEQ_CST);
+    while (!__atomic_load_n(&inl_b_may_leave, __ATOMIC_SEQ_CST))
+        sched_yield();
+    tmt_thread_exit();
+    return NULL;
+}
+
+/* Once a second thread has started a transaction, the first one's attempts
+ * run the STM and its reads take the barrier: a read of a word the attempt
+ * wrote finds the value in the redo log, where a plain load would find the
+ * stale one in memory. */
+static void test_inline_reads_take_the_barrier_once_a_second_thread_joined(void **s)
+{
+    (void)s;
+    tmt_tx *tx = tu_enter_at(CONFIG_EVENTS_OFF);
+    const struct tmt_tx_head *head = (const struct tmt_tx_head *)(const void *)tx;
+    inl_cells[1] = 0;
+    inl_cells[2] = 100;
+    TMT_ATOMIC(tx, "inline-lone") {
+        tmt_write_long(tx, &inl_cells[2], tmt_read_long(tx, &inl_cells[2]) + 1);
+    } TMT_END;
+    inl_b_joined = inl_b_may_leave = 0;
+    pthread_t b;
+    assert_int_equal(pthread_create(&b, NULL, inl_second, NULL), 0);
+    while (!__atomic_load_n(&inl_b_joined, __ATOMIC_SEQ_CST))
+        sched_yield();
+    volatile int mode = -1, flag_inside = -1;
+    volatile long seen = -1;
+    TMT_ATOMIC(tx, "inline-shared") {
+        mode = tx->mode;
+        flag_inside = (int)head->in_place;
+        tmt_write_long(tx, &inl_cells[2], 200);
+        seen = tmt_read_long(tx, &inl_cells[2]);
+    } TMT_END;
+    __atomic_store_n(&inl_b_may_leave, 1, __ATOMIC_SEQ_CST);
+    assert_int_equal(pthread_join(b, NULL), 0);
+    assert_int_equal(seen, 200);
+    assert_int_equal(mode, TX_MODE_STM);
+    assert_int_equal(flag_inside, 0);
+    assert_int_equal(inl_cells[1], 1);
+    assert_int_equal(inl_cells[2], 200);
+    tmt_thread_exit();
+}
+
+/* A lone thread traced at `all` runs in place too, but records every read:
+ * its head's flag stays clear, so no read is a bare load. */
+static void test_a_lone_thread_traced_at_all_records_every_in_place_read(void **s)
+{
+    (void)s;
+    enum { READS = 64 };
+    static long words[READS];
+    tmt_stats before, after;
+    assert_int_equal(tmt_stats_get(&before), 0);
+    tmt_tx *tx = tu_enter_at(CONFIG_EVENTS_ALL);
+    volatile int in_place = 0;
+    volatile long sum = 0;
+    TMT_ATOMIC(tx, "inline-traced") {
+        in_place = tx->mode == TX_MODE_SERIAL;
+        long acc = 0;
+        for (int i = 0; i < READS; i++)
+            acc += tmt_read_long(tx, &words[i]);
+        sum = acc;
+    } TMT_END;
+    tmt_thread_exit(); /* hands the thread's records over: they count from here */
+    assert_int_equal(tmt_stats_get(&after), 0);
+    assert_int_equal(in_place, 1);
+    assert_int_equal(sum, 0);
+    assert_true(after.events_recorded - before.events_recorded >= READS);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -423,6 +552,9 @@ int main(void)
         cmocka_unit_test(test_typed_accessors_round_trip_every_type),
         cmocka_unit_test(test_a_lone_threads_cancel_and_retry_restore_memory_in_place),
         cmocka_unit_test(test_a_thread_arriving_waits_for_the_lone_in_place_attempt),
+        cmocka_unit_test(test_inline_reads_in_place_see_the_attempts_writes_and_their_undo),
+        cmocka_unit_test(test_inline_reads_take_the_barrier_once_a_second_thread_joined),
+        cmocka_unit_test(test_a_lone_thread_traced_at_all_records_every_in_place_read),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
