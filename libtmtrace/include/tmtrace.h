@@ -50,8 +50,8 @@ extern "C" {
 #define TMT_NORETURN
 #endif
 
-#define TMT_VERSION_MAJOR 0
-#define TMT_VERSION_MINOR 1
+#define TMT_VERSION_MAJOR 1
+#define TMT_VERSION_MINOR 0
 
 /* A thread's transaction descriptor. Opaque but for its head; one per thread. */
 typedef struct tmt_tx tmt_tx;
