@@ -466,9 +466,9 @@ static int flush_batch(struct ti_merge *m, struct tf_writer *w, struct out_batch
 /* The merged events, rewritten by map_events and order_events (`o`), in
  * chunks of SYNC_OUT_BATCH that the merge's threads prepare, a ring of
  * SYNC_OUT_RING of them in flight, appended in order.
+ * The merge hands over runs of one source's events, copied at once.
  * Kept out of main() and its callers: GCC compiles a function it knows runs
- * once for size, and the per-event copy below then became a microcoded
- * `rep movs`. 0, or -1 with the message set. */
+ * once for size. 0, or -1 with the message set. */
 static __attribute__((noinline)) int write_events(struct trace_index *ix, struct tf_reader *r,
                                                   const struct ti_merge_opts *o, struct tf_writer *w)
 {
@@ -488,8 +488,11 @@ static __attribute__((noinline)) int write_events(struct trace_index *ix, struct
         struct tf_event *buf = ring[0].ev;
         size_t nb = 0;
         const struct tf_event *ev;
-        while ((rc = ti_merge_next(m, &ev)) == 1) {
-            buf[nb++] = *ev;
+        size_t k;
+        while ((rc = ti_merge_run(m, &ev, &k, SYNC_OUT_BATCH - nb)) == 1) {
+            for (size_t i = 0; i < k; i++)
+                buf[nb + i] = ev[i];
+            nb += k;
             if (nb == SYNC_OUT_BATCH) {
                 ring[at].n = nb;
                 ring[at].posted = 1;
