@@ -187,6 +187,7 @@ static int map_events(void *ctx, unsigned worker, struct tf_event *ev, uint64_t 
     struct sync_hints *h = &x->hints[worker];
     struct sync_seg s = { 0 }, t = { 0 };
     unsigned cpu = SYNC_MAX_CPU;   /* none yet */
+    uint32_t seen = UINT32_MAX;    /* ev[].cpu of the run (cpu clamps it) */
     if (x->have_truth) {
         t.m = &x->truth.m;
         t.k = h->truth;
@@ -194,8 +195,9 @@ static int map_events(void *ctx, unsigned worker, struct tf_event *ev, uint64_t 
         t.hi = 0;   /* an empty range: the first stamp searches from the hint */
     }
     for (size_t i = 0; i < n; i++) {
-        unsigned c = ev[i].cpu < SYNC_MAX_CPU ? ev[i].cpu : SYNC_MAX_CPU - 1;
-        if (c != cpu) {
+        if (ev[i].cpu != seen) {
+            seen = ev[i].cpu;
+            unsigned c = seen < SYNC_MAX_CPU ? seen : SYNC_MAX_CPU - 1;
             if (cpu < SYNC_MAX_CPU)
                 h->cpu[cpu] = s.k;
             struct sm_result *r = __atomic_load_n(&x->bycpu[c], __ATOMIC_ACQUIRE);
