@@ -467,7 +467,7 @@ static int flush_batch(struct ti_merge *m, struct tf_writer *w, struct out_batch
 
 /* The merged events, rewritten by map_events and order_events (`o`), in
  * chunks of SYNC_OUT_BATCH that the merge's threads prepare, a ring of
- * SYNC_OUT_RING of them in flight, appended in order.
+ * SYNC_OUT_RING of them in flight (one with one job), appended in order.
  * The merge hands over runs of one source's events, copied at once.
  * Kept out of main() and its callers: GCC compiles a function it knows runs
  * once for size. 0, or -1 with the message set. */
@@ -475,10 +475,13 @@ static __attribute__((noinline)) int write_events(struct trace_index *ix, struct
                                                   const struct ti_merge_opts *o, struct tf_writer *w)
 {
     struct ti_merge_opts mo = *o;
-    mo.tasks = SYNC_OUT_RING;
+    /* one job: each chunk is prepared as soon as it is full, while its
+     * events are still in the cache (no thread would take it sooner) */
+    const unsigned nring = o->jobs > 1 ? SYNC_OUT_RING : 1;
+    mo.tasks = nring;
     struct out_batch ring[SYNC_OUT_RING] = { 0 };
     int rc = 0;
-    for (unsigned k = 0; k < SYNC_OUT_RING; k++) {
+    for (unsigned k = 0; k < nring; k++) {
         ring[k].codec = ix->events_codec;
         ring[k].task = (struct ti_task){ prepare_batch, &ring[k], 0 };
         if (!(ring[k].ev = malloc(SYNC_OUT_BATCH * sizeof *ring[k].ev)))
@@ -499,7 +502,7 @@ static __attribute__((noinline)) int write_events(struct trace_index *ix, struct
                 ring[at].n = nb;
                 ring[at].posted = 1;
                 ti_merge_post(m, &ring[at].task);
-                at = (at + 1) % SYNC_OUT_RING;
+                at = (at + 1) % nring;
                 if (flush_batch(m, w, &ring[at]) < 0) {
                     rc = -1;
                     break;
@@ -514,8 +517,8 @@ static __attribute__((noinline)) int write_events(struct trace_index *ix, struct
             ti_merge_post(m, &ring[at].task);
         }
         /* the rest in order; after a failure only waited for, never written */
-        for (unsigned k = 1; k <= SYNC_OUT_RING; k++) {
-            struct out_batch *b = &ring[(at + k) % SYNC_OUT_RING];
+        for (unsigned k = 1; k <= nring; k++) {
+            struct out_batch *b = &ring[(at + k) % nring];
             if (rc >= 0 && flush_batch(m, w, b) < 0)
                 rc = -1;
             else if (b->posted)
@@ -525,7 +528,7 @@ static __attribute__((noinline)) int write_events(struct trace_index *ix, struct
     } else {
         rc = -1;
     }
-    for (unsigned k = 0; k < SYNC_OUT_RING; k++) {
+    for (unsigned k = 0; k < nring; k++) {
         free(ring[k].ev);
         tf_prepared_free(&ring[k].p);
     }
