@@ -300,6 +300,34 @@ static void a_long_runs_nearly_exact_clock_is_fitted(void **st)
     free(s);
 }
 
+/* sm_segment's range is exactly the TSCs for which sm_eval takes its
+ * segment, from any hint: a caller may convert them all with its line. */
+static void a_segments_range_holds_every_tsc_sm_eval_takes_it_for(void **st)
+{
+    (void)st;
+    struct tf_cpu_model m = { .nseg = 3 };
+    const uint64_t from[3] = { 0, 1000, 5000 };
+    for (unsigned k = 0; k < 3; k++)
+        m.seg[k] = (struct tf_model_segment){ from[k], 1.0 + k, 10.0 * k };
+    const uint64_t probes[] = { 0, 1, 999, 1000, 1001, 4999, 5000, 5001, UINT64_MAX / 2 };
+    for (size_t i = 0; i < sizeof probes / sizeof *probes; i++) {
+        for (uint32_t h0 = 0; h0 < 4; h0++) {
+            uint32_t hint = h0;
+            uint64_t lo, hi;
+            const struct tf_model_segment *g = sm_segment(&m, probes[i], &hint, &lo, &hi);
+            unsigned k = (unsigned)(g - m.seg);
+            assert_true(lo <= probes[i] && probes[i] <= hi);
+            assert_int_equal(lo, from[k]);
+            assert_int_equal(hi, k < 2 ? from[k + 1] - 1 : UINT64_MAX);
+            for (uint32_t h1 = 0; h1 < 4; h1++) {
+                uint32_t a = h1, b = h1;
+                assert_true(sm_eval(&m, lo, &a) == g->a * (double)lo + g->b && a == k);
+                assert_true(sm_eval(&m, hi, &b) == g->a * (double)hi + g->b && b == k);
+            }
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -310,6 +338,7 @@ int main(void)
         cmocka_unit_test(a_drift_change_between_knot_candidates_is_placed_where_it_happened),
         cmocka_unit_test(each_sample_gets_the_verdict_that_its_counts_report),
         cmocka_unit_test(a_long_runs_nearly_exact_clock_is_fitted),
+        cmocka_unit_test(a_segments_range_holds_every_tsc_sm_eval_takes_it_for),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

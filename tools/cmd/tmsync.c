@@ -75,6 +75,7 @@ struct sync_last {
 struct sync_lasts {
     struct sync_last *last;
     size_t n;
+    struct tc_span span;   /* of the stamps order_events made */
 };
 
 /* What one decoding thread changes while it maps: its segment hints. */
@@ -120,77 +121,127 @@ static struct sm_result *model_for(struct sync_ctx *x, unsigned cpu)
     return m;
 }
 
+/* Makes room for thread t's entry. 0 or -1. */
+static int lasts_grow(struct sync_lasts *x, uint32_t t)
+{
+    size_t n = x->n ? x->n : 64;
+    while (n <= t)
+        n *= 2;
+    struct sync_last *p = realloc(x->last, n * sizeof *p);
+    if (!p)
+        return -1;
+    memset(p + x->n, 0, (n - x->n) * sizeof *p);
+    x->last = p;
+    x->n = n;
+    return 0;
+}
+
 /* Stamps a thread took on one CPU in increasing order (events may be a
  * fraction of a ns apart) keep that order in ns: a stamp that rounding made
  * equal to the previous one, or put before it, becomes previous + 1 ns; a
  * stamp that repeats the previous one (no clock read of its own) stays
  * equal to it, raised or not.
  * Stamps on different CPUs are left as the models make them, so a wrong
- * model still shows. */
-static int keep_order(struct sync_lasts *x, struct tf_event *ev, uint64_t raw)
+ * model still shows. `l` is the thread's previous event and becomes this one. */
+static inline void keep_order(struct sync_last *l, struct tf_event *ev, uint64_t raw)
 {
-    if (ev->thread >= x->n) {
-        size_t n = x->n ? x->n : 64;
-        while (n <= ev->thread)
-            n *= 2;
-        struct sync_last *p = realloc(x->last, n * sizeof *p);
-        if (!p)
-            return -1;
-        memset(p + x->n, 0, (n - x->n) * sizeof *p);
-        x->last = p;
-        x->n = n;
-    }
-    struct sync_last *l = &x->last[ev->thread];
     if (l->seen && l->cpu == ev->cpu && raw > l->raw && ev->ts <= l->ns)
         ev->ts = l->ns + 1;
     else if (l->seen && l->cpu == ev->cpu && raw == l->raw)
         ev->ts = l->ns; /* boundary-stamped accesses, WSET, ABORT_PC, ABORT_STACK */
     *l = (struct sync_last){ raw, ev->ts, ev->cpu, 1 };
-    return 0;
+}
+
+/* A run of stamps on one model: the segment the last one fell in, the TSCs
+ * it covers and its line, in registers; the hint only says where a search
+ * starts, so the stamps are the same however they are kept. */
+struct sync_seg {
+    const struct tf_cpu_model *m;
+    uint32_t k;
+    uint64_t lo, hi;
+    double a, b;
+};
+
+static inline void seg_find(struct sync_seg *s, uint64_t tsc)
+{
+    const struct tf_model_segment *g = sm_segment(s->m, tsc, &s->k, &s->lo, &s->hi);
+    s->a = g->a;
+    s->b = g->b;
+}
+
+/* sm_to_ns(sm_eval(s->m, tsc, ...)), the segment searched only when the
+ * stamp leaves the last one's range. */
+static inline uint64_t seg_ns(struct sync_seg *s, uint64_t tsc)
+{
+    if (__builtin_expect(tsc < s->lo || tsc > s->hi, 0))
+        seg_find(s, tsc);
+    return sm_to_ns(s->a * (double)tsc + s->b);
 }
 
 /* A decoded chunk's stamps to ns, in any decoding thread; `raw` keeps
- * the TSCs for order_events. A run of events on one CPU keeps its model and
- * segment hint in registers (the hints only say where a search starts, so
- * the stamps are the same however they are kept). */
+ * the TSCs for order_events. A run of events on one CPU keeps its model's
+ * segment in registers. */
 static int map_events(void *ctx, unsigned worker, struct tf_event *ev, uint64_t *raw, size_t n)
 {
     struct sync_ctx *x = ctx;
     struct sync_hints *h = &x->hints[worker];
-    const struct tf_cpu_model *m = NULL, *tm = x->have_truth ? &x->truth.m : NULL;
-    unsigned cpu = 0;
-    uint32_t k = 0, tk = h->truth;
+    struct sync_seg s = { 0 }, t = { 0 };
+    unsigned cpu = SYNC_MAX_CPU;   /* none yet */
+    uint32_t seen = UINT32_MAX;    /* ev[].cpu of the run (cpu clamps it) */
+    if (x->have_truth) {
+        t.m = &x->truth.m;
+        t.k = h->truth;
+        t.lo = 1;
+        t.hi = 0;   /* an empty range: the first stamp searches from the hint */
+    }
     for (size_t i = 0; i < n; i++) {
-        unsigned c = ev[i].cpu < SYNC_MAX_CPU ? ev[i].cpu : SYNC_MAX_CPU - 1;
-        if (!m || c != cpu) {
-            if (m)
-                h->cpu[cpu] = k;
+        if (ev[i].cpu != seen) {
+            seen = ev[i].cpu;
+            unsigned c = seen < SYNC_MAX_CPU ? seen : SYNC_MAX_CPU - 1;
+            if (cpu < SYNC_MAX_CPU)
+                h->cpu[cpu] = s.k;
             struct sm_result *r = __atomic_load_n(&x->bycpu[c], __ATOMIC_ACQUIRE);
             if (!r && !(r = model_for(x, c)))
                 return error_set("out of memory");
-            m = &r->m;
+            s = (struct sync_seg){ .m = &r->m, .k = h->cpu[c], .lo = 1, .hi = 0 };
             cpu = c;
-            k = h->cpu[c];
         }
-        raw[i] = ev[i].ts;
-        ev[i].ts = sm_to_ns(sm_eval(m, raw[i], &k));
-        if (tm && ev[i].truth)
-            ev[i].truth = sm_to_ns(sm_eval(tm, ev[i].truth, &tk));
+        uint64_t tsc = ev[i].ts;
+        raw[i] = tsc;
+        ev[i].ts = seg_ns(&s, tsc);
+        if (t.m && ev[i].truth)
+            ev[i].truth = seg_ns(&t, ev[i].truth);
     }
-    if (m)
-        h->cpu[cpu] = k;
-    h->truth = tk;
+    if (cpu < SYNC_MAX_CPU)
+        h->cpu[cpu] = s.k;
+    if (t.m)
+        h->truth = t.k;
     return 0;
 }
 
 /* Each source's chunks in order, in any decoding thread: its threads'
- * stamps on one CPU keep their order. */
+ * stamps on one CPU keep their order, and the source's span counts them.
+ * A run of one thread's events keeps its previous event in registers. */
 static int order_events(void *ctx, size_t source, struct tf_event *ev, const uint64_t *raw, size_t n)
 {
     struct sync_lasts *x = &((struct sync_ctx *)ctx)->lasts[source];
-    for (size_t i = 0; i < n; i++)
-        if (keep_order(x, &ev[i], raw[i]) < 0)
+    uint64_t lo = UINT64_MAX, hi = 0;
+    for (size_t i = 0; i < n;) {
+        uint32_t t = ev[i].thread;
+        if (t >= x->n && lasts_grow(x, t) < 0)
             return error_set("out of memory");
+        struct sync_last l = x->last[t];
+        for (; i < n && ev[i].thread == t; i++) {
+            keep_order(&l, &ev[i], raw[i]);
+            lo = l.ns < lo ? l.ns : lo;
+            hi = l.ns > hi ? l.ns : hi;
+        }
+        x->last[t] = l;
+    }
+    if (n) {
+        struct tc_span b = { lo, hi, n, 1.0 };
+        tc_span_join(&x->span, &b);
+    }
     return 0;
 }
 
@@ -416,20 +467,21 @@ static int flush_batch(struct ti_merge *m, struct tf_writer *w, struct out_batch
 
 /* The merged events, rewritten by map_events and order_events (`o`), in
  * chunks of SYNC_OUT_BATCH that the merge's threads prepare, a ring of
- * SYNC_OUT_RING of them in flight, appended in order.
+ * SYNC_OUT_RING of them in flight (one with one job), appended in order.
+ * The merge hands over runs of one source's events, copied at once.
  * Kept out of main() and its callers: GCC compiles a function it knows runs
- * once for size, and the per-event copy below then became a microcoded
- * `rep movs`. *span counts them and their stamps. 0, or -1 with the message
- * set. */
+ * once for size. 0, or -1 with the message set. */
 static __attribute__((noinline)) int write_events(struct trace_index *ix, struct tf_reader *r,
-                                                  const struct ti_merge_opts *o, struct tf_writer *w,
-                                                  struct tc_span *span)
+                                                  const struct ti_merge_opts *o, struct tf_writer *w)
 {
     struct ti_merge_opts mo = *o;
-    mo.tasks = SYNC_OUT_RING;
+    /* one job: each chunk is prepared as soon as it is full, while its
+     * events are still in the cache (no thread would take it sooner) */
+    const unsigned nring = o->jobs > 1 ? SYNC_OUT_RING : 1;
+    mo.tasks = nring;
     struct out_batch ring[SYNC_OUT_RING] = { 0 };
     int rc = 0;
-    for (unsigned k = 0; k < SYNC_OUT_RING; k++) {
+    for (unsigned k = 0; k < nring; k++) {
         ring[k].codec = ix->events_codec;
         ring[k].task = (struct ti_task){ prepare_batch, &ring[k], 0 };
         if (!(ring[k].ev = malloc(SYNC_OUT_BATCH * sizeof *ring[k].ev)))
@@ -441,14 +493,16 @@ static __attribute__((noinline)) int write_events(struct trace_index *ix, struct
         struct tf_event *buf = ring[0].ev;
         size_t nb = 0;
         const struct tf_event *ev;
-        while ((rc = ti_merge_next(m, &ev)) == 1) {
-            tc_span_add(span, ev->ts);
-            buf[nb++] = *ev;
+        size_t k;
+        while ((rc = ti_merge_run(m, &ev, &k, SYNC_OUT_BATCH - nb)) == 1) {
+            for (size_t i = 0; i < k; i++)
+                buf[nb + i] = ev[i];
+            nb += k;
             if (nb == SYNC_OUT_BATCH) {
                 ring[at].n = nb;
                 ring[at].posted = 1;
                 ti_merge_post(m, &ring[at].task);
-                at = (at + 1) % SYNC_OUT_RING;
+                at = (at + 1) % nring;
                 if (flush_batch(m, w, &ring[at]) < 0) {
                     rc = -1;
                     break;
@@ -463,8 +517,8 @@ static __attribute__((noinline)) int write_events(struct trace_index *ix, struct
             ti_merge_post(m, &ring[at].task);
         }
         /* the rest in order; after a failure only waited for, never written */
-        for (unsigned k = 1; k <= SYNC_OUT_RING; k++) {
-            struct out_batch *b = &ring[(at + k) % SYNC_OUT_RING];
+        for (unsigned k = 1; k <= nring; k++) {
+            struct out_batch *b = &ring[(at + k) % nring];
             if (rc >= 0 && flush_batch(m, w, b) < 0)
                 rc = -1;
             else if (b->posted)
@@ -474,7 +528,7 @@ static __attribute__((noinline)) int write_events(struct trace_index *ix, struct
     } else {
         rc = -1;
     }
-    for (unsigned k = 0; k < SYNC_OUT_RING; k++) {
+    for (unsigned k = 0; k < nring; k++) {
         free(ring[k].ev);
         tf_prepared_free(&ring[k].p);
     }
@@ -502,7 +556,8 @@ static int write_models_end(const struct sync_ctx *x, const struct trace_index *
 }
 
 /* The synchronised trace: the input's metadata, the merged events, the
- * models; written atomically (nothing is left at `out` on failure). */
+ * models; written atomically (nothing is left at `out` on failure). *span
+ * gets the events and their stamps. */
 static int write_output(struct sync_ctx *x, struct trace_index *ix, const char *in, const char *out,
                         unsigned open_flags, unsigned jobs, struct tc_span *span)
 {
@@ -530,15 +585,17 @@ static int write_output(struct sync_ctx *x, struct trace_index *ix, const char *
               (ix->nsamples && tf_write_samples(w, ix->samples, ix->nsamples) < 0) ||
               (ix->nobjects && tf_write_objects(w, ix->objects, ix->nobjects) < 0) ||
               (ix->runinfo.event_cost_ns > 0 && tf_write_runinfo(w, &ix->runinfo) < 0) ||
-              write_events(ix, r, &o, w, span) < 0 || write_models_end(x, ix, w) < 0;
+              write_events(ix, r, &o, w) < 0 || write_models_end(x, ix, w) < 0;
     if (bad)
         tf_abandon(w);
     if (bad || tf_finish(w, 0) < 0) {
         tf_close(r);
-        span->records = 0;
         return tool_error_lib();
     }
     tf_close(r);
+    /* every event was ordered once before the merge took it */
+    for (size_t k = 0; k < x->nsrc; k++)
+        tc_span_join(span, &x->lasts[k].span);
     return 0;
 }
 

@@ -71,6 +71,19 @@ static inline double sm_eval(const struct tf_cpu_model *m, uint64_t tsc, uint32_
     return m->seg[k].a * (double)tsc + m->seg[k].b;
 }
 
+/* The segment of `m` sm_eval takes for `tsc` (whatever the hint), and the
+ * TSCs it takes it for: [*lo, *hi]. A caller converting a run of stamps
+ * keeps the segment while they stay in that range. */
+static inline const struct tf_model_segment *sm_segment(const struct tf_cpu_model *m, uint64_t tsc, uint32_t *hint,
+                                                  uint64_t *lo, uint64_t *hi)
+{
+    (void)sm_eval(m, tsc, hint);
+    uint32_t k = *hint;
+    *lo = k ? m->seg[k].tsc_from : 0;
+    *hi = k + 1 < m->nseg ? m->seg[k + 1].tsc_from - 1 : UINT64_MAX;
+    return &m->seg[k];
+}
+
 /* Rounds a model value to a stamp (negative values clamp to 0). */
 static inline uint64_t sm_to_ns(double v)
 {

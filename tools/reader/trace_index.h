@@ -146,6 +146,25 @@ static inline int ti_merge_next(struct ti_merge *m, const struct tf_event **ev)
     }
     return ti_merge_next_slow(m, ev);
 }
+/* The next events in merged order, as many of one source's as come next
+ * and at most `max` (> 0): 1 = ev[0..*n) (valid until the next call), 0 =
+ * all done, -1 = error. A caller that copies events copies runs at once. */
+static inline int ti_merge_run(struct ti_merge *m, const struct tf_event **ev, size_t *n, size_t max)
+{
+    int rc = ti_merge_next(m, ev);
+    if (rc != 1)
+        return rc;
+    struct ti_merge_head *h = (struct ti_merge_head *)(void *)m;
+    const struct tf_event *p = h->cur, *lim = (size_t)(h->end - p) > max ? p + max : h->end;
+    if (!h->rival)
+        p = lim - 1;
+    else
+        while (p + 1 < lim && ti_before(p + 1, h->rival))
+            p++;
+    h->cur = p;
+    *n = (size_t)(p - *ev) + 1;
+    return 1;
+}
 void ti_merge_free(struct ti_merge *m);
 
 /* Strict order of the merge: ts, then thread, then seq. */
