@@ -327,31 +327,9 @@ size_t codec_encode_records(uint8_t *out, const struct tf_record *recs, const ui
     return (size_t)(p - out);
 }
 
-/* A compact READ or WRITE, encoded from its slot: after a piece's first
- * record the predictor's site and CPU are the previous record's, which a
- * compact record keeps, and its stamp step is the slot's. `r` holds the
- * previous record and becomes this one. The same bytes as codec_encode_one. */
-static inline __attribute__((always_inline)) uint8_t *codec_slot_access(uint8_t *p, struct codec_pred *st,
-                                                                       struct tf_record *r,
-                                                                       const struct tf_slot *s)
-{
-    r->kind = (uint8_t)tf_compact_kind(s);
-    r->reason = (uint8_t)tf_compact_size(s);
-    r->tsc += tf_compact_step(s);
-    r->addr = s->head >> 17;
-    r->value = s->value;
-    uint8_t *tag = p++;
-    unsigned t = r->kind;
-    p = codec_put_stamp(p, st, r->tsc);
-    p = codec_put_reason(p, st, &t, r->kind, r->reason);
-    p = codec_put_access(p, st, &t, r->addr, r->value);
-    *tag = (uint8_t)t;
-    return p;
-}
-
-/* A compact START or COMMIT, encoded from its slot as codec_slot_access
- * does an access (a COMMIT keeps the previous record's site, a START names
- * its own). The same bytes as codec_encode_one. */
+/* A compact START or COMMIT, encoded from its slot: `r` holds the previous
+ * record and becomes this one (a COMMIT keeps the previous record's site, a
+ * START names its own). The same bytes as codec_encode_one. */
 static inline __attribute__((always_inline)) uint8_t *codec_slot_boundary(uint8_t *p, struct codec_pred *st,
                                                                          struct tf_record *r,
                                                                          const struct tf_slot *s)
@@ -386,6 +364,84 @@ static inline __attribute__((always_inline)) uint8_t *codec_slot_boundary(uint8_
     return p;
 }
 
+/* The compact records from *sp on, at most `most` (at least one), encoded
+ * from their slots, each as codec_encode_one would encode the record it
+ * stands for. An access's predictors (stamp, last address, the sizes of
+ * READ and WRITE) stay in registers for the run: stored through the byte
+ * pointer, they were reloaded for every field. A compact access keeps the
+ * previous record's site and CPU and its stamp step is the slot's (a
+ * step's zigzag is twice it), so its row needs no test of them. `r` holds
+ * the previous record and becomes the run's last; *took gets the slots
+ * (records) encoded. */
+static inline __attribute__((always_inline)) uint8_t *codec_compact_run(uint8_t *p, struct codec_pred *st,
+                                                                       struct tf_record *r,
+                                                                       const struct tf_slot **sp,
+                                                                       const uint64_t **tp, size_t most,
+                                                                       size_t *took, uint64_t *instance,
+                                                                       unsigned fl)
+{
+    const struct tf_slot *s = *sp, *end = s + most, *last = NULL; /* last: the run's latest access */
+    const uint64_t *truth = *tp;
+    struct codec_fields *f = st->f;
+    uint64_t tsc = st->tsc, addr = f->addr;
+    unsigned size_read = f->reason[TF_EV_READ], size_write = f->reason[TF_EV_WRITE];
+    for (; s < end; s++) {
+        uint64_t h = s->head;
+        if (!(h & TF_COMPACT_TAG))
+            break;
+        if (h & 2u) { /* a START or a COMMIT: rarer, through the predictors in memory */
+            r->tsc = st->tsc = tsc;
+            p = codec_slot_boundary(p, st, r, s);
+            if (r->kind == TF_EV_START)
+                *instance = r->addr;
+            tsc = r->tsc;
+            last = NULL;
+        } else {
+            unsigned write = (unsigned)h & 1u, size = 1u << (h >> 2 & 3u);
+            uint64_t step = (h >> 4 & 7u) | (h >> 8 & 0x1ffu) << 3, a = h >> 17, v = s->value;
+            uint8_t *tag = p;
+            unsigned t = TF_EV_READ + write;
+            tsc += step;
+            p = codec_put_varint(p + 1, step << 1);
+            if (size != (write ? size_write : size_read)) {
+                t |= CODEC_TAG_REASON;
+                *p++ = (uint8_t)size;
+                if (write)
+                    size_write = size;
+                else
+                    size_read = size;
+            }
+            p = codec_put_varint(p, codec_zz(a - addr));
+            addr = a;
+            uint64_t d = codec_zz(v - a);
+            if (d < v) {
+                t |= CODEC_TAG_ALT;
+                p = codec_put_varint(p, d);
+            } else {
+                p = codec_put_varint(p, v);
+            }
+            *tag = (uint8_t)t;
+            last = s;
+        }
+        if (fl & CODEC_EV_TRUTH) {
+            p = codec_put_varint(p, codec_zz(*truth - tsc));
+            truth++;
+        }
+    }
+    if (last) { /* the previous record of what follows: the last access */
+        r->tsc = tsc - tf_compact_step(last);
+        tf_compact_apply(last, r);
+    }
+    st->tsc = tsc;
+    f->addr = addr;
+    f->reason[TF_EV_READ] = (uint8_t)size_read;
+    f->reason[TF_EV_WRITE] = (uint8_t)size_write;
+    *took = (size_t)(s - *sp);
+    *sp = s;
+    *tp = truth;
+    return p;
+}
+
 /* A write set's words (the record at s, whose fields `it` holds), one
  * event each with the record's stamp, CPU, site and truth. The first word's
  * row sets the predictors to those; each later row differs from the one
@@ -401,16 +457,19 @@ static uint8_t *codec_slot_wset(uint8_t *p, struct codec_pred *st, struct codec_
     it->addr = tf_wset_word(w);
     it->value = tf_wset_mask(w);
     p = codec_encode_one(p, st, it, fl);
-    uint64_t truth_step = codec_zz(it->truth - it->tsc);
+    uint64_t truth_step = codec_zz(it->truth - it->tsc), addr = st->f->addr; /* in a register */
     for (uint64_t i = 1; i < n; i++) {
         w = tf_wset_at(s, i);
         p[0] = 0;
         p[1] = TF_EV_WSET;
         p[2] = 0;
-        p = codec_put_wset_word(p + 3, st, tf_wset_word(w), tf_wset_mask(w));
+        p = codec_put_varint(p + 3, codec_zz(tf_wset_word(w) - addr));
+        addr = tf_wset_word(w);
+        p = codec_put_varint(p, tf_wset_mask(w));
         if (fl & CODEC_EV_TRUTH)
             p = codec_put_varint(p, truth_step);
     }
+    st->f->addr = addr;
     return p;
 }
 
@@ -432,14 +491,21 @@ static inline __attribute__((always_inline)) long codec_slots_loop(uint8_t *out,
     int whole = 1; /* 0: stopped before a write set that would pass `max` */
     for (; k < max && left; k++) {
         if (k && tf_slot_is_compact(s)) {
-            /* The common records (one slot each), from the slot alone. */
+            /* The common records (one slot each), from the slots alone: a
+             * run from an access on (a transaction's accesses and the
+             * boundaries between them), a boundary alone where no access
+             * follows (at `tx`, where a run's set-up would cost more) */
             if (tf_compact_is_access(s)) {
-                p = codec_slot_access(p, &st, &r, s);
-            } else {
-                p = codec_slot_boundary(p, &st, &r, s);
-                if (r.kind == TF_EV_START)
-                    instance = r.addr;
+                size_t took;
+                p = codec_compact_run(p, &st, &r, &s, &truth, max - k < left ? max - k : left, &took, &instance,
+                                      fl);
+                k += took - 1; /* and the loop's step */
+                left -= took;
+                continue;
             }
+            p = codec_slot_boundary(p, &st, &r, s);
+            if (r.kind == TF_EV_START)
+                instance = r.addr;
             if (fl & CODEC_EV_TRUTH) {
                 p = codec_put_varint(p, codec_zz(*truth - r.tsc));
                 truth++;
