@@ -327,38 +327,31 @@ size_t codec_encode_records(uint8_t *out, const struct tf_record *recs, const ui
     return (size_t)(p - out);
 }
 
-/* A compact START or COMMIT, encoded from its slot: `r` holds the previous
- * record and becomes this one (a COMMIT keeps the previous record's site, a
- * START names its own). The same bytes as codec_encode_one. */
-static inline __attribute__((always_inline)) uint8_t *codec_slot_boundary(uint8_t *p, struct codec_pred *st,
-                                                                         struct tf_record *r,
-                                                                         const struct tf_slot *s)
+/* A compact START's or COMMIT's row, from its slot's head `h` and value
+ * `v`: its stamp is the previous record's plus the slot's step, whose
+ * zigzag is twice it; st->tsc and the record are the caller's to update (a
+ * COMMIT keeps the previous record's site, a START names its own). The same
+ * bytes as codec_encode_one. */
+static inline __attribute__((always_inline)) uint8_t *codec_boundary_row(uint8_t *p, struct codec_pred *st,
+                                                                        uint64_t h, uint64_t v)
 {
-    uint64_t h = s->head;
-    r->tsc += h >> 8 & TF_BOUNDARY_STEP_MAX;
-    r->reason = 0;
-    r->addr = s->value;
-    uint8_t *tag = p++;
-    p = codec_put_stamp(p, st, r->tsc);
+    uint8_t *tag = p;
+    p = codec_put_varint(p + 1, (h >> 8 & TF_BOUNDARY_STEP_MAX) << 1);
     unsigned t;
     if ((h & 3u) == TF_COMPACT_START) {
-        r->kind = TF_EV_START;
-        r->site = (uint16_t)(h >> 32);
-        r->value = tf_start_value((uint32_t)(h >> 2 & 31u), (uint32_t)(h >> 48));
+        uint64_t site = (uint16_t)(h >> 32);
         t = TF_EV_START;
-        if (r->site != st->f->site) {
+        if (site != st->f->site) {
             t |= CODEC_TAG_SITE;
-            p = codec_put_varint(p, r->site);
-            st->f->site = r->site;
+            p = codec_put_varint(p, site);
+            st->f->site = site;
         }
         p = codec_put_reason(p, st, &t, TF_EV_START, 0);
-        p = codec_put_start(p, st, r->addr, r->value);
+        p = codec_put_start(p, st, v, tf_start_value((uint32_t)(h >> 2 & 31u), (uint32_t)(h >> 48)));
     } else {
-        r->kind = TF_EV_COMMIT;
-        r->value = tf_commit_value((uint32_t)(h >> 32 & 0xffffu), (uint32_t)(h >> 48));
         t = TF_EV_COMMIT;
         p = codec_put_reason(p, st, &t, TF_EV_COMMIT, 0);
-        p = codec_put_commit(p, st, r->addr, r->value);
+        p = codec_put_commit(p, st, v, tf_commit_value((uint32_t)(h >> 32 & 0xffffu), (uint32_t)(h >> 48)));
     }
     *tag = (uint8_t)t;
     return p;
@@ -380,7 +373,7 @@ static inline __attribute__((always_inline)) uint8_t *codec_compact_run(uint8_t 
                                                                        size_t *took, uint64_t *instance,
                                                                        unsigned fl)
 {
-    const struct tf_slot *s = *sp, *end = s + most, *last = NULL; /* last: the run's latest access */
+    const struct tf_slot *s = *sp, *end = s + most, *last = NULL;
     const uint64_t *truth = *tp;
     struct codec_fields *f = st->f;
     uint64_t tsc = st->tsc, addr = f->addr;
@@ -390,12 +383,12 @@ static inline __attribute__((always_inline)) uint8_t *codec_compact_run(uint8_t 
         if (!(h & TF_COMPACT_TAG))
             break;
         if (h & 2u) { /* a START or a COMMIT: rarer, through the predictors in memory */
-            r->tsc = st->tsc = tsc;
-            p = codec_slot_boundary(p, st, r, s);
-            if (r->kind == TF_EV_START)
-                *instance = r->addr;
-            tsc = r->tsc;
-            last = NULL;
+            tsc += h >> 8 & TF_BOUNDARY_STEP_MAX;
+            p = codec_boundary_row(p, st, h, s->value);
+            if ((h & 3u) == TF_COMPACT_START) {
+                *instance = s->value;
+                r->site = (uint16_t)(h >> 32); /* the run's later records keep it */
+            }
         } else {
             unsigned write = (unsigned)h & 1u, size = 1u << (h >> 2 & 3u);
             uint64_t step = (h >> 4 & 7u) | (h >> 8 & 0x1ffu) << 3, a = h >> 17, v = s->value;
@@ -421,16 +414,16 @@ static inline __attribute__((always_inline)) uint8_t *codec_compact_run(uint8_t 
                 p = codec_put_varint(p, v);
             }
             *tag = (uint8_t)t;
-            last = s;
         }
+        last = s;
         if (fl & CODEC_EV_TRUTH) {
             p = codec_put_varint(p, codec_zz(*truth - tsc));
             truth++;
         }
     }
-    if (last) { /* the previous record of what follows: the last access */
-        r->tsc = tsc - tf_compact_step(last);
+    if (last) { /* the previous record of what follows: the run's last (all but its stamp) */
         tf_compact_apply(last, r);
+        r->tsc = tsc;
     }
     st->tsc = tsc;
     f->addr = addr;
@@ -492,10 +485,10 @@ static inline __attribute__((always_inline)) long codec_slots_loop(uint8_t *out,
     for (; k < max && left; k++) {
         if (k && tf_slot_is_compact(s)) {
             /* The common records (one slot each), from the slots alone: a
-             * run from an access on (a transaction's accesses and the
-             * boundaries between them), a boundary alone where no access
-             * follows (at `tx`, where a run's set-up would cost more) */
-            if (tf_compact_is_access(s)) {
+             * run up to the next full record, or a boundary alone between
+             * two full records (at `tx`, where a run's set-up costs more
+             * than its one row) */
+            if (tf_compact_is_access(s) || (left > 1 && max - k > 1 && tf_slot_is_compact(s + 1))) {
                 size_t took;
                 p = codec_compact_run(p, &st, &r, &s, &truth, max - k < left ? max - k : left, &took, &instance,
                                       fl);
@@ -503,7 +496,9 @@ static inline __attribute__((always_inline)) long codec_slots_loop(uint8_t *out,
                 left -= took;
                 continue;
             }
-            p = codec_slot_boundary(p, &st, &r, s);
+            p = codec_boundary_row(p, &st, s->head, s->value);
+            tf_compact_apply(s, &r);
+            st.tsc = r.tsc;
             if (r.kind == TF_EV_START)
                 instance = r.addr;
             if (fl & CODEC_EV_TRUTH) {
