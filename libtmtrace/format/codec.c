@@ -437,21 +437,27 @@ static inline __attribute__((always_inline)) uint8_t *codec_compact_run(uint8_t 
 
 /* A write set's words (the record at s, whose fields `it` holds), one
  * event each with the record's stamp, CPU, site and truth. The first word's
- * row sets the predictors to those; each later row differs from the one
- * before only in its word and mask, so it is written as codec_encode_one
- * would write it without asking what changed: the tag (the kind escaped,
+ * row sets the predictors to those where they differ; each later row
+ * differs from the one before only in its word and mask, so it is written
+ * as codec_encode_one would write it without asking what changed: the tag (the kind escaped,
  * no field flagged), the kind, a stamp step of 0, the word, the mask and
  * the truth's constant step. The writer's rows at `tx` are mostly these. */
 _Static_assert((unsigned)TF_EV_WSET > (unsigned)CODEC_TAG_KIND, "a WSET row's kind follows its tag");
 static uint8_t *codec_slot_wset(uint8_t *p, struct codec_pred *st, struct codec_item *it, const struct tf_slot *s,
                                 unsigned fl)
 {
-    uint64_t n = it->addr, w = tf_wset_at(s, 0);
-    it->addr = tf_wset_word(w);
-    it->value = tf_wset_mask(w);
-    p = codec_encode_one(p, st, it, fl);
+    uint64_t n = it->addr, w = tf_wset_at(s, 0), i = 0;
+    /* The first word's row too, when the record repeats the stamp, site
+     * and CPU of the one before it (a commit's write set, mostly) */
+    if (it->tsc != st->tsc || it->site != st->f->site || it->aux != st->f->aux ||
+        it->reason != st->f->reason[TF_EV_WSET]) {
+        it->addr = tf_wset_word(w);
+        it->value = tf_wset_mask(w);
+        p = codec_encode_one(p, st, it, fl);
+        i = 1;
+    }
     uint64_t truth_step = codec_zz(it->truth - it->tsc), addr = st->f->addr; /* in a register */
-    for (uint64_t i = 1; i < n; i++) {
+    for (; i < n; i++) {
         w = tf_wset_at(s, i);
         p[0] = 0;
         p[1] = TF_EV_WSET;
