@@ -357,6 +357,29 @@ static inline __attribute__((always_inline)) uint8_t *codec_boundary_row(uint8_t
     return p;
 }
 
+/* A compact START or COMMIT alone: its row, and `r`, the previous record,
+ * becomes it (tf_compact_apply's boundary cases, on the branch the row
+ * took). */
+static inline __attribute__((always_inline)) uint8_t *codec_slot_boundary(uint8_t *p, struct codec_pred *st,
+                                                                         struct tf_record *r,
+                                                                         const struct tf_slot *s)
+{
+    uint64_t h = s->head;
+    p = codec_boundary_row(p, st, h, s->value);
+    r->tsc = st->tsc += h >> 8 & TF_BOUNDARY_STEP_MAX;
+    r->reason = 0;
+    r->addr = s->value;
+    if ((h & 3u) == TF_COMPACT_START) {
+        r->kind = TF_EV_START;
+        r->site = (uint16_t)(h >> 32);
+        r->value = tf_start_value((uint32_t)(h >> 2 & 31u), (uint32_t)(h >> 48));
+    } else {
+        r->kind = TF_EV_COMMIT;
+        r->value = tf_commit_value((uint32_t)(h >> 32 & 0xffffu), (uint32_t)(h >> 48));
+    }
+    return p;
+}
+
 /* The compact records from *sp on, at most `most` (at least one), encoded
  * from their slots, each as codec_encode_one would encode the record it
  * stands for. An access's predictors (stamp, last address, the sizes of
@@ -502,9 +525,7 @@ static inline __attribute__((always_inline)) long codec_slots_loop(uint8_t *out,
                 left -= took;
                 continue;
             }
-            p = codec_boundary_row(p, &st, s->head, s->value);
-            tf_compact_apply(s, &r);
-            st.tsc = r.tsc;
+            p = codec_slot_boundary(p, &st, &r, s);
             if (r.kind == TF_EV_START)
                 instance = r.addr;
             if (fl & CODEC_EV_TRUTH) {
