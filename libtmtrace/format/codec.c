@@ -462,9 +462,10 @@ static inline __attribute__((always_inline)) uint8_t *codec_compact_run(uint8_t 
  * event each with the record's stamp, CPU, site and truth. The first word's
  * row sets the predictors to those where they differ; each later row
  * differs from the one before only in its word and mask, so it is written
- * as codec_encode_one would write it without asking what changed: the tag (the kind escaped,
- * no field flagged), the kind, a stamp step of 0, the word, the mask and
- * the truth's constant step. The writer's rows at `tx` are mostly these. */
+ * as codec_encode_one would write it without asking what changed: the tag
+ * (the kind escaped, no field flagged), the kind, a stamp step of 0, the
+ * word, the mask and the truth's constant step. The writer's rows at `tx`
+ * are mostly these. */
 _Static_assert((unsigned)TF_EV_WSET > (unsigned)CODEC_TAG_KIND, "a WSET row's kind follows its tag");
 static uint8_t *codec_slot_wset(uint8_t *p, struct codec_pred *st, struct codec_item *it, const struct tf_slot *s,
                                 unsigned fl)
