@@ -22,7 +22,7 @@
 #include "error.h"
 
 /* LZ4's acceleration for event chunks (see codec_compress). */
-#define CODEC_LZ4_ACCELERATION 2
+#define CODEC_LZ4_ACCELERATION 8
 
 /* Tag byte: kind in bits 0-2 (0: the kind, 8 and up, follows as one byte
  * after the tag), then which fields follow. */
@@ -371,90 +371,172 @@ size_t codec_encode_records(uint8_t *out, const struct tf_record *recs, const ui
     return (size_t)(p - out);
 }
 
-/* A compact READ or WRITE, encoded from its slot: after a piece's first
- * record the predictor's site and CPU are the previous record's, which a
- * compact record keeps, and its stamp step is the slot's. `r` holds the
- * previous record and becomes this one. The same bytes as codec_encode_one. */
-static inline __attribute__((always_inline)) uint8_t *codec_slot_access(uint8_t *p, struct codec_pred *st,
-                                                                       struct tf_record *r,
-                                                                       const struct tf_slot *s)
+/* A compact START's or COMMIT's row, from its slot's head `h` and value
+ * `v`: its stamp is the previous record's plus the slot's step, whose
+ * zigzag is twice it; st->tsc and the record are the caller's to update (a
+ * COMMIT keeps the previous record's site, a START names its own). The same
+ * bytes as codec_encode_one. */
+static inline __attribute__((always_inline)) uint8_t *codec_boundary_row(uint8_t *p, struct codec_pred *st,
+                                                                        uint64_t h, uint64_t v)
 {
-    r->kind = (uint8_t)tf_compact_kind(s);
-    r->reason = (uint8_t)tf_compact_size(s);
-    r->tsc += tf_compact_step(s);
-    r->addr = s->head >> 17;
-    r->value = s->value;
-    uint8_t *tag = p++;
-    unsigned t = r->kind;
-    p = codec_put_stamp(p, st, r->tsc);
-    p = codec_put_reason(p, st, &t, r->kind, r->reason);
-    p = codec_put_access(p, st, &t, r->addr, r->value);
+    uint8_t *tag = p;
+    p = codec_put_varint(p + 1, (h >> 8 & TF_BOUNDARY_STEP_MAX) << 1);
+    unsigned t;
+    if ((h & 3u) == TF_COMPACT_START) {
+        uint64_t site = (uint16_t)(h >> 32);
+        t = TF_EV_START;
+        if (site != st->f->site) {
+            t |= CODEC_TAG_SITE;
+            p = codec_put_varint(p, site);
+            st->f->site = site;
+        }
+        p = codec_put_reason(p, st, &t, TF_EV_START, 0);
+        p = codec_put_start(p, st, v, tf_start_value((uint32_t)(h >> 2 & 31u), (uint32_t)(h >> 48)));
+    } else {
+        t = TF_EV_COMMIT;
+        p = codec_put_reason(p, st, &t, TF_EV_COMMIT, 0);
+        p = codec_put_commit(p, st, v, tf_commit_value((uint32_t)(h >> 32 & 0xffffu), (uint32_t)(h >> 48)));
+    }
     *tag = (uint8_t)t;
     return p;
 }
 
-/* A compact START or COMMIT, encoded from its slot as codec_slot_access
- * does an access (a COMMIT keeps the previous record's site, a START names
- * its own). The same bytes as codec_encode_one. */
+/* A compact START or COMMIT alone: its row, and `r`, the previous record,
+ * becomes it (tf_compact_apply's boundary cases, on the branch the row
+ * took). */
 static inline __attribute__((always_inline)) uint8_t *codec_slot_boundary(uint8_t *p, struct codec_pred *st,
                                                                          struct tf_record *r,
                                                                          const struct tf_slot *s)
 {
     uint64_t h = s->head;
-    r->tsc += h >> 8 & TF_BOUNDARY_STEP_MAX;
+    p = codec_boundary_row(p, st, h, s->value);
+    r->tsc = st->tsc += h >> 8 & TF_BOUNDARY_STEP_MAX;
     r->reason = 0;
     r->addr = s->value;
-    uint8_t *tag = p++;
-    p = codec_put_stamp(p, st, r->tsc);
-    unsigned t;
     if ((h & 3u) == TF_COMPACT_START) {
         r->kind = TF_EV_START;
         r->site = (uint16_t)(h >> 32);
         r->value = tf_start_value((uint32_t)(h >> 2 & 31u), (uint32_t)(h >> 48));
-        t = TF_EV_START;
-        if (r->site != st->f->site) {
-            t |= CODEC_TAG_SITE;
-            p = codec_put_varint(p, r->site);
-            st->f->site = r->site;
-        }
-        p = codec_put_reason(p, st, &t, TF_EV_START, 0);
-        p = codec_put_start(p, st, r->addr, r->value);
     } else {
         r->kind = TF_EV_COMMIT;
         r->value = tf_commit_value((uint32_t)(h >> 32 & 0xffffu), (uint32_t)(h >> 48));
-        t = TF_EV_COMMIT;
-        p = codec_put_reason(p, st, &t, TF_EV_COMMIT, 0);
-        p = codec_put_commit(p, st, r->addr, r->value);
     }
-    *tag = (uint8_t)t;
+    return p;
+}
+
+/* The compact records from *sp on, at most `most` (at least one), encoded
+ * from their slots, each as codec_encode_one would encode the record it
+ * stands for. An access's predictors (stamp, last address, the sizes of
+ * READ and WRITE) stay in registers for the run: stored through the byte
+ * pointer, they were reloaded for every field. A compact access keeps the
+ * previous record's site and CPU and its stamp step is the slot's (a
+ * step's zigzag is twice it), so its row needs no test of them. `r` holds
+ * the previous record and becomes the run's last; *took gets the slots
+ * (records) encoded. */
+static inline __attribute__((always_inline)) uint8_t *codec_compact_run(uint8_t *p, struct codec_pred *st,
+                                                                       struct tf_record *r,
+                                                                       const struct tf_slot **sp,
+                                                                       const uint64_t **tp, size_t most,
+                                                                       size_t *took, uint64_t *instance,
+                                                                       unsigned fl)
+{
+    const struct tf_slot *s = *sp, *end = s + most, *last = NULL;
+    const uint64_t *truth = *tp;
+    struct codec_fields *f = st->f;
+    uint64_t tsc = st->tsc, addr = f->addr;
+    unsigned size_read = f->reason[TF_EV_READ], size_write = f->reason[TF_EV_WRITE];
+    for (; s < end; s++) {
+        uint64_t h = s->head;
+        if (!(h & TF_COMPACT_TAG))
+            break;
+        if (h & 2u) { /* a START or a COMMIT: rarer, through the predictors in memory */
+            tsc += h >> 8 & TF_BOUNDARY_STEP_MAX;
+            p = codec_boundary_row(p, st, h, s->value);
+            if ((h & 3u) == TF_COMPACT_START) {
+                *instance = s->value;
+                r->site = (uint16_t)(h >> 32); /* the run's later records keep it */
+            }
+        } else {
+            unsigned write = (unsigned)h & 1u, size = 1u << (h >> 2 & 3u);
+            uint64_t step = (h >> 4 & 7u) | (h >> 8 & 0x1ffu) << 3, a = h >> 17, v = s->value;
+            uint8_t *tag = p;
+            unsigned t = TF_EV_READ + write;
+            tsc += step;
+            p = codec_put_varint(p + 1, step << 1);
+            if (size != (write ? size_write : size_read)) {
+                t |= CODEC_TAG_REASON;
+                *p++ = (uint8_t)size;
+                if (write)
+                    size_write = size;
+                else
+                    size_read = size;
+            }
+            p = codec_put_varint(p, codec_zz(a - addr));
+            addr = a;
+            uint64_t d = codec_zz(v - a);
+            if (d < v) {
+                t |= CODEC_TAG_ALT;
+                p = codec_put_varint(p, d);
+            } else {
+                p = codec_put_varint(p, v);
+            }
+            *tag = (uint8_t)t;
+        }
+        last = s;
+        if (fl & CODEC_EV_TRUTH) {
+            p = codec_put_varint(p, codec_zz(*truth - tsc));
+            truth++;
+        }
+    }
+    if (last) { /* the previous record of what follows: the run's last (all but its stamp) */
+        tf_compact_apply(last, r);
+        r->tsc = tsc;
+    }
+    st->tsc = tsc;
+    f->addr = addr;
+    f->reason[TF_EV_READ] = (uint8_t)size_read;
+    f->reason[TF_EV_WRITE] = (uint8_t)size_write;
+    *took = (size_t)(s - *sp);
+    *sp = s;
+    *tp = truth;
     return p;
 }
 
 /* A write set's words (the record at s, whose fields `it` holds), one
  * event each with the record's stamp, CPU, site and truth. The first word's
- * row sets the predictors to those; each later row differs from the one
- * before only in its word and mask, so it is written as codec_encode_one
- * would write it without asking what changed: the tag (the kind escaped,
- * no field flagged), the kind, a stamp step of 0, the word, the mask and
- * the truth's constant step. The writer's rows at `tx` are mostly these. */
+ * row sets the predictors to those where they differ; each later row
+ * differs from the one before only in its word and mask, so it is written
+ * as codec_encode_one would write it without asking what changed: the tag
+ * (the kind escaped, no field flagged), the kind, a stamp step of 0, the
+ * word, the mask and the truth's constant step. The writer's rows at `tx`
+ * are mostly these. */
 _Static_assert((unsigned)TF_EV_WSET > (unsigned)CODEC_TAG_KIND, "a WSET row's kind follows its tag");
 static uint8_t *codec_slot_wset(uint8_t *p, struct codec_pred *st, struct codec_item *it, const struct tf_slot *s,
                                 unsigned fl)
 {
-    uint64_t n = it->addr, w = tf_wset_at(s, 0);
-    it->addr = tf_wset_word(w);
-    it->value = tf_wset_mask(w);
-    p = codec_encode_one(p, st, it, fl);
-    uint64_t truth_step = codec_zz(it->truth - it->tsc);
-    for (uint64_t i = 1; i < n; i++) {
+    uint64_t n = it->addr, w = tf_wset_at(s, 0), i = 0;
+    /* The first word's row too, when the record repeats the stamp, site
+     * and CPU of the one before it (a commit's write set, mostly) */
+    if (it->tsc != st->tsc || it->site != st->f->site || it->aux != st->f->aux ||
+        it->reason != st->f->reason[TF_EV_WSET]) {
+        it->addr = tf_wset_word(w);
+        it->value = tf_wset_mask(w);
+        p = codec_encode_one(p, st, it, fl);
+        i = 1;
+    }
+    uint64_t truth_step = codec_zz(it->truth - it->tsc), addr = st->f->addr; /* in a register */
+    for (; i < n; i++) {
         w = tf_wset_at(s, i);
         p[0] = 0;
         p[1] = TF_EV_WSET;
         p[2] = 0;
-        p = codec_put_wset_word(p + 3, st, tf_wset_word(w), tf_wset_mask(w));
+        p = codec_put_varint(p + 3, codec_zz(tf_wset_word(w) - addr));
+        addr = tf_wset_word(w);
+        p = codec_put_varint(p, tf_wset_mask(w));
         if (fl & CODEC_EV_TRUTH)
             p = codec_put_varint(p, truth_step);
     }
+    st->f->addr = addr;
     return p;
 }
 
@@ -476,14 +558,21 @@ static inline __attribute__((always_inline)) long codec_slots_loop(uint8_t *out,
     int whole = 1; /* 0: stopped before a write set that would pass `max` */
     for (; k < max && left; k++) {
         if (k && tf_slot_is_compact(s)) {
-            /* The common records (one slot each), from the slot alone. */
-            if (tf_compact_is_access(s)) {
-                p = codec_slot_access(p, &st, &r, s);
-            } else {
-                p = codec_slot_boundary(p, &st, &r, s);
-                if (r.kind == TF_EV_START)
-                    instance = r.addr;
+            /* The common records (one slot each), from the slots alone: a
+             * run up to the next full record, or a boundary alone between
+             * two full records (at `tx`, where a run's set-up costs more
+             * than its one row) */
+            if (tf_compact_is_access(s) || (left > 1 && max - k > 1 && tf_slot_is_compact(s + 1))) {
+                size_t took;
+                p = codec_compact_run(p, &st, &r, &s, &truth, max - k < left ? max - k : left, &took, &instance,
+                                      fl);
+                k += took - 1; /* and the loop's step */
+                left -= took;
+                continue;
             }
+            p = codec_slot_boundary(p, &st, &r, s);
+            if (r.kind == TF_EV_START)
+                instance = r.addr;
             if (fl & CODEC_EV_TRUTH) {
                 p = codec_put_varint(p, codec_zz(*truth - r.tsc));
                 truth++;
@@ -858,10 +947,11 @@ size_t codec_compress(int codec, int level, const void *in, size_t n, void *out,
     case TF_CODEC_LZ4: {
         if (n > (size_t)LZ4_MAX_INPUT_SIZE || cap > (size_t)INT32_MAX)
             return 0;
-        /* TMTRACE_CODEC_LEVEL is zlib's. LZ4 runs at a small acceleration:
-         * a row-encoded chunk has few long matches to lose, so the writer
-         * saves time for hardly larger files (figures: docs/format.md,
-         * "Codecs"). */
+        /* TMTRACE_CODEC_LEVEL is zlib's. LZ4 runs accelerated: the
+         * writer's time per event is what must keep up with the program,
+         * and a row-encoded chunk has few long matches to lose, so the
+         * files grow much less than LZ4's time shrinks (figures:
+         * docs/format.md, "Codecs"). */
         int got = LZ4_compress_fast(in, out, (int)n, (int)cap, CODEC_LZ4_ACCELERATION);
         (void)level;
         return got > 0 && (size_t)got < n ? (size_t)got : 0;

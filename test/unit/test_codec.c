@@ -95,6 +95,8 @@ static void test_records_round_trip_exactly_even_with_extreme_values(void **s)
 static size_t fill_slots(struct tf_slot *sl, uint64_t *truth, size_t cap)
 {
     size_t i = 0;
+    struct tf_record last = { 0 }; /* the last full record, when the slot before is its */
+    int after_full = 0;
     while (i + 2 <= cap) {
         unsigned pick = (unsigned)(rnd() % 8);
         if (i == 0 || pick == 0) {
@@ -107,6 +109,14 @@ static size_t fill_slots(struct tf_slot *sl, uint64_t *truth, size_t cap)
             r.addr = wild();
             r.value = wild();
             size_t words = 0;
+            if (r.kind == TF_EV_WSET && after_full && rnd() % 2) { /* a commit's: its stamp, site and CPU */
+                r.tsc = last.tsc;
+                r.site = last.site;
+                r.aux = last.aux;
+                r.reason = 0;
+            }
+            after_full = r.kind != TF_EV_WSET;
+            last = r;
             if (r.kind == TF_EV_WSET) { /* a packed write set of a few words, room allowing */
                 words = 1 + rnd() % 5;
                 while (words && i + 2 + tf_wset_slots(words) > cap)
@@ -138,6 +148,7 @@ static size_t fill_slots(struct tf_slot *sl, uint64_t *truth, size_t cap)
         sl[i].head = head;
         sl[i].value = wild();
         truth[i] = wild();
+        after_full = 0;
         i++;
     }
     return i;
