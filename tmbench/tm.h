@@ -75,9 +75,24 @@ extern pthread_mutex_t tm_global_lock;
 extern __thread tmt_tx *tm_tx __attribute__((tls_model("initial-exec")));
 #define TM_THREAD_ENTER() (tm_tx = tmt_thread_enter())
 #define TM_THREAD_EXIT() (tmt_thread_exit(), tm_tx = NULL)
-#define TM_BEGIN(label) TMT_ATOMIC(tm_tx, label)
-#define TM_BEGIN_RO(label) TMT_ATOMIC_FLAGS(tm_tx, label, TMT_TX_READ_ONLY)
-#define TM_END TMT_END
+/* Inside a block, tm_tx and tm_in_place_ are locals: the descriptor, and
+ * whether this attempt runs in place (tmtrace.h's head flag, which changes
+ * only between attempts, and each attempt enters the block anew). Held in
+ * locals, neither is loaded again at each access (the thread-local could
+ * change across the barrier's call, as far as the compiler knows), and a
+ * loop of reads can test the flag once. Helpers called from a block see
+ * the file-scope ones: the thread-local, and 0, which leaves the test to
+ * tmtrace.h's inline readers. */
+static const int tm_in_place_ __attribute__((unused)) = 0;
+#define TM_BLOCK_(label, flags)                                                             \
+    {                                                                                       \
+        tmt_tx *const tm_tx_block_ = tm_tx;                                                 \
+        TMT_ATOMIC_FLAGS(tm_tx_block_, label, flags)                                        \
+        tmt_tx *const tm_tx __attribute__((unused)) = tm_tx_block_;                         \
+        const int tm_in_place_ __attribute__((unused)) = tmt_in_place_(tm_tx);
+#define TM_BEGIN(label) TM_BLOCK_(label, 0u)
+#define TM_BEGIN_RO(label) TM_BLOCK_(label, TMT_TX_READ_ONLY)
+#define TM_END TMT_END; }
 #define TM_MALLOC(n) tmt_malloc(tm_tx, (n))
 #define TM_FREE(p) tmt_free(tm_tx, (p))
 #define TM_RESTART() tmt_tx_retry(tm_tx)
@@ -85,18 +100,21 @@ extern __thread tmt_tx *tm_tx __attribute__((tls_model("initial-exec")));
 /* Exact on the variable's size. TM_READ/TM_WRITE: integers; _P: pointers;
  * _F: float and double (as in STAMP's TM_SHARED_READ/_P/_F). */
 #define TM_READ(x)                                                                          \
-    ((__typeof__(x))_Generic((x),                                                           \
+    ((__typeof__(x))(tm_in_place_ ? __atomic_load_n(&(x), __ATOMIC_RELAXED) :              \
+     _Generic((x),                                                                          \
         int: tmt_read_i32(tm_tx, (const volatile int32_t *)&(x)),                           \
         unsigned int: tmt_read_i32(tm_tx, (const volatile int32_t *)&(x)),                  \
         uint8_t: tmt_read_u8(tm_tx, (const volatile uint8_t *)&(x)),                        \
-        default: tmt_read_long(tm_tx, (const volatile long *)&(x))))
+        default: tmt_read_long(tm_tx, (const volatile long *)&(x)))))
 #define TM_WRITE(x, v)                                                                      \
     _Generic((x),                                                                           \
         int: tmt_write_i32(tm_tx, (volatile int32_t *)&(x), (int32_t)(v)),                  \
         unsigned int: tmt_write_i32(tm_tx, (volatile int32_t *)&(x), (int32_t)(v)),         \
         uint8_t: tmt_write_u8(tm_tx, (volatile uint8_t *)&(x), (uint8_t)(v)),               \
         default: tmt_write_long(tm_tx, (volatile long *)&(x), (long)(v)))
-#define TM_READ_P(x) ((__typeof__(x))tmt_read_ptr(tm_tx, (void *const volatile *)&(x)))
+#define TM_READ_P(x)                                                                        \
+    ((__typeof__(x))(tm_in_place_ ? (void *)__atomic_load_n(&(x), __ATOMIC_RELAXED)         \
+                                  : tmt_read_ptr(tm_tx, (void *const volatile *)&(x))))
 #define TM_WRITE_P(x, v) tmt_write_ptr(tm_tx, (void *volatile *)&(x), (void *)(v))
 #define TM_READ_F(x)                                                                        \
     _Generic((x),                                                                           \

@@ -202,7 +202,10 @@ __attribute__((noinline)) static void api_record_alloc(tmt_tx *tx, void *p, size
 
 TMT_API void *tmt_malloc(tmt_tx *tx, size_t size)
 {
-    if (tx == NULL)
+    /* Outside a transaction an untraced thread has nothing to log or record:
+     * the allocation is malloc's alone (a tail call; compat/tl2 sends every
+     * program malloc here). */
+    if (tx == NULL || (tx->depth == 0 && !tx_traced(tx)))
         return malloc(size);
     void *p = txmem_malloc(tx, size);
     /* The allocation site, for tools that name heap addresses (a wrapper

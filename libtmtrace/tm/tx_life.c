@@ -152,8 +152,8 @@ __attribute__((noinline)) static void tx_start_serial(struct tmt_tx *tx)
     /* The drain must see every announced begin: fence the other CPUs first.
      * A thread alone has nothing to drain: no other thread has joined, so
      * none has announced an attempt, and one that joins from now on sees
-     * the lock when it begins (txreg_alone). */
-    int alone = txreg_alone();
+     * the lock when it begins (txreg_alone_self). */
+    int alone = txreg_alone_self(tx);
     if (!alone) {
         stm_fence_others();
         txreg_drain_others(tx);
@@ -278,7 +278,7 @@ __attribute__((noinline)) static int tx_start_other(struct tmt_tx *tx, int path,
     /* A front end with its own checkpoint starts here from its own frames,
      * not the block's, and keeps its stack out of the undo log (itm/). */
     tx->frame = tx->restart == NULL ? frame : 0;
-    if (tx_lone_in_place && !tx->serial_next && path == TX_MODE_NONE && tx->restart == NULL && txreg_alone())
+    if (tx_lone_in_place && !tx->serial_next && path == TX_MODE_NONE && tx->restart == NULL && txreg_alone_self(tx))
         tx->serial_next = TF_SERIAL_ALONE;
     if (TX_UNLIKELY(tx->serial_next)) {
         tx_start_serial(tx);

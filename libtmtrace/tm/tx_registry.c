@@ -276,5 +276,5 @@ void txreg_fork_child(const struct tmt_tx *self)
 int txreg_alone(void)
 {
     const struct tmt_tx *self = txreg_self_tx;
-    return __atomic_load_n(&txreg_ntx, __ATOMIC_SEQ_CST) <= (self != NULL && self->joined ? 1u : 0u);
+    return self != NULL ? txreg_alone_self(self) : __atomic_load_n(&txreg_ntx, __ATOMIC_SEQ_CST) == 0;
 }

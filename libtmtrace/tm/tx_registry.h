@@ -76,9 +76,16 @@ void txreg_join(struct tmt_tx *tx);
  * begins: the join's read-modify-write and this load are both sequentially
  * consistent. */
 int txreg_alone(void);
-/* The same question without ordering, for tx_start's one test of it (a
- * hint: a lone attempt asks txreg_alone again under the serial lock). */
+/* Threads that have started a transaction and not exited (txreg_join). */
 extern uint32_t txreg_ntx __attribute__((visibility("hidden")));
+/* txreg_alone for a caller that holds its own descriptor `self` (no call,
+ * no thread-local lookup: a lone thread's every transaction asks). */
+static inline int txreg_alone_self(const struct tmt_tx *self)
+{
+    return __atomic_load_n(&txreg_ntx, __ATOMIC_SEQ_CST) <= (self->joined ? 1u : 0u);
+}
+/* The same question without ordering, for tx_start's one test of it (a
+ * hint: a lone attempt asks txreg_alone_self again under the serial lock). */
 static inline int txreg_lone_hint(void) { return __atomic_load_n(&txreg_ntx, __ATOMIC_RELAXED) <= 1; }
 
 /* Sums of every thread's statistics (exited ones included), and of one

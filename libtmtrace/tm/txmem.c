@@ -108,12 +108,12 @@ static void txmem_reclaim(struct tx_mem *m)
  * stores before the look and the look sees it registered, or its attempts
  * begin after this commit and never reach the unlinked blocks. The answer
  * "not alone" needs no fence. */
-static int txmem_alone_after_commit(void)
+static int txmem_alone_after_commit(const struct tmt_tx *tx)
 {
-    if (!txreg_alone())
+    if (!txreg_alone_self(tx))
         return 0;
     __atomic_fetch_add(&txmem_order, 0, __ATOMIC_SEQ_CST);
-    return txreg_alone();
+    return txreg_alone_self(tx);
 }
 
 static void txmem_free_all(void **ptrs, uint32_t *n)
@@ -133,7 +133,7 @@ void txmem_commit_frees(struct tmt_tx *tx, uint64_t wv)
     /* A lone thread frees at once: a block freed and allocated again soon
      * is still in the cache. What the limbo holds was held back for threads
      * that have gone, and goes too. */
-    if (txmem_alone_after_commit()) {
+    if (txmem_alone_after_commit(tx)) {
         txmem_free_all(m->frees, &m->nfrees);
         txmem_release_upto(m, UINT64_MAX);
         return;
