@@ -141,6 +141,20 @@ jmp_buf *tx_prepare(struct tmt_tx *tx, tmt_site *site, unsigned flags)
 
 /* ---- serial mode ---------------------------------------------------------------- */
 
+/* The serial attempt holds the exclusion: its state, and in place from now
+ * on. */
+static inline void tx_serial_begins(struct tmt_tx *tx, int alone)
+{
+    stm_serial_begin(tx, alone);
+    tx->mode = TX_MODE_SERIAL;
+    tx_count(&tx->stats.serial);
+    /* The program's reads may now be plain loads (tmtrace.h's inline
+     * readers), unless they must be recorded or counted: a traced thread
+     * (the level is the attempt's, set by its START), or a build that
+     * stamps every access (TMT_CLOCK_FLOOR >= 2). */
+    tx->head.in_place = !tx_traced(tx) && TMT_CLOCK_FLOOR < 2;
+}
+
 /* Starts a serial attempt: START, exclusion of everything else, SERIAL. */
 __attribute__((noinline)) static void tx_start_serial(struct tmt_tx *tx)
 {
@@ -158,16 +172,10 @@ __attribute__((noinline)) static void tx_start_serial(struct tmt_tx *tx)
         stm_fence_others();
         txreg_drain_others(tx);
     }
-    stm_serial_begin(tx, alone);
-    tx->mode = TX_MODE_SERIAL;
-    tx_count(&tx->stats.serial);
+    tx_serial_begins(tx, alone);
     tb_ev_serial(&tx->trace, why, tx->conflicts);
-    /* The program's reads may now be plain loads (tmtrace.h's inline
-     * readers), unless they must be recorded or counted: a traced thread
-     * (the level is the attempt's, set by its START), or a build that
-     * stamps every access (TMT_CLOCK_FLOOR >= 2). */
-    tx->head.in_place = !tx_traced(tx) && TMT_CLOCK_FLOOR < 2;
 }
+
 
 /* Ends the serial attempt's exclusion (commit or undo already done). */
 static void tx_end_serial(struct tmt_tx *tx)
@@ -264,7 +272,7 @@ __attribute__((noinline)) static enum tx_htm_outcome tx_start_htm(struct tmt_tx 
 /* An outermost start that is not a first software attempt: a retry (the
  * block may have been cancelled), a serial attempt, a thread alone (in
  * place, tx_life.h), or a hardware path is in force. */
-__attribute__((noinline)) static int tx_start_other(struct tmt_tx *tx, int path, uintptr_t frame)
+__attribute__((noinline)) static int tx_start_general(struct tmt_tx *tx, int path, uintptr_t frame)
 {
     if (tx->cancelled) {
         tx->cancelled = 0;
@@ -302,6 +310,37 @@ __attribute__((noinline)) static int tx_start_other(struct tmt_tx *tx, int path,
     }
     tx_start_stm(tx, path, TX_REC_ANY);
     return 1;
+}
+
+/* A lone untraced thread's attempt (tx_life.h, "A thread alone"):
+ * tx_start_serial with nothing to record, no hardware path to keep out and
+ * no one to drain. Its own function, reached by a tail call, so that the
+ * start a lone thread pays at every transaction saves no registers for the
+ * others' work. When another thread has joined since the caller looked,
+ * the attempt starts the general way. */
+__attribute__((noinline)) static int tx_start_in_place(struct tmt_tx *tx, uintptr_t frame)
+{
+    stm_serial_lock(tx->thread_id);
+    if (TX_UNLIKELY(!txreg_alone_self(tx))) {
+        stm_serial_unlock();
+        return tx_start_general(tx, TX_MODE_NONE, frame);
+    }
+    tx->instance++;
+    tx->depth = 1;
+    tx->frame = frame;
+    tx->serial_next = TF_SERIAL_ALONE;
+    tx_serial_begins(tx, 1);
+    return 1;
+}
+
+/* An outermost start that is not a first software attempt of a thread
+ * among others: a lone thread's first attempt in place, or the rest. */
+static inline int tx_start_other(struct tmt_tx *tx, int path, uintptr_t frame)
+{
+    if (!(tx->attempt | tx->serial_next) && path == TX_MODE_NONE && tx->joined && tx->restart == NULL &&
+        tx_lone_in_place && !tx_traced(tx) && txreg_lone_hint())
+        return tx_start_in_place(tx, frame);
+    return tx_start_general(tx, path, frame);
 }
 
 /* A plain software attempt of a traced thread: tx_start with the START
@@ -403,10 +442,23 @@ static inline void tx_commit_stm(struct tmt_tx *tx, int traced)
  * tx_start_traced is. */
 __attribute__((noinline)) static void tx_commit_traced(struct tmt_tx *tx) { tx_commit_stm(tx, 1); }
 
+/* An outermost in-place commit (a lone untraced thread's, mostly): a
+ * serial commit with nothing to record, in a function of its own for the
+ * reason tx_start_in_place is. */
+__attribute__((noinline)) static void tx_commit_in_place(struct tmt_tx *tx)
+{
+    uint64_t wv = stm_serial_commit(tx);
+    tx_end_serial(tx);
+    tx_committed(tx, wv);
+}
+
 void tx_commit(struct tmt_tx *tx)
 {
     if (TX_UNLIKELY(tx->depth != 1 || tx->mode != TX_MODE_STM)) {
-        tx_commit_other(tx);
+        if (tx->head.in_place && tx->depth == 1)
+            tx_commit_in_place(tx);
+        else
+            tx_commit_other(tx);
         return;
     }
     if (TX_UNLIKELY(tx_traced(tx))) {
