@@ -327,12 +327,24 @@ void TxFree(Thread *Self, void *ptr)
  * then, as thread 0; those blocks hold the words that conflict. Should the
  * runtime refuse to start, TxOnce reports why. After the thread's
  * TxFreeThread or TxShutdown: plain malloc, as TL2's own. */
+__attribute__((noinline)) static void *tl2_reserve_unentered(size_t size)
+{
+    tmt_tx *tx = NULL;
+    if (!tl2_left && !__atomic_load_n(&tl2_down, __ATOMIC_ACQUIRE))
+        tx = tl2_tx = tmt_thread_enter();
+    if (tx)
+        return tmt_malloc(tx, size);
+    return malloc(size);
+}
+
 void *tmalloc_reserve(size_t size)
 {
     tmt_tx *tx = tl2_tx;
-    if (!tx && !tl2_left && !__atomic_load_n(&tl2_down, __ATOMIC_ACQUIRE))
-        tx = tl2_tx = tmt_thread_enter();
-    if (tx && tmt_tx_depth(tx) == 0)
+    /* The thread's first allocation, out of line: the common one then
+     * saves no register for the entry. */
+    if (__builtin_expect(tx == NULL, 0))
+        return tl2_reserve_unentered(size);
+    if (tmt_tx_depth(tx) == 0)
         return tmt_malloc(tx, size);
     return malloc(size);
 }

@@ -200,20 +200,28 @@ __attribute__((noinline)) static void api_record_alloc(tmt_tx *tx, void *p, size
     tb_ev_alloc(&tx->trace, p, size, caller);
 }
 
+/* tmt_malloc inside a transaction, or of a traced thread: logged, and
+ * recorded with the allocation site `caller`. No trace record inside a
+ * real hardware transaction. */
+__attribute__((noinline)) static void *api_malloc_logged(tmt_tx *tx, size_t size, const void *caller)
+{
+    void *p = txmem_malloc(tx, size);
+    if (TX_UNLIKELY(tx_traced(tx)) && p != NULL && tx->mode != TX_MODE_HTM)
+        api_record_alloc(tx, p, size, caller);
+    return p;
+}
+
 TMT_API void *tmt_malloc(tmt_tx *tx, size_t size)
 {
     /* Outside a transaction an untraced thread has nothing to log or record:
-     * the allocation is malloc's alone (a tail call; compat/tl2 sends every
-     * program malloc here). */
+     * the allocation is malloc's alone, a tail call with no register saved
+     * (compat/tl2 sends every program malloc here). The allocation site,
+     * for tools that name heap addresses, is this function's caller (a
+     * wrapper that tail-calls this, like the TL2 layer's TxAlloc, passes
+     * its own caller's). */
     if (tx == NULL || (tx->depth == 0 && !tx_traced(tx)))
         return malloc(size);
-    void *p = txmem_malloc(tx, size);
-    /* The allocation site, for tools that name heap addresses (a wrapper
-     * that tail-calls this, like the TL2 layer's TxAlloc, passes its own
-     * caller's). No trace record inside a real hardware transaction. */
-    if (TX_UNLIKELY(tx_traced(tx)) && p != NULL && tx->mode != TX_MODE_HTM)
-        api_record_alloc(tx, p, size, __builtin_return_address(0));
-    return p;
+    return api_malloc_logged(tx, size, __builtin_return_address(0));
 }
 
 TMT_API void tmt_free(tmt_tx *tx, void *ptr)
