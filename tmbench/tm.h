@@ -98,9 +98,13 @@ static const int tm_in_place_ __attribute__((unused)) = 0;
 #define TM_RESTART() tmt_tx_retry(tm_tx)
 
 /* Exact on the variable's size. TM_READ/TM_WRITE: integers; _P: pointers;
- * _F: float and double (as in STAMP's TM_SHARED_READ/_P/_F). */
+ * _F: float and double (as in STAMP's TM_SHARED_READ/_P/_F). In place
+ * (above), TM_READ and TM_READ_P are plain loads, as in GCC's
+ * uninstrumented clone under libitm: the attempt holds the serial lock, so
+ * no other transaction runs, and the compiler may vectorise a loop of
+ * them. */
 #define TM_READ(x)                                                                          \
-    ((__typeof__(x))(tm_in_place_ ? __atomic_load_n(&(x), __ATOMIC_RELAXED) :              \
+    ((__typeof__(x))(tm_in_place_ ? (x) :                                                   \
      _Generic((x),                                                                          \
         int: tmt_read_i32(tm_tx, (const volatile int32_t *)&(x)),                           \
         unsigned int: tmt_read_i32(tm_tx, (const volatile int32_t *)&(x)),                  \
@@ -113,8 +117,7 @@ static const int tm_in_place_ __attribute__((unused)) = 0;
         uint8_t: tmt_write_u8(tm_tx, (volatile uint8_t *)&(x), (uint8_t)(v)),               \
         default: tmt_write_long(tm_tx, (volatile long *)&(x), (long)(v)))
 #define TM_READ_P(x)                                                                        \
-    ((__typeof__(x))(tm_in_place_ ? (void *)__atomic_load_n(&(x), __ATOMIC_RELAXED)         \
-                                  : tmt_read_ptr(tm_tx, (void *const volatile *)&(x))))
+    ((__typeof__(x))(tm_in_place_ ? (void *)(x) : tmt_read_ptr(tm_tx, (void *const volatile *)&(x))))
 #define TM_WRITE_P(x, v) tmt_write_ptr(tm_tx, (void *volatile *)&(x), (void *)(v))
 #define TM_READ_F(x)                                                                        \
     _Generic((x),                                                                           \
