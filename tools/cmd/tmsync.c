@@ -27,7 +27,12 @@
 #include "tool_doc.h"
 #include "trace_file.h"
 
-#define SYNC_OUT_BATCH 65536     /* events per merged output chunk */
+/* Events per merged output chunk. A chunk's events (64 bytes each) are
+ * copied by the merging thread and read by the thread that encodes it: at
+ * 32 Ki events the ring (2 MiB a chunk) and the decoding window stay in the
+ * caches the two share, rather than go through memory as four 4 MiB chunks
+ * did, at the cost of a few more chunk starts in the file (docs/tmbench.md). */
+#define SYNC_OUT_BATCH 32768
 #define SYNC_OUT_RING 4          /* output chunks in the making at a time */
 #define SYNC_MAX_CPU TF_AUX_CPUS /* the CPU numbers TSC_AUX can carry */
 
