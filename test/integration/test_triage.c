@@ -244,7 +244,7 @@ static void abort_stacks_name_the_read_and_its_callers(void **st)
              prog_line("tmt_read_long(tx, &triage_hot)"));
     const char *sl = strstr(out, "\n      stack ");
     if (sl == NULL || !strstr(sl, want) || strstr(sl, want) > strchr(sl + 1, '\n'))
-        fail_msg("no stack from count_event's read through worker (%s):\n%.2000s", want, out);
+        fail_msg("no stack from count_event's read through worker (%s):\n%.3000s", want, rd);
     report(t, 1);
     snprintf(want, sizeof want, "\"abort_stacks\":[{\"frames\":[\"count_event (triage_prog.c:%d)\",\"worker (",
              prog_line("tmt_read_long(tx, &triage_hot)"));
