@@ -270,13 +270,33 @@ void tw_write_new_sites(void)
     }
 }
 
+static int tw_flush_asked(void);
+static int tw_cpus_busy(size_t attached);
+
+/* The codec of the next EVENTS chunk. TMTRACE_CODEC=auto compresses only
+ * while it costs the program nothing: in stream mode, during the run, with
+ * a CPU to spare (tw_cpus_busy). Otherwise the chunk is stored as encoded:
+ * compression took about half of the tracer's CPU per event, while the
+ * encoded stream is only 1.3-2.3 times the compressed one
+ * (docs/tracer.md, "The writer's share of a CPU"), and a backlog written
+ * at exit delays the program's end by all of it. */
+static int tw_chunk_codec(void)
+{
+    if (config.codec != CONFIG_CODEC_AUTO)
+        return tw_codec;
+    if (tw_mode != CONFIG_MODE_STREAM || tw_flush_asked() ||
+        tw_cpus_busy(tb_pool_service(TB_POOL_ASK, NULL, 0).threads))
+        return TF_CODEC_NONE;
+    return tw_codec;
+}
+
 /* Writes a chunk's records, encoded straight from its slots; *records gets
  * how many it holds (written or not). 0 or -1 (error set, or errno). */
 static int tw_write_slots(const struct tb_chunk *c, size_t *records)
 {
     struct tf_slot_stream ss = { .s = c->slots, .truth = c->truth, .left = c->n, .seq = c->seq,
                               .instance = c->first_instance };
-    if (tf_write_slots(tw_file, c->thread, &ss, tw_codec, tw_level) != 0) {
+    if (tf_write_slots(tw_file, c->thread, &ss, tw_chunk_codec(), tw_level) != 0) {
         *records = tf_slots_records(c->slots, c->n);
         return -1;
     }
