@@ -77,7 +77,7 @@ static const struct config_var vars[] = {
       "fault injection: CPU:OFFSET_NS:DRIFT_PPM[@T_MS:DRIFT2_PPM][,...] applied to every TSC read", check_skew },
     { "TMTRACE_MIGRATE", VAR_INT, OFF(migrate_ms), 0, 60000, { 0 }, "0",
       "fault injection: every traced thread moves to another CPU every MS ms; 0 disables", NULL },
-    { "TMTRACE_CODEC", VAR_CHOICE, OFF(codec), 0, 0, { "lz4", "zlib", "none", "auto" }, "lz4",
+    { "TMTRACE_CODEC", VAR_CHOICE, OFF(codec), 0, 0, { "lz4", "zlib", "none", "auto" }, "auto",
       "compression of event chunks (lz4 falls back to zlib when built without LZ4); auto = lz4 while a CPU is to "
       "spare and the program runs, none otherwise (bytes instead of the program's CPU)", NULL },
     { "TMTRACE_CODEC_LEVEL", VAR_INT, OFF(codec_level), 1, 9, { 0 }, "1",

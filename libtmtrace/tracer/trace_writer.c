@@ -276,10 +276,10 @@ static int tw_cpus_busy(size_t attached);
 /* The codec of the next EVENTS chunk. TMTRACE_CODEC=auto compresses only
  * while it costs the program nothing: in stream mode, during the run, with
  * a CPU to spare (tw_cpus_busy). Otherwise the chunk is stored as encoded:
- * compression took about half of the tracer's CPU per event, while the
- * encoded stream is only 1.3-2.3 times the compressed one
- * (docs/tracer.md, "The writer's share of a CPU"), and a backlog written
- * at exit delays the program's end by all of it. */
+ * compression was the largest part of the tracer's CPU per event for a
+ * small part of the bytes (docs/tracer.md, "What the tracer's CPU went
+ * to"), and a backlog written at exit delays the program's end by all of
+ * it. */
 static int tw_chunk_codec(void)
 {
     if (config.codec != CONFIG_CODEC_AUTO)
