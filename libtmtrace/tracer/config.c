@@ -77,8 +77,9 @@ static const struct config_var vars[] = {
       "fault injection: CPU:OFFSET_NS:DRIFT_PPM[@T_MS:DRIFT2_PPM][,...] applied to every TSC read", check_skew },
     { "TMTRACE_MIGRATE", VAR_INT, OFF(migrate_ms), 0, 60000, { 0 }, "0",
       "fault injection: every traced thread moves to another CPU every MS ms; 0 disables", NULL },
-    { "TMTRACE_CODEC", VAR_CHOICE, OFF(codec), 0, 0, { "lz4", "zlib", "none" }, "lz4",
-      "compression of event chunks (lz4 falls back to zlib when built without LZ4)", NULL },
+    { "TMTRACE_CODEC", VAR_CHOICE, OFF(codec), 0, 0, { "lz4", "zlib", "none", "auto" }, "auto",
+      "compression of event chunks (lz4 falls back to zlib when built without LZ4); auto = lz4 while a CPU is to "
+      "spare and the program runs, otherwise lz4 or none, whichever cost the writer less CPU lately", NULL },
     { "TMTRACE_CODEC_LEVEL", VAR_INT, OFF(codec_level), 1, 9, { 0 }, "1",
       "zlib compression level", NULL },
     { "TMTRACE_HTM", VAR_CHOICE, OFF(htm), 0, 0, { "auto", "emulate", "off" }, "auto",

@@ -270,17 +270,70 @@ void tw_write_new_sites(void)
     }
 }
 
+static int tw_flush_asked(void);
+static int tw_cpus_busy(size_t attached);
+
+/* TMTRACE_CODEC=auto: the writer's CPU time per record of the chunks
+ * written stored as encoded [0] and compressed [1], encoding and writing
+ * included (relaxed atomics: a snapshot may write a chunk from another
+ * thread), in 1/16 ns, smoothed over the last few chunks; 0 before the
+ * first. One chunk in TW_AUTO_PROBE takes the codec that is not the
+ * cheaper one, so that both figures follow the run. */
+#define TW_AUTO_PROBE 16u
+static uint64_t tw_auto_cost[2];
+static unsigned tw_auto_count; /* atomic */
+
+/* The codec of the next EVENTS chunk. TMTRACE_CODEC=auto compresses
+ * whenever it costs the program nothing: in stream mode, during the run,
+ * with a CPU to spare (tw_cpus_busy). Otherwise (every CPU busy, memory
+ * mode, the backlog written at exit or at a signal's flush) it takes the
+ * choice that cost the writer less CPU per record: compression was the
+ * largest part of the tracer's CPU, but each byte it saves is a byte the
+ * kernel does not copy into the page cache, which costs from a small to a
+ * large part of that depending on the machine (docs/tracer.md, "What the
+ * tracer's CPU went to"). */
+static int tw_chunk_codec(void)
+{
+    if (config.codec != CONFIG_CODEC_AUTO)
+        return tw_codec;
+    if (tw_mode == CONFIG_MODE_STREAM && !tw_flush_asked() &&
+        !tw_cpus_busy(tb_pool_service(TB_POOL_ASK, NULL, 0).threads))
+        return tw_codec;
+    uint64_t none = __atomic_load_n(&tw_auto_cost[0], __ATOMIC_RELAXED);
+    uint64_t packed = __atomic_load_n(&tw_auto_cost[1], __ATOMIC_RELAXED);
+    /* Each measured once first, stored as encoded (fewer instructions) first. */
+    int pack = none == 0 ? 0 : packed == 0 ? 1 : packed < none;
+    if (__atomic_add_fetch(&tw_auto_count, 1, __ATOMIC_RELAXED) % TW_AUTO_PROBE == 0)
+        pack = !pack;
+    return pack ? tw_codec : TF_CODEC_NONE;
+}
+
+/* Folds a chunk's CPU time per record into tw_auto_cost. */
+static void tw_auto_note(int codec, uint64_t cpu_ns, size_t records)
+{
+    if (config.codec != CONFIG_CODEC_AUTO || records == 0)
+        return;
+    uint64_t *cost = &tw_auto_cost[codec != TF_CODEC_NONE];
+    uint64_t now = cpu_ns * 16u / records, was = __atomic_load_n(cost, __ATOMIC_RELAXED);
+    __atomic_store_n(cost, was == 0 ? (now ? now : 1) : (3 * was + now) / 4 + 1, __ATOMIC_RELAXED);
+}
+
 /* Writes a chunk's records, encoded straight from its slots; *records gets
  * how many it holds (written or not). 0 or -1 (error set, or errno). */
 static int tw_write_slots(const struct tb_chunk *c, size_t *records)
 {
     struct tf_slot_stream ss = { .s = c->slots, .truth = c->truth, .left = c->n, .seq = c->seq,
                               .instance = c->first_instance };
-    if (tf_write_slots(tw_file, c->thread, &ss, tw_codec, tw_level) != 0) {
+    int codec = tw_chunk_codec();
+    uint64_t cpu0 = 0, cpu1 = 0;
+    tw_note_thread_cpu(&cpu0);
+    if (tf_write_slots(tw_file, c->thread, &ss, codec, tw_level) != 0) {
         *records = tf_slots_records(c->slots, c->n);
         return -1;
     }
     *records = (size_t)(ss.seq - c->seq);
+    tw_note_thread_cpu(&cpu1);
+    tw_auto_note(codec, cpu1 - cpu0, *records);
     if (*records)
         tw_note_chunk_cpu(&ss.prev);
     return 0;
@@ -576,6 +629,9 @@ static void tw_wait(sem_t *sem, uint64_t ns)
 static void *tw_refill_main(void *arg)
 {
     (void)arg;
+    /* Named, so that a profile tells the tracer's threads apart
+     * (tmbench/writer-cost --perf). */
+    (void)pthread_setname_np(pthread_self(), "tmt-refill");
     uint64_t pass_at = 0;
     while (!__atomic_load_n(&tw_refill_stop, __ATOMIC_ACQUIRE)) {
         uint64_t now = tw_now_ns();
@@ -623,6 +679,7 @@ static void tw_refill_end(void)
 static void *tw_main(void *arg)
 {
     (void)arg;
+    (void)pthread_setname_np(pthread_self(), "tmt-writer");
     (void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), (int)config.writer_nice);
     tw_place(1);
     for (;;) {
@@ -675,6 +732,8 @@ int tw_start(struct tf_writer *w, int mode, void (*on_signal)(void), const char 
     tw_file = w;
     tw_mode = mode;
     tw_codec = tw_file_codec(config.codec);
+    tw_auto_cost[0] = tw_auto_cost[1] = 0;
+    tw_auto_count = 0;
     tw_level = config.codec_level;
     tw_on_signal = on_signal;
     tw_queue = NULL;

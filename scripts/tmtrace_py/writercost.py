@@ -10,7 +10,9 @@ mapped by the program's threads a second or more after init, bytes per
 event; and, with --callgrind, the instructions per event recorded of the
 writer by part (row encoding, block compression, CRC, the rest), of
 tmt_init and of tmt_shutdown, from callgrind's inclusive function totals:
-deterministic where a shared machine moves every time.
+deterministic where a shared machine moves every time; with --perf, each
+run's tracer CPU by thread (the writer by part, the refill thread, init and
+exit), from perf's cpu-clock samples of the named threads.
 Never: interprets a run that exits non-zero or fails its check (an error,
 exit 1); judges the callgrind counts (they are for comparing builds).
 """
@@ -58,11 +60,16 @@ def parse_args(argv, prog):
     p.add_argument("--reps", type=cli.positive_int, default=1, help="runs per cell, interleaved (default 1)")
     p.add_argument("--callgrind", action="store_true",
                    help="count instructions under callgrind instead of timing (one run per cell, --ops)")
+    p.add_argument("--perf", action="store_true",
+                   help="split each run's tracer CPU by thread under perf record (the writer by part, the refill "
+                   "thread, init and exit) instead of the table")
     p.add_argument("--ops", type=cli.positive_int,
                    help="with --callgrind: operations per run (default vacation 30000, hash 600000, others 100000)")
     p.add_argument("extra", nargs="*", help="options passed to every tmbench run, after --")
     a = p.parse_args(argv)
     a.tmbench = bench.need_program(a.build, "tmbench")
+    if a.perf and shutil.which("perf") is None:
+        raise cli.ScriptError("--perf needs perf, which is not on PATH", cli.EXIT_USAGE)
     if a.callgrind:
         for tool in ("valgrind", "callgrind_annotate"):
             if shutil.which(tool) is None:
@@ -148,11 +155,71 @@ def run_counted(a, work):
                                rec["bytes_per_event"]), flush=True)
 
 
+# --perf: the tracer's threads by name (trace_writer.c names them), the
+# writer's samples by part (a symbol's name starts with one of these).
+PERF_PARTS = (("compress", ("LZ4_", "compress2", "deflate")), ("encode", ("codec_encode", "codec_slot", "codec_put")),
+              ("crc", ("crc32", "codec_crc32")))
+PERF_MS = 1  # one sample per millisecond of CPU time
+
+
+def perf_split(script):
+    """Milliseconds by thread group and writer part from `perf script -F
+    comm,ip,sym,dso` output: {writer, refill, program, and the writer's
+    compress, encode, crc, kernel, rest}."""
+    out = dict.fromkeys(("writer", "refill", "program", "compress", "encode", "crc", "kernel", "rest"), 0)
+    for line in script.splitlines():
+        f = line.split()
+        if not f:
+            continue
+        comm = f[0]
+        if comm == "tmt-refill":
+            out["refill"] += PERF_MS
+        elif comm != "tmt-writer":
+            out["program"] += PERF_MS
+        else:
+            out["writer"] += PERF_MS
+            sym, dso = (f[2] if len(f) > 3 else ""), (f[-1] if len(f) > 3 else "")
+            part = next((name for name, pre in PERF_PARTS if sym.startswith(pre)), None)
+            out[part or ("kernel" if "kernel" in dso else "rest")] += PERF_MS
+    return out
+
+
+def perf_line(name, rec, ms):
+    """One cell's tracer CPU by thread: the writer (and its parts), the
+    refill thread, and the rest (tmt_init and tmt_shutdown on the program's
+    threads: the tracer's total less the two threads), in seconds."""
+    ev = max(rec["events_recorded"], 1)
+    tracer = rec["tracer_cpu_s"] or 0.0
+    rest = max(tracer - (ms["writer"] + ms["refill"]) / 1e3, 0.0)
+    vals = [ms[k] / 1e3 for k in ("writer", "encode", "compress", "crc", "kernel", "rest", "refill")] + [rest]
+    return "%-10s %-13s %8.1f %8.1f " % (name[0], name[1], ev / 1e6, rec["tracer_ns_per_event"]) + " ".join(
+        "%8.3f" % v for v in vals) + " %8.3f" % tracer
+
+
+def run_perf(a, work):
+    print("tracer CPU by thread (perf record -e cpu-clock, s), %d thread(s), %g s runs, %s, load %.2f" % (
+        a.threads, a.duration, bench.cpu_model(), os.getloadavg()[0]))
+    print("%-10s %-13s %8s %8s " % ("workload", "level", "M events", "ns/event") + " ".join(
+        "%8s" % h for h in ("writer", "encode", "compress", "crc", "kernel", "w.rest", "refill", "init+exit",
+                            "tracer")))
+    for w in a.workloads:
+        for name, events, stamp in LEVELS:
+            trace, data = os.path.join(work, "t.trace"), os.path.join(work, "perf.data")
+            cmd = ["perf", "record", "-q", "-e", "cpu-clock", "-c", str(PERF_MS * 1000000), "-o", data, "--",
+                   a.tmbench, w, "--threads", str(a.threads), "--duration", str(a.duration)] + a.extra
+            rec = bench.run_tmbench(cmd, level_env(events, stamp, trace), work)
+            script = subprocess.run(["perf", "script", "-i", data, "-F", "comm,ip,sym,dso"], stdout=subprocess.PIPE,
+                                    stderr=subprocess.DEVNULL, universal_newlines=True, check=True).stdout
+            for f in (trace, data):
+                os.unlink(f) if os.path.exists(f) else None
+            print(perf_line((w, name), rec, perf_split(script)), flush=True)
+
+
 def main(argv, prog):
     a = parse_args(argv, prog)
     work = tempfile.mkdtemp(prefix="tmt-writercost-")
     try:
-        (run_counted if a.callgrind else run_timed)(a, work)
+        (run_counted if a.callgrind else run_perf if a.perf else run_timed)(a, work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0

@@ -53,7 +53,7 @@ static void fuzz_config_sane(void)
         config.mode < CONFIG_MODE_STREAM || config.mode > CONFIG_MODE_MEMORY ||
         config.clock < CONFIG_CLOCK_MONOTONIC || config.clock > CONFIG_CLOCK_MONOTONIC_RAW ||
         config.htm < CONFIG_HTM_AUTO || config.htm > CONFIG_HTM_OFF || config.codec < CONFIG_CODEC_LZ4 ||
-        config.codec > CONFIG_CODEC_NONE)
+        config.codec > CONFIG_CODEC_AUTO)
         abort();
     if (config.buffer_bytes <= 0 || config.memory_bytes < 0 || config.sample_ms < 0 || config.resample_ms < 0 ||
         config.migrate_ms < 0 || config.htm_retries < 0 || config.htm_emu_abort_pct < 0 ||

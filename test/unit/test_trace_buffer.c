@@ -727,6 +727,38 @@ static void memory_mode_writes_nothing_until_exit(void **state)
     check_many(tu_path("memory.bin"), 0);
 }
 
+/* EVENTS chunks of `path` stored compressed and stored as encoded. */
+static void count_chunk_codecs(const char *path, size_t *packed, size_t *plain)
+{
+    struct tf_reader *r = tf_open(path, 0);
+    assert_non_null(r);
+    struct tf_chunk c;
+    *packed = *plain = 0;
+    while (tf_next(r, &c) == 1)
+        if (c.kind == TF_CHUNK_EVENTS)
+            ++*(c.codec == TF_CODEC_NONE ? plain : packed);
+    tf_close(r);
+}
+
+/* TMTRACE_CODEC=auto, where compressing would cost the program (memory
+ * mode writes everything at exit), measures both ways and keeps trying the
+ * one it did not choose: the trace mixes chunks stored as encoded and
+ * compressed, every event intact, where lz4 compresses every chunk. */
+static void codec_auto_at_exit_measures_both_codecs_and_keeps_every_event(void **state)
+{
+    (void)state;
+    size_t packed, plain;
+    assert_child_ok(trace_child("auto.bin", "TMTRACE_BUFFER=4096", "TMTRACE_MODE=memory", "TMTRACE_CODEC=auto",
+                                body_many, NULL));
+    check_many(tu_path("auto.bin"), 0);
+    count_chunk_codecs(tu_path("auto.bin"), &packed, &plain);
+    assert_true(packed >= 1 && plain >= 1);
+    assert_child_ok(trace_child("lz4.bin", "TMTRACE_BUFFER=4096", "TMTRACE_MODE=memory", "TMTRACE_CODEC=lz4",
+                                body_many, NULL));
+    count_chunk_codecs(tu_path("lz4.bin"), &packed, &plain);
+    assert_true(packed > 1 && plain == 0);
+}
+
 static void events_beyond_the_memory_cap_are_dropped_and_counted(void **state)
 {
     (void)state;
@@ -1093,6 +1125,7 @@ int main(void)
         cmocka_unit_test(level_off_writes_no_trace_file),
         cmocka_unit_test(stream_mode_writes_every_event_through_small_chunks),
         cmocka_unit_test(memory_mode_writes_nothing_until_exit),
+        cmocka_unit_test(codec_auto_at_exit_measures_both_codecs_and_keeps_every_event),
         cmocka_unit_test(events_beyond_the_memory_cap_are_dropped_and_counted),
         cmocka_unit_test(a_failing_writer_is_reported_once_and_the_program_goes_on),
         cmocka_unit_test(an_uncreatable_trace_fails_init_and_creates_nothing),
