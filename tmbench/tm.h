@@ -84,12 +84,18 @@ extern __thread tmt_tx *tm_tx __attribute__((tls_model("initial-exec")));
  * the file-scope ones: the thread-local, and 0, which leaves the test to
  * tmtrace.h's inline readers. */
 static const int tm_in_place_ __attribute__((unused)) = 0;
+/* 1 inside a block, which has tested the flag itself: its reads that do
+ * not run in place call the exported readers directly, (fn)(...), without
+ * tmtrace.h's test of the head again; a helper's reads keep that test. */
+static const int tm_in_block_ __attribute__((unused)) = 0;
+#define TM_READ_CALL_(fn, ...) (tm_in_block_ ? (fn)(__VA_ARGS__) : fn(__VA_ARGS__))
 #define TM_BLOCK_(label, flags)                                                             \
     {                                                                                       \
         tmt_tx *const tm_tx_block_ = tm_tx;                                                 \
         TMT_ATOMIC_FLAGS(tm_tx_block_, label, flags)                                        \
         tmt_tx *const tm_tx __attribute__((unused)) = tm_tx_block_;                         \
-        const int tm_in_place_ __attribute__((unused)) = tmt_in_place_(tm_tx);
+        const int tm_in_place_ __attribute__((unused)) = tmt_in_place_(tm_tx);                \
+        const int tm_in_block_ __attribute__((unused)) = 1;
 #define TM_BEGIN(label) TM_BLOCK_(label, 0u)
 #define TM_BEGIN_RO(label) TM_BLOCK_(label, TMT_TX_READ_ONLY)
 #define TM_END TMT_END; }
@@ -106,10 +112,10 @@ static const int tm_in_place_ __attribute__((unused)) = 0;
 #define TM_READ(x)                                                                          \
     ((__typeof__(x))(tm_in_place_ ? (x) :                                                   \
      _Generic((x),                                                                          \
-        int: tmt_read_i32(tm_tx, (const volatile int32_t *)&(x)),                           \
-        unsigned int: tmt_read_i32(tm_tx, (const volatile int32_t *)&(x)),                  \
-        uint8_t: tmt_read_u8(tm_tx, (const volatile uint8_t *)&(x)),                        \
-        default: tmt_read_long(tm_tx, (const volatile long *)&(x)))))
+        int: TM_READ_CALL_(tmt_read_i32, tm_tx, (const volatile int32_t *)&(x)),                           \
+        unsigned int: TM_READ_CALL_(tmt_read_i32, tm_tx, (const volatile int32_t *)&(x)),                  \
+        uint8_t: TM_READ_CALL_(tmt_read_u8, tm_tx, (const volatile uint8_t *)&(x)),                        \
+        default: TM_READ_CALL_(tmt_read_long, tm_tx, (const volatile long *)&(x)))))
 #define TM_WRITE(x, v)                                                                      \
     _Generic((x),                                                                           \
         int: tmt_write_i32(tm_tx, (volatile int32_t *)&(x), (int32_t)(v)),                  \
@@ -117,7 +123,7 @@ static const int tm_in_place_ __attribute__((unused)) = 0;
         uint8_t: tmt_write_u8(tm_tx, (volatile uint8_t *)&(x), (uint8_t)(v)),               \
         default: tmt_write_long(tm_tx, (volatile long *)&(x), (long)(v)))
 #define TM_READ_P(x)                                                                        \
-    ((__typeof__(x))(tm_in_place_ ? (void *)(x) : tmt_read_ptr(tm_tx, (void *const volatile *)&(x))))
+    ((__typeof__(x))(tm_in_place_ ? (void *)(x) : TM_READ_CALL_(tmt_read_ptr, tm_tx, (void *const volatile *)&(x))))
 #define TM_WRITE_P(x, v) tmt_write_ptr(tm_tx, (void *volatile *)&(x), (void *)(v))
 #define TM_READ_F(x)                                                                        \
     _Generic((x),                                                                           \
