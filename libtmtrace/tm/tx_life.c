@@ -176,7 +176,6 @@ __attribute__((noinline)) static void tx_start_serial(struct tmt_tx *tx)
     tb_ev_serial(&tx->trace, why, tx->conflicts);
 }
 
-
 /* Ends the serial attempt's exclusion (commit or undo already done). */
 static void tx_end_serial(struct tmt_tx *tx)
 {

@@ -311,7 +311,7 @@ static int tw_chunk_codec(void)
 /* Folds a chunk's CPU time per record into tw_auto_cost. */
 static void tw_auto_note(int codec, uint64_t cpu_ns, size_t records)
 {
-    if (config.codec != CONFIG_CODEC_AUTO || records == 0)
+    if (records == 0)
         return;
     uint64_t *cost = &tw_auto_cost[codec != TF_CODEC_NONE];
     uint64_t now = cpu_ns * 16u / records, was = __atomic_load_n(cost, __ATOMIC_RELAXED);
@@ -325,15 +325,21 @@ static int tw_write_slots(const struct tb_chunk *c, size_t *records)
     struct tf_slot_stream ss = { .s = c->slots, .truth = c->truth, .left = c->n, .seq = c->seq,
                               .instance = c->first_instance };
     int codec = tw_chunk_codec();
+    /* The chunk's CPU time only for TMTRACE_CODEC=auto's choice: two system
+     * calls a chunk that no other codec needs. */
+    const int timed = config.codec == CONFIG_CODEC_AUTO;
     uint64_t cpu0 = 0, cpu1 = 0;
-    tw_note_thread_cpu(&cpu0);
+    if (timed)
+        tw_note_thread_cpu(&cpu0);
     if (tf_write_slots(tw_file, c->thread, &ss, codec, tw_level) != 0) {
         *records = tf_slots_records(c->slots, c->n);
         return -1;
     }
     *records = (size_t)(ss.seq - c->seq);
-    tw_note_thread_cpu(&cpu1);
-    tw_auto_note(codec, cpu1 - cpu0, *records);
+    if (timed) {
+        tw_note_thread_cpu(&cpu1);
+        tw_auto_note(codec, cpu1 - cpu0, *records);
+    }
     if (*records)
         tw_note_chunk_cpu(&ss.prev);
     return 0;
