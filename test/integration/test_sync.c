@@ -478,6 +478,34 @@ static void every_jobs_count_gives_the_same_bytes_and_json(void **st)
     free(json1), free(file1), free(json4), free(file4);
 }
 
+/* Chunks of 4096 events whose stamps alternate between the threads: an
+ * output chunk spans more decoded chunks than a window keeps, so the
+ * merge comes to wait for chunks that output chunks in the making hold. */
+static void small_interleaved_chunks_give_the_same_bytes_at_every_jobs_count(void **st)
+{
+    (void)st;
+    const struct fault f[NCPU] = { { 0, 0, -1, 0 }, { 250000, 120, -1, 0 }, { -80000, -50, -1, 0 }, { 0, 0, -1, 0 } };
+    char in[512], syn[512];
+    snprintf(in, sizeof in, "%s", tu_path("small-chunks.bin"));
+    snprintf(syn, sizeof syn, "%s", tu_path("small-chunks.sync.bin"));
+    gen(in, f, 1, 300000, 99, 99);
+    char *json1, *file1;
+    size_t len1;
+    sync_with_jobs(in, syn, 1, &json1, &file1, &len1);
+    for (unsigned jobs = 2; jobs <= 4; jobs += 2) {
+        char *json, *file;
+        size_t len;
+        sync_with_jobs(in, syn, jobs, &json, &file, &len);
+        assert_string_equal(json1, json);
+        assert_int_equal(len1, len);
+        assert_memory_equal(file1, file, len1);
+        free(json), free(file);
+    }
+    free(json1), free(file1);
+    unlink(in);
+    unlink(syn);
+}
+
 static void the_synchronised_trace_keeps_every_record_in_no_more_bytes(void **st)
 {
     (void)st;
@@ -551,6 +579,7 @@ int main(void)
         cmocka_unit_test(bad_inputs_are_refused_with_one_line),
         cmocka_unit_test(a_trace_larger_than_the_memory_limit_streams_within_it),
         cmocka_unit_test(every_jobs_count_gives_the_same_bytes_and_json),
+        cmocka_unit_test(small_interleaved_chunks_give_the_same_bytes_at_every_jobs_count),
         cmocka_unit_test(the_synchronised_trace_keeps_every_record_in_no_more_bytes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -6,7 +6,8 @@
  * passes: index + fits (sync_model), then the merge (trace_index) written as
  * a new trace with the MODEL chunk and TF_HDR_SYNCED; the stamp correction
  * the merge's decoding threads run (per-thread segment hints, fallback
- * models made once) and the ring of output chunks they prepare.
+ * models made once) and the ring of output chunks they prepare (with
+ * several jobs: from runs the merge holds in its windows).
  * Never: overwrites its input, leaves a partial output file, holds more
  * than the merge's window of decoded chunks per thread and SYNC_OUT_RING
  * output chunks, or writes output that depends on --jobs.
@@ -226,10 +227,13 @@ static int map_events(void *ctx, unsigned worker, struct tf_event *ev, uint64_t 
 
 /* Each source's chunks in order, in any decoding thread: its threads'
  * stamps on one CPU keep their order, and the source's span counts them.
- * A run of one thread's events keeps its previous event in registers. */
+ * A run of one thread's events keeps its previous event in registers.
+ * Each raw[i], read, becomes ev[i]'s stamp in ns: the merge's keys
+ * (ti_merge_opts.keys; raw is map_events's array, writable). */
 static int order_events(void *ctx, size_t source, struct tf_event *ev, const uint64_t *raw, size_t n)
 {
     struct sync_lasts *x = &((struct sync_ctx *)ctx)->lasts[source];
+    uint64_t *key = (uint64_t *)(uintptr_t)raw;
     uint64_t lo = UINT64_MAX, hi = 0;
     for (size_t i = 0; i < n;) {
         uint32_t t = ev[i].thread;
@@ -238,6 +242,7 @@ static int order_events(void *ctx, size_t source, struct tf_event *ev, const uin
         struct sync_last l = x->last[t];
         for (; i < n && ev[i].thread == t; i++) {
             keep_order(&l, &ev[i], raw[i]);
+            key[i] = l.ns;
             lo = l.ns < lo ? l.ns : lo;
             hi = l.ns > hi ? l.ns : hi;
         }
@@ -437,8 +442,18 @@ static char *default_output(const char *in)
     return o;
 }
 
+/* A run of merged events where they were decoded (jobs > 1). */
+struct out_run {
+    const struct tf_event *ev;
+    size_t n;
+};
+
 /* One output chunk in the making: its events, encoded and compressed by
- * one of the merge's threads while the merge goes on. */
+ * one of the merge's threads while the merge goes on. With jobs > 1 the
+ * merge hands the chunk its runs by pointer (each held in its decoding
+ * window), and the thread that prepares the chunk copies them: a decoded
+ * event goes from the core that decoded it to the one that encodes it
+ * once, not through a copy on the merge's core as well. */
 struct out_batch {
     struct tf_event *ev;
     size_t n;
@@ -447,14 +462,60 @@ struct out_batch {
     struct ti_task task;
     int posted, rc;
     char err[256];
+    struct out_run *runs;     /* jobs > 1 */
+    size_t nruns, copied;     /* runs[0..copied) are in ev already */
+    size_t at;                /* where runs[copied] goes in ev */
+    struct ti_slot **holds;   /* the windows' chunks the runs are in */
+    size_t nholds, cap_holds;
+    struct ti_merge *m;
 };
+
+/* Copies the runs not yet copied into the batch's events and lets go of
+ * their chunks (any thread). */
+static void batch_copy(struct out_batch *b)
+{
+    struct tf_event *d = b->ev + b->at;
+    /* runs are a few events long: a loop, not a call to memcpy per run */
+    for (size_t r = b->copied; r < b->nruns; r++) {
+        const struct tf_event *s = b->runs[r].ev;
+        for (size_t i = 0, n = b->runs[r].n; i < n; i++)
+            *d++ = s[i];
+    }
+    b->at = (size_t)(d - b->ev);
+    b->copied = b->nruns;
+    for (size_t i = 0; i < b->nholds; i++)
+        ti_merge_release(b->m, b->holds[i]);
+    b->nholds = 0;
+}
 
 static void prepare_batch(void *arg)
 {
     struct out_batch *b = arg;
+    if (b->runs)
+        batch_copy(b);
     b->rc = tf_prepare_events(&b->p, 0, b->ev, b->n, b->codec, 0);
     if (b->rc < 0)
         snprintf(b->err, sizeof b->err, "%s", error_get());
+}
+
+/* The ring of output chunks: the one being filled and those in flight. */
+struct out_ring {
+    struct out_batch b[SYNC_OUT_RING];
+    unsigned n, at;          /* the ring's length; the chunk being filled */
+    size_t nb;               /* events in it */
+    uint64_t tag;            /* its holds' tag (a new one after a starved copy) */
+    struct ti_merge *m;
+    struct tf_writer *w;
+};
+
+/* The merge waits for a chunk the filling batch may hold: that batch's
+ * runs are copied here, in the merge's thread (rare: a batch spans less
+ * than a window of chunks unless chunks are small). */
+static void ring_starved(void *arg)
+{
+    struct out_ring *g = arg;
+    batch_copy(&g->b[g->at]);
+    g->tag++;
 }
 
 /* Waits for a posted batch and appends its chunk. 0, or -1 with the message set. */
@@ -464,79 +525,141 @@ static int flush_batch(struct ti_merge *m, struct tf_writer *w, struct out_batch
         return 0;
     ti_merge_wait(m, &b->task);
     b->posted = 0;
-    b->n = 0;
+    b->n = b->nruns = b->copied = b->at = 0;
     if (b->rc < 0)
         return error_set("%s", b->err);
     return tf_write_prepared(w, &b->p);
 }
 
+/* Posts the filling batch and makes the next one in the ring the filling
+ * one, writing what it held. 0, or -1 with the message set. */
+static int ring_post(struct out_ring *g)
+{
+    struct out_batch *b = &g->b[g->at];
+    b->n = g->nb;
+    b->posted = 1;
+    ti_merge_post(g->m, &b->task);
+    g->at = (g->at + 1) % g->n;
+    g->nb = 0;
+    g->tag++;
+    return flush_batch(g->m, g->w, &g->b[g->at]);
+}
+
+/* One job: each batch is filled by copies and prepared as soon as it is
+ * full, while its events are still in the cache (no thread would take it
+ * sooner). 0 = all done, -1 = error (message set). */
+static __attribute__((noinline)) int merge_copy(struct out_ring *g)
+{
+    struct ti_merge *m = g->m;
+    struct tf_event *buf = g->b[g->at].ev;
+    size_t nb = g->nb;
+    const struct tf_event *ev;
+    size_t k;
+    int rc;
+    while ((rc = ti_merge_run(m, &ev, &k, SYNC_OUT_BATCH - nb)) == 1) {
+        for (size_t i = 0; i < k; i++)
+            buf[nb + i] = ev[i];
+        if ((nb += k) == SYNC_OUT_BATCH) {
+            g->nb = nb;
+            if (ring_post(g) < 0)
+                return -1;
+            buf = g->b[g->at].ev;
+            nb = 0;
+        }
+    }
+    g->nb = nb;
+    return rc;
+}
+
+/* Jobs > 1: each batch gets runs and holds their chunks. 0 = all done,
+ * -1 = error (message set). */
+static __attribute__((noinline)) int merge_runs(struct out_ring *g)
+{
+    struct ti_merge *m = g->m;
+    struct out_batch *b = &g->b[g->at];
+    const struct tf_event *ev;
+    size_t k;
+    int rc;
+    while ((rc = ti_merge_run(m, &ev, &k, SYNC_OUT_BATCH - g->nb)) == 1) {
+        b->runs[b->nruns++] = (struct out_run){ ev, k };
+        struct ti_slot *h = ti_merge_hold(m, g->tag);
+        if (h && ti_grow((void **)&b->holds, &b->cap_holds, b->nholds + 1, sizeof *b->holds) < 0) {
+            ring_starved(g);   /* no room to keep the hold: copy now instead */
+            ti_merge_release(m, h);
+        } else if (h) {
+            b->holds[b->nholds++] = h;
+        }
+        if ((g->nb += k) == SYNC_OUT_BATCH) {
+            if (ring_post(g) < 0)
+                return -1;
+            b = &g->b[g->at];
+        }
+    }
+    return rc;
+}
+
 /* The merged events, rewritten by map_events and order_events (`o`), in
  * chunks of SYNC_OUT_BATCH that the merge's threads prepare, a ring of
  * SYNC_OUT_RING of them in flight (one with one job), appended in order.
- * The merge hands over runs of one source's events, copied at once.
  * Kept out of main() and its callers: GCC compiles a function it knows runs
  * once for size. 0, or -1 with the message set. */
 static __attribute__((noinline)) int write_events(struct trace_index *ix, struct tf_reader *r,
                                                   const struct ti_merge_opts *o, struct tf_writer *w)
 {
     struct ti_merge_opts mo = *o;
-    /* one job: each chunk is prepared as soon as it is full, while its
-     * events are still in the cache (no thread would take it sooner) */
-    const unsigned nring = o->jobs > 1 ? SYNC_OUT_RING : 1;
-    mo.tasks = nring;
-    struct out_batch ring[SYNC_OUT_RING] = { 0 };
+    struct out_ring *g = calloc(1, sizeof *g);
+    if (!g)
+        return error_set("out of memory");
+    g->n = o->jobs > 1 ? SYNC_OUT_RING : 1;
+    g->tag = 1;
+    g->w = w;
+    mo.tasks = g->n;
+    if (o->jobs > 1) {
+        /* the batches in flight hold about a chunk of each source apiece */
+        mo.held = g->n;
+        mo.starved = ring_starved;
+        mo.starved_arg = g;
+        mo.keys = 1;
+    }
     int rc = 0;
-    for (unsigned k = 0; k < nring; k++) {
-        ring[k].codec = ix->events_codec;
-        ring[k].task = (struct ti_task){ prepare_batch, &ring[k], 0 };
-        if (!(ring[k].ev = malloc(SYNC_OUT_BATCH * sizeof *ring[k].ev)))
+    for (unsigned k = 0; k < g->n; k++) {
+        struct out_batch *b = &g->b[k];
+        b->codec = ix->events_codec;
+        b->task = (struct ti_task){ prepare_batch, b, 0 };
+        if (!(b->ev = malloc(SYNC_OUT_BATCH * sizeof *b->ev)) ||
+            (o->jobs > 1 && !(b->runs = malloc(SYNC_OUT_BATCH * sizeof *b->runs))))
             rc = error_set("out of memory");
     }
-    struct ti_merge *m = rc == 0 ? ti_merge_create(r, ix, &mo) : NULL;
-    if (m) {
-        unsigned at = 0;
-        struct tf_event *buf = ring[0].ev;
-        size_t nb = 0;
-        const struct tf_event *ev;
-        size_t k;
-        while ((rc = ti_merge_run(m, &ev, &k, SYNC_OUT_BATCH - nb)) == 1) {
-            for (size_t i = 0; i < k; i++)
-                buf[nb + i] = ev[i];
-            nb += k;
-            if (nb == SYNC_OUT_BATCH) {
-                ring[at].n = nb;
-                ring[at].posted = 1;
-                ti_merge_post(m, &ring[at].task);
-                at = (at + 1) % nring;
-                if (flush_batch(m, w, &ring[at]) < 0) {
-                    rc = -1;
-                    break;
-                }
-                buf = ring[at].ev;
-                nb = 0;
-            }
-        }
-        if (rc == 0 && nb) {
-            ring[at].n = nb;
-            ring[at].posted = 1;
-            ti_merge_post(m, &ring[at].task);
+    if (rc == 0 && (g->m = ti_merge_create(r, ix, &mo)) != NULL) {
+        for (unsigned k = 0; k < g->n; k++)
+            g->b[k].m = g->m;
+        rc = o->jobs > 1 ? merge_runs(g) : merge_copy(g);
+        if (rc == 0 && g->nb) {
+            g->b[g->at].n = g->nb;
+            g->b[g->at].posted = 1;
+            ti_merge_post(g->m, &g->b[g->at].task);
+        } else if (g->b[g->at].runs) {
+            batch_copy(&g->b[g->at]);   /* not posted: its holds go */
         }
         /* the rest in order; after a failure only waited for, never written */
-        for (unsigned k = 1; k <= nring; k++) {
-            struct out_batch *b = &ring[(at + k) % nring];
-            if (rc >= 0 && flush_batch(m, w, b) < 0)
+        for (unsigned k = 1; k <= g->n; k++) {
+            struct out_batch *b = &g->b[(g->at + k) % g->n];
+            if (rc >= 0 && flush_batch(g->m, w, b) < 0)
                 rc = -1;
             else if (b->posted)
-                ti_merge_wait(m, &b->task);
+                ti_merge_wait(g->m, &b->task);
         }
-        ti_merge_free(m);
+        ti_merge_free(g->m);
     } else {
         rc = -1;
     }
-    for (unsigned k = 0; k < nring; k++) {
-        free(ring[k].ev);
-        tf_prepared_free(&ring[k].p);
+    for (unsigned k = 0; k < g->n; k++) {
+        free(g->b[k].ev);
+        free(g->b[k].runs);
+        free(g->b[k].holds);
+        tf_prepared_free(&g->b[k].p);
     }
+    free(g);
     return rc < 0 ? -1 : 0;
 }
 

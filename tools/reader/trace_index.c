@@ -7,14 +7,15 @@
  * reader's arrays only live until its next call, and the merge reads the
  * chunks of many threads in turn); chunk k of a source goes to slot
  * k % window, and a slot is queued for its next chunk when the merge moves
- * past it, so the decoding threads work ahead of the merge by at most a
- * window. Every slot is decoded the same whichever thread does it. The
+ * past it and no hold keeps it (else on its last release), so the decoding
+ * threads work ahead of the merge by at most a window. Every slot is decoded the same whichever thread does it. The
  * order callback passes over a source's decoded chunks in order, one at a
  * time (the cursor's `ordered` and `ordering`), in whichever thread finds
  * the next one decoded; the merge takes a chunk once it has passed.
- * Never: keeps more than a window of chunks per thread; runs the order
- * callback on two chunks of one source at once or out of their order;
- * prints; exits.
+ * Never: keeps more than a window of chunks per thread; reuses a held
+ * slot; waits for a held slot without asking the holder (`starved`); runs
+ * the order callback on two chunks of one source at once or out of their
+ * order; prints; exits.
  */
 #include "trace_index.h"
 
@@ -186,8 +187,10 @@ uint64_t ti_dropped(const struct trace_index *ix)
 /* ---- the merge -------------------------------------------------------- */
 
 /* READY: decoded and mapped; DONE: the order callback has run on it too
- * (without one, decoding makes it DONE). */
-enum slot_state { SLOT_IDLE, SLOT_QUEUED, SLOT_BUSY, SLOT_READY, SLOT_DONE, SLOT_FAILED };
+ * (without one, decoding makes it DONE); HELD: the merge has passed it but
+ * a hold keeps its events (ti_merge_hold), so it is queued on the last
+ * release. */
+enum slot_state { SLOT_IDLE, SLOT_QUEUED, SLOT_BUSY, SLOT_READY, SLOT_DONE, SLOT_FAILED, SLOT_HELD };
 
 /* One decoded chunk of a source, or the job of decoding it. */
 struct slot {
@@ -199,6 +202,9 @@ struct slot {
     size_t keep_cap;
     size_t n;
     char *error;              /* SLOT_FAILED: the message */
+    unsigned refs;            /* holds (atomic: taken by the merge, released anywhere) */
+    uint64_t tag;             /* the tag of the last hold */
+    struct cursor *c;         /* the slot's cursor, for a release */
 };
 
 struct cursor {
@@ -420,6 +426,10 @@ static void slot_queue(struct ti_merge *m, struct cursor *c, size_t k)
 static int slot_wait(struct ti_merge *m, struct cursor *c, struct slot *s)
 {
     if (!m->nthr) {
+        if (s->state == SLOT_HELD && m->o.starved)
+            m->o.starved(m->o.starved_arg);
+        if (s->state == SLOT_HELD)
+            return error_set("the merge waits for a chunk whose holds are never released");
         s->state = SLOT_BUSY;
         if (slot_decode(m, m->r, 0, c->src, s) < 0)
             return -1;
@@ -428,7 +438,16 @@ static int slot_wait(struct ti_merge *m, struct cursor *c, struct slot *s)
         return s->state == SLOT_DONE ? 0 : error_set("%s", s->error ? s->error : "out of memory");
     }
     pthread_mutex_lock(&m->mu);
+    int asked = 0;
     for (;;) {
+        if (s->state == SLOT_HELD && m->o.starved && !asked) {
+            /* the holder may be keeping it in a list it has not handed on */
+            asked = 1;
+            pthread_mutex_unlock(&m->mu);
+            m->o.starved(m->o.starved_arg);
+            pthread_mutex_lock(&m->mu);
+            continue;
+        }
         if (s->state == SLOT_QUEUED) {
             s->state = SLOT_BUSY;
             pthread_mutex_unlock(&m->mu);
@@ -453,8 +472,12 @@ static int cursor_fill(struct ti_merge *m, struct cursor *c)
         if (c->cur) {
             if (m->nthr)
                 pthread_mutex_lock(&m->mu);
-            c->cur->state = SLOT_IDLE;
-            slot_queue(m, c, c->cur->chunk + m->window);
+            if (__atomic_load_n(&c->cur->refs, __ATOMIC_ACQUIRE)) {
+                c->cur->state = SLOT_HELD;   /* the last release queues it */
+            } else {
+                c->cur->state = SLOT_IDLE;
+                slot_queue(m, c, c->cur->chunk + m->window);
+            }
             if (m->nthr)
                 pthread_mutex_unlock(&m->mu);
             c->cur = NULL;
@@ -473,6 +496,28 @@ static int cursor_fill(struct ti_merge *m, struct cursor *c)
     }
     c->n = c->pos = 0;
     return 0;
+}
+
+struct ti_slot *ti_merge_hold(struct ti_merge *m, uint64_t tag)
+{
+    struct slot *s = m->last ? m->last->cur : NULL;
+    if (!s || s->tag == tag)
+        return NULL;
+    s->tag = tag;
+    __atomic_add_fetch(&s->refs, 1, __ATOMIC_RELAXED);
+    return (struct ti_slot *)s;
+}
+
+void ti_merge_release(struct ti_merge *m, struct ti_slot *h)
+{
+    struct slot *s = (struct slot *)h;
+    pthread_mutex_lock(&m->mu);
+    if (__atomic_sub_fetch(&s->refs, 1, __ATOMIC_ACQ_REL) == 0 && s->state == SLOT_HELD) {
+        s->state = SLOT_IDLE;
+        slot_queue(m, s->c, s->chunk + m->window);
+        pthread_cond_broadcast(&m->done);
+    }
+    pthread_mutex_unlock(&m->mu);
 }
 
 static inline int cur_before(const struct cursor *a, const struct cursor *b)
@@ -572,7 +617,8 @@ struct ti_merge *ti_merge_create(struct tf_reader *r, const struct trace_index *
     if (m->o.jobs > TI_MAX_JOBS)
         m->o.jobs = TI_MAX_JOBS;
     /* the threads that decode: the workers and the caller's */
-    m->window = ti_window(m->o.jobs > 1 && m->o.workers ? m->o.workers + 1 : m->o.jobs, ix->nsrc);
+    m->window = ti_window(m->o.jobs > 1 && m->o.workers ? m->o.workers + 1 : m->o.jobs, ix->nsrc) +
+                (m->o.held < TI_WINDOW_MAX ? m->o.held : TI_WINDOW_MAX);
     m->ncur = ix->nsrc;
     m->cur = calloc(ix->nsrc ? ix->nsrc : 1, sizeof *m->cur);
     m->heap = calloc(ix->nsrc ? ix->nsrc : 1, sizeof *m->heap);
@@ -581,6 +627,8 @@ struct ti_merge *ti_merge_create(struct tf_reader *r, const struct trace_index *
         m->cur[i].src = &ix->src[i];
         m->cur[i].index = i;
         bad = !(m->cur[i].slots = calloc(m->window, sizeof *m->cur[i].slots));
+        for (unsigned k = 0; !bad && k < m->window; k++)
+            m->cur[i].slots[k].c = &m->cur[i];
     }
     if (bad)
         error_set("out of memory");
@@ -623,12 +671,16 @@ static void head_set(struct ti_merge *m)
 {
     struct cursor *c = m->last;
     if (!c) {
-        m->h = (struct ti_merge_head){ NULL, NULL, NULL };
+        m->h = (struct ti_merge_head){ NULL, NULL, NULL, NULL, NULL };
         return;
     }
     m->h.cur = &c->ev[c->pos];
     m->h.end = c->ev + c->n;
     m->h.rival = NULL;
+    if (m->o.keys && m->o.map && m->o.order) {
+        m->h.base = c->ev;
+        m->h.keys = c->cur->keep;
+    }
     if (m->nheap >= 2) {
         struct cursor *r = m->heap[1];
         if (m->nheap > 2 && cur_before(m->heap[2], r))

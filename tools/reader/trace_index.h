@@ -80,7 +80,9 @@ typedef int (*ti_map_fn)(void *ctx, unsigned worker, struct tf_event *ev, uint64
 /* Called on every source's chunks in their order, after the map, with the
  * map's `keep` words: one chunk of a source at a time, in any of the
  * merge's threads (sources in parallel), so state it changes must be
- * `source`'s (the index into the trace index's src). 0 or -1 (message set). */
+ * `source`'s (the index into the trace index's src). With opts.keys it
+ * leaves each ev[i].ts in keep[i] (the map's array, writable though
+ * passed const). 0 or -1 (message set). */
 typedef int (*ti_order_fn)(void *ctx, size_t source, struct tf_event *ev, const uint64_t *keep, size_t n);
 
 /* How a merge reads. jobs > 1: jobs - 1 threads (or `workers`) read, decompress, decode
@@ -98,6 +100,15 @@ struct ti_merge_opts {
     unsigned tasks;       /* the most ti_tasks posted and not yet waited for */
     unsigned workers;     /* jobs > 1: the threads started (0: jobs - 1); the
                              map's `worker` is then < workers + 1 */
+    unsigned held;        /* slots a source keeps besides its window, for the
+                             chunks that holds (ti_merge_hold) keep */
+    void (*starved)(void *arg); /* the merge waits for a chunk a hold keeps: in the
+                             merge's thread, may release holds; NULL: none */
+    void *starved_arg;
+    int keys;             /* the order callback leaves each event's ts in its
+                             keep word: ti_merge_run compares those (8 bytes an
+                             event, where an event is 64) and reads an event
+                             only on a tie */
 };
 /* The decoded chunks a source keeps: 1 for one job, else about two per
  * decoding thread (the workers and the caller's) over all the sources,
@@ -128,9 +139,12 @@ void ti_merge_wait(struct ti_merge *m, struct ti_task *t);
 /* The merge's first member: the event it returned last, the end of that
  * event's run in its chunk, and the earliest head of the other sources
  * (NULL: none). While the next event of the run comes before that head it
- * is the next in merged order, taken inline without a call. */
+ * is the next in merged order, taken inline without a call. With
+ * opts.keys, keys[i] is the ts of base[i], the chunk's first event. */
 struct ti_merge_head {
     const struct tf_event *cur, *end, *rival;
+    const struct tf_event *base;
+    const uint64_t *keys;
 };
 int ti_merge_next_slow(struct ti_merge *m, const struct tf_event **ev);
 static inline int ti_before(const struct tf_event *a, const struct tf_event *b);
@@ -156,16 +170,36 @@ static inline int ti_merge_run(struct ti_merge *m, const struct tf_event **ev, s
         return rc;
     struct ti_merge_head *h = (struct ti_merge_head *)(void *)m;
     const struct tf_event *p = h->cur, *lim = (size_t)(h->end - p) > max ? p + max : h->end;
-    if (!h->rival)
+    if (!h->rival) {
         p = lim - 1;
-    else
+    } else if (h->keys) {
+        const uint64_t *k = h->keys;
+        const uint64_t r = h->rival->ts;
+        size_t i = (size_t)(p - h->base), e = (size_t)(lim - h->base);
+        while (i + 1 < e && (k[i + 1] < r || (k[i + 1] == r && ti_before(h->base + i + 1, h->rival))))
+            i++;
+        p = h->base + i;
+    } else {
         while (p + 1 < lim && ti_before(p + 1, h->rival))
             p++;
+    }
     h->cur = p;
     *n = (size_t)(p - *ev) + 1;
     return 1;
 }
 void ti_merge_free(struct ti_merge *m);
+
+/* A hold on the decoded chunk the last event or run came from: its events
+ * stay where they are, and the merge does not decode another chunk into
+ * its place, until every hold is released. Lets a caller hand a run on by
+ * pointer to another thread, which reads the events where they were
+ * decoded instead of from a copy the merge made. `tag` (never 0) names the
+ * holder: NULL when the chunk is already held under that tag (nothing to
+ * release), else the hold. Merge's thread only. */
+struct ti_slot;
+struct ti_slot *ti_merge_hold(struct ti_merge *m, uint64_t tag);
+/* Lets go of a hold, in any thread, before ti_merge_free. */
+void ti_merge_release(struct ti_merge *m, struct ti_slot *h);
 
 /* Strict order of the merge: ts, then thread, then seq. */
 static inline int ti_before(const struct tf_event *a, const struct tf_event *b)
