@@ -615,8 +615,14 @@ static __attribute__((noinline)) int write_events(struct trace_index *ix, struct
     g->w = w;
     mo.tasks = g->n;
     if (o->jobs > 1) {
-        /* the batches in flight hold about a chunk of each source apiece */
-        mo.held = g->n;
+        /* the batches in flight hold the chunks their events span: with
+         * few sources several chunks of each, with many about one */
+        uint64_t nchunks = 0;
+        for (size_t i = 0; i < ix->nsrc; i++)
+            nchunks += ix->src[i].n;
+        uint64_t span = (uint64_t)g->n * SYNC_OUT_BATCH * nchunks;
+        uint64_t per = ix->events && ix->nsrc ? span / ((uint64_t)ix->nsrc * ix->events) + 1 : 1;
+        mo.held = per < g->n ? (unsigned)per : g->n;
         mo.starved = ring_starved;
         mo.starved_arg = g;
         mo.keys = 1;
