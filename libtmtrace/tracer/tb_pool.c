@@ -225,17 +225,16 @@ int tb_pool_may_give(void)
  * chunks in circulation, and spends its time on the backlog that recycles
  * them rather than on mapping more. */
 #define TB_RESERVE 4
-/* TMTRACE_PREFAULT=0 below TMTRACE_EVENTS=all: the arena mapped at init,
- * in stream mode also the room the writer defers into while the program
- * uses every CPU (TMTRACE_WRITER_DEFER). */
-#define TB_PREFAULT_MEMORY ((int64_t)64 << 20)
-/* TMTRACE_PREFAULT=0 at TMTRACE_EVENTS=all, either mode (at most
- * TMTRACE_MEMORY/4). Recording every access fills memory faster than any
- * writer encodes, and what is not populated before the run is populated
- * during it, on the program's CPUs: mapping this much at init trades time
- * at tmt_init and resident memory for the run's wall time (docs/tracer.md,
- * "Buffers and hand-over"). */
-#define TB_PREFAULT_ALL ((int64_t)256 << 20)
+/* TMTRACE_PREFAULT=0 (at most TMTRACE_MEMORY/4): the arena mapped at
+ * init, at every level, in stream mode also the room the writer defers
+ * into while the program uses every CPU (TMTRACE_WRITER_DEFER). A busy
+ * program records faster than any writer keeping to its share encodes,
+ * and what is not populated before the run is populated during it, on the
+ * program's CPUs, about as dear per event as the record work itself; the
+ * tracer populates it while the clock sampling phase at init runs
+ * (tracer.c), trading resident memory for the run's wall time
+ * (docs/tracer.md, "Buffers and hand-over"). */
+#define TB_PREFAULT_DEFAULT ((int64_t)256 << 20)
 
 static size_t pool_cap(void) { return (size_t)(pool_limit / 8 / (int64_t)chunk_bytes()); }
 
@@ -438,7 +437,11 @@ void tb_chunk_release(struct tb_chunk *c)
 
 /* ---- life cycle ----------------------------------------------------------- */
 
-void tb_pool_setup(int truth)
+/* Whether tb_pool_prefault mapped the arena ahead of tb_pool_setup, and
+ * for chunks with a truth column or not. */
+static int pool_prefaulted, pool_prefaulted_truth;
+
+void tb_pool_prefault(int truth)
 {
     chunk_cap = (size_t)config.buffer_bytes / sizeof(struct tf_slot);
     pool_truth = truth;
@@ -451,13 +454,24 @@ void tb_pool_setup(int truth)
     pool_nfree = 0;
     int64_t prefault = config.prefault_bytes;
     if (prefault == 0) {
-        prefault = config.events == CONFIG_EVENTS_ALL ? TB_PREFAULT_ALL : TB_PREFAULT_MEMORY;
+        prefault = TB_PREFAULT_DEFAULT;
         if (prefault > pool_limit / 4)
             prefault = pool_limit / 4;
     }
     /* The arena recording starts in, populated before the first event. */
     __atomic_store_n(&pool_halt, 0, __ATOMIC_RELEASE);
     pool_fill((size_t)(prefault / (int64_t)chunk_bytes()));
+    pool_prefaulted = 1;
+    pool_prefaulted_truth = truth;
+}
+
+void tb_pool_setup(int truth)
+{
+    if (pool_prefaulted && pool_prefaulted_truth != truth)
+        tb_pool_teardown(); /* chunks of the other layout: none is handed out yet */
+    if (!pool_prefaulted || pool_prefaulted_truth != truth)
+        tb_pool_prefault(truth);
+    pool_prefaulted = 0;
     pool_at_init = __atomic_load_n(&pool_bytes, __ATOMIC_RELAXED);
     pool_setup_ns = pool_now_ns();
     __atomic_store_n(&pool_is_open, 1, __ATOMIC_RELEASE);
@@ -469,6 +483,7 @@ int tb_pool_open(void) { return __atomic_load_n(&pool_is_open, __ATOMIC_ACQUIRE)
 
 void tb_pool_teardown(void)
 {
+    pool_prefaulted = 0;
     pthread_mutex_lock(&pool_lock);
     while (pool_free != NULL) {
         struct tb_chunk *c = pool_free;

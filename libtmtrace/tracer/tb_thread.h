@@ -69,11 +69,16 @@ struct tb_thread {
     uint64_t next_migrate_tsc;
     uint64_t next_sample_tsc;
     uint64_t raised;           /* stamps raised to keep one CPU's stamps increasing */
+    struct tf_slot *discard;   /* where records go while no chunk is to be had, counted dropped per
+                                * area filled (tb_threads.c); NULL until the thread's first drop */
 };
 
 /* Slow paths. The chunk is full: hand it over, take a new one; returns
- * the slot to use or NULL when the event has to be dropped (counted)
- * (tb_threads.c). */
+ * the slot to use. With no chunk to be had the slot is in the thread's
+ * discard area, whose records are counted dropped when it fills, when a
+ * chunk is had again and at detach, so that a thread that drops runs the
+ * same inline path as one that records; NULL (the event dropped and
+ * counted at once) only without a discard area (tb_threads.c). */
 struct tf_slot *tb_chunk_full(struct tb_thread *t);
 /* Lifecycle (tb_threads.c). attach sets level/thread id and takes the first
  * chunk; detach hands the last one to the writer. */

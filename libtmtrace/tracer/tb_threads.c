@@ -3,14 +3,16 @@
  * snapshot of partial chunks and fork (see tb_threads.h).
  *
  * Owns: the thread table (reg_lock), the totals of records recorded and
- * dropped, the `offer` through which chunks reach the writer, and whether
- * this process is a forked child without a trace of its own.
+ * dropped, each thread's discard area (where it records while no chunk is
+ * to be had), the `offer` through which chunks reach the writer, and
+ * whether this process is a forked child without a trace of its own.
  *
  * Each thread's stack bounds are taken once, at attach.
  *
  * Never: prints (but the one line of an untraced forked child), blocks on
  * the writer, or calls it by name: when no chunk is free and TMTRACE_MEMORY
- * is reached the event is dropped and counted in the thread's `dropped`.
+ * is reached the events go to the discard area and are counted in the
+ * thread's `dropped`, one count per area filled.
  * Calls the pool (tb_pool.c), the clock's CPU test, skew.c's migration set
  * and sig_stack.c (a traced thread gets an alternate signal stack at
  * attach, for tracer.c's handler of a fatal signal) only.
@@ -40,6 +42,14 @@ static uint64_t total_recorded, total_dropped; /* atomic */
 static int tb_untraced_child; /* a forked child without a trace of its own (tb_fork_child) */
 
 /* ---- the thread table ----------------------------------------------------- */
+
+/* Slots of a thread's discard area. While the pool has no chunk to give
+ * (TMTRACE_MEMORY reached, hand-over closed), the thread records into this
+ * area as into a chunk and the records are dropped when it fills: the
+ * event path stays the inline one, and the slow path (the pool's test, the
+ * count) runs once per area, not once per event. Small enough to stay in
+ * the thread's cache. */
+#define TB_DISCARD_SLOTS 512
 
 struct tb_reg {
     struct tb_thread *live;   /* NULL once detached */
@@ -113,12 +123,28 @@ static void reg_forget(void)
     nreg = capreg = 0;
 }
 
+/* The records a live thread put into its discard area since the area was
+ * last counted (discard_count), read from another thread: exact when the
+ * thread stands still, a record or so off while it runs on. */
+static uint64_t discard_pending(const struct tb_thread *t)
+{
+    if (__atomic_load_n(&t->chunk, __ATOMIC_ACQUIRE) != NULL)
+        return 0;
+    const struct tf_slot *d = __atomic_load_n(&t->discard, __ATOMIC_RELAXED);
+    const struct tf_slot *cur = __atomic_load_n(&t->cur, __ATOMIC_ACQUIRE);
+    if (d == NULL || __atomic_load_n(&t->base, __ATOMIC_RELAXED) != d || cur < d)
+        return 0;
+    int64_t records = (int64_t)(cur - d) - __atomic_load_n(&t->fulls, __ATOMIC_RELAXED);
+    return records > 0 ? (uint64_t)records : 0;
+}
+
 static void reg_info(const struct tb_reg *r, uint32_t id, struct tf_thread_info *out)
 {
     out->id = id;
     out->os_tid = r->os_tid;
     out->events = 0;
-    out->dropped = r->live ? __atomic_load_n(&r->live->dropped, __ATOMIC_RELAXED) : r->dropped;
+    out->dropped = r->live ? __atomic_load_n(&r->live->dropped, __ATOMIC_RELAXED) + discard_pending(r->live)
+                           : r->dropped;
     out->stack_lo = r->stack_lo;
     out->stack_hi = r->stack_hi;
 }
@@ -163,7 +189,16 @@ size_t tb_threads_all(struct tf_thread_info *out, size_t max)
 }
 
 uint64_t tb_total_recorded(void) { return __atomic_load_n(&total_recorded, __ATOMIC_RELAXED); }
-uint64_t tb_total_dropped(void) { return __atomic_load_n(&total_dropped, __ATOMIC_RELAXED); }
+uint64_t tb_total_dropped(void)
+{
+    pthread_mutex_lock(&reg_lock);
+    uint64_t n = __atomic_load_n(&total_dropped, __ATOMIC_RELAXED);
+    for (size_t i = 0; i < nreg; i++)
+        if (reg[i].live)
+            n += discard_pending(reg[i].live);
+    pthread_mutex_unlock(&reg_lock);
+    return n;
+}
 
 uint64_t tb_total_raised(void)
 {
@@ -194,7 +229,8 @@ static void set_chunk(struct tb_thread *t, struct tb_chunk *c)
         __atomic_store_n(&t->chunk, NULL, __ATOMIC_RELEASE);
         __atomic_signal_fence(__ATOMIC_SEQ_CST);
         __atomic_store_n(&t->cur, NULL, __ATOMIC_RELAXED); /* a snapshot on another thread loads it */
-        t->base = t->end = NULL;
+        __atomic_store_n(&t->base, NULL, __ATOMIC_RELAXED); /* and the thread table (discard_pending) */
+        t->end = NULL;
         tb_set_compact(t, 0);
         t->truth = NULL;
         return;
@@ -202,11 +238,11 @@ static void set_chunk(struct tb_thread *t, struct tb_chunk *c)
     __atomic_store_n(&c->thread, t->thread_id, __ATOMIC_RELAXED);
     __atomic_store_n(&c->seq, t->seq, __ATOMIC_RELAXED);
     __atomic_store_n(&c->first_instance, t->instance, __ATOMIC_RELAXED);
-    t->base = c->slots;
+    __atomic_store_n(&t->base, c->slots, __ATOMIC_RELAXED);
     __atomic_store_n(&t->cur, c->slots, __ATOMIC_RELAXED);
     t->end = c->slots + c->cap - 1; /* a full record needs two slots */
     t->truth = c->truth;
-    t->fulls = 0;
+    __atomic_store_n(&t->fulls, 0, __ATOMIC_RELAXED);
     tb_set_compact(t, 0); /* the chunk's first record is a full one */
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     __atomic_store_n(&t->chunk, c, __ATOMIC_RELEASE);
@@ -269,14 +305,54 @@ __attribute__((noinline, cold)) static struct tf_slot *tb_untraced(struct tb_thr
     return NULL;
 }
 
+/* ---- drops ---------------------------------------------------------------- */
+
+
+/* Counts the records of the discard area `t` fills as dropped. Dropped
+ * events still take their place in program order, so the tools see where
+ * the gap is. */
+static void discard_count(struct tb_thread *t)
+{
+    if (t->chunk != NULL || t->discard == NULL || t->base != t->discard)
+        return;
+    uint64_t records = (uint64_t)((int64_t)(t->cur - t->base) - t->fulls);
+    t->seq += records;
+    count_dropped(t, records);
+    __atomic_store_n(&t->cur, t->base, __ATOMIC_RELAXED);
+    __atomic_store_n(&t->fulls, 0, __ATOMIC_RELAXED);
+}
+
+/* Points `t`, which has no chunk, at its discard area (mapped at its
+ * first drop, with a truth column when clock faults are injected); NULL
+ * when there is none to be had. */
+static struct tf_slot *discard_start(struct tb_thread *t)
+{
+    if (t->discard == NULL) {
+        size_t bytes = TB_DISCARD_SLOTS * (sizeof(struct tf_slot) + (tb_truth ? sizeof(uint64_t) : 0));
+        struct tf_slot *d = calloc(1, bytes);
+        if (d == NULL)
+            return NULL;
+        __atomic_store_n(&t->discard, d, __ATOMIC_RELAXED);
+    }
+    __atomic_store_n(&t->fulls, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&t->cur, t->discard, __ATOMIC_RELAXED);
+    __atomic_store_n(&t->base, t->discard, __ATOMIC_RELAXED);
+    t->end = t->discard + TB_DISCARD_SLOTS - 1; /* a full record needs two slots */
+    t->truth = tb_truth ? (uint64_t *)(void *)(t->discard + TB_DISCARD_SLOTS) : NULL;
+    tb_set_compact(t, 0);
+    return t->cur;
+}
+
 struct tf_slot *tb_chunk_full(struct tb_thread *t)
 {
     if (TB_UNLIKELY(tb_untraced_child))
         return tb_untraced(t);
+    discard_count(t);
     if ((t->chunk != NULL || tb_pool_may_give()) && hand_over(t, 1))
         return t->cur;
-    /* Dropped events still take their place in program order, so the
-     * tools see where the gap is. */
+    struct tf_slot *s = discard_start(t);
+    if (s != NULL)
+        return s;
     t->seq++;
     count_dropped(t, 1);
     return NULL;
@@ -369,6 +445,10 @@ void tb_detach(struct tb_thread *t)
                 tb_chunk_retire(last); /* a snapshot may be reading it */
         }
     }
+    discard_count(t);
+    set_chunk(t, NULL);
+    free(t->discard);
+    __atomic_store_n(&t->discard, NULL, __ATOMIC_RELAXED);
     t->level = CONFIG_EVENTS_OFF;
     t->tick_tsc = UINT64_MAX;
     tb_pool_thread_leave();
@@ -390,6 +470,8 @@ int tb_setup(uint64_t tsc_hz, const int *cpus, int ncpus, int (*offer)(struct tb
     tb_pool_setup(tb_truth);
     return 0;
 }
+
+void tb_prefault(void) { tb_pool_prefault(0); }
 
 void tb_close(void) { tb_pool_close(); }
 

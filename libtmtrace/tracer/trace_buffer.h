@@ -66,7 +66,9 @@ static inline void tb_fill(struct tb_thread *t, struct tf_slot *s, unsigned kind
     r->site = t->site;
     r->addr = addr;
     r->value = value;
-    t->fulls++;
+    /* Relaxed atomic (a plain add on x86): the thread table reads it while
+     * the thread records into its discard area (tb_threads.c). */
+    __atomic_store_n(&t->fulls, t->fulls + 1, __ATOMIC_RELAXED);
     tb_set_compact(t, !t->injecting);
     tb_publish(t, s + 2);
 }
@@ -379,7 +381,7 @@ static inline void tb_wset_fill(struct tb_thread *t, struct tf_slot *s, const ui
     r->site = t->site;
     r->addr = n;
     r->value = 0;
-    t->fulls += 2 + (int64_t)tf_wset_slots(n) - (int64_t)n;
+    __atomic_store_n(&t->fulls, t->fulls + 2 + (int64_t)tf_wset_slots(n) - (int64_t)n, __ATOMIC_RELAXED);
     tb_set_compact(t, !t->injecting);
     tb_publish(t, s + 2 + tf_wset_slots(n));
 }

@@ -40,7 +40,7 @@ static void a_phase_yields_samples_on_every_cpu(void **state)
     (void)state;
     for (unsigned phase = TF_PHASE_PRE; phase <= TF_PHASE_POST; phase++) {
         struct cs_set set = { 0 };
-        assert_int_equal(cs_phase(phase, cpus, ncpus, 20, CONFIG_CLOCK_MONOTONIC, &set), 0);
+        assert_int_equal(cs_phase(phase, cpus, ncpus, 20, CONFIG_CLOCK_MONOTONIC, NULL, &set), 0);
         for (int c = 0; c < ncpus; c++) {
             size_t got = 0;
             uint64_t last_ref = 0;
@@ -74,7 +74,7 @@ static void fitted_frequency_matches_a_two_point_measurement(void **state)
     uint32_t aux;
     uint64_t n0 = now_ns(), t0 = clock_rdtscp(&aux);
     struct cs_set set = { 0 };
-    assert_int_equal(cs_phase(TF_PHASE_PRE, cpus, ncpus, 30, CONFIG_CLOCK_MONOTONIC_RAW, &set), 0);
+    assert_int_equal(cs_phase(TF_PHASE_PRE, cpus, ncpus, 30, CONFIG_CLOCK_MONOTONIC_RAW, NULL, &set), 0);
     uint64_t t1 = clock_rdtscp(&aux), n1 = now_ns();
     double two_point = (double)(t1 - t0) * 1e9 / (double)(n1 - n0);
     uint64_t hz = cs_fit_hz(set.s, set.n);
@@ -105,11 +105,39 @@ static void a_bracket_is_narrow_and_names_its_cpu(void **state)
     assert_true(ok > 900);
 }
 
+static uint64_t process_cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static int meanwhile_ran;
+static void note_meanwhile(void) { meanwhile_ran++; }
+
+/* The phase's threads sleep between their bursts: a phase takes well under
+ * half of the CPU time its threads would take spinning through it, and the
+ * calling thread's work runs while they sample. */
+static void a_phase_sleeps_between_its_brackets_and_runs_the_callers_work(void **state)
+{
+    (void)state;
+    struct cs_set set = { 0 };
+    meanwhile_ran = 0;
+    uint64_t cpu0 = process_cpu_ns();
+    assert_int_equal(cs_phase(TF_PHASE_PRE, cpus, ncpus, 100, CONFIG_CLOCK_MONOTONIC, note_meanwhile, &set), 0);
+    uint64_t cpu = process_cpu_ns() - cpu0;
+    assert_int_equal(meanwhile_ran, 1);
+    assert_true(set.n > 0);
+    if (cpu >= (uint64_t)ncpus * 100000000u / 2)
+        fail_msg("a 100 ms phase on %d CPUs took %llu ms of CPU", ncpus, (unsigned long long)(cpu / 1000000u));
+    cs_set_free(&set);
+}
+
 static void injection_moves_sample_tsc_and_keeps_truth(void **state)
 {
     (void)state;
     struct cs_set set = { 0 };
-    assert_int_equal(cs_phase(TF_PHASE_POST, cpus, ncpus, 5, CONFIG_CLOCK_MONOTONIC, &set), 0);
+    assert_int_equal(cs_phase(TF_PHASE_POST, cpus, ncpus, 5, CONFIG_CLOCK_MONOTONIC, NULL, &set), 0);
     assert_true(set.n > 0);
     struct tf_skew sk = { .cpu = (uint32_t)cpus[0], .offset_ns = 1000000, .drift_ppm = 0, .change_ms = -1 };
     skew_init(&sk, 1, 1000000000u, 0); /* 1 GHz: 1 ms = 1e6 ticks */
@@ -128,6 +156,7 @@ int main(void)
         cmocka_unit_test(fitted_frequency_matches_a_two_point_measurement),
         cmocka_unit_test(a_bracket_is_narrow_and_names_its_cpu),
         cmocka_unit_test(injection_moves_sample_tsc_and_keeps_truth),
+        cmocka_unit_test(a_phase_sleeps_between_its_brackets_and_runs_the_callers_work),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

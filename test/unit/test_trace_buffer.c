@@ -767,6 +767,41 @@ static void events_beyond_the_memory_cap_are_dropped_and_counted(void **state)
     check_many(tu_path("drop.bin"), 1);
 }
 
+/* A thread past TMTRACE_MEMORY records on in its discard area, through the
+ * inline path (a COMMIT after a START is one compact slot), and every event
+ * is counted recorded or dropped once it detaches. */
+static int body_drops_inline(void *arg)
+{
+    (void)arg;
+    struct tb_thread t;
+    if (tb_attach(&t) != 0)
+        return 10;
+    uint64_t i = 0;
+    while (t.chunk != NULL && i < MANY / 2) {
+        tb_ev_start(&t, 1, i + 1, 0, 0);
+        tb_ev_commit(&t, i, 0, 0);
+        i++;
+    }
+    if (t.chunk != NULL)
+        return 11; /* the cap never reached */
+    for (uint64_t k = 0; k < 3 * 512; k++, i++) {
+        tb_ev_start(&t, 1, i + 1, 0, 0);
+        const struct tf_slot *s = t.cur;
+        tb_ev_commit(&t, i, 0, 0);
+        if (s == NULL || (t.cur != s + 1 && t.cur > t.base + 2))
+            return 12; /* the drop took the out-of-line path (or the area just began again) */
+    }
+    tb_detach(&t);
+    return tracer_events_recorded() + tracer_events_dropped() == 2 * i ? 0 : 13;
+}
+
+static void a_thread_past_the_memory_cap_drops_on_the_inline_path(void **state)
+{
+    (void)state;
+    assert_child_ok(trace_child("drop-inline.bin", "TMTRACE_BUFFER=4096", "TMTRACE_MEMORY=64k", "TMTRACE_MODE=memory",
+                                body_drops_inline, NULL));
+}
+
 /* The file may grow by 64 KiB more after init: the writer fails during the run. */
 static int body_file_limit(void *arg)
 {
@@ -1127,6 +1162,7 @@ int main(void)
         cmocka_unit_test(memory_mode_writes_nothing_until_exit),
         cmocka_unit_test(codec_auto_at_exit_measures_both_codecs_and_keeps_every_event),
         cmocka_unit_test(events_beyond_the_memory_cap_are_dropped_and_counted),
+        cmocka_unit_test(a_thread_past_the_memory_cap_drops_on_the_inline_path),
         cmocka_unit_test(a_failing_writer_is_reported_once_and_the_program_goes_on),
         cmocka_unit_test(an_uncreatable_trace_fails_init_and_creates_nothing),
         cmocka_unit_test(sampling_phases_cover_every_cpu_and_inrun_samples_appear),
