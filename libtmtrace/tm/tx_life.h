@@ -23,6 +23,15 @@
 struct tmt_tx *tx_thread_enter(void);
 void tx_thread_exit(struct tmt_tx *tx);
 
+/* Sets the head's alloc_watch from the thread's state (tmtrace.h): in a
+ * transaction or traced. Starts and ends of transactions keep it so on
+ * their own; this is for the other moments the trace level is settled, a
+ * thread's entry and a forked child's thread. */
+static inline void tx_watch_allocs(struct tmt_tx *tx)
+{
+    tx->head.alloc_watch = tx->depth > 0 || tx_traced(tx);
+}
+
 /* tmt_tx_prepare, tmt_tx_start and tmt_tx_commit (tmtrace.h): prepare
  * returns the restart point to fill (the outer one's scratch when nested);
  * start returns 1 when an attempt runs, 0 when the block is to be skipped
