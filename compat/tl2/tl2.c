@@ -334,7 +334,7 @@ __attribute__((noinline)) static void *tl2_reserve_watched(size_t size)
     tmt_tx *tx = tl2_tx;
     if (tx == NULL && !tl2_left && !__atomic_load_n(&tl2_down, __ATOMIC_ACQUIRE))
         tx = tl2_tx = tmt_thread_enter();
-    if (tx != NULL && tmt_tx_depth(tx) == 0)
+    if (tx != NULL) /* outside a transaction: tmalloc_reserve saw to it */
         return tmt_malloc(tx, size);
     return malloc(size);
 }
@@ -342,11 +342,12 @@ __attribute__((noinline)) static void *tl2_reserve_watched(size_t size)
 void *tmalloc_reserve(size_t size)
 {
     tmt_tx *tx = tl2_tx;
-    /* An untraced thread outside transactions (the head's alloc_watch
-     * clear), the usual caller of malloc: malloc itself, one load and one
-     * branch past it. The rest out of line, so that this saves no
-     * register. */
-    if (__builtin_expect(tx != NULL, 1) && ((const struct tmt_tx_head *)(const void *)tx)->alloc_watch == 0)
+    /* malloc itself, one load and one branch past it, but for a traced
+     * thread outside transactions (the head's alloc_watch is exactly
+     * TRACED: tmt_malloc records the block) and a thread not entered yet.
+     * Those out of line, so that this saves no register. */
+    if (__builtin_expect(tx != NULL, 1) &&
+        ((const struct tmt_tx_head *)(const void *)tx)->alloc_watch != TMT_ALLOC_WATCH_TRACED)
         return malloc(size);
     return tl2_reserve_watched(size);
 }

@@ -62,20 +62,22 @@ void tx_thread_exit(struct tmt_tx *tx)
     txreg_exit(tx);
 }
 
-/* An outermost start: in a transaction from here on, allocations watched. */
-static inline void tx_enters(struct tmt_tx *tx)
+/* An outermost start: in a transaction from here on (the head's
+ * alloc_watch says so). `traced`: whether the thread is, a constant where
+ * the caller knows it. */
+static inline void tx_enters(struct tmt_tx *tx, int traced)
 {
     tx->depth = 1;
-    tx->head.alloc_watch = 1;
+    tx->head.alloc_watch = tx_alloc_watch(1, traced);
 }
 
-/* The transaction ended (committed, aborted or cancelled): `traced` says
- * whether the thread's allocations are still to be watched; 1 where the
- * caller cannot tell cheaply is safe (tmt_malloc tests the level itself). */
+/* The transaction ended (committed, aborted or cancelled). `traced` as
+ * tx_enters takes it; 1 where the caller cannot tell cheaply is safe
+ * (tmt_malloc tests the level itself). */
 static inline void tx_leaves(struct tmt_tx *tx, int traced)
 {
     tx->depth = 0;
-    tx->head.alloc_watch = (uint32_t)traced;
+    tx->head.alloc_watch = tx_alloc_watch(0, traced);
 }
 
 /* ---- START and ABORT records ------------------------------------------------- */
@@ -298,7 +300,7 @@ __attribute__((noinline)) static int tx_start_general(struct tmt_tx *tx, int pat
         txreg_join(tx); /* before this attempt announces itself, so a lone one sees it (tx_registry.h) */
         tx->attempt = 0;
     }
-    tx_enters(tx);
+    tx_enters(tx, tx_traced(tx));
     /* A front end with its own checkpoint starts here from its own frames,
      * not the block's, and keeps its stack out of the undo log (itm/). */
     tx->frame = tx->restart == NULL ? frame : 0;
@@ -342,7 +344,7 @@ __attribute__((noinline)) static int tx_start_in_place(struct tmt_tx *tx, uintpt
         return tx_start_general(tx, TX_MODE_NONE, frame);
     }
     tx->instance++;
-    tx_enters(tx);
+    tx_enters(tx, 0); /* in place: untraced */
     tx->frame = frame;
     tx->serial_next = TF_SERIAL_ALONE;
     tx_serial_begins(tx, 1);
@@ -366,7 +368,7 @@ static inline int tx_start_other(struct tmt_tx *tx, int path, uintptr_t frame)
  * the call cost, docs/design.md, "The hot path"). */
 __attribute__((noinline)) static int tx_start_traced(struct tmt_tx *tx)
 {
-    tx_enters(tx);
+    tx_enters(tx, 1);
     tx_start_stm(tx, TX_MODE_NONE, TX_REC_INLINE);
     return 1;
 }
@@ -383,7 +385,7 @@ int tx_start(struct tmt_tx *tx, uintptr_t frame)
         return tx_start_other(tx, path, frame);
     if (TX_UNLIKELY(tx_traced(tx)))
         return tx_start_traced(tx);
-    tx_enters(tx);
+    tx_enters(tx, 0);
     if (TMT_CLOCK_FLOOR)
         clock_floor_read(); /* where tx_start_traced stamps its START */
     tx_start_stm(tx, TX_MODE_NONE, TX_REC_OFF);
