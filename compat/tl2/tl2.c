@@ -342,10 +342,11 @@ __attribute__((noinline)) static void *tl2_reserve_watched(size_t size)
 void *tmalloc_reserve(size_t size)
 {
     tmt_tx *tx = tl2_tx;
-    /* malloc itself, one load and one branch past it, but for a traced
-     * thread outside transactions (the head's alloc_watch is exactly
-     * TRACED: tmt_malloc records the block) and a thread not entered yet.
-     * Those out of line, so that this saves no register. */
+    /* malloc itself, past the descriptor's load, a test for none, one
+     * compare with the head's alloc_watch and one branch: but for a traced
+     * thread outside transactions (alloc_watch exactly TRACED: tmt_malloc
+     * records the block) and a thread not entered yet, out of line, so that
+     * this saves no register. */
     if (__builtin_expect(tx != NULL, 1) &&
         ((const struct tmt_tx_head *)(const void *)tx)->alloc_watch != TMT_ALLOC_WATCH_TRACED)
         return malloc(size);

@@ -22,8 +22,9 @@
  *   thread_id, next, live, joined   tx_registry.c
  *   rng       whoever draws from it (tx_rand): htm.c, stm.c
  *   head      tx_life.c (in_place: set at a serial attempt's start, cleared
- *             at its end; alloc_watch: set at an outermost start, cleared at
- *             the end unless the thread is traced, tx_watch_allocs);
+ *             at its end; alloc_watch: its TX bit set at an outermost start
+ *             and cleared at the end, its TRACED bit from the trace level
+ *             there and in tx_watch_allocs);
  *             tmtrace.h's inline readers, tmt_malloc and compat/tl2's
  *             malloc read it
  *   the rest (mode, depth, flags, attempt, instance, cancelled, conflicts,
