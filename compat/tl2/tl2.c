@@ -28,8 +28,10 @@ _Static_assert(offsetof(TxSite, id) == offsetof(tmt_site, id), "TxSite.id");
 
 /* The calling thread's descriptor once TxInitThread (or tmalloc_reserve, see
  * there) has entered it, NULL before and after: tmalloc_reserve records its
- * blocks' allocation sites through it. */
-static __thread tmt_tx *tl2_tx;
+ * blocks' allocation sites through it. Initial-exec, as the runtime's own
+ * thread-locals (libtl2.a goes into programs): every malloc reads it, and
+ * the general model's lookup is a call. */
+static __thread tmt_tx *tl2_tx __attribute__((tls_model("initial-exec")));
 /* The thread has left (TxFreeThread): tmalloc_reserve does not enter it again. */
 static __thread int tl2_left;
 /* TxShutdown has run: the trace is written, no thread is entered any more. */
@@ -318,21 +320,21 @@ void TxFree(Thread *Self, void *ptr)
 }
 
 /* The programs' malloc (stm.h maps it here). Outside a transaction, through
- * tmt_malloc, which is malloc there and records the block with its caller
- * (this function's, by the tail call) when the trace is on, so that tools
- * name heap words by where they were allocated. A thread without a
- * descriptor is entered here (which starts the runtime if TxOnce has not
- * yet): STAMP's main thread builds the shared structures before it starts
- * the workers, vacation's even before TxOnce, and calls TxInitThread only
- * then, as thread 0; those blocks hold the words that conflict. Should the
- * runtime refuse to start, TxOnce reports why. After the thread's
- * TxFreeThread or TxShutdown: plain malloc, as TL2's own. */
-__attribute__((noinline)) static void *tl2_reserve_unentered(size_t size)
+ * tmt_malloc, which records the block with its caller (this function's
+ * caller, by the tail calls) when the trace is on, so that tools name heap
+ * words by where they were allocated; inside, plain malloc, as TL2's own.
+ * A thread without a descriptor is entered here (which starts the runtime
+ * if TxOnce has not yet): STAMP's main thread builds the shared structures
+ * before it starts the workers, vacation's even before TxOnce, and calls
+ * TxInitThread only then, as thread 0; those blocks hold the words that
+ * conflict. Should the runtime refuse to start, TxOnce reports why. After
+ * the thread's TxFreeThread or TxShutdown: plain malloc, as TL2's own. */
+__attribute__((noinline)) static void *tl2_reserve_watched(size_t size)
 {
-    tmt_tx *tx = NULL;
-    if (!tl2_left && !__atomic_load_n(&tl2_down, __ATOMIC_ACQUIRE))
+    tmt_tx *tx = tl2_tx;
+    if (tx == NULL && !tl2_left && !__atomic_load_n(&tl2_down, __ATOMIC_ACQUIRE))
         tx = tl2_tx = tmt_thread_enter();
-    if (tx)
+    if (tx != NULL) /* outside a transaction: tmalloc_reserve saw to it */
         return tmt_malloc(tx, size);
     return malloc(size);
 }
@@ -340,13 +342,15 @@ __attribute__((noinline)) static void *tl2_reserve_unentered(size_t size)
 void *tmalloc_reserve(size_t size)
 {
     tmt_tx *tx = tl2_tx;
-    /* The thread's first allocation, out of line: the common one then
-     * saves no register for the entry. */
-    if (__builtin_expect(tx == NULL, 0))
-        return tl2_reserve_unentered(size);
-    if (tmt_tx_depth(tx) == 0)
-        return tmt_malloc(tx, size);
-    return malloc(size);
+    /* malloc itself, past the descriptor's load, a test for none, one
+     * compare with the head's alloc_watch and one branch: but for a traced
+     * thread outside transactions (alloc_watch exactly TRACED: tmt_malloc
+     * records the block) and a thread not entered yet, out of line, so that
+     * this saves no register. */
+    if (__builtin_expect(tx != NULL, 1) &&
+        ((const struct tmt_tx_head *)(const void *)tx)->alloc_watch != TMT_ALLOC_WATCH_TRACED)
+        return malloc(size);
+    return tl2_reserve_watched(size);
 }
 
 void *tmalloc_reserveAgain(void *ptr, size_t size)

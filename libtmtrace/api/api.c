@@ -79,8 +79,10 @@ static void api_fork_child(void)
     txreg_unlock();
     if (api_fork_serial)
         stm_serial_unlock();
-    if (self != NULL)
+    if (self != NULL) {
         tracer_fork_thread(&self->trace);
+        tx_watch_allocs(self); /* the child's trace level is settled only now */
+    }
 }
 
 /* The trace of a process is written once: after tmt_shutdown nothing more
@@ -213,20 +215,20 @@ __attribute__((noinline)) static void *api_malloc_logged(tmt_tx *tx, size_t size
 
 TMT_API void *tmt_malloc(tmt_tx *tx, size_t size)
 {
-    /* Outside a transaction an untraced thread has nothing to log or record:
-     * the allocation is malloc's alone, a tail call with no register saved
-     * (compat/tl2 sends every program malloc here). The allocation site,
-     * for tools that name heap addresses, is this function's caller (a
-     * wrapper that tail-calls this, like the TL2 layer's TxAlloc, passes
-     * its own caller's). */
-    if (tx == NULL || (tx->depth == 0 && !tx_traced(tx)))
+    /* Outside a transaction an untraced thread has nothing to log or record
+     * (the head's alloc_watch is clear): the allocation is malloc's alone, a
+     * tail call with no register saved. The allocation site, for tools that
+     * name heap addresses, is this function's caller (a wrapper that
+     * tail-calls this, like the TL2 layer's TxAlloc and malloc, passes its
+     * own caller's). */
+    if (tx == NULL || tx->head.alloc_watch == 0)
         return malloc(size);
     return api_malloc_logged(tx, size, __builtin_return_address(0));
 }
 
 TMT_API void tmt_free(tmt_tx *tx, void *ptr)
 {
-    if (tx == NULL) {
+    if (tx == NULL || tx->head.alloc_watch == 0) {
         free(ptr);
         return;
     }

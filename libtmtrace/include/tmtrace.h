@@ -70,8 +70,24 @@ struct tmt_tx_head {
      * cleared when it commits or aborts; 0 in every other state (no
      * attempt, software and hardware attempts, any traced thread). */
     uint32_t in_place;
-    uint32_t reserved_;  /* 0 (descriptors start zeroed); room for a second flag */
+    /* What the runtime must see of this thread's allocations, two bits:
+     * TMT_ALLOC_WATCH_TX inside a transaction (from an outermost start until
+     * its commit, abort or cancel; nested blocks leave it set), and
+     * TMT_ALLOC_WATCH_TRACED on a thread whose events are traced (tmt_malloc
+     * records each block with its allocation site, which the tools name
+     * heap words by). 0 on an untraced thread outside transactions: there
+     * tmt_malloc and tmt_free are malloc and free, and a wrapper that tests
+     * this word may call them itself (compat/tl2's malloc does). The traced
+     * bit may stay set a while after the thread's tracing stopped (a forked
+     * child without a trace of its own): a caller then only takes the
+     * slower way. Added in 1.0.0's reserved word, which 1.0.0 left 0 and no
+     * program built against it reads; a program that tests it needs a
+     * library that sets it (compat/tl2's libtl2.a bundles the runtime, so
+     * it always has one). */
+    uint32_t alloc_watch;
 };
+#define TMT_ALLOC_WATCH_TX 1u
+#define TMT_ALLOC_WATCH_TRACED 2u
 
 /*
  * A static transaction site: where a transaction is written in the source.

@@ -22,7 +22,11 @@
  *   thread_id, next, live, joined   tx_registry.c
  *   rng       whoever draws from it (tx_rand): htm.c, stm.c
  *   head      tx_life.c (in_place: set at a serial attempt's start, cleared
- *             at its end); tmtrace.h's inline readers read it
+ *             at its end; alloc_watch: its TX bit set at an outermost start
+ *             and cleared at the end, its TRACED bit from the trace level
+ *             there and in tx_watch_allocs);
+ *             tmtrace.h's inline readers, tmt_malloc and compat/tl2's
+ *             malloc read it
  *   the rest (mode, depth, flags, attempt, instance, cancelled, conflicts,
  *             serial_next, retried, env, frame)   tx_life.c alone; restart: tx_life.c clears
  *             it, a front end with its own checkpoint sets it (itm_tx.c)
@@ -179,8 +183,9 @@ struct tx_stats {
 };
 
 struct tmt_tx {
-    /* First, at offset 0: what tmtrace.h's inline readers read (its
-     * in_place flag, tx_life.c's to set and clear). Its layout is ABI. */
+    /* First, at offset 0: what tmtrace.h's inline readers and allocation
+     * wrappers read (its flags, tx_life.c's to set and clear). Its layout
+     * is ABI. */
     struct tmt_tx_head head;
     struct tb_thread trace;     /* next: every event touches it */
     int mode;                   /* enum tx_mode */

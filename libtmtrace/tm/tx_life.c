@@ -4,8 +4,8 @@
  * abort/restart path (see tx_life.h and tx_upcall.h for the contract).
  *
  * Owns: the attempt state of the descriptor (mode, depth, flags, attempt,
- * instance, cancelled, conflicts, serial_next, restart; the head's
- * in_place flag, which tmtrace.h's inline readers test), the commit and
+ * instance, cancelled, conflicts, serial_next, restart; the head's flags,
+ * which tmtrace.h's inline readers and allocation wrappers test), the commit and
  * abort counters, serial mode's entry and exit, contention management
  * (TMTRACE_SERIAL_AFTER), the loop of hardware attempts (htm.c gives the
  * verdicts and runs each attempt) and the one place where START, COMMIT,
@@ -50,6 +50,7 @@ struct tmt_tx *tx_thread_enter(void)
         txreg_abandon(tx);
         return NULL;
     }
+    tx_watch_allocs(tx);
     txreg_set_self(tx);
     return tx;
 }
@@ -59,6 +60,24 @@ void tx_thread_exit(struct tmt_tx *tx)
     txmem_thread_exit(tx);
     tb_detach(&tx->trace);
     txreg_exit(tx);
+}
+
+/* An outermost start: in a transaction from here on (the head's
+ * alloc_watch says so). `traced`: whether the thread is, a constant where
+ * the caller knows it. */
+static inline void tx_enters(struct tmt_tx *tx, int traced)
+{
+    tx->depth = 1;
+    tx->head.alloc_watch = tx_alloc_watch(1, traced);
+}
+
+/* The transaction ended (committed, aborted or cancelled). `traced` as
+ * tx_enters takes it; 1 where the caller cannot tell cheaply is safe
+ * (tmt_malloc tests the level itself). */
+static inline void tx_leaves(struct tmt_tx *tx, int traced)
+{
+    tx->depth = 0;
+    tx->head.alloc_watch = tx_alloc_watch(0, traced);
 }
 
 /* ---- START and ABORT records ------------------------------------------------- */
@@ -281,7 +300,7 @@ __attribute__((noinline)) static int tx_start_general(struct tmt_tx *tx, int pat
         txreg_join(tx); /* before this attempt announces itself, so a lone one sees it (tx_registry.h) */
         tx->attempt = 0;
     }
-    tx->depth = 1;
+    tx_enters(tx, tx_traced(tx));
     /* A front end with its own checkpoint starts here from its own frames,
      * not the block's, and keeps its stack out of the undo log (itm/). */
     tx->frame = tx->restart == NULL ? frame : 0;
@@ -297,7 +316,7 @@ __attribute__((noinline)) static int tx_start_general(struct tmt_tx *tx, int pat
             tx->mode = path; /* inside the hardware attempt: rolled back with it */
             return 1;
         case TX_HTM_CANCELLED:
-            tx->depth = 0;
+            tx_leaves(tx, tx_traced(tx));
             return 0;
         case TX_HTM_FELL_BACK:
             break;
@@ -325,7 +344,7 @@ __attribute__((noinline)) static int tx_start_in_place(struct tmt_tx *tx, uintpt
         return tx_start_general(tx, TX_MODE_NONE, frame);
     }
     tx->instance++;
-    tx->depth = 1;
+    tx_enters(tx, 0); /* in place: untraced */
     tx->frame = frame;
     tx->serial_next = TF_SERIAL_ALONE;
     tx_serial_begins(tx, 1);
@@ -349,7 +368,7 @@ static inline int tx_start_other(struct tmt_tx *tx, int path, uintptr_t frame)
  * the call cost, docs/design.md, "The hot path"). */
 __attribute__((noinline)) static int tx_start_traced(struct tmt_tx *tx)
 {
-    tx->depth = 1;
+    tx_enters(tx, 1);
     tx_start_stm(tx, TX_MODE_NONE, TX_REC_INLINE);
     return 1;
 }
@@ -366,7 +385,7 @@ int tx_start(struct tmt_tx *tx, uintptr_t frame)
         return tx_start_other(tx, path, frame);
     if (TX_UNLIKELY(tx_traced(tx)))
         return tx_start_traced(tx);
-    tx->depth = 1;
+    tx_enters(tx, 0);
     if (TMT_CLOCK_FLOOR)
         clock_floor_read(); /* where tx_start_traced stamps its START */
     tx_start_stm(tx, TX_MODE_NONE, TX_REC_OFF);
@@ -375,11 +394,12 @@ int tx_start(struct tmt_tx *tx, uintptr_t frame)
 
 /* ---- commit --------------------------------------------------------------------- */
 
-/* A commit took effect (and was recorded): frees, counters. */
-static inline void tx_committed(struct tmt_tx *tx, uint64_t wv)
+/* A commit took effect (and was recorded): frees, counters. `traced` as
+ * tx_leaves takes it. */
+static inline void tx_committed(struct tmt_tx *tx, uint64_t wv, int traced)
 {
     txmem_commit(tx, wv);
-    tx->depth = 0;
+    tx_leaves(tx, traced);
     tx->mode = TX_MODE_NONE;
     tx_count(&tx->site_stats[tx->site_id].commits); /* the totals are their sums (txreg_sum) */
 }
@@ -390,7 +410,7 @@ static void tx_commit_serial(struct tmt_tx *tx)
     uint64_t wv = stm_serial_commit(tx);
     tb_ev_commit(&tx->trace, wv, rn, wn); /* nothing else runs: any point before the unlock */
     tx_end_serial(tx);
-    tx_committed(tx, wv);
+    tx_committed(tx, wv, tx_traced(tx));
 }
 
 /* Every commit but an outermost software one: nested ends, a commit outside
@@ -409,7 +429,7 @@ __attribute__((noinline)) static void tx_commit_other(struct tmt_tx *tx)
         return;
     }
     htm_commit(tx);
-    tx_committed(tx, 0);
+    tx_committed(tx, 0, tx_traced(tx));
     tx_count(&tx->stats.htm_commits);
     tb_ev_commit(&tx->trace, 0, 0, 0);
 }
@@ -434,7 +454,7 @@ static inline void tx_commit_stm(struct tmt_tx *tx, int traced)
         wv = stm_commit_whole(tx); /* nothing to record: one call */
     }
     htm_sw_leave(tx);
-    tx_committed(tx, wv);
+    tx_committed(tx, wv, traced);
 }
 
 /* A traced thread's software commit, a copy of its own for the reason
@@ -448,7 +468,7 @@ __attribute__((noinline)) static void tx_commit_in_place(struct tmt_tx *tx)
 {
     uint64_t wv = stm_serial_commit(tx);
     tx_end_serial(tx);
-    tx_committed(tx, wv);
+    tx_committed(tx, wv, 0); /* in place: untraced */
 }
 
 void tx_commit(struct tmt_tx *tx)
@@ -479,7 +499,7 @@ void tx_restart(struct tmt_tx *tx, unsigned reason, uint64_t where, uint64_t fou
     htm_sw_leave(tx); /* a software attempt's announcement (no-op otherwise) */
     txmem_abort(tx);
     tx->mode = TX_MODE_NONE;
-    tx->depth = 0;
+    tx_leaves(tx, tx_traced(tx));
     tx_abort_record(tx, reason, where, found);
     /* Contention management: a transaction that keeps losing conflicts
      * runs alone next time, so every transaction commits within

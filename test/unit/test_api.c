@@ -1,7 +1,8 @@
 /*
  * test_api.c - the public API's rules: initialisation and its errors, user
  * retry and cancel, flat nesting, thread descriptor reuse, statistics, a
- * thread alone running in place, and the header's inline reads.
+ * thread alone running in place, the header's inline reads and its
+ * allocation flag.
  */
 #include <pthread.h>
 #include <sched.h>
@@ -19,6 +20,7 @@
 #include "tmtrace.h"
 #include "test_util.h"
 #include "tx.h"
+#include "tx_life.h"
 
 /* Runs first: nothing has initialised the runtime yet. */
 static void test_bad_tmtrace_value_makes_init_fail_naming_the_variable(void **s)
@@ -537,6 +539,79 @@ static void test_a_lone_thread_traced_at_all_records_every_in_place_read(void **
     assert_true(after.events_recorded - before.events_recorded >= READS);
 }
 
+/* The head's alloc_watch, read at each point of a transaction's life: [0]
+ * before, [1] in the first attempt, [2] in the outer block after a nested
+ * block committed, [3] in the retried attempt, [4] after the commit, [5] in
+ * the next transaction's first attempt (a thread among others starts it
+ * inline), [6] after that one was cancelled. */
+enum { AW_POINTS = 7 };
+static void alloc_watch_through_a_life(tmt_tx *tx, int seen[AW_POINTS])
+{
+    const struct tmt_tx_head *head = (const struct tmt_tx_head *)(const void *)tx;
+    volatile int runs = 0;
+    seen[0] = (int)head->alloc_watch;
+    TMT_ATOMIC(tx, "watch-life") {
+        if (runs++ == 0)
+            seen[1] = (int)head->alloc_watch;
+        TMT_ATOMIC(tx, "watch-nested") {
+            tmt_write_long(tx, &inl_cells[3], 1);
+        } TMT_END;
+        if (runs == 1) {
+            seen[2] = (int)head->alloc_watch;
+            tmt_tx_retry(tx);
+        }
+        seen[3] = (int)head->alloc_watch;
+    } TMT_END;
+    seen[4] = (int)head->alloc_watch;
+    TMT_ATOMIC(tx, "watch-cancel") {
+        seen[5] = (int)head->alloc_watch;
+        tmt_write_long(tx, &inl_cells[3], 2);
+        lone_cancel(tx);
+    } TMT_END;
+    seen[6] = (int)head->alloc_watch;
+}
+
+/* compat/tl2's malloc calls malloc itself unless the head's alloc_watch
+ * says traced and outside a transaction, and tmt_malloc does while it is
+ * 0, so its bits must be exact: TX inside a transaction (in place or not,
+ * nested blocks, retries) and clear again after a commit, an abort or a
+ * cancel; TRACED at all times on a traced thread (whose allocations
+ * outside transactions are recorded with their sites). */
+static void test_head_alloc_watch_is_set_exactly_in_transactions_or_when_traced(void **s)
+{
+    (void)s;
+    enum { TX = TMT_ALLOC_WATCH_TX };
+    static const int want[AW_POINTS] = { 0, TX, TX, TX, 0, TX, 0 };
+    static const int levels[2] = { CONFIG_EVENTS_OFF, CONFIG_EVENTS_TX };
+    /* Alone (in place, or the general start when traced), then beside a
+     * second thread that has joined (the STM's own starts). */
+    for (int among = 0; among <= 1; among++) {
+        pthread_t b;
+        if (among) {
+            inl_b_joined = inl_b_may_leave = 0;
+            assert_int_equal(pthread_create(&b, NULL, inl_second, NULL), 0);
+            while (!__atomic_load_n(&inl_b_joined, __ATOMIC_SEQ_CST))
+                sched_yield();
+        }
+        for (int l = 0; l < 2; l++) {
+            int traced = levels[l] != CONFIG_EVENTS_OFF ? TMT_ALLOC_WATCH_TRACED : 0;
+            tmt_tx *tx = tu_enter_at(levels[l]);
+            int seen[AW_POINTS];
+            memset(seen, -1, sizeof seen);
+            alloc_watch_through_a_life(tx, seen);
+            for (int i = 0; i < AW_POINTS; i++)
+                if (seen[i] != (want[i] | traced))
+                    fail_msg("among=%d traced=%d: alloc_watch at point %d is %d, not %d", among, traced, i,
+                             seen[i], want[i] | traced);
+            tmt_thread_exit();
+        }
+        if (among) {
+            __atomic_store_n(&inl_b_may_leave, 1, __ATOMIC_SEQ_CST);
+            assert_int_equal(pthread_join(b, NULL), 0);
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -555,6 +630,7 @@ int main(void)
         cmocka_unit_test(test_inline_reads_in_place_see_the_attempts_writes_and_their_undo),
         cmocka_unit_test(test_inline_reads_take_the_barrier_once_a_second_thread_joined),
         cmocka_unit_test(test_a_lone_thread_traced_at_all_records_every_in_place_read),
+        cmocka_unit_test(test_head_alloc_watch_is_set_exactly_in_transactions_or_when_traced),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
