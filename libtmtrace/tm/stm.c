@@ -53,6 +53,7 @@ void stm_fence_begins(void)
 
 #ifdef TMT_TEST_HOOKS
 int stm_test_fail_allocs;
+unsigned long stm_test_fences;
 static inline int stm_test_fail_alloc(void) { return stm_test_fail_allocs; }
 #else
 static inline int stm_test_fail_alloc(void) { return 0; }
@@ -62,6 +63,9 @@ static long stm_membarrier(int cmd) { return syscall(__NR_membarrier, cmd, 0, 0)
 
 void stm_fence_others(void)
 {
+#ifdef TMT_TEST_HOOKS
+    __atomic_fetch_add(&stm_test_fences, 1, __ATOMIC_RELAXED);
+#endif
     if (stm_asym_fence)
         (void)stm_membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED); /* cannot fail once registered */
 }

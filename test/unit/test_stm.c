@@ -1,8 +1,9 @@
 /*
  * test_stm.c - the TL2 STM: atomicity (bank), opacity, exact sub-word
  * accesses, read-only transactions, the abort reasons TL2 detects, and the
- * wait for older attempts that privatization safety builds on, and a
- * thread's logs in cache lines of their own.
+ * wait for older attempts that privatization safety builds on, a leaving
+ * thread's wait for its limbo, and a thread's logs in cache lines of their
+ * own.
  * Runs with TMTRACE_HTM=off semantics (config.htm forced to off).
  */
 #include <limits.h>
@@ -1231,6 +1232,53 @@ static void *wait_older(void *arg)
     return NULL;
 }
 
+struct leaver {
+    long *block;
+    uint32_t limbo;        /* its limbo after the commit that freed the block */
+    unsigned long fences;  /* stm_fence_others calls while it left */
+    int left;
+};
+
+/* Frees a block in a transaction, then leaves. */
+static void *free_then_leave(void *arg)
+{
+    struct leaver *l = arg;
+    tmt_tx *tx = tmt_thread_enter();
+    TMT_ATOMIC(tx, "free") {
+        tmt_free(tx, l->block);
+    } TMT_END;
+    l->limbo = tx->mem.nlimbo;
+    unsigned long before = __atomic_load_n(&stm_test_fences, __ATOMIC_SEQ_CST);
+    tmt_thread_exit();
+    l->fences = __atomic_load_n(&stm_test_fences, __ATOMIC_SEQ_CST) - before;
+    __atomic_store_n(&l->left, 1, __ATOMIC_SEQ_CST);
+    return NULL;
+}
+
+/* A thread that leaves while another's attempt holds its limbo back waits
+ * for that attempt, and fences the other CPUs once, not at every look: each
+ * fence interrupts the attempts it waits for. */
+static void test_a_leaving_thread_waits_for_its_limbo_and_fences_the_others_once(void **s)
+{
+    (void)s;
+    static long word;
+    struct lingerer hold = { .word = &word };
+    pthread_t lt, ft;
+    assert_int_equal(pthread_create(&lt, NULL, linger, &hold), 0);
+    while (!__atomic_load_n(&hold.inside, __ATOMIC_SEQ_CST))
+        sched_yield();
+    struct leaver l = { .block = malloc(64) };
+    assert_non_null(l.block);
+    assert_int_equal(pthread_create(&ft, NULL, free_then_leave, &l), 0);
+    usleep(50 * 1000);
+    assert_false(__atomic_load_n(&l.left, __ATOMIC_SEQ_CST)); /* the lingering attempt started before the free */
+    __atomic_store_n(&hold.leave, 1, __ATOMIC_SEQ_CST);
+    assert_int_equal(pthread_join(ft, NULL), 0);
+    assert_int_equal(pthread_join(lt, NULL), 0);
+    assert_int_equal(l.limbo, 1);
+    assert_int_equal(l.fences, 1);
+}
+
 /* With fenced begins, txreg_wait_older returns only once every software
  * attempt that started before the given time has ended; an attempt that
  * started at or after it does not hold it. Switches the process to fenced
@@ -1343,8 +1391,9 @@ int main(void)
         cmocka_unit_test(test_an_irrevocable_block_runs_alone_and_commits_in_place),
         cmocka_unit_test(test_a_lone_serial_commit_stamps_no_stripe_and_a_shared_one_does),
         cmocka_unit_test(test_cancel_and_retry_undo_an_irrevocable_block),
-        cmocka_unit_test(test_waiting_for_older_attempts_outlasts_exactly_the_attempts_that_started_before),
         cmocka_unit_test(test_a_threads_logs_fill_cache_lines_of_their_own),
+        cmocka_unit_test(test_a_leaving_thread_waits_for_its_limbo_and_fences_the_others_once),
+        cmocka_unit_test(test_waiting_for_older_attempts_outlasts_exactly_the_attempts_that_started_before),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }
