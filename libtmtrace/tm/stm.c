@@ -258,7 +258,7 @@ static void stm_serial_spin(void)
 void stm_serial_wait(struct tx_stm *s)
 {
     do {
-        __atomic_store_n(&s->active_rv, UINT64_MAX, __ATOMIC_RELEASE);
+        __atomic_store_n(&s->active_rv, TX_IDLE | s->rv, __ATOMIC_RELEASE);
         stm_serial_spin();
         s->rv = __atomic_load_n(&stm_clock.now, __ATOMIC_ACQUIRE);
         __atomic_store_n(&s->active_rv, s->rv, __ATOMIC_SEQ_CST);
@@ -627,12 +627,13 @@ static void stm_writeback(const struct tx_stm *s)
     }
 }
 
-/* The attempt is over. consecutive_aborts is left alone: an abort marks
+/* The attempt is over; `seen`: the latest clock value this thread has
+ * seen (tx.h, TX_IDLE). consecutive_aborts is left alone: an abort marks
  * the transaction retried, and the next prepare clears it (stm_prepare). */
-static inline void stm_idle(struct tx_stm *s)
+static inline void stm_idle(struct tx_stm *s, uint64_t seen)
 {
     s->gate = UINT64_MAX;
-    __atomic_store_n(&s->active_rv, UINT64_MAX, __ATOMIC_RELEASE);
+    __atomic_store_n(&s->active_rv, TX_IDLE | seen, __ATOMIC_RELEASE);
 }
 
 /* A larger lock array. The old one is retired, not freed: another thread
@@ -727,7 +728,7 @@ static inline int stm_commit_read_only(struct tx_stm *s)
 {
     if (s->wn != 0)
         return 0;
-    stm_idle(s);
+    stm_idle(s, s->rv);
     return 1;
 }
 
@@ -757,7 +758,7 @@ static inline __attribute__((always_inline)) void stm_commit_release(struct tmt_
     struct tx_stm *s = &tx->stm;
     stm_writeback(s);
     stm_release_new(s, (uintptr_t)wv << 1);
-    stm_idle(s);
+    stm_idle(s, wv);
 }
 
 uint64_t stm_commit(struct tmt_tx *tx) { return stm_commit_read_only(&tx->stm) ? 0 : stm_commit_locked(tx); }
@@ -786,7 +787,7 @@ void stm_rollback(struct tmt_tx *tx)
     s->wn = 0;
     s->bloom = 0;
     s->consecutive_aborts++;
-    __atomic_store_n(&s->active_rv, UINT64_MAX, __ATOMIC_RELEASE);
+    __atomic_store_n(&s->active_rv, TX_IDLE | s->rv, __ATOMIC_RELEASE);
 }
 
 void stm_backoff_wait(struct tmt_tx *tx)
@@ -867,7 +868,7 @@ uint64_t stm_serial_commit(struct tmt_tx *tx)
             __atomic_store_n(stm_stripe(s->undo[i].addr), (uintptr_t)wv << 1, __ATOMIC_RELEASE);
     }
     s->nundo = 0;
-    stm_idle(s);
+    stm_idle(s, wv ? wv : s->rv);
     return wv;
 }
 
@@ -875,7 +876,7 @@ void stm_serial_rollback(struct tmt_tx *tx)
 {
     struct tx_stm *s = &tx->stm;
     tx_undo_all(s->undo, &s->nundo, tx->frame);
-    __atomic_store_n(&s->active_rv, UINT64_MAX, __ATOMIC_RELEASE);
+    __atomic_store_n(&s->active_rv, TX_IDLE | s->rv, __ATOMIC_RELEASE);
 }
 
 uint32_t stm_serial_mark(const struct tmt_tx *tx) { return tx->stm.nundo; }

@@ -131,7 +131,7 @@ uint64_t tx_oldest_active_rv(void)
     txreg_lock();
     for (struct tmt_tx *t = txreg_all; t; t = t->next) {
         uint64_t rv = __atomic_load_n(&t->stm.active_rv, __ATOMIC_SEQ_CST);
-        if (rv < oldest)
+        if (!(rv & TX_IDLE) && rv < oldest)
             oldest = rv;
     }
     txreg_unlock();
@@ -144,9 +144,9 @@ uint64_t txreg_oldest_seen_rv(const struct tmt_tx *self)
     for (struct tmt_tx *t = __atomic_load_n(&txreg_all, __ATOMIC_ACQUIRE); t; t = t->next) {
         if (t == self || !__atomic_load_n(&t->live, __ATOMIC_SEQ_CST))
             continue;
-        uint64_t rv = __atomic_load_n(&t->stm.active_rv, __ATOMIC_SEQ_CST);
-        if (rv == UINT64_MAX)
-            return 0; /* idle, or an attempt whose announcement is not visible yet */
+        /* Idle, or an attempt whose announcement is not visible yet: either
+         * way its floor, which no attempt of that thread since starts below. */
+        uint64_t rv = __atomic_load_n(&t->stm.active_rv, __ATOMIC_SEQ_CST) & ~TX_IDLE;
         if (rv < oldest)
             oldest = rv;
     }
@@ -179,7 +179,7 @@ void txreg_drain_others(const struct tmt_tx *self)
     for (struct tmt_tx *t = __atomic_load_n(&txreg_all, __ATOMIC_ACQUIRE); t; t = t->next) {
         if (t == self)
             continue;
-        for (unsigned spins = 1; __atomic_load_n(&t->stm.active_rv, __ATOMIC_SEQ_CST) != UINT64_MAX; spins++) {
+        for (unsigned spins = 1; !(__atomic_load_n(&t->stm.active_rv, __ATOMIC_SEQ_CST) & TX_IDLE); spins++) {
             tx_pause();
             if ((spins & 255) == 0)
                 sched_yield(); /* the attempt we wait for may need this core */
@@ -203,7 +203,7 @@ struct tmt_tx *txreg_enter(void)
             return NULL;
         }
         memset(tx, 0, sizeof *tx);
-        tx->stm.active_rv = UINT64_MAX;
+        tx->stm.active_rv = TX_IDLE; /* floor 0: its first attempt may start anywhere */
         tx->next = txreg_all;
         /* Published with release: the serial drain walks the list without
          * the lock (descriptors are never freed). */
@@ -268,7 +268,7 @@ void txreg_fork_child(const struct tmt_tx *self)
             continue;
         __atomic_store_n(&t->live, 0, __ATOMIC_RELAXED); /* reusable by the child's own threads */
         t->joined = 0;
-        __atomic_store_n(&t->stm.active_rv, UINT64_MAX, __ATOMIC_RELAXED);
+        __atomic_store_n(&t->stm.active_rv, TX_IDLE, __ATOMIC_RELAXED);
     }
     __atomic_store_n(&txreg_nlive, self && self->live ? 1u : 0u, __ATOMIC_SEQ_CST);
     __atomic_store_n(&txreg_ntx, self && self->live && self->joined ? 1u : 0u, __ATOMIC_SEQ_CST);

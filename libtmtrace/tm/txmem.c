@@ -80,8 +80,9 @@ static void txmem_release_upto(struct tx_mem *m, uint64_t oldest)
 }
 
 /* The pass without membarrier: after a fence of its own, this thread frees
- * what is older than every start version it sees the others announce (see
- * txreg_oldest_seen_rv: a thread that shows none holds everything back). */
+ * what is older than every start version it sees the others announce, an
+ * idle thread's floor standing for the attempt it may have begun unseen
+ * (see txreg_oldest_seen_rv). */
 static void txmem_reclaim_seen(struct tmt_tx *tx)
 {
     __atomic_fetch_add(&txmem_order, 0, __ATOMIC_SEQ_CST);

@@ -1279,6 +1279,73 @@ static void test_a_leaving_thread_waits_for_its_limbo_and_fences_the_others_once
     assert_int_equal(l.fences, 1);
 }
 
+struct idler {
+    long word;
+    int joined, go, done, leave;
+};
+
+/* Joins with one update, then makes another when told, then idles. */
+static void *update_then_idle(void *arg)
+{
+    struct idler *d = arg;
+    tmt_tx *tx = tmt_thread_enter();
+    TMT_ATOMIC(tx, "join") {
+        tmt_write_long(tx, &d->word, 1);
+    } TMT_END;
+    __atomic_store_n(&d->joined, 1, __ATOMIC_SEQ_CST);
+    while (!__atomic_load_n(&d->go, __ATOMIC_SEQ_CST))
+        sched_yield();
+    TMT_ATOMIC(tx, "later") {
+        tmt_write_long(tx, &d->word, 2);
+    } TMT_END;
+    __atomic_store_n(&d->done, 1, __ATOMIC_SEQ_CST);
+    while (!__atomic_load_n(&d->leave, __ATOMIC_SEQ_CST))
+        sched_yield();
+    tmt_thread_exit();
+    return NULL;
+}
+
+static void free_one_in_a_transaction(tmt_tx *tx)
+{
+    void *p = malloc(32);
+    assert_non_null(p);
+    TMT_ATOMIC(tx, "free-one") {
+        tmt_free(tx, p);
+    } TMT_END;
+}
+
+/* An idle thread announces the latest clock value it has seen: the pass
+ * that fences no other CPU frees what was freed before that thread's last
+ * commit, where an idle thread used to hold everything back until a pass
+ * that fences every CPU. */
+static void test_an_idle_thread_holds_back_only_what_was_freed_after_its_last_commit(void **s)
+{
+    (void)s;
+    tmt_tx *tx = tmt_thread_enter();
+    struct idler d = { 0 };
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, update_then_idle, &d), 0);
+    while (!__atomic_load_n(&d.joined, __ATOMIC_SEQ_CST))
+        sched_yield();
+    free_one_in_a_transaction(tx); /* before the other's second commit: held back */
+    assert_int_equal(tx->mem.nlimbo, 1);
+    __atomic_store_n(&d.go, 1, __ATOMIC_SEQ_CST);
+    while (!__atomic_load_n(&d.done, __ATOMIC_SEQ_CST))
+        sched_yield();
+    /* The frees up to the next pass without fences, each after the other's
+     * last commit; that pass frees the first. */
+    unsigned long fences = __atomic_load_n(&stm_test_fences, __ATOMIC_SEQ_CST);
+    uint32_t next = tx->mem.seen_scan_at;
+    assert_true(next > 1 && next < 1024);
+    for (uint32_t n = 1; n < next; n++)
+        free_one_in_a_transaction(tx);
+    assert_int_equal(tx->mem.nlimbo, next - 1);
+    assert_int_equal(__atomic_load_n(&stm_test_fences, __ATOMIC_SEQ_CST), fences);
+    __atomic_store_n(&d.leave, 1, __ATOMIC_SEQ_CST);
+    assert_int_equal(pthread_join(t, NULL), 0);
+    tmt_thread_exit();
+}
+
 /* With fenced begins, txreg_wait_older returns only once every software
  * attempt that started before the given time has ended; an attempt that
  * started at or after it does not hold it. Switches the process to fenced
@@ -1393,6 +1460,7 @@ int main(void)
         cmocka_unit_test(test_cancel_and_retry_undo_an_irrevocable_block),
         cmocka_unit_test(test_a_threads_logs_fill_cache_lines_of_their_own),
         cmocka_unit_test(test_a_leaving_thread_waits_for_its_limbo_and_fences_the_others_once),
+        cmocka_unit_test(test_an_idle_thread_holds_back_only_what_was_freed_after_its_last_commit),
         cmocka_unit_test(test_waiting_for_older_attempts_outlasts_exactly_the_attempts_that_started_before),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
