@@ -1284,23 +1284,24 @@ struct idler {
     int joined, go, done, leave;
 };
 
+/* An update of d's word, then `said` set, then a wait for `until`. */
+static void update_then_wait(tmt_tx *tx, struct idler *d, long v, int *said, const int *until)
+{
+    TMT_ATOMIC(tx, "update") {
+        tmt_write_long(tx, &d->word, v);
+    } TMT_END;
+    __atomic_store_n(said, 1, __ATOMIC_SEQ_CST);
+    while (!__atomic_load_n(until, __ATOMIC_SEQ_CST))
+        sched_yield();
+}
+
 /* Joins with one update, then makes another when told, then idles. */
 static void *update_then_idle(void *arg)
 {
     struct idler *d = arg;
     tmt_tx *tx = tmt_thread_enter();
-    TMT_ATOMIC(tx, "join") {
-        tmt_write_long(tx, &d->word, 1);
-    } TMT_END;
-    __atomic_store_n(&d->joined, 1, __ATOMIC_SEQ_CST);
-    while (!__atomic_load_n(&d->go, __ATOMIC_SEQ_CST))
-        sched_yield();
-    TMT_ATOMIC(tx, "later") {
-        tmt_write_long(tx, &d->word, 2);
-    } TMT_END;
-    __atomic_store_n(&d->done, 1, __ATOMIC_SEQ_CST);
-    while (!__atomic_load_n(&d->leave, __ATOMIC_SEQ_CST))
-        sched_yield();
+    update_then_wait(tx, d, 1, &d->joined, &d->go);
+    update_then_wait(tx, d, 2, &d->done, &d->leave);
     tmt_thread_exit();
     return NULL;
 }
