@@ -53,6 +53,7 @@ void stm_fence_begins(void)
 
 #ifdef TMT_TEST_HOOKS
 int stm_test_fail_allocs;
+unsigned long stm_test_fences;
 static inline int stm_test_fail_alloc(void) { return stm_test_fail_allocs; }
 #else
 static inline int stm_test_fail_alloc(void) { return 0; }
@@ -62,6 +63,9 @@ static long stm_membarrier(int cmd) { return syscall(__NR_membarrier, cmd, 0, 0)
 
 void stm_fence_others(void)
 {
+#ifdef TMT_TEST_HOOKS
+    __atomic_fetch_add(&stm_test_fences, 1, __ATOMIC_RELAXED);
+#endif
     if (stm_asym_fence)
         (void)stm_membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED); /* cannot fail once registered */
 }
@@ -221,9 +225,11 @@ __attribute__((noinline)) static void stm_wgrow(struct tx_stm *s)
     if (s->wslots != NULL && want == 64 - s->wshift)
         return;
     free(s->wslots);
-    s->wslots = stm_test_fail_alloc() ? NULL : calloc((size_t)1 << want, sizeof *s->wslots);
+    size_t bytes = ((size_t)1 << want) * sizeof *s->wslots;
+    s->wslots = stm_test_fail_alloc() ? NULL : tx_alloc_lines(bytes);
     if (s->wslots == NULL)
-        tx_out_of_memory("the redo log's index", ((size_t)1 << want) * sizeof *s->wslots);
+        tx_out_of_memory("the redo log's index", bytes);
+    memset(s->wslots, 0, bytes);
     s->wshift = 64 - want;
     s->wslot_mask = (1u << want) - 1;
     s->wgen = 0;
@@ -252,7 +258,7 @@ static void stm_serial_spin(void)
 void stm_serial_wait(struct tx_stm *s)
 {
     do {
-        __atomic_store_n(&s->active_rv, UINT64_MAX, __ATOMIC_RELEASE);
+        __atomic_store_n(&s->active_rv, TX_IDLE | s->rv, __ATOMIC_RELEASE);
         stm_serial_spin();
         s->rv = __atomic_load_n(&stm_clock.now, __ATOMIC_ACQUIRE);
         __atomic_store_n(&s->active_rv, s->rv, __ATOMIC_SEQ_CST);
@@ -621,12 +627,13 @@ static void stm_writeback(const struct tx_stm *s)
     }
 }
 
-/* The attempt is over. consecutive_aborts is left alone: an abort marks
+/* The attempt is over; `seen`: the latest clock value this thread has
+ * seen (tx.h, TX_IDLE). consecutive_aborts is left alone: an abort marks
  * the transaction retried, and the next prepare clears it (stm_prepare). */
-static inline void stm_idle(struct tx_stm *s)
+static inline void stm_idle(struct tx_stm *s, uint64_t seen)
 {
     s->gate = UINT64_MAX;
-    __atomic_store_n(&s->active_rv, UINT64_MAX, __ATOMIC_RELEASE);
+    __atomic_store_n(&s->active_rv, TX_IDLE | seen, __ATOMIC_RELEASE);
 }
 
 /* A larger lock array. The old one is retired, not freed: another thread
@@ -637,7 +644,7 @@ __attribute__((noinline, cold)) static void stm_lgrow(struct tx_stm *s)
     if (ret == NULL)
         tx_out_of_memory("the list of retired lock arrays", (s->nretired + 1) * sizeof *ret);
     s->retired = ret;
-    struct tx_lockrec *locks = stm_test_fail_alloc() ? NULL : malloc((size_t)s->wcap * sizeof *locks);
+    struct tx_lockrec *locks = stm_test_fail_alloc() ? NULL : tx_alloc_lines((size_t)s->wcap * sizeof *locks);
     if (locks == NULL)
         tx_out_of_memory("the commit's lock array", (size_t)s->wcap * sizeof *locks);
     if (s->locks)
@@ -721,7 +728,7 @@ static inline int stm_commit_read_only(struct tx_stm *s)
 {
     if (s->wn != 0)
         return 0;
-    stm_idle(s);
+    stm_idle(s, s->rv);
     return 1;
 }
 
@@ -751,7 +758,7 @@ static inline __attribute__((always_inline)) void stm_commit_release(struct tmt_
     struct tx_stm *s = &tx->stm;
     stm_writeback(s);
     stm_release_new(s, (uintptr_t)wv << 1);
-    stm_idle(s);
+    stm_idle(s, wv);
 }
 
 uint64_t stm_commit(struct tmt_tx *tx) { return stm_commit_read_only(&tx->stm) ? 0 : stm_commit_locked(tx); }
@@ -780,7 +787,7 @@ void stm_rollback(struct tmt_tx *tx)
     s->wn = 0;
     s->bloom = 0;
     s->consecutive_aborts++;
-    __atomic_store_n(&s->active_rv, UINT64_MAX, __ATOMIC_RELEASE);
+    __atomic_store_n(&s->active_rv, TX_IDLE | s->rv, __ATOMIC_RELEASE);
 }
 
 void stm_backoff_wait(struct tmt_tx *tx)
@@ -861,7 +868,7 @@ uint64_t stm_serial_commit(struct tmt_tx *tx)
             __atomic_store_n(stm_stripe(s->undo[i].addr), (uintptr_t)wv << 1, __ATOMIC_RELEASE);
     }
     s->nundo = 0;
-    stm_idle(s);
+    stm_idle(s, wv ? wv : s->rv);
     return wv;
 }
 
@@ -869,7 +876,7 @@ void stm_serial_rollback(struct tmt_tx *tx)
 {
     struct tx_stm *s = &tx->stm;
     tx_undo_all(s->undo, &s->nundo, tx->frame);
-    __atomic_store_n(&s->active_rv, UINT64_MAX, __ATOMIC_RELEASE);
+    __atomic_store_n(&s->active_rv, TX_IDLE | s->rv, __ATOMIC_RELEASE);
 }
 
 uint32_t stm_serial_mark(const struct tmt_tx *tx) { return tx->stm.nundo; }

@@ -139,6 +139,8 @@ extern void (*stm_test_busy_hook)(uintptr_t *stripe, unsigned poll);
 /* Nonzero: the redo log's index and the commit's lock array fail to grow
  * as if memory had run out. */
 extern int stm_test_fail_allocs;
+/* Calls of stm_fence_others so far (each fences every CPU of the process). */
+extern unsigned long stm_test_fences;
 #endif
 /* Polls of a busy stripe before a commit gives up on it, before a read that
  * met it aborts, and before that read's retry starts anyway. */

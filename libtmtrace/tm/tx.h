@@ -123,7 +123,7 @@ struct tx_stm {
     struct tx_lockrec **retired; /* earlier, smaller lock arrays */
     uint32_t nretired;
     uint32_t nlocked, lcap;
-    uint64_t active_rv;          /* rv while a software attempt runs, UINT64_MAX when idle (shared) */
+    uint64_t active_rv;          /* rv while a software attempt runs; TX_IDLE | floor when idle (shared) */
     uint32_t consecutive_aborts; /* software aborts of this transaction, for backoff */
     uintptr_t *busy_stripe;      /* the stripe a read found locked by another: the retry
                                   * waits (boundedly) for its release, stm_backoff_wait */
@@ -142,6 +142,14 @@ struct tx_stm {
     int serial_alone;            /* the serial attempt drained no one: no other thread had
                                   * started a transaction (its commit stamps no stripe) */
 };
+
+/* An idle thread's announcement (tx_stm.active_rv): the flag with a floor,
+ * the latest clock value the thread has seen (its last start version, or
+ * its last write version). Every later attempt of the thread starts at or
+ * above it (its next clock load returns no less), so a reclaimer that sees
+ * it needs no fence of that thread's CPU to know what those attempts cannot
+ * reach (txmem.c). Versions stay below the flag. */
+#define TX_IDLE ((uint64_t)1 << 63)
 
 struct tx_htm {
     uint32_t attempts;      /* hardware attempts of the current transaction */

@@ -75,9 +75,10 @@ static int txreg_grow(struct tx_counts **arr, uint32_t *n, uint32_t id)
     uint32_t want = *n ? *n : 16;
     while (want <= id)
         want *= 2;
-    struct tx_counts *p = calloc(want, sizeof *p);
+    struct tx_counts *p = tx_alloc_lines(want * sizeof *p); /* written at every commit */
     if (p == NULL)
         return -1;
+    memset(p, 0, want * sizeof *p);
     if (*arr)
         memcpy(p, *arr, (size_t)*n * sizeof *p);
     free(*arr);
@@ -130,7 +131,7 @@ uint64_t tx_oldest_active_rv(void)
     txreg_lock();
     for (struct tmt_tx *t = txreg_all; t; t = t->next) {
         uint64_t rv = __atomic_load_n(&t->stm.active_rv, __ATOMIC_SEQ_CST);
-        if (rv < oldest)
+        if (!(rv & TX_IDLE) && rv < oldest)
             oldest = rv;
     }
     txreg_unlock();
@@ -143,9 +144,9 @@ uint64_t txreg_oldest_seen_rv(const struct tmt_tx *self)
     for (struct tmt_tx *t = __atomic_load_n(&txreg_all, __ATOMIC_ACQUIRE); t; t = t->next) {
         if (t == self || !__atomic_load_n(&t->live, __ATOMIC_SEQ_CST))
             continue;
-        uint64_t rv = __atomic_load_n(&t->stm.active_rv, __ATOMIC_SEQ_CST);
-        if (rv == UINT64_MAX)
-            return 0; /* idle, or an attempt whose announcement is not visible yet */
+        /* Idle, or an attempt whose announcement is not visible yet: either
+         * way its floor, which no attempt of that thread since starts below. */
+        uint64_t rv = __atomic_load_n(&t->stm.active_rv, __ATOMIC_SEQ_CST) & ~TX_IDLE;
         if (rv < oldest)
             oldest = rv;
     }
@@ -178,7 +179,7 @@ void txreg_drain_others(const struct tmt_tx *self)
     for (struct tmt_tx *t = __atomic_load_n(&txreg_all, __ATOMIC_ACQUIRE); t; t = t->next) {
         if (t == self)
             continue;
-        for (unsigned spins = 1; __atomic_load_n(&t->stm.active_rv, __ATOMIC_SEQ_CST) != UINT64_MAX; spins++) {
+        for (unsigned spins = 1; !(__atomic_load_n(&t->stm.active_rv, __ATOMIC_SEQ_CST) & TX_IDLE); spins++) {
             tx_pause();
             if ((spins & 255) == 0)
                 sched_yield(); /* the attempt we wait for may need this core */
@@ -195,14 +196,14 @@ struct tmt_tx *txreg_enter(void)
     while (tx && tx->live)
         tx = tx->next;
     if (tx == NULL) {
-        tx = aligned_alloc(64, (sizeof *tx + 63) & ~(size_t)63);
+        tx = tx_alloc_lines(sizeof *tx);
         if (tx == NULL) {
             txreg_unlock();
             error_set("tmt_thread_enter: out of memory for a thread descriptor");
             return NULL;
         }
         memset(tx, 0, sizeof *tx);
-        tx->stm.active_rv = UINT64_MAX;
+        tx->stm.active_rv = TX_IDLE; /* floor 0: its first attempt may start anywhere */
         tx->next = txreg_all;
         /* Published with release: the serial drain walks the list without
          * the lock (descriptors are never freed). */
@@ -267,7 +268,7 @@ void txreg_fork_child(const struct tmt_tx *self)
             continue;
         __atomic_store_n(&t->live, 0, __ATOMIC_RELAXED); /* reusable by the child's own threads */
         t->joined = 0;
-        __atomic_store_n(&t->stm.active_rv, UINT64_MAX, __ATOMIC_RELAXED);
+        __atomic_store_n(&t->stm.active_rv, TX_IDLE, __ATOMIC_RELAXED);
     }
     __atomic_store_n(&txreg_nlive, self && self->live ? 1u : 0u, __ATOMIC_SEQ_CST);
     __atomic_store_n(&txreg_ntx, self && self->live && self->joined ? 1u : 0u, __ATOMIC_SEQ_CST);

@@ -47,10 +47,11 @@ void txreg_grow_sites(struct tmt_tx *tx, uint32_t id);
 uint64_t tx_oldest_active_rv(void);
 /* The oldest start version announced by another live thread than `self`,
  * as this thread sees the others now, without fencing them (UINT64_MAX if
- * none runs an attempt). A thread that shows no attempt gives 0: it may
- * have begun one whose announcement is not visible yet. A shown version is
- * a lower bound all the same: a later attempt of that thread read the clock
- * after it. The caller fences first; a thread it does not see as live
+ * there is none). A thread that shows no attempt gives its idle floor
+ * (tx.h, TX_IDLE; 0 before its first attempt): it may have begun one whose
+ * announcement is not visible yet, but that one starts at or above the
+ * floor. A shown version is a lower bound all the same: a later attempt of
+ * that thread read the clock after it. The caller fences first; a thread it does not see as live
  * registers (a sequentially consistent read-modify-write) after that fence,
  * so its attempts begin after everything the caller did before it.
  * Lock-free: descriptors are never freed. */

@@ -80,8 +80,9 @@ static void txmem_release_upto(struct tx_mem *m, uint64_t oldest)
 }
 
 /* The pass without membarrier: after a fence of its own, this thread frees
- * what is older than every start version it sees the others announce (see
- * txreg_oldest_seen_rv: a thread that shows none holds everything back). */
+ * what is older than every start version it sees the others announce, an
+ * idle thread's floor standing for the attempt it may have begun unseen
+ * (see txreg_oldest_seen_rv). */
 static void txmem_reclaim_seen(struct tmt_tx *tx)
 {
     __atomic_fetch_add(&txmem_order, 0, __ATOMIC_SEQ_CST);
@@ -168,6 +169,12 @@ void txmem_abort(struct tmt_tx *tx)
     m->nfrees = 0;
 }
 
+/* Polls between two looks of a leaving thread at the attempts that hold its
+ * limbo back: each look reads every descriptor's announcement, a line its
+ * owner writes on every read, so it is not taken from the owner more often
+ * than that. */
+#define TXMEM_EXIT_POLL_PAUSES 256
+
 void txmem_thread_exit(struct tmt_tx *tx)
 {
     struct tx_mem *m = &tx->mem;
@@ -176,9 +183,20 @@ void txmem_thread_exit(struct tmt_tx *tx)
     /* Nothing held back, no pass: a pass fences every CPU that runs a
      * thread of the process, which an exit of a thread that freed nothing
      * need not pay. */
+    if (m->nlimbo == 0)
+        return;
+    txmem_reclaim(m);
+    /* One fence is enough: an attempt that the pass did not see announced
+     * makes its reads after that fence, so it reads the commits that
+     * unlinked the limbo's blocks (and aborts on them, or extends past
+     * them); what remains waits only for the attempts seen running then,
+     * so the looks that follow read the announcements without fencing the
+     * other CPUs again (a fence per look interrupted those attempts, a
+     * leaving thread's many times over). */
     while (m->nlimbo != 0) {
-        txmem_reclaim(m);
-        if (m->nlimbo != 0)
-            sched_yield(); /* only other threads' running attempts hold it back; they end */
+        for (unsigned i = 0; i < TXMEM_EXIT_POLL_PAUSES; i++)
+            tx_pause();
+        sched_yield(); /* only other threads' running attempts hold it back; they end */
+        txmem_release_upto(m, tx_oldest_active_rv());
     }
 }

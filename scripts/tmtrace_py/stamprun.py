@@ -6,7 +6,7 @@ Owns: running a build command (a failure is one line naming it and the
 last line it printed, exit 1), copying a source tree to build in, the input
 files the chosen arguments name (decompressed into WORK/inputs/APP/), one
 run of an application with a timeout (its time line, its own verification,
-its exit status: a failed run says why), the check of a traced run's trace
+its exit status: a failed run says why; its page faults and CPU time), the check of a traced run's trace
 (tmsync, then tmcheck on the synced trace: no dropped event, no grammar
 violation, no open attempt, and as many commits and transactions as the
 runtime counted at exit), the machine line of a report (CPU model, load
@@ -20,6 +20,7 @@ import csv
 import gzip
 import os
 import re
+import resource
 import shutil
 import signal
 import statistics
@@ -67,13 +68,18 @@ def prepare_inputs(stamp_dir, work, inputs):
 
 def run_app(cmd, cwd, env, timeout, time_line, verify=None):
     """One run of an application: {"seconds": its own time line's figure,
-    "wall": s, "stdout", "stderr", "failed": why it failed or ""}. A run
+    "wall": s, "faults": its page faults, "cpu": its CPU seconds (user and
+    system, all threads), "stdout", "stderr", "failed": why it failed or ""};
+    faults and CPU time are the process's whole run, from the rusage of the
+    children, which grows by this child alone (the harnesses run one at a
+    time). A run
     fails on a timeout, a non-zero exit, no TIME_LINE match (a regular
     expression whose group 1 is the seconds) or, with VERIFY (a regular
     expression), no line of its own verification."""
     what = " ".join(os.path.basename(c) if i == 0 else c for i, c in enumerate(cmd))
-    rec = {"seconds": None, "wall": None, "stdout": "", "stderr": "", "failed": ""}
+    rec = {"seconds": None, "wall": None, "faults": None, "cpu": None, "stdout": "", "stderr": "", "failed": ""}
     t0 = time.monotonic()
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     try:
         proc = subprocess.run(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               universal_newlines=True, errors="replace", timeout=timeout)
@@ -81,6 +87,9 @@ def run_app(cmd, cwd, env, timeout, time_line, verify=None):
         rec["failed"] = "%s ran longer than %g s" % (what, timeout)
         return rec
     rec["wall"] = time.monotonic() - t0
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    rec["faults"] = (r1.ru_minflt + r1.ru_majflt) - (r0.ru_minflt + r0.ru_majflt)
+    rec["cpu"] = (r1.ru_utime + r1.ru_stime) - (r0.ru_utime + r0.ru_stime)
     rec["stdout"], rec["stderr"] = proc.stdout, proc.stderr
     m = re.search(time_line, proc.stdout, re.M)
     if proc.returncode != 0:

@@ -137,6 +137,14 @@ static void a_floor_build_that_measures_nothing_is_refused(void **state)
                         NULL);
 }
 
+/* --baseline takes a build of the project: a directory without its
+ * compat/tl2 library is named in one line. */
+static void a_baseline_without_the_tl2_library_is_refused(void **state)
+{
+    (void)state;
+    refused_in_one_line("--baseline /nonexistent/build", "/nonexistent/build/compat/tl2", "libtl2.a", NULL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -148,6 +156,7 @@ int main(void)
         cmocka_unit_test(an_unknown_level_is_refused_naming_the_levels),
         cmocka_unit_test(arguments_that_set_the_thread_count_are_refused),
         cmocka_unit_test(a_floor_build_that_measures_nothing_is_refused),
+        cmocka_unit_test(a_baseline_without_the_tl2_library_is_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -21,6 +21,15 @@ class RunApp(unittest.TestCase):
         rec = stamprun.run_app([exe], self.dir, None, 10, TIME, r"^Verification passed\.$")
         self.assertEqual((rec["seconds"], rec["failed"]), (0.125, ""))
 
+    def test_a_run_counts_its_own_page_faults_and_cpu_time(self):
+        exe = self.app('b = bytearray(64 << 20)\nfor i in range(0, len(b), 4096): b[i] = 1\nprint("Time = 0.1")')
+        rec = stamprun.run_app([exe], self.dir, None, 10, TIME)
+        self.assertEqual(rec["failed"], "")
+        self.assertGreaterEqual(rec["faults"], (64 << 20) // 4096 // 2)  # a fault a 4 KiB page, half of them for margin
+        self.assertGreater(rec["cpu"], 0.0)
+        small = stamprun.run_app([self.app('print("Time = 0.1")')], self.dir, None, 10, TIME)
+        self.assertLess(small["faults"], rec["faults"] - (32 << 20) // 4096)
+
     def test_a_run_whose_verification_line_is_missing_fails(self):
         exe = self.app('print("Time = 0.125")')
         rec = stamprun.run_app([exe], self.dir, None, 10, TIME, r"^Verification passed\.$")

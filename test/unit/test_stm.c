@@ -1,10 +1,13 @@
 /*
  * test_stm.c - the TL2 STM: atomicity (bank), opacity, exact sub-word
  * accesses, read-only transactions, the abort reasons TL2 detects, and the
- * wait for older attempts that privatization safety builds on.
+ * wait for older attempts that privatization safety builds on, a leaving
+ * thread's wait for its limbo, and a thread's logs in cache lines of their
+ * own.
  * Runs with TMTRACE_HTM=off semantics (config.htm forced to off).
  */
 #include <limits.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sched.h>
@@ -1229,6 +1232,121 @@ static void *wait_older(void *arg)
     return NULL;
 }
 
+struct leaver {
+    long *block;
+    uint32_t limbo;        /* its limbo after the commit that freed the block */
+    unsigned long fences;  /* stm_fence_others calls while it left */
+    int left;
+};
+
+/* Frees a block in a transaction, then leaves. */
+static void *free_then_leave(void *arg)
+{
+    struct leaver *l = arg;
+    tmt_tx *tx = tmt_thread_enter();
+    TMT_ATOMIC(tx, "free") {
+        tmt_free(tx, l->block);
+    } TMT_END;
+    l->limbo = tx->mem.nlimbo;
+    unsigned long before = __atomic_load_n(&stm_test_fences, __ATOMIC_SEQ_CST);
+    tmt_thread_exit();
+    l->fences = __atomic_load_n(&stm_test_fences, __ATOMIC_SEQ_CST) - before;
+    __atomic_store_n(&l->left, 1, __ATOMIC_SEQ_CST);
+    return NULL;
+}
+
+/* A thread that leaves while another's attempt holds its limbo back waits
+ * for that attempt, and fences the other CPUs once, not at every look: each
+ * fence interrupts the attempts it waits for. */
+static void test_a_leaving_thread_waits_for_its_limbo_and_fences_the_others_once(void **s)
+{
+    (void)s;
+    static long word;
+    struct lingerer hold = { .word = &word };
+    pthread_t lt, ft;
+    assert_int_equal(pthread_create(&lt, NULL, linger, &hold), 0);
+    while (!__atomic_load_n(&hold.inside, __ATOMIC_SEQ_CST))
+        sched_yield();
+    struct leaver l = { .block = malloc(64) };
+    assert_non_null(l.block);
+    assert_int_equal(pthread_create(&ft, NULL, free_then_leave, &l), 0);
+    usleep(50 * 1000);
+    assert_false(__atomic_load_n(&l.left, __ATOMIC_SEQ_CST)); /* the lingering attempt started before the free */
+    __atomic_store_n(&hold.leave, 1, __ATOMIC_SEQ_CST);
+    assert_int_equal(pthread_join(ft, NULL), 0);
+    assert_int_equal(pthread_join(lt, NULL), 0);
+    assert_int_equal(l.limbo, 1);
+    assert_int_equal(l.fences, 1);
+}
+
+struct idler {
+    long word;
+    int joined, go, done, leave;
+};
+
+/* An update of d's word, then `said` set, then a wait for `until`. */
+static void update_then_wait(tmt_tx *tx, struct idler *d, long v, int *said, const int *until)
+{
+    TMT_ATOMIC(tx, "update") {
+        tmt_write_long(tx, &d->word, v);
+    } TMT_END;
+    __atomic_store_n(said, 1, __ATOMIC_SEQ_CST);
+    while (!__atomic_load_n(until, __ATOMIC_SEQ_CST))
+        sched_yield();
+}
+
+/* Joins with one update, then makes another when told, then idles. */
+static void *update_then_idle(void *arg)
+{
+    struct idler *d = arg;
+    tmt_tx *tx = tmt_thread_enter();
+    update_then_wait(tx, d, 1, &d->joined, &d->go);
+    update_then_wait(tx, d, 2, &d->done, &d->leave);
+    tmt_thread_exit();
+    return NULL;
+}
+
+static void free_one_in_a_transaction(tmt_tx *tx)
+{
+    void *p = malloc(32);
+    assert_non_null(p);
+    TMT_ATOMIC(tx, "free-one") {
+        tmt_free(tx, p);
+    } TMT_END;
+}
+
+/* An idle thread announces the latest clock value it has seen: the pass
+ * that fences no other CPU frees what was freed before that thread's last
+ * commit, where an idle thread used to hold everything back until a pass
+ * that fences every CPU. */
+static void test_an_idle_thread_holds_back_only_what_was_freed_after_its_last_commit(void **s)
+{
+    (void)s;
+    tmt_tx *tx = tmt_thread_enter();
+    struct idler d = { 0 };
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, update_then_idle, &d), 0);
+    while (!__atomic_load_n(&d.joined, __ATOMIC_SEQ_CST))
+        sched_yield();
+    free_one_in_a_transaction(tx); /* before the other's second commit: held back */
+    assert_int_equal(tx->mem.nlimbo, 1);
+    __atomic_store_n(&d.go, 1, __ATOMIC_SEQ_CST);
+    while (!__atomic_load_n(&d.done, __ATOMIC_SEQ_CST))
+        sched_yield();
+    /* The frees up to the next pass without fences, each after the other's
+     * last commit; that pass frees the first. */
+    unsigned long fences = __atomic_load_n(&stm_test_fences, __ATOMIC_SEQ_CST);
+    uint32_t next = tx->mem.seen_scan_at;
+    assert_true(next > 1 && next < 1024);
+    for (uint32_t n = 1; n < next; n++)
+        free_one_in_a_transaction(tx);
+    assert_int_equal(tx->mem.nlimbo, next - 1);
+    assert_int_equal(__atomic_load_n(&stm_test_fences, __ATOMIC_SEQ_CST), fences);
+    __atomic_store_n(&d.leave, 1, __ATOMIC_SEQ_CST);
+    assert_int_equal(pthread_join(t, NULL), 0);
+    tmt_thread_exit();
+}
+
 /* With fenced begins, txreg_wait_older returns only once every software
  * attempt that started before the given time has ended; an attempt that
  * started at or after it does not hold it. Switches the process to fenced
@@ -1263,6 +1381,46 @@ static void test_waiting_for_older_attempts_outlasts_exactly_the_attempts_that_s
     assert_false(__atomic_load_n(&young.left, __ATOMIC_SEQ_CST));
     __atomic_store_n(&young.leave, 1, __ATOMIC_SEQ_CST);
     assert_int_equal(pthread_join(lt, NULL), 0);
+    tmt_thread_exit();
+}
+
+/* A thread's own logs and tables are written on every transaction: each
+ * starts on a cache line and fills whole lines, so that none shares a line
+ * with the program's heap objects or another thread's data (tx_alloc_lines). */
+static void assert_own_lines(const void *p, size_t bytes)
+{
+    assert_non_null(p);
+    assert_int_equal((uintptr_t)p % TX_LINE, 0);
+    assert_true(malloc_usable_size((void *)p) >= ((bytes + TX_LINE - 1) & ~(size_t)(TX_LINE - 1)));
+}
+
+static void test_a_threads_logs_fill_cache_lines_of_their_own(void **s)
+{
+    (void)s;
+    tmt_tx *tx = tmt_thread_enter();
+    enum { N = 200 }; /* past every log's first size: read set, redo log, its index */
+    long *cells = calloc(N, sizeof *cells);
+    assert_non_null(cells);
+    volatile long sum = 0;
+    TMT_ATOMIC(tx, "own-lines") {
+        sum = 0;
+        for (int i = 0; i < N; i++)
+            sum += tmt_read_long(tx, &cells[i]);
+        for (int i = 0; i < N; i++)
+            tmt_write_long(tx, &cells[i], i);
+        tmt_free(tx, tmt_malloc(tx, 24));
+    } TMT_END;
+    assert_int_equal(sum, 0);
+    assert_int_equal(cells[N - 1], N - 1);
+    assert_own_lines(tx, sizeof *tx);
+    assert_own_lines(tx->stm.rset, (size_t)tx->stm.rcap * sizeof *tx->stm.rset);
+    assert_own_lines(tx->stm.wset, (size_t)tx->stm.wcap * sizeof *tx->stm.wset);
+    assert_own_lines(tx->stm.wslots, ((size_t)tx->stm.wslot_mask + 1) * sizeof *tx->stm.wslots);
+    assert_own_lines(tx->stm.locks, (size_t)tx->stm.lcap * sizeof *tx->stm.locks);
+    assert_own_lines(tx->site_stats, (size_t)tx->nsite_stats * sizeof *tx->site_stats);
+    assert_own_lines(tx->mem.allocs, (size_t)tx->mem.acap * sizeof *tx->mem.allocs);
+    assert_own_lines(tx->mem.frees, (size_t)tx->mem.fcap * sizeof *tx->mem.frees);
+    free(cells);
     tmt_thread_exit();
 }
 
@@ -1301,6 +1459,9 @@ int main(void)
         cmocka_unit_test(test_an_irrevocable_block_runs_alone_and_commits_in_place),
         cmocka_unit_test(test_a_lone_serial_commit_stamps_no_stripe_and_a_shared_one_does),
         cmocka_unit_test(test_cancel_and_retry_undo_an_irrevocable_block),
+        cmocka_unit_test(test_a_threads_logs_fill_cache_lines_of_their_own),
+        cmocka_unit_test(test_a_leaving_thread_waits_for_its_limbo_and_fences_the_others_once),
+        cmocka_unit_test(test_an_idle_thread_holds_back_only_what_was_freed_after_its_last_commit),
         cmocka_unit_test(test_waiting_for_older_attempts_outlasts_exactly_the_attempts_that_started_before),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
