@@ -95,7 +95,13 @@ void TxShutdown(void)
 
 Thread *TxNewThread(void)
 {
-    Thread *t = calloc(1, sizeof *t);
+    /* Every STM_READ and STM_WRITE loads t->tx and TxStart writes in_tx:
+     * on a cache line of its own, no program object that another thread
+     * writes shares the line (calloc would place it among them). */
+    size_t bytes = (sizeof(Thread) + 63) & ~(size_t)63;
+    Thread *t = aligned_alloc(64, bytes);
+    if (t)
+        memset(t, 0, bytes);
     if (!t) {
         fprintf(stderr, "libtl2: TxNewThread: out of memory\n");
         abort();
