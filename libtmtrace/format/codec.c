@@ -22,7 +22,9 @@
 #include "error.h"
 
 /* LZ4's acceleration for event chunks (see codec_compress). */
+#ifndef CODEC_LZ4_ACCELERATION
 #define CODEC_LZ4_ACCELERATION 8
+#endif
 
 /* Tag byte: kind in bits 0-2 (0: the kind, 8 and up, follows as one byte
  * after the tag), then which fields follow. */
@@ -82,7 +84,7 @@ static inline void codec_select_thread(struct codec_pred *st, uint64_t id, unsig
 static inline uint64_t codec_zz(uint64_t delta) { return (delta << 1) ^ (uint64_t)((int64_t)delta >> 63); }
 static inline uint64_t codec_unzz(uint64_t v) { return (v >> 1) ^ (uint64_t)-(int64_t)(v & 1); }
 
-static inline uint8_t *codec_put_varint(uint8_t *p, uint64_t v)
+static inline __attribute__((always_inline)) uint8_t *codec_put_varint(uint8_t *p, uint64_t v)
 {
     /* Most fields are one or two bytes: keep those off the loop. */
     if (v < 0x80) {
@@ -636,14 +638,28 @@ long codec_encode_slots(uint8_t *out, struct tf_slot_stream *ss, size_t max, siz
     return len;
 }
 
-/* The loop of codec_encode_events, inlined once per common `fl`. */
-static inline __attribute__((always_inline)) uint8_t *codec_events_loop(uint8_t *p, struct codec_pred *st,
+/* What codec_events_loop saw that decides a chunk's flags. */
+struct codec_seen {
+    uint64_t truth;   /* the OR of the events' truth: nonzero when one has it */
+    uint32_t other;   /* nonzero when an event's thread is not the chunk's */
+    unsigned bad;     /* nonzero when an event's kind is none a reader accepts */
+};
+
+/* The loop of codec_encode_events, inlined once per common `fl`. It notes
+ * what decides the flags as it goes, without a branch: the events are read
+ * once, not once for the flags and again to encode them. */
+static inline __attribute__((always_inline)) uint8_t *codec_events_loop(uint8_t *restrict p, struct codec_pred *restrict st,
                                                                        const struct tf_event *ev, size_t n,
-                                                                       unsigned fl)
+                                                                       unsigned fl, uint32_t thread,
+                                                                       struct codec_seen *seen)
 {
     struct codec_item it = { 0 };
+    struct codec_seen s = { 0, 0, 0 };
     for (size_t i = 0; i < n; i++) {
         const struct tf_event *e = &ev[i];
+        s.truth |= e->truth;
+        s.other |= e->thread ^ thread;
+        s.bad |= (unsigned)(e->kind - 1u) >= TF_EV_KINDS - 1u;
         it.tsc = e->ts;
         it.truth = e->truth;
         it.addr = e->addr;
@@ -657,47 +673,60 @@ static inline __attribute__((always_inline)) uint8_t *codec_events_loop(uint8_t 
         it.reason = e->reason;
         p = codec_encode_one(p, st, &it, fl);
     }
+    *seen = s;
     return p;
+}
+
+/* Encodes the chunk with flags `fl`; the length, or 0 when out of memory. */
+static size_t codec_events_with(uint8_t *out, const struct tf_event *ev, size_t n, uint32_t thread,
+                                unsigned fl, struct codec_seen *seen)
+{
+    uint64_t first_seq = n ? ev[0].seq : 0, first_inst = n ? ev[0].instance : 0;
+    struct codec_pred st;
+    if (codec_pred_init(&st, first_seq, first_inst, fl) != 0)
+        return 0;
+    uint8_t *p = codec_put_varint(codec_put_varint(out, first_seq), first_inst);
+    /* tmsync's merged chunks, with and without truth, with constant flags */
+    const unsigned synced = CODEC_EV_MERGED | CODEC_EV_THREADED | CODEC_EV_DECODED;
+    if (fl == synced)
+        p = codec_events_loop(p, &st, ev, n, synced, thread, seen);
+    else if (fl == (synced | CODEC_EV_TRUTH))
+        p = codec_events_loop(p, &st, ev, n, synced | CODEC_EV_TRUTH, thread, seen);
+    else
+        p = codec_events_loop(p, &st, ev, n, fl, thread, seen);
+    free(st.slots);
+    return (size_t)(p - out);
 }
 
 size_t codec_encode_events(uint8_t *out, const struct tf_event *ev, size_t n, uint32_t thread,
                            unsigned *flags)
 {
-    unsigned fl = CODEC_EV_DECODED;
-    /* one pass for the flags and the kinds' check: the events are read
-     * from memory once before the encoding reads them again */
-    for (size_t i = 0; i < n; i++) {
-        if (ev[i].kind == 0 || ev[i].kind >= TF_EV_KINDS) {
-            error_set("event %zu has invalid kind %u", i, ev[i].kind);
+    /* The flags are those of every event (TRUTH when one has a truth,
+     * MERGED when one is not the chunk's thread), guessed from the first
+     * and the chunk's thread; a wrong guess (a flag the guess left off) is
+     * encoded again with it. The bytes are those the flags make. */
+    unsigned fl = CODEC_EV_DECODED | (n && ev[0].truth ? CODEC_EV_TRUTH : 0) |
+                  (thread == 0 ? CODEC_EV_MERGED | CODEC_EV_THREADED : 0);
+    for (;;) {
+        struct codec_seen seen;
+        size_t len = codec_events_with(out, ev, n, thread, fl, &seen);
+        if (len == 0) {
+            error_set("out of memory encoding %zu events", n);
             return 0;
         }
-        if (ev[i].truth)
-            fl |= CODEC_EV_TRUTH;
-        if (ev[i].thread != thread)
-            fl |= CODEC_EV_MERGED;
+        for (size_t i = 0; seen.bad && i < n; i++)
+            if (ev[i].kind == 0 || ev[i].kind >= TF_EV_KINDS) {
+                error_set("event %zu has invalid kind %u", i, ev[i].kind);
+                return 0;
+            }
+        unsigned need = fl | (seen.truth ? CODEC_EV_TRUTH : 0) |
+                        (seen.other ? CODEC_EV_MERGED | CODEC_EV_THREADED : 0);
+        if (need == fl) {
+            *flags = fl;
+            return len;
+        }
+        fl = need;
     }
-    if (thread == 0)
-        fl |= CODEC_EV_MERGED;
-    if (fl & CODEC_EV_MERGED)
-        fl |= CODEC_EV_THREADED;
-    uint64_t first_seq = n ? ev[0].seq : 0, first_inst = n ? ev[0].instance : 0;
-    struct codec_pred st;
-    if (codec_pred_init(&st, first_seq, first_inst, fl) != 0) {
-        error_set("out of memory encoding %zu events", n);
-        return 0;
-    }
-    uint8_t *p = codec_put_varint(codec_put_varint(out, first_seq), first_inst);
-    /* tmsync's merged chunks, with and without truth, with constant flags */
-    const unsigned synced = CODEC_EV_MERGED | CODEC_EV_THREADED | CODEC_EV_DECODED;
-    if (fl == synced)
-        p = codec_events_loop(p, &st, ev, n, synced);
-    else if (fl == (synced | CODEC_EV_TRUTH))
-        p = codec_events_loop(p, &st, ev, n, synced | CODEC_EV_TRUTH);
-    else
-        p = codec_events_loop(p, &st, ev, n, fl);
-    free(st.slots);
-    *flags = fl;
-    return (size_t)(p - out);
 }
 
 /* The decoder's varint read, bailing out of codec_decode_events on damage. */
