@@ -70,15 +70,41 @@ struct codec_pred {
     struct codec_thread_pred *tp;   /* current thread's slot */
     struct codec_thread_pred slot0;
     struct codec_thread_pred *slots; /* merged chunks only */
+    struct codec_thread_pred *held;  /* CODEC_HELD: the slot slot0 is a copy of (NULL: none) */
 };
+
+/* Encoder flag beside the chunk's (never on disk), for THREADED chunks: the
+ * current thread's predictors are a copy in slot0, where tp and f stay, and
+ * go back to their slot when the thread changes. Fields of a local the
+ * output's byte stores cannot alias, where a slot's must be read again
+ * after every byte written. */
+#define CODEC_HELD (1u << 16)
 
 /* Selects thread `id`'s state in a merged chunk. */
 static inline void codec_select_thread(struct codec_pred *st, uint64_t id, unsigned flags)
 {
     st->thread = (uint32_t)id;
-    st->tp = (id < CODEC_THREAD_SLOTS) ? &st->slots[id] : &st->slots[0];
+    struct codec_thread_pred *slot = (id < CODEC_THREAD_SLOTS) ? &st->slots[id] : &st->slots[0];
+    if (flags & CODEC_HELD) {
+        if (st->held)
+            *st->held = st->slot0;
+        st->slot0 = *slot;
+        st->held = slot;
+        return;
+    }
+    st->tp = slot;
     if (flags & CODEC_EV_THREADED)
         st->f = &st->tp->f;
+}
+
+/* The current thread's predictors (see CODEC_HELD). */
+static inline struct codec_thread_pred *codec_tp(struct codec_pred *st, unsigned flags)
+{
+    return (flags & CODEC_HELD) ? &st->slot0 : st->tp;
+}
+static inline struct codec_fields *codec_f(struct codec_pred *st, unsigned flags)
+{
+    return (flags & CODEC_HELD) ? &st->slot0.f : st->f;
 }
 
 static inline uint64_t codec_zz(uint64_t delta) { return (delta << 1) ^ (uint64_t)((int64_t)delta >> 63); }
@@ -179,12 +205,12 @@ struct codec_item {
 /* A READ's or WRITE's own fields: the address as a delta from the last
  * access, the value relative to the address when that is shorter (ALT in
  * *tag). */
-static inline __attribute__((always_inline)) uint8_t *codec_put_access(uint8_t *p, struct codec_pred *st,
+static inline __attribute__((always_inline)) uint8_t *codec_put_access(uint8_t *p, struct codec_fields *f,
                                                                       unsigned *tag, uint64_t addr,
                                                                       uint64_t value)
 {
-    p = codec_put_varint(p, codec_zz(addr - st->f->addr));
-    st->f->addr = addr;
+    p = codec_put_varint(p, codec_zz(addr - f->addr));
+    f->addr = addr;
     uint64_t d = codec_zz(value - addr);
     if (d < value) {
         *tag |= CODEC_TAG_ALT;
@@ -203,42 +229,42 @@ static inline uint8_t *codec_put_stamp(uint8_t *p, struct codec_pred *st, uint64
 
 /* The reason (an access's size), when it differs from the last event of the
  * same kind (REASON in *tag). */
-static inline uint8_t *codec_put_reason(uint8_t *p, struct codec_pred *st, unsigned *tag, unsigned kind,
+static inline uint8_t *codec_put_reason(uint8_t *p, struct codec_fields *f, unsigned *tag, unsigned kind,
                                         uint8_t reason)
 {
-    if (reason == st->f->reason[kind])
+    if (reason == f->reason[kind])
         return p;
     *tag |= CODEC_TAG_REASON;
     *p++ = reason;
-    st->f->reason[kind] = reason;
+    f->reason[kind] = reason;
     return p;
 }
 
 /* A START's own fields: the instance id as a delta from the thread's last
  * (which it becomes), then flags and attempt. */
-static inline uint8_t *codec_put_start(uint8_t *p, struct codec_pred *st, uint64_t instance, uint64_t value)
+static inline uint8_t *codec_put_start(uint8_t *p, struct codec_thread_pred *tp, uint64_t instance, uint64_t value)
 {
-    p = codec_put_varint(p, codec_zz(instance - st->tp->instance));
-    st->tp->instance = instance;
+    p = codec_put_varint(p, codec_zz(instance - tp->instance));
+    tp->instance = instance;
     return codec_put_varint(p, value);
 }
 
 /* A COMMIT's own fields: the write version as a delta from the last, then
  * the read-set and write-set sizes. */
-static inline uint8_t *codec_put_commit(uint8_t *p, struct codec_pred *st, uint64_t version, uint64_t value)
+static inline uint8_t *codec_put_commit(uint8_t *p, struct codec_fields *f, uint64_t version, uint64_t value)
 {
-    p = codec_put_varint(p, codec_zz(version - st->f->version));
-    st->f->version = version;
+    p = codec_put_varint(p, codec_zz(version - f->version));
+    f->version = version;
     p = codec_put_varint(p, value & 0xffffffffu);
     return codec_put_varint(p, value >> 32);
 }
 
 /* A WSET's own fields: its word as a step from the last address (a write
  * set's words are mostly close), then the byte mask. */
-static inline uint8_t *codec_put_wset_word(uint8_t *p, struct codec_pred *st, uint64_t addr, uint64_t mask)
+static inline uint8_t *codec_put_wset_word(uint8_t *p, struct codec_fields *f, uint64_t addr, uint64_t mask)
 {
-    p = codec_put_varint(p, codec_zz(addr - st->f->addr));
-    st->f->addr = addr;
+    p = codec_put_varint(p, codec_zz(addr - f->addr));
+    f->addr = addr;
     return codec_put_varint(p, mask);
 }
 
@@ -254,10 +280,12 @@ static inline __attribute__((always_inline)) uint8_t *codec_encode_one(uint8_t *
     int new_thread = (flags & CODEC_EV_MERGED) && (!threaded || it->thread != st->thread);
     if (new_thread)
         codec_select_thread(st, it->thread, flags);
+    struct codec_thread_pred *tp = codec_tp(st, flags);
+    struct codec_fields *f = codec_f(st, flags);
     unsigned order = 0;
     if (threaded && (flags & CODEC_EV_DECODED)) {
-        uint64_t pred = ki == TF_EV_START ? it->addr : st->tp->instance;
-        order = it->instance != pred || it->seq != st->tp->seq ? CODEC_ESC_ORDER : 0;
+        uint64_t pred = ki == TF_EV_START ? it->addr : tp->instance;
+        order = it->instance != pred || it->seq != tp->seq ? CODEC_ESC_ORDER : 0;
     }
     if (ki > CODEC_TAG_KIND || order) {
         t = 0;   /* escaped: the kind follows the tag */
@@ -268,37 +296,35 @@ static inline __attribute__((always_inline)) uint8_t *codec_encode_one(uint8_t *
         t |= threaded ? CODEC_TAG_THREAD : 0;
     }
     p = codec_put_stamp(p, st, it->tsc);
-    if (it->site != st->f->site) {
+    if (it->site != f->site) {
         t |= CODEC_TAG_SITE;
         p = codec_put_varint(p, it->site);
-        st->f->site = it->site;
+        f->site = it->site;
     }
-    if (it->aux != st->f->aux) {
+    if (it->aux != f->aux) {
         t |= CODEC_TAG_AUX;
-        p = codec_put_varint(p, codec_zz((uint64_t)it->aux - st->f->aux));
-        st->f->aux = it->aux;
+        p = codec_put_varint(p, codec_zz((uint64_t)it->aux - f->aux));
+        f->aux = it->aux;
     }
-    p = codec_put_reason(p, st, &t, ki, it->reason);
-    uint64_t d;
+    p = codec_put_reason(p, f, &t, ki, it->reason);
     switch (ki) {
     case TF_EV_START:
-        p = codec_put_start(p, st, it->addr, it->value);
+        p = codec_put_start(p, tp, it->addr, it->value);
         break;
     case TF_EV_READ:
     case TF_EV_WRITE:
-        p = codec_put_access(p, st, &t, it->addr, it->value);
+        p = codec_put_access(p, f, &t, it->addr, it->value);
         break;
     case TF_EV_COMMIT:
-        p = codec_put_commit(p, st, it->addr, it->value);
+        p = codec_put_commit(p, f, it->addr, it->value);
         break;
     case TF_EV_WSET:
-        p = codec_put_wset_word(p, st, it->addr, it->value);
+        p = codec_put_wset_word(p, f, it->addr, it->value);
         break;
     case TF_EV_ABORT:
-        d = codec_zz(it->addr - st->f->addr);
-        if (d < it->addr) {
+        if (codec_zz(it->addr - f->addr) < it->addr) {
             t |= CODEC_TAG_ALT;
-            p = codec_put_varint(p, d);
+            p = codec_put_varint(p, codec_zz(it->addr - f->addr));
         } else {
             p = codec_put_varint(p, it->addr);
         }
@@ -312,13 +338,13 @@ static inline __attribute__((always_inline)) uint8_t *codec_encode_one(uint8_t *
     if (flags & CODEC_EV_TRUTH)
         p = codec_put_varint(p, codec_zz(it->truth - it->tsc));
     if (flags & CODEC_EV_DECODED) {
-        uint64_t pred = ki == TF_EV_START ? it->addr : st->tp->instance;
+        uint64_t pred = ki == TF_EV_START ? it->addr : tp->instance;
         if (!threaded || order) {
             p = codec_put_varint(p, codec_zz(it->instance - pred));
-            p = codec_put_varint(p, codec_zz(it->seq - st->tp->seq));
+            p = codec_put_varint(p, codec_zz(it->seq - tp->seq));
         }
-        st->tp->instance = it->instance;
-        st->tp->seq = it->seq + 1;
+        tp->instance = it->instance;
+        tp->seq = it->seq + 1;
     }
     *tag = (uint8_t)t;
     return p;
@@ -326,7 +352,7 @@ static inline __attribute__((always_inline)) uint8_t *codec_encode_one(uint8_t *
 
 /* Fresh predictor state; a merged chunk gets one seq/instance slot per
  * thread id. 0, or -1 when that table cannot be allocated. */
-static int codec_pred_init(struct codec_pred *st, uint64_t first_seq, uint64_t first_instance,
+static inline __attribute__((always_inline)) int codec_pred_init(struct codec_pred *st, uint64_t first_seq, uint64_t first_instance,
                            unsigned flags)
 {
     memset(st, 0, sizeof *st);
@@ -392,12 +418,12 @@ static inline __attribute__((always_inline)) uint8_t *codec_boundary_row(uint8_t
             p = codec_put_varint(p, site);
             st->f->site = site;
         }
-        p = codec_put_reason(p, st, &t, TF_EV_START, 0);
-        p = codec_put_start(p, st, v, tf_start_value((uint32_t)(h >> 2 & 31u), (uint32_t)(h >> 48)));
+        p = codec_put_reason(p, st->f, &t, TF_EV_START, 0);
+        p = codec_put_start(p, st->tp, v, tf_start_value((uint32_t)(h >> 2 & 31u), (uint32_t)(h >> 48)));
     } else {
         t = TF_EV_COMMIT;
-        p = codec_put_reason(p, st, &t, TF_EV_COMMIT, 0);
-        p = codec_put_commit(p, st, v, tf_commit_value((uint32_t)(h >> 32 & 0xffffu), (uint32_t)(h >> 48)));
+        p = codec_put_reason(p, st->f, &t, TF_EV_COMMIT, 0);
+        p = codec_put_commit(p, st->f, v, tf_commit_value((uint32_t)(h >> 32 & 0xffffu), (uint32_t)(h >> 48)));
     }
     *tag = (uint8_t)t;
     return p;
@@ -689,9 +715,9 @@ static size_t codec_events_with(uint8_t *out, const struct tf_event *ev, size_t 
     /* tmsync's merged chunks, with and without truth, with constant flags */
     const unsigned synced = CODEC_EV_MERGED | CODEC_EV_THREADED | CODEC_EV_DECODED;
     if (fl == synced)
-        p = codec_events_loop(p, &st, ev, n, synced, thread, seen);
+        p = codec_events_loop(p, &st, ev, n, synced | CODEC_HELD, thread, seen);
     else if (fl == (synced | CODEC_EV_TRUTH))
-        p = codec_events_loop(p, &st, ev, n, synced | CODEC_EV_TRUTH, thread, seen);
+        p = codec_events_loop(p, &st, ev, n, synced | CODEC_EV_TRUTH | CODEC_HELD, thread, seen);
     else
         p = codec_events_loop(p, &st, ev, n, fl, thread, seen);
     free(st.slots);
