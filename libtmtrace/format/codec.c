@@ -668,7 +668,7 @@ long codec_encode_slots(uint8_t *out, struct tf_slot_stream *ss, size_t max, siz
 struct codec_seen {
     uint64_t truth;   /* the OR of the events' truth: nonzero when one has it */
     uint32_t other;   /* nonzero when an event's thread is not the chunk's */
-    unsigned bad;     /* nonzero when an event's kind is none a reader accepts */
+    unsigned bad;     /* bit 8 set when an event's kind is none a reader accepts */
 };
 
 /* The loop of codec_encode_events, inlined once per common `fl`. It notes
@@ -683,9 +683,11 @@ static inline __attribute__((always_inline)) uint8_t *codec_events_loop(uint8_t 
     struct codec_seen s = { 0, 0, 0 };
     for (size_t i = 0; i < n; i++) {
         const struct tf_event *e = &ev[i];
-        s.truth |= e->truth;
-        s.other |= e->thread ^ thread;
-        s.bad |= (unsigned)(e->kind - 1u) >= TF_EV_KINDS - 1u;
+        if (!(fl & CODEC_EV_TRUTH))   /* a flag already on needs no note */
+            s.truth |= e->truth;
+        if (!(fl & CODEC_EV_MERGED))
+            s.other |= e->thread ^ thread;
+        s.bad |= (uint8_t)(e->kind - 1u) + (256u - (TF_EV_KINDS - 1u));   /* bit 8: kind 0 or too high */
         it.tsc = e->ts;
         it.truth = e->truth;
         it.addr = e->addr;
@@ -740,7 +742,7 @@ size_t codec_encode_events(uint8_t *out, const struct tf_event *ev, size_t n, ui
             error_set("out of memory encoding %zu events", n);
             return 0;
         }
-        for (size_t i = 0; seen.bad && i < n; i++)
+        for (size_t i = 0; (seen.bad & 0x100u) && i < n; i++)
             if (ev[i].kind == 0 || ev[i].kind >= TF_EV_KINDS) {
                 error_set("event %zu has invalid kind %u", i, ev[i].kind);
                 return 0;
