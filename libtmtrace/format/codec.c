@@ -283,10 +283,11 @@ static inline __attribute__((always_inline)) uint8_t *codec_encode_one(uint8_t *
     struct codec_thread_pred *tp = codec_tp(st, flags);
     struct codec_fields *f = codec_f(st, flags);
     unsigned order = 0;
-    if (threaded && (flags & CODEC_EV_DECODED)) {
-        uint64_t pred = ki == TF_EV_START ? it->addr : tp->instance;
+    uint64_t pred = 0;   /* DECODED: the row's predicted instance; a START's is its address */
+    if (flags & CODEC_EV_DECODED)
+        pred = ki == TF_EV_START ? it->addr : tp->instance;
+    if (threaded && (flags & CODEC_EV_DECODED))
         order = it->instance != pred || it->seq != tp->seq ? CODEC_ESC_ORDER : 0;
-    }
     if (ki > CODEC_TAG_KIND || order) {
         t = 0;   /* escaped: the kind follows the tag */
         *p++ = (uint8_t)(ki | order);
@@ -338,7 +339,6 @@ static inline __attribute__((always_inline)) uint8_t *codec_encode_one(uint8_t *
     if (flags & CODEC_EV_TRUTH)
         p = codec_put_varint(p, codec_zz(it->truth - it->tsc));
     if (flags & CODEC_EV_DECODED) {
-        uint64_t pred = ki == TF_EV_START ? it->addr : tp->instance;
         if (!threaded || order) {
             p = codec_put_varint(p, codec_zz(it->instance - pred));
             p = codec_put_varint(p, codec_zz(it->seq - tp->seq));
