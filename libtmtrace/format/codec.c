@@ -175,15 +175,16 @@ static __attribute__((noinline)) const uint8_t *codec_get_varint_bytes(const uin
     return NULL;
 }
 
-/* Reads a varint; NULL if it runs past `end` or is longer than 10 bytes. */
-static inline __attribute__((always_inline)) const uint8_t *codec_get_varint(const uint8_t *p, const uint8_t *end,
-                                                                            uint64_t *v)
+/* Reads a varint; NULL if it runs past `end` or is longer than 10 bytes.
+ * `room`: the caller knows that 8 bytes at p are in the payload. */
+static inline __attribute__((always_inline)) const uint8_t *codec_get_varint_in(const uint8_t *p, const uint8_t *end,
+                                                                               uint64_t *v, int room)
 {
-    if (p < end && *p < 0x80) {
+    if ((room || p < end) && *p < 0x80) {
         *v = *p;
         return p + 1;
     }
-    if (end - p >= 8) {
+    if (room || end - p >= 8) {
         if (p[1] < 0x80) {   /* most of the rest are two bytes */
             *v = (uint64_t)(p[0] & 0x7f) | (uint64_t)p[1] << 7;
             return p + 2;
@@ -193,6 +194,12 @@ static inline __attribute__((always_inline)) const uint8_t *codec_get_varint(con
             return q;
     }
     return codec_get_varint_bytes(p, end, v);
+}
+
+static inline __attribute__((always_inline)) const uint8_t *codec_get_varint(const uint8_t *p, const uint8_t *end,
+                                                                            uint64_t *v)
+{
+    return codec_get_varint_in(p, end, v, 0);
 }
 
 /* One event in the encoder's neutral form. */
@@ -757,6 +764,13 @@ size_t codec_encode_events(uint8_t *out, const struct tf_event *ev, size_t n, ui
     }
 }
 
+/* Decoder flag beside the chunk's (never on disk): at least CODEC_ROOM_BYTES
+ * of the payload are left, more than one row reads even when corrupt (3
+ * bytes of tag, kind and reason, 10 varints of at most 10 bytes) plus the 8
+ * bytes a varint read loads at once: reads need not check the end. */
+#define CODEC_ROOM (1u << 17)
+#define CODEC_ROOM_BYTES 128
+
 /* The decoder's varint read, bailing out of codec_decode_events on damage. */
 /* A payload being decoded: the next byte and the end. p becomes NULL when a
  * varint runs past the end or is malformed. */
@@ -766,7 +780,7 @@ struct codec_rd {
 
 #define CODEC_GET(var)                                          \
     do {                                                        \
-        if ((r->p = codec_get_varint(r->p, r->end, &(var))) == NULL) \
+        if ((r->p = codec_get_varint_in(r->p, r->end, &(var), (flags & CODEC_ROOM) != 0)) == NULL) \
             return -1;                                          \
     } while (0)
 
@@ -776,13 +790,13 @@ static inline __attribute__((always_inline)) int codec_decode_head(struct codec_
                                     struct tf_event *e, unsigned *tag)
 {
     uint64_t v;
-    if (r->p >= r->end)
+    if (!(flags & CODEC_ROOM) && r->p >= r->end)
         return -1;
     unsigned t = *r->p++;
     unsigned kind = t & CODEC_TAG_KIND;
     int threaded = (flags & CODEC_EV_THREADED) != 0;
     if (kind == 0) {   /* escaped kind */
-        if (r->p >= r->end)
+        if (!(flags & CODEC_ROOM) && r->p >= r->end)
             return -1;
         unsigned b = *r->p++;
         if (threaded && (flags & CODEC_EV_DECODED) && (b & CODEC_ESC_ORDER)) {
@@ -820,7 +834,7 @@ static inline __attribute__((always_inline)) int codec_decode_head(struct codec_
     }
     e->cpu = (flags & CODEC_EV_DECODED) ? (uint16_t)st->f->aux : (uint16_t)tf_aux_cpu((uint32_t)st->f->aux);
     if (t & CODEC_TAG_REASON) {
-        if (r->p >= r->end)
+        if (!(flags & CODEC_ROOM) && r->p >= r->end)
             return -1;
         st->f->reason[kind] = *r->p++;
     }
@@ -830,7 +844,8 @@ static inline __attribute__((always_inline)) int codec_decode_head(struct codec_
 }
 
 /* The kind's own fields: address and value. 0 or -1. */
-static inline __attribute__((always_inline)) int codec_decode_fields(struct codec_rd *r, struct codec_pred *st, unsigned t, struct tf_event *e)
+static inline __attribute__((always_inline)) int codec_decode_fields(struct codec_rd *r, struct codec_pred *st, unsigned flags,
+                                                                    unsigned t, struct tf_event *e)
 {
     uint64_t v, w;
     switch (e->kind) {
@@ -905,6 +920,17 @@ static inline __attribute__((always_inline)) int codec_decode_order(struct codec
     return 0;
 }
 
+/* One row. 0 or -1 (corrupt). */
+static inline __attribute__((always_inline)) int codec_decode_row(struct codec_rd *r, struct codec_pred *st, unsigned flags,
+                                                                 uint32_t thread, struct tf_event *e)
+{
+    unsigned t;
+    return codec_decode_head(r, st, flags, thread, e, &t) != 0 || codec_decode_fields(r, st, flags, t, e) != 0 ||
+                   codec_decode_order(r, st, flags, t, e) != 0
+               ? -1
+               : 0;
+}
+
 /* Decodes up to n events; returns how many decoded before the payload
  * turned out corrupt (n: all). Inlined once per common value of `flags`. */
 static inline __attribute__((always_inline)) size_t codec_decode_loop(struct codec_rd *r, struct codec_pred *st,
@@ -912,9 +938,10 @@ static inline __attribute__((always_inline)) size_t codec_decode_loop(struct cod
                                                                      struct tf_event *ev, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
-        unsigned t;
-        if (codec_decode_head(r, st, flags, thread, &ev[i], &t) != 0 ||
-            codec_decode_fields(r, st, t, &ev[i]) != 0 || codec_decode_order(r, st, flags, t, &ev[i]) != 0)
+        /* far from the payload's end no read of the row can pass it */
+        int bad = r->end - r->p >= CODEC_ROOM_BYTES ? codec_decode_row(r, st, flags | CODEC_ROOM, thread, &ev[i])
+                                                    : codec_decode_row(r, st, flags, thread, &ev[i]);
+        if (bad)
             return i;
     }
     return n;
