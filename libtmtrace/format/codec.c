@@ -112,7 +112,7 @@ static inline uint64_t codec_unzz(uint64_t v) { return (v >> 1) ^ (uint64_t)-(in
 
 static inline __attribute__((always_inline)) uint8_t *codec_put_varint(uint8_t *p, uint64_t v)
 {
-    /* Most fields are one or two bytes: keep those off the loop. */
+    /* Most fields are one to three bytes: keep those off the loop. */
     if (v < 0x80) {
         *p = (uint8_t)v;
         return p + 1;
@@ -121,6 +121,12 @@ static inline __attribute__((always_inline)) uint8_t *codec_put_varint(uint8_t *
         p[0] = (uint8_t)(v | 0x80);
         p[1] = (uint8_t)(v >> 7);
         return p + 2;
+    }
+    if (v < 0x200000) {   /* and many of the others three */
+        p[0] = (uint8_t)(v | 0x80);
+        p[1] = (uint8_t)(v >> 7 | 0x80);
+        p[2] = (uint8_t)(v >> 14);
+        return p + 3;
     }
     while (v >= 0x80) {
         *p++ = (uint8_t)(v | 0x80);
@@ -188,6 +194,10 @@ static inline __attribute__((always_inline)) const uint8_t *codec_get_varint_in(
         if (p[1] < 0x80) {   /* most of the rest are two bytes */
             *v = (uint64_t)(p[0] & 0x7f) | (uint64_t)p[1] << 7;
             return p + 2;
+        }
+        if (p[2] < 0x80) {   /* and many of the others three */
+            *v = (uint64_t)(p[0] & 0x7f) | (uint64_t)(p[1] & 0x7f) << 7 | (uint64_t)p[2] << 14;
+            return p + 3;
         }
         const uint8_t *q = codec_get_varint8(p, v);
         if (q)
