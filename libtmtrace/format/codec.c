@@ -22,7 +22,9 @@
 #include "error.h"
 
 /* LZ4's acceleration for event chunks (see codec_compress). */
+#ifndef CODEC_LZ4_ACCELERATION
 #define CODEC_LZ4_ACCELERATION 8
+#endif
 
 /* Tag byte: kind in bits 0-2 (0: the kind, 8 and up, follows as one byte
  * after the tag), then which fields follow. */
@@ -68,23 +70,49 @@ struct codec_pred {
     struct codec_thread_pred *tp;   /* current thread's slot */
     struct codec_thread_pred slot0;
     struct codec_thread_pred *slots; /* merged chunks only */
+    struct codec_thread_pred *held;  /* CODEC_HELD: the slot slot0 is a copy of (NULL: none) */
 };
+
+/* Encoder flag beside the chunk's (never on disk), for THREADED chunks: the
+ * current thread's predictors are a copy in slot0, where tp and f stay, and
+ * go back to their slot when the thread changes. Fields of a local the
+ * output's byte stores cannot alias, where a slot's must be read again
+ * after every byte written. */
+#define CODEC_HELD (1u << 16)
 
 /* Selects thread `id`'s state in a merged chunk. */
 static inline void codec_select_thread(struct codec_pred *st, uint64_t id, unsigned flags)
 {
     st->thread = (uint32_t)id;
-    st->tp = (id < CODEC_THREAD_SLOTS) ? &st->slots[id] : &st->slots[0];
+    struct codec_thread_pred *slot = (id < CODEC_THREAD_SLOTS) ? &st->slots[id] : &st->slots[0];
+    if (flags & CODEC_HELD) {
+        if (st->held)
+            *st->held = st->slot0;
+        st->slot0 = *slot;
+        st->held = slot;
+        return;
+    }
+    st->tp = slot;
     if (flags & CODEC_EV_THREADED)
         st->f = &st->tp->f;
+}
+
+/* The current thread's predictors (see CODEC_HELD). */
+static inline struct codec_thread_pred *codec_tp(struct codec_pred *st, unsigned flags)
+{
+    return (flags & CODEC_HELD) ? &st->slot0 : st->tp;
+}
+static inline struct codec_fields *codec_f(struct codec_pred *st, unsigned flags)
+{
+    return (flags & CODEC_HELD) ? &st->slot0.f : st->f;
 }
 
 static inline uint64_t codec_zz(uint64_t delta) { return (delta << 1) ^ (uint64_t)((int64_t)delta >> 63); }
 static inline uint64_t codec_unzz(uint64_t v) { return (v >> 1) ^ (uint64_t)-(int64_t)(v & 1); }
 
-static inline uint8_t *codec_put_varint(uint8_t *p, uint64_t v)
+static inline __attribute__((always_inline)) uint8_t *codec_put_varint(uint8_t *p, uint64_t v)
 {
-    /* Most fields are one or two bytes: keep those off the loop. */
+    /* Most fields are one to three bytes: keep those off the loop. */
     if (v < 0x80) {
         *p = (uint8_t)v;
         return p + 1;
@@ -93,6 +121,12 @@ static inline uint8_t *codec_put_varint(uint8_t *p, uint64_t v)
         p[0] = (uint8_t)(v | 0x80);
         p[1] = (uint8_t)(v >> 7);
         return p + 2;
+    }
+    if (v < 0x200000) {   /* and many of the others three */
+        p[0] = (uint8_t)(v | 0x80);
+        p[1] = (uint8_t)(v >> 7 | 0x80);
+        p[2] = (uint8_t)(v >> 14);
+        return p + 3;
     }
     while (v >= 0x80) {
         *p++ = (uint8_t)(v | 0x80);
@@ -147,24 +181,35 @@ static __attribute__((noinline)) const uint8_t *codec_get_varint_bytes(const uin
     return NULL;
 }
 
-/* Reads a varint; NULL if it runs past `end` or is longer than 10 bytes. */
-static inline __attribute__((always_inline)) const uint8_t *codec_get_varint(const uint8_t *p, const uint8_t *end,
-                                                                            uint64_t *v)
+/* Reads a varint; NULL if it runs past `end` or is longer than 10 bytes.
+ * `room`: the caller knows that 8 bytes at p are in the payload. */
+static inline __attribute__((always_inline)) const uint8_t *codec_get_varint_in(const uint8_t *p, const uint8_t *end,
+                                                                               uint64_t *v, int room)
 {
-    if (p < end && *p < 0x80) {
+    if ((room || p < end) && *p < 0x80) {
         *v = *p;
         return p + 1;
     }
-    if (end - p >= 8) {
+    if (room || end - p >= 8) {
         if (p[1] < 0x80) {   /* most of the rest are two bytes */
             *v = (uint64_t)(p[0] & 0x7f) | (uint64_t)p[1] << 7;
             return p + 2;
+        }
+        if (p[2] < 0x80) {   /* and many of the others three */
+            *v = (uint64_t)(p[0] & 0x7f) | (uint64_t)(p[1] & 0x7f) << 7 | (uint64_t)p[2] << 14;
+            return p + 3;
         }
         const uint8_t *q = codec_get_varint8(p, v);
         if (q)
             return q;
     }
     return codec_get_varint_bytes(p, end, v);
+}
+
+static inline __attribute__((always_inline)) const uint8_t *codec_get_varint(const uint8_t *p, const uint8_t *end,
+                                                                            uint64_t *v)
+{
+    return codec_get_varint_in(p, end, v, 0);
 }
 
 /* One event in the encoder's neutral form. */
@@ -177,12 +222,12 @@ struct codec_item {
 /* A READ's or WRITE's own fields: the address as a delta from the last
  * access, the value relative to the address when that is shorter (ALT in
  * *tag). */
-static inline __attribute__((always_inline)) uint8_t *codec_put_access(uint8_t *p, struct codec_pred *st,
+static inline __attribute__((always_inline)) uint8_t *codec_put_access(uint8_t *p, struct codec_fields *f,
                                                                       unsigned *tag, uint64_t addr,
                                                                       uint64_t value)
 {
-    p = codec_put_varint(p, codec_zz(addr - st->f->addr));
-    st->f->addr = addr;
+    p = codec_put_varint(p, codec_zz(addr - f->addr));
+    f->addr = addr;
     uint64_t d = codec_zz(value - addr);
     if (d < value) {
         *tag |= CODEC_TAG_ALT;
@@ -201,42 +246,42 @@ static inline uint8_t *codec_put_stamp(uint8_t *p, struct codec_pred *st, uint64
 
 /* The reason (an access's size), when it differs from the last event of the
  * same kind (REASON in *tag). */
-static inline uint8_t *codec_put_reason(uint8_t *p, struct codec_pred *st, unsigned *tag, unsigned kind,
+static inline uint8_t *codec_put_reason(uint8_t *p, struct codec_fields *f, unsigned *tag, unsigned kind,
                                         uint8_t reason)
 {
-    if (reason == st->f->reason[kind])
+    if (reason == f->reason[kind])
         return p;
     *tag |= CODEC_TAG_REASON;
     *p++ = reason;
-    st->f->reason[kind] = reason;
+    f->reason[kind] = reason;
     return p;
 }
 
 /* A START's own fields: the instance id as a delta from the thread's last
  * (which it becomes), then flags and attempt. */
-static inline uint8_t *codec_put_start(uint8_t *p, struct codec_pred *st, uint64_t instance, uint64_t value)
+static inline uint8_t *codec_put_start(uint8_t *p, struct codec_thread_pred *tp, uint64_t instance, uint64_t value)
 {
-    p = codec_put_varint(p, codec_zz(instance - st->tp->instance));
-    st->tp->instance = instance;
+    p = codec_put_varint(p, codec_zz(instance - tp->instance));
+    tp->instance = instance;
     return codec_put_varint(p, value);
 }
 
 /* A COMMIT's own fields: the write version as a delta from the last, then
  * the read-set and write-set sizes. */
-static inline uint8_t *codec_put_commit(uint8_t *p, struct codec_pred *st, uint64_t version, uint64_t value)
+static inline uint8_t *codec_put_commit(uint8_t *p, struct codec_fields *f, uint64_t version, uint64_t value)
 {
-    p = codec_put_varint(p, codec_zz(version - st->f->version));
-    st->f->version = version;
+    p = codec_put_varint(p, codec_zz(version - f->version));
+    f->version = version;
     p = codec_put_varint(p, value & 0xffffffffu);
     return codec_put_varint(p, value >> 32);
 }
 
 /* A WSET's own fields: its word as a step from the last address (a write
  * set's words are mostly close), then the byte mask. */
-static inline uint8_t *codec_put_wset_word(uint8_t *p, struct codec_pred *st, uint64_t addr, uint64_t mask)
+static inline uint8_t *codec_put_wset_word(uint8_t *p, struct codec_fields *f, uint64_t addr, uint64_t mask)
 {
-    p = codec_put_varint(p, codec_zz(addr - st->f->addr));
-    st->f->addr = addr;
+    p = codec_put_varint(p, codec_zz(addr - f->addr));
+    f->addr = addr;
     return codec_put_varint(p, mask);
 }
 
@@ -252,11 +297,14 @@ static inline __attribute__((always_inline)) uint8_t *codec_encode_one(uint8_t *
     int new_thread = (flags & CODEC_EV_MERGED) && (!threaded || it->thread != st->thread);
     if (new_thread)
         codec_select_thread(st, it->thread, flags);
+    struct codec_thread_pred *tp = codec_tp(st, flags);
+    struct codec_fields *f = codec_f(st, flags);
     unsigned order = 0;
-    if (threaded && (flags & CODEC_EV_DECODED)) {
-        uint64_t pred = ki == TF_EV_START ? it->addr : st->tp->instance;
-        order = it->instance != pred || it->seq != st->tp->seq ? CODEC_ESC_ORDER : 0;
-    }
+    uint64_t pred = 0;   /* DECODED: the row's predicted instance; a START's is its address */
+    if (flags & CODEC_EV_DECODED)
+        pred = ki == TF_EV_START ? it->addr : tp->instance;
+    if (threaded && (flags & CODEC_EV_DECODED))
+        order = it->instance != pred || it->seq != tp->seq ? CODEC_ESC_ORDER : 0;
     if (ki > CODEC_TAG_KIND || order) {
         t = 0;   /* escaped: the kind follows the tag */
         *p++ = (uint8_t)(ki | order);
@@ -266,37 +314,35 @@ static inline __attribute__((always_inline)) uint8_t *codec_encode_one(uint8_t *
         t |= threaded ? CODEC_TAG_THREAD : 0;
     }
     p = codec_put_stamp(p, st, it->tsc);
-    if (it->site != st->f->site) {
+    if (it->site != f->site) {
         t |= CODEC_TAG_SITE;
         p = codec_put_varint(p, it->site);
-        st->f->site = it->site;
+        f->site = it->site;
     }
-    if (it->aux != st->f->aux) {
+    if (it->aux != f->aux) {
         t |= CODEC_TAG_AUX;
-        p = codec_put_varint(p, codec_zz((uint64_t)it->aux - st->f->aux));
-        st->f->aux = it->aux;
+        p = codec_put_varint(p, codec_zz((uint64_t)it->aux - f->aux));
+        f->aux = it->aux;
     }
-    p = codec_put_reason(p, st, &t, ki, it->reason);
-    uint64_t d;
+    p = codec_put_reason(p, f, &t, ki, it->reason);
     switch (ki) {
     case TF_EV_START:
-        p = codec_put_start(p, st, it->addr, it->value);
+        p = codec_put_start(p, tp, it->addr, it->value);
         break;
     case TF_EV_READ:
     case TF_EV_WRITE:
-        p = codec_put_access(p, st, &t, it->addr, it->value);
+        p = codec_put_access(p, f, &t, it->addr, it->value);
         break;
     case TF_EV_COMMIT:
-        p = codec_put_commit(p, st, it->addr, it->value);
+        p = codec_put_commit(p, f, it->addr, it->value);
         break;
     case TF_EV_WSET:
-        p = codec_put_wset_word(p, st, it->addr, it->value);
+        p = codec_put_wset_word(p, f, it->addr, it->value);
         break;
     case TF_EV_ABORT:
-        d = codec_zz(it->addr - st->f->addr);
-        if (d < it->addr) {
+        if (codec_zz(it->addr - f->addr) < it->addr) {
             t |= CODEC_TAG_ALT;
-            p = codec_put_varint(p, d);
+            p = codec_put_varint(p, codec_zz(it->addr - f->addr));
         } else {
             p = codec_put_varint(p, it->addr);
         }
@@ -310,13 +356,12 @@ static inline __attribute__((always_inline)) uint8_t *codec_encode_one(uint8_t *
     if (flags & CODEC_EV_TRUTH)
         p = codec_put_varint(p, codec_zz(it->truth - it->tsc));
     if (flags & CODEC_EV_DECODED) {
-        uint64_t pred = ki == TF_EV_START ? it->addr : st->tp->instance;
         if (!threaded || order) {
             p = codec_put_varint(p, codec_zz(it->instance - pred));
-            p = codec_put_varint(p, codec_zz(it->seq - st->tp->seq));
+            p = codec_put_varint(p, codec_zz(it->seq - tp->seq));
         }
-        st->tp->instance = it->instance;
-        st->tp->seq = it->seq + 1;
+        tp->instance = it->instance;
+        tp->seq = it->seq + 1;
     }
     *tag = (uint8_t)t;
     return p;
@@ -324,7 +369,7 @@ static inline __attribute__((always_inline)) uint8_t *codec_encode_one(uint8_t *
 
 /* Fresh predictor state; a merged chunk gets one seq/instance slot per
  * thread id. 0, or -1 when that table cannot be allocated. */
-static int codec_pred_init(struct codec_pred *st, uint64_t first_seq, uint64_t first_instance,
+static inline __attribute__((always_inline)) int codec_pred_init(struct codec_pred *st, uint64_t first_seq, uint64_t first_instance,
                            unsigned flags)
 {
     memset(st, 0, sizeof *st);
@@ -390,12 +435,12 @@ static inline __attribute__((always_inline)) uint8_t *codec_boundary_row(uint8_t
             p = codec_put_varint(p, site);
             st->f->site = site;
         }
-        p = codec_put_reason(p, st, &t, TF_EV_START, 0);
-        p = codec_put_start(p, st, v, tf_start_value((uint32_t)(h >> 2 & 31u), (uint32_t)(h >> 48)));
+        p = codec_put_reason(p, st->f, &t, TF_EV_START, 0);
+        p = codec_put_start(p, st->tp, v, tf_start_value((uint32_t)(h >> 2 & 31u), (uint32_t)(h >> 48)));
     } else {
         t = TF_EV_COMMIT;
-        p = codec_put_reason(p, st, &t, TF_EV_COMMIT, 0);
-        p = codec_put_commit(p, st, v, tf_commit_value((uint32_t)(h >> 32 & 0xffffu), (uint32_t)(h >> 48)));
+        p = codec_put_reason(p, st->f, &t, TF_EV_COMMIT, 0);
+        p = codec_put_commit(p, st->f, v, tf_commit_value((uint32_t)(h >> 32 & 0xffffu), (uint32_t)(h >> 48)));
     }
     *tag = (uint8_t)t;
     return p;
@@ -636,14 +681,30 @@ long codec_encode_slots(uint8_t *out, struct tf_slot_stream *ss, size_t max, siz
     return len;
 }
 
-/* The loop of codec_encode_events, inlined once per common `fl`. */
-static inline __attribute__((always_inline)) uint8_t *codec_events_loop(uint8_t *p, struct codec_pred *st,
+/* What codec_events_loop saw that decides a chunk's flags. */
+struct codec_seen {
+    uint64_t truth;   /* the OR of the events' truth: nonzero when one has it */
+    uint32_t other;   /* nonzero when an event's thread is not the chunk's */
+    unsigned bad;     /* bit 8 set when an event's kind is none a reader accepts */
+};
+
+/* The loop of codec_encode_events, inlined once per common `fl`. It notes
+ * what decides the flags as it goes, without a branch: the events are read
+ * once, not once for the flags and again to encode them. */
+static inline __attribute__((always_inline)) uint8_t *codec_events_loop(uint8_t *restrict p, struct codec_pred *restrict st,
                                                                        const struct tf_event *ev, size_t n,
-                                                                       unsigned fl)
+                                                                       unsigned fl, uint32_t thread,
+                                                                       struct codec_seen *seen)
 {
     struct codec_item it = { 0 };
+    struct codec_seen s = { 0, 0, 0 };
     for (size_t i = 0; i < n; i++) {
         const struct tf_event *e = &ev[i];
+        if (!(fl & CODEC_EV_TRUTH))   /* a flag already on needs no note */
+            s.truth |= e->truth;
+        if (!(fl & CODEC_EV_MERGED))
+            s.other |= e->thread ^ thread;
+        s.bad |= (uint8_t)(e->kind - 1u) + (256u - (TF_EV_KINDS - 1u));   /* bit 8: kind 0 or too high */
         it.tsc = e->ts;
         it.truth = e->truth;
         it.addr = e->addr;
@@ -657,48 +718,68 @@ static inline __attribute__((always_inline)) uint8_t *codec_events_loop(uint8_t 
         it.reason = e->reason;
         p = codec_encode_one(p, st, &it, fl);
     }
+    *seen = s;
     return p;
+}
+
+/* Encodes the chunk with flags `fl`; the length, or 0 when out of memory. */
+static size_t codec_events_with(uint8_t *out, const struct tf_event *ev, size_t n, uint32_t thread,
+                                unsigned fl, struct codec_seen *seen)
+{
+    uint64_t first_seq = n ? ev[0].seq : 0, first_inst = n ? ev[0].instance : 0;
+    struct codec_pred st;
+    if (codec_pred_init(&st, first_seq, first_inst, fl) != 0)
+        return 0;
+    uint8_t *p = codec_put_varint(codec_put_varint(out, first_seq), first_inst);
+    /* tmsync's merged chunks, with and without truth, with constant flags */
+    const unsigned synced = CODEC_EV_MERGED | CODEC_EV_THREADED | CODEC_EV_DECODED;
+    if (fl == synced)
+        p = codec_events_loop(p, &st, ev, n, synced | CODEC_HELD, thread, seen);
+    else if (fl == (synced | CODEC_EV_TRUTH))
+        p = codec_events_loop(p, &st, ev, n, synced | CODEC_EV_TRUTH | CODEC_HELD, thread, seen);
+    else
+        p = codec_events_loop(p, &st, ev, n, fl, thread, seen);
+    free(st.slots);
+    return (size_t)(p - out);
 }
 
 size_t codec_encode_events(uint8_t *out, const struct tf_event *ev, size_t n, uint32_t thread,
                            unsigned *flags)
 {
-    unsigned fl = CODEC_EV_DECODED;
-    /* one pass for the flags and the kinds' check: the events are read
-     * from memory once before the encoding reads them again */
-    for (size_t i = 0; i < n; i++) {
-        if (ev[i].kind == 0 || ev[i].kind >= TF_EV_KINDS) {
-            error_set("event %zu has invalid kind %u", i, ev[i].kind);
+    /* The flags are those of every event (TRUTH when one has a truth,
+     * MERGED when one is not the chunk's thread), guessed from the first
+     * and the chunk's thread; a wrong guess (a flag the guess left off) is
+     * encoded again with it. The bytes are those the flags make. */
+    unsigned fl = CODEC_EV_DECODED | (n && ev[0].truth ? CODEC_EV_TRUTH : 0) |
+                  (thread == 0 ? CODEC_EV_MERGED | CODEC_EV_THREADED : 0);
+    for (;;) {
+        struct codec_seen seen;
+        size_t len = codec_events_with(out, ev, n, thread, fl, &seen);
+        if (len == 0) {
+            error_set("out of memory encoding %zu events", n);
             return 0;
         }
-        if (ev[i].truth)
-            fl |= CODEC_EV_TRUTH;
-        if (ev[i].thread != thread)
-            fl |= CODEC_EV_MERGED;
+        for (size_t i = 0; (seen.bad & 0x100u) && i < n; i++)
+            if (ev[i].kind == 0 || ev[i].kind >= TF_EV_KINDS) {
+                error_set("event %zu has invalid kind %u", i, ev[i].kind);
+                return 0;
+            }
+        unsigned need = fl | (seen.truth ? CODEC_EV_TRUTH : 0) |
+                        (seen.other ? CODEC_EV_MERGED | CODEC_EV_THREADED : 0);
+        if (need == fl) {
+            *flags = fl;
+            return len;
+        }
+        fl = need;
     }
-    if (thread == 0)
-        fl |= CODEC_EV_MERGED;
-    if (fl & CODEC_EV_MERGED)
-        fl |= CODEC_EV_THREADED;
-    uint64_t first_seq = n ? ev[0].seq : 0, first_inst = n ? ev[0].instance : 0;
-    struct codec_pred st;
-    if (codec_pred_init(&st, first_seq, first_inst, fl) != 0) {
-        error_set("out of memory encoding %zu events", n);
-        return 0;
-    }
-    uint8_t *p = codec_put_varint(codec_put_varint(out, first_seq), first_inst);
-    /* tmsync's merged chunks, with and without truth, with constant flags */
-    const unsigned synced = CODEC_EV_MERGED | CODEC_EV_THREADED | CODEC_EV_DECODED;
-    if (fl == synced)
-        p = codec_events_loop(p, &st, ev, n, synced);
-    else if (fl == (synced | CODEC_EV_TRUTH))
-        p = codec_events_loop(p, &st, ev, n, synced | CODEC_EV_TRUTH);
-    else
-        p = codec_events_loop(p, &st, ev, n, fl);
-    free(st.slots);
-    *flags = fl;
-    return (size_t)(p - out);
 }
+
+/* Decoder flag beside the chunk's (never on disk): at least CODEC_ROOM_BYTES
+ * of the payload are left, more than one row reads even when corrupt (3
+ * bytes of tag, kind and reason, 10 varints of at most 10 bytes) plus the 8
+ * bytes a varint read loads at once: reads need not check the end. */
+#define CODEC_ROOM (1u << 17)
+#define CODEC_ROOM_BYTES 128
 
 /* The decoder's varint read, bailing out of codec_decode_events on damage. */
 /* A payload being decoded: the next byte and the end. p becomes NULL when a
@@ -709,7 +790,7 @@ struct codec_rd {
 
 #define CODEC_GET(var)                                          \
     do {                                                        \
-        if ((r->p = codec_get_varint(r->p, r->end, &(var))) == NULL) \
+        if ((r->p = codec_get_varint_in(r->p, r->end, &(var), (flags & CODEC_ROOM) != 0)) == NULL) \
             return -1;                                          \
     } while (0)
 
@@ -719,13 +800,13 @@ static inline __attribute__((always_inline)) int codec_decode_head(struct codec_
                                     struct tf_event *e, unsigned *tag)
 {
     uint64_t v;
-    if (r->p >= r->end)
+    if (!(flags & CODEC_ROOM) && r->p >= r->end)
         return -1;
     unsigned t = *r->p++;
     unsigned kind = t & CODEC_TAG_KIND;
     int threaded = (flags & CODEC_EV_THREADED) != 0;
     if (kind == 0) {   /* escaped kind */
-        if (r->p >= r->end)
+        if (!(flags & CODEC_ROOM) && r->p >= r->end)
             return -1;
         unsigned b = *r->p++;
         if (threaded && (flags & CODEC_EV_DECODED) && (b & CODEC_ESC_ORDER)) {
@@ -763,7 +844,7 @@ static inline __attribute__((always_inline)) int codec_decode_head(struct codec_
     }
     e->cpu = (flags & CODEC_EV_DECODED) ? (uint16_t)st->f->aux : (uint16_t)tf_aux_cpu((uint32_t)st->f->aux);
     if (t & CODEC_TAG_REASON) {
-        if (r->p >= r->end)
+        if (!(flags & CODEC_ROOM) && r->p >= r->end)
             return -1;
         st->f->reason[kind] = *r->p++;
     }
@@ -773,7 +854,8 @@ static inline __attribute__((always_inline)) int codec_decode_head(struct codec_
 }
 
 /* The kind's own fields: address and value. 0 or -1. */
-static inline __attribute__((always_inline)) int codec_decode_fields(struct codec_rd *r, struct codec_pred *st, unsigned t, struct tf_event *e)
+static inline __attribute__((always_inline)) int codec_decode_fields(struct codec_rd *r, struct codec_pred *st, unsigned flags,
+                                                                    unsigned t, struct tf_event *e)
 {
     uint64_t v, w;
     switch (e->kind) {
@@ -848,6 +930,17 @@ static inline __attribute__((always_inline)) int codec_decode_order(struct codec
     return 0;
 }
 
+/* One row. 0 or -1 (corrupt). */
+static inline __attribute__((always_inline)) int codec_decode_row(struct codec_rd *r, struct codec_pred *st, unsigned flags,
+                                                                 uint32_t thread, struct tf_event *e)
+{
+    unsigned t;
+    return codec_decode_head(r, st, flags, thread, e, &t) != 0 || codec_decode_fields(r, st, flags, t, e) != 0 ||
+                   codec_decode_order(r, st, flags, t, e) != 0
+               ? -1
+               : 0;
+}
+
 /* Decodes up to n events; returns how many decoded before the payload
  * turned out corrupt (n: all). Inlined once per common value of `flags`. */
 static inline __attribute__((always_inline)) size_t codec_decode_loop(struct codec_rd *r, struct codec_pred *st,
@@ -855,9 +948,10 @@ static inline __attribute__((always_inline)) size_t codec_decode_loop(struct cod
                                                                      struct tf_event *ev, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
-        unsigned t;
-        if (codec_decode_head(r, st, flags, thread, &ev[i], &t) != 0 ||
-            codec_decode_fields(r, st, t, &ev[i]) != 0 || codec_decode_order(r, st, flags, t, &ev[i]) != 0)
+        /* far from the payload's end no read of the row can pass it */
+        int bad = r->end - r->p >= CODEC_ROOM_BYTES ? codec_decode_row(r, st, flags | CODEC_ROOM, thread, &ev[i])
+                                                    : codec_decode_row(r, st, flags, thread, &ev[i]);
+        if (bad)
             return i;
     }
     return n;

@@ -242,6 +242,39 @@ static void test_decoded_events_round_trip_merged_or_per_thread(void **s)
     free(in), free(ev), free(buf);
 }
 
+/* A chunk's flags are those of all its events, not of the first: a truth
+ * or another thread that appears late still makes it TRUTH or MERGED, and
+ * a bad kind anywhere is refused. */
+static void test_decoded_events_flags_come_from_every_event(void **s)
+{
+    (void)s;
+    enum { N = 200 };
+    struct tf_event in[N], ev[N];
+    uint8_t buf[codec_events_bound(N)];
+    for (int late = 0; late < 4; late++) {
+        for (size_t i = 0; i < N; i++)
+            in[i] = (struct tf_event){ .ts = 100 + 3 * i, .addr = 4096 + 8 * i, .seq = i, .thread = 5, .site = 1,
+                                       .kind = (uint8_t)(i % 2 ? TF_EV_READ : TF_EV_WRITE), .reason = 8 };
+        if (late == 0)
+            in[N - 1].truth = 7;
+        else if (late == 1)
+            in[N - 1].thread = 6;
+        else
+            in[N - 1].kind = late == 2 ? TF_EV_KINDS : 0;
+        unsigned fl = 0;
+        size_t len = codec_encode_events(buf, in, N, 5, &fl);
+        if (late >= 2) {
+            assert_int_equal(len, 0);
+            continue;
+        }
+        assert_true(len > 0);
+        assert_int_equal(!!(fl & CODEC_EV_TRUTH), late == 0);
+        assert_int_equal(!!(fl & CODEC_EV_MERGED), late == 1);
+        assert_int_equal(codec_decode_events(buf, len, fl, 5, ev, N), 0);
+        assert_int_equal(tg_first_event_diff(ev, in, N), N);
+    }
+}
+
 /* tmsync's chunks: runs of one thread (its id only where it changes), seq
  * and instance as predicted except after a gap (dropped events) or a START
  * whose instance is not its address, every kind. */
@@ -418,6 +451,7 @@ int main(void)
         cmocka_unit_test(test_records_round_trip_exactly_even_with_extreme_values),
         cmocka_unit_test(test_slots_encode_to_the_bytes_of_their_expanded_records),
         cmocka_unit_test(test_decoded_events_round_trip_merged_or_per_thread),
+        cmocka_unit_test(test_decoded_events_flags_come_from_every_event),
         cmocka_unit_test(test_merged_runs_round_trip_with_their_gaps),
         cmocka_unit_test(test_every_truncated_or_padded_payload_is_rejected),
         cmocka_unit_test(test_corrupted_payloads_never_read_out_of_bounds),
