@@ -225,11 +225,9 @@ __attribute__((noinline)) static void stm_wgrow(struct tx_stm *s)
     if (s->wslots != NULL && want == 64 - s->wshift)
         return;
     free(s->wslots);
-    size_t bytes = ((size_t)1 << want) * sizeof *s->wslots;
-    s->wslots = stm_test_fail_alloc() ? NULL : tx_alloc_lines(bytes);
+    s->wslots = stm_test_fail_alloc() ? NULL : calloc((size_t)1 << want, sizeof *s->wslots);
     if (s->wslots == NULL)
-        tx_out_of_memory("the redo log's index", bytes);
-    memset(s->wslots, 0, bytes);
+        tx_out_of_memory("the redo log's index", ((size_t)1 << want) * sizeof *s->wslots);
     s->wshift = 64 - want;
     s->wslot_mask = (1u << want) - 1;
     s->wgen = 0;
@@ -644,7 +642,7 @@ __attribute__((noinline, cold)) static void stm_lgrow(struct tx_stm *s)
     if (ret == NULL)
         tx_out_of_memory("the list of retired lock arrays", (s->nretired + 1) * sizeof *ret);
     s->retired = ret;
-    struct tx_lockrec *locks = stm_test_fail_alloc() ? NULL : tx_alloc_lines((size_t)s->wcap * sizeof *locks);
+    struct tx_lockrec *locks = stm_test_fail_alloc() ? NULL : malloc((size_t)s->wcap * sizeof *locks);
     if (locks == NULL)
         tx_out_of_memory("the commit's lock array", (size_t)s->wcap * sizeof *locks);
     if (s->locks)

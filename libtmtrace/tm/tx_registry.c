@@ -75,10 +75,9 @@ static int txreg_grow(struct tx_counts **arr, uint32_t *n, uint32_t id)
     uint32_t want = *n ? *n : 16;
     while (want <= id)
         want *= 2;
-    struct tx_counts *p = tx_alloc_lines(want * sizeof *p); /* written at every commit */
+    struct tx_counts *p = calloc(want, sizeof *p);
     if (p == NULL)
         return -1;
-    memset(p, 0, want * sizeof *p);
     if (*arr)
         memcpy(p, *arr, (size_t)*n * sizeof *p);
     free(*arr);
@@ -196,7 +195,7 @@ struct tmt_tx *txreg_enter(void)
     while (tx && tx->live)
         tx = tx->next;
     if (tx == NULL) {
-        tx = tx_alloc_lines(sizeof *tx);
+        tx = aligned_alloc(64, (sizeof *tx + 63) & ~(size_t)63);
         if (tx == NULL) {
             txreg_unlock();
             error_set("tmt_thread_enter: out of memory for a thread descriptor");

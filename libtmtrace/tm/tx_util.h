@@ -1,9 +1,8 @@
 /*
  * tx_util.h - the small tools every TM engine uses: branch hints, the spin
  * pause, exact-size atomic loads and stores of shared data, a per-thread
- * counter bump, the descriptor's random numbers, a thread's memory in cache
- * lines of its own, and the geometric growth of a transaction's logs with
- * the one way out when that fails.
+ * counter bump, the descriptor's random numbers, and the geometric growth of
+ * a transaction's logs with the one way out when that fails.
  *
  * Owns: nothing but these helpers, and (tx_util.c) the two places where the
  * runtime prints on its own and stops the process: tx_misuse and
@@ -17,7 +16,6 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
-#include <string.h>
 
 #if defined(__GNUC__)
 #define TX_LIKELY(x) __builtin_expect(!!(x), 1)
@@ -51,35 +49,16 @@ static inline uint64_t tx_rand(uint64_t *state)
     return x * 0x2545F4914F6CDD1DULL;
 }
 
-/* A cache line. */
-#define TX_LINE 64
-
-/* Memory for one thread's own log or table, written by that thread on
- * every transaction: it starts on a cache line and fills whole lines, so
- * that no other thread's data and none of the program's heap objects share
- * a line with it (a line shared with a word another thread writes would be
- * taken from this one on each of those writes; docs/design.md, "Memory of
- * a thread"). NULL without memory; free() releases it. */
-static inline void *tx_alloc_lines(size_t bytes)
-{
-    return aligned_alloc(TX_LINE, (bytes + TX_LINE - 1) & ~(size_t)(TX_LINE - 1));
-}
-
-/* Doubles a log's capacity (first size `min`), in lines of its own
- * (tx_alloc_lines): the one allocation on a transaction's path. Running out
- * of memory in the middle of a transaction leaves no consistent way to go
- * on, so it ends the process (tx_out_of_memory); logs are kept across
- * transactions, so this is rare. */
+/* Doubles a log's capacity (first size `min`): the one allocation on a
+ * transaction's path (realloc). Running out of memory in the middle of a
+ * transaction leaves no consistent way to go on, so it ends the process
+ * (tx_out_of_memory); logs are kept across transactions, so this is rare. */
 static inline void *tx_grow(void *p, uint32_t *cap, size_t elem, uint32_t min)
 {
     uint32_t n = *cap ? *cap * 2 : min;
-    void *q = tx_alloc_lines((size_t)n * elem);
+    void *q = realloc(p, (size_t)n * elem);
     if (q == NULL)
         tx_out_of_memory("a transaction's log", (size_t)n * elem);
-    if (p != NULL) {
-        memcpy(q, p, (size_t)*cap * elem);
-        free(p);
-    }
     *cap = n;
     return q;
 }

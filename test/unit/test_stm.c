@@ -1,13 +1,11 @@
 /*
  * test_stm.c - the TL2 STM: atomicity (bank), opacity, exact sub-word
  * accesses, read-only transactions, the abort reasons TL2 detects, and the
- * wait for older attempts that privatization safety builds on, a leaving
- * thread's wait for its limbo, and a thread's logs in cache lines of their
- * own.
+ * wait for older attempts that privatization safety builds on, and a
+ * leaving thread's wait for its limbo.
  * Runs with TMTRACE_HTM=off semantics (config.htm forced to off).
  */
 #include <limits.h>
-#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sched.h>
@@ -1384,46 +1382,6 @@ static void test_waiting_for_older_attempts_outlasts_exactly_the_attempts_that_s
     tmt_thread_exit();
 }
 
-/* A thread's own logs and tables are written on every transaction: each
- * starts on a cache line and fills whole lines, so that none shares a line
- * with the program's heap objects or another thread's data (tx_alloc_lines). */
-static void assert_own_lines(const void *p, size_t bytes)
-{
-    assert_non_null(p);
-    assert_int_equal((uintptr_t)p % TX_LINE, 0);
-    assert_true(malloc_usable_size((void *)p) >= ((bytes + TX_LINE - 1) & ~(size_t)(TX_LINE - 1)));
-}
-
-static void test_a_threads_logs_fill_cache_lines_of_their_own(void **s)
-{
-    (void)s;
-    tmt_tx *tx = tmt_thread_enter();
-    enum { N = 200 }; /* past every log's first size: read set, redo log, its index */
-    long *cells = calloc(N, sizeof *cells);
-    assert_non_null(cells);
-    volatile long sum = 0;
-    TMT_ATOMIC(tx, "own-lines") {
-        sum = 0;
-        for (int i = 0; i < N; i++)
-            sum += tmt_read_long(tx, &cells[i]);
-        for (int i = 0; i < N; i++)
-            tmt_write_long(tx, &cells[i], i);
-        tmt_free(tx, tmt_malloc(tx, 24));
-    } TMT_END;
-    assert_int_equal(sum, 0);
-    assert_int_equal(cells[N - 1], N - 1);
-    assert_own_lines(tx, sizeof *tx);
-    assert_own_lines(tx->stm.rset, (size_t)tx->stm.rcap * sizeof *tx->stm.rset);
-    assert_own_lines(tx->stm.wset, (size_t)tx->stm.wcap * sizeof *tx->stm.wset);
-    assert_own_lines(tx->stm.wslots, ((size_t)tx->stm.wslot_mask + 1) * sizeof *tx->stm.wslots);
-    assert_own_lines(tx->stm.locks, (size_t)tx->stm.lcap * sizeof *tx->stm.locks);
-    assert_own_lines(tx->site_stats, (size_t)tx->nsite_stats * sizeof *tx->site_stats);
-    assert_own_lines(tx->mem.allocs, (size_t)tx->mem.acap * sizeof *tx->mem.allocs);
-    assert_own_lines(tx->mem.frees, (size_t)tx->mem.fcap * sizeof *tx->mem.frees);
-    free(cells);
-    tmt_thread_exit();
-}
-
 int main(void)
 {
     tx_lone_in_place = 0; /* one thread's transactions too run the paths under test */
@@ -1459,7 +1417,6 @@ int main(void)
         cmocka_unit_test(test_an_irrevocable_block_runs_alone_and_commits_in_place),
         cmocka_unit_test(test_a_lone_serial_commit_stamps_no_stripe_and_a_shared_one_does),
         cmocka_unit_test(test_cancel_and_retry_undo_an_irrevocable_block),
-        cmocka_unit_test(test_a_threads_logs_fill_cache_lines_of_their_own),
         cmocka_unit_test(test_a_leaving_thread_waits_for_its_limbo_and_fences_the_others_once),
         cmocka_unit_test(test_an_idle_thread_holds_back_only_what_was_freed_after_its_last_commit),
         cmocka_unit_test(test_waiting_for_older_attempts_outlasts_exactly_the_attempts_that_started_before),
