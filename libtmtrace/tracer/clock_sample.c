@@ -69,11 +69,6 @@ static int cs_bracket(int ref_clock, struct tf_sample *out)
  * to write at once; taken CS_BURST at a time, back to back. */
 #define CS_TARGET 2000
 #define CS_BURST 8
-/* The first burst of a phase: a fit needs a few dozen brackets per CPU,
- * and a thread that sleeps between bursts on a loaded CPU may wait
- * milliseconds for each wake-up, so these are taken back to back before
- * the first sleep (about 10 us), however busy the CPU is. */
-#define CS_FIRST 64
 
 struct cs_job {
     int cpu;
@@ -118,8 +113,7 @@ static void *cs_worker(void *arg)
      * timer slack is cut so that the sleeps keep to `gap` (by default the
      * kernel may stretch each by 50 us). */
     (void)prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
-    int first = 1;
-    for (uint64_t now = start, next = start; now < stop || first; now = cs_ns(id)) {
+    for (uint64_t now = start, next = start; now < stop; now = cs_ns(id)) {
         if (now < next) {
             uint64_t left = next - now;
             struct timespec ts = { (time_t)(left / 1000000000u), (long)(left % 1000000000u) };
@@ -127,9 +121,7 @@ static void *cs_worker(void *arg)
             continue;
         }
         next = now + gap;
-        int burst = first ? CS_FIRST : CS_BURST;
-        first = 0;
-        for (int k = 0; k < burst; k++) {
+        for (int k = 0; k < CS_BURST; k++) {
             struct tf_sample s;
             if (!cs_bracket(j->ref_clock, &s) || s.cpu != (unsigned)j->cpu)
                 continue;
