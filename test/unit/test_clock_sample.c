@@ -105,34 +105,6 @@ static void a_bracket_is_narrow_and_names_its_cpu(void **state)
     assert_true(ok > 900);
 }
 
-static uint64_t process_cpu_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static int meanwhile_ran;
-static void note_meanwhile(void) { meanwhile_ran++; }
-
-/* The phase's threads sleep between their bursts: a phase takes well under
- * half of the CPU time its threads would take spinning through it, and the
- * calling thread's work runs while they sample. */
-static void a_phase_sleeps_between_its_brackets_and_runs_the_callers_work(void **state)
-{
-    (void)state;
-    struct cs_set set = { 0 };
-    meanwhile_ran = 0;
-    uint64_t cpu0 = process_cpu_ns();
-    assert_int_equal(cs_phase(TF_PHASE_PRE, cpus, ncpus, 100, CONFIG_CLOCK_MONOTONIC, note_meanwhile, &set), 0);
-    uint64_t cpu = process_cpu_ns() - cpu0;
-    assert_int_equal(meanwhile_ran, 1);
-    assert_true(set.n > 0);
-    if (cpu >= (uint64_t)ncpus * 100000000u / 2)
-        fail_msg("a 100 ms phase on %d CPUs took %llu ms of CPU", ncpus, (unsigned long long)(cpu / 1000000u));
-    cs_set_free(&set);
-}
-
 static void injection_moves_sample_tsc_and_keeps_truth(void **state)
 {
     (void)state;
@@ -156,7 +128,6 @@ int main(void)
         cmocka_unit_test(fitted_frequency_matches_a_two_point_measurement),
         cmocka_unit_test(a_bracket_is_narrow_and_names_its_cpu),
         cmocka_unit_test(injection_moves_sample_tsc_and_keeps_truth),
-        cmocka_unit_test(a_phase_sleeps_between_its_brackets_and_runs_the_callers_work),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }
