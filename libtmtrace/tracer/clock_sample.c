@@ -11,7 +11,6 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <time.h>
 
 #include "clock.h"
@@ -66,9 +65,8 @@ static int cs_bracket(int ref_clock, struct tf_sample *out)
 }
 
 /* About this many samples per CPU and phase: enough for a fit, small enough
- * to write at once; taken CS_BURST at a time, back to back. */
+ * to write at once. The gap between brackets is the "little dummy work". */
 #define CS_TARGET 2000
-#define CS_BURST 8
 
 struct cs_job {
     int cpu;
@@ -105,26 +103,16 @@ static void *cs_worker(void *arg)
     }
     clockid_t id = cs_clockid(j->ref_clock);
     uint64_t start = cs_ns(id), stop = start + (uint64_t)j->ms * 1000000u;
-    uint64_t gap = (uint64_t)j->ms * 1000000u / CS_TARGET * CS_BURST;
-    /* Between bursts the thread sleeps: spinning there cost a CPU per
-     * thread for the whole phase, at init and again at exit, and a bracket
-     * needs no work before it (the TSC runs at a constant rate whatever the
-     * CPU did). Each wake-up costs a context switch, hence bursts; the
-     * timer slack is cut so that the sleeps keep to `gap` (by default the
-     * kernel may stretch each by 50 us). */
-    (void)prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
+    uint64_t gap = (uint64_t)j->ms * 1000000u / CS_TARGET;
+    volatile uint64_t sink = 0;
     for (uint64_t now = start, next = start; now < stop; now = cs_ns(id)) {
         if (now < next) {
-            uint64_t left = next - now;
-            struct timespec ts = { (time_t)(left / 1000000000u), (long)(left % 1000000000u) };
-            nanosleep(&ts, NULL);
+            sink = sink * 6364136223846793005u + 1; /* dummy work between brackets */
             continue;
         }
         next = now + gap;
-        for (int k = 0; k < CS_BURST; k++) {
-            struct tf_sample s;
-            if (!cs_bracket(j->ref_clock, &s) || s.cpu != (unsigned)j->cpu)
-                continue;
+        struct tf_sample s;
+        if (cs_bracket(j->ref_clock, &s) && s.cpu == (unsigned)j->cpu) {
             s.phase = (uint8_t)j->phase;
             if (cs_push(&j->got, &s) != 0) {
                 j->err = ENOMEM;
