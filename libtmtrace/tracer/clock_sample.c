@@ -123,7 +123,7 @@ static void *cs_worker(void *arg)
     return NULL;
 }
 
-int cs_phase(unsigned phase, const int *cpus, int ncpus, int64_t ms, int ref_clock, void (*meanwhile)(void),
+int cs_phase(unsigned phase, const int *cpus, int ncpus, int64_t ms, int ref_clock,
              struct cs_set *out)
 {
     struct cs_job *jobs = calloc((size_t)ncpus, sizeof *jobs);
@@ -151,10 +151,6 @@ int cs_phase(unsigned phase, const int *cpus, int ncpus, int64_t ms, int ref_clo
         started++;
     }
     pthread_sigmask(SIG_SETMASK, &old, NULL);
-    /* The phase's threads sleep between their bursts: the calling thread's
-     * work fits in between. */
-    if (meanwhile != NULL)
-        meanwhile();
     for (int i = 0; i < started; i++)
         pthread_join(tids[i], NULL);
     for (int i = 0; i < started; i++) {

@@ -471,8 +471,6 @@ int tb_setup(uint64_t tsc_hz, const int *cpus, int ncpus, int (*offer)(struct tb
     return 0;
 }
 
-void tb_prefault(void) { tb_pool_prefault(0); }
-
 void tb_close(void) { tb_pool_close(); }
 
 void tb_teardown(void)

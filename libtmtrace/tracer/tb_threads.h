@@ -33,10 +33,6 @@ struct tf_thread_info; /* trace_file.h: a thread of the trace */
  * migrations cycle through; full chunks go to `offer` (0: taken; -1: the
  * queue is sealed, the records count as dropped). */
 int tb_setup(uint64_t tsc_hz, const int *cpus, int ncpus, int (*offer)(struct tb_chunk *c));
-/* Maps and populates the pool's arena ahead of tb_setup (tb_pool_prefault),
- * for chunks without a truth column (no TMTRACE_SKEW: with it, tb_setup
- * maps its own); tb_teardown frees it if tb_setup never comes. */
-void tb_prefault(void);
 /* Ends hand-over: later full chunks are dropped (counted), detach frees. */
 void tb_close(void);
 /* Frees the pool and the thread table (after the writer stopped). Chunks of

@@ -423,9 +423,9 @@ static uint64_t tr_two_point_hz(uint64_t tsc0, uint64_t ns0)
     return ns1 > ns0 && tsc1 > tsc0 ? (uint64_t)((double)(tsc1 - tsc0) * 1e9 / (double)(ns1 - ns0) + 0.5) : 0;
 }
 
-static int tr_sample(unsigned phase, void (*meanwhile)(void), struct cs_set *set)
+static int tr_sample(unsigned phase, struct cs_set *set)
 {
-    return cs_phase(phase, tr_cpus, tr_ncpus, config.sample_ms, config.clock, meanwhile, set);
+    return cs_phase(phase, tr_cpus, tr_ncpus, config.sample_ms, config.clock, set);
 }
 
 static void tr_fork_prepare(void)
@@ -524,10 +524,10 @@ static int tr_start(void)
     uint32_t aux;
     uint64_t base = clock_rdtscp(&aux), base_ns = tr_ref_ns();
 
-    /* The pool's arena is populated while the phase's threads sample
-     * (without injected clock faults, whose chunks carry a truth column). */
+    /* The pool's arena is populated after this phase (tb_setup), not
+     * during it: work on the sampling threads' CPUs widens their brackets. */
     struct cs_set pre = { 0 };
-    if (tr_sample(TF_PHASE_PRE, nskew == 0 ? tb_prefault : NULL, &pre) != 0) {
+    if (tr_sample(TF_PHASE_PRE, &pre) != 0) {
         cs_set_free(&pre);
         return -1;
     }
@@ -633,7 +633,7 @@ int tracer_shutdown(void)
 
     int rc = 0;
     struct cs_set post = { 0 };
-    if (tr_sample(TF_PHASE_POST, NULL, &post) == 0) {
+    if (tr_sample(TF_PHASE_POST, &post) == 0) {
         cs_apply_skew(post.s, post.n);
         errno = 0;
         if (tw_errors() == 0 && tf_write_samples(tr_file, post.s, post.n) != 0)

@@ -40,7 +40,7 @@ static void a_phase_yields_samples_on_every_cpu(void **state)
     (void)state;
     for (unsigned phase = TF_PHASE_PRE; phase <= TF_PHASE_POST; phase++) {
         struct cs_set set = { 0 };
-        assert_int_equal(cs_phase(phase, cpus, ncpus, 20, CONFIG_CLOCK_MONOTONIC, NULL, &set), 0);
+        assert_int_equal(cs_phase(phase, cpus, ncpus, 20, CONFIG_CLOCK_MONOTONIC, &set), 0);
         for (int c = 0; c < ncpus; c++) {
             size_t got = 0;
             uint64_t last_ref = 0;
@@ -74,7 +74,7 @@ static void fitted_frequency_matches_a_two_point_measurement(void **state)
     uint32_t aux;
     uint64_t n0 = now_ns(), t0 = clock_rdtscp(&aux);
     struct cs_set set = { 0 };
-    assert_int_equal(cs_phase(TF_PHASE_PRE, cpus, ncpus, 30, CONFIG_CLOCK_MONOTONIC_RAW, NULL, &set), 0);
+    assert_int_equal(cs_phase(TF_PHASE_PRE, cpus, ncpus, 30, CONFIG_CLOCK_MONOTONIC_RAW, &set), 0);
     uint64_t t1 = clock_rdtscp(&aux), n1 = now_ns();
     double two_point = (double)(t1 - t0) * 1e9 / (double)(n1 - n0);
     uint64_t hz = cs_fit_hz(set.s, set.n);
@@ -109,7 +109,7 @@ static void injection_moves_sample_tsc_and_keeps_truth(void **state)
 {
     (void)state;
     struct cs_set set = { 0 };
-    assert_int_equal(cs_phase(TF_PHASE_POST, cpus, ncpus, 5, CONFIG_CLOCK_MONOTONIC, NULL, &set), 0);
+    assert_int_equal(cs_phase(TF_PHASE_POST, cpus, ncpus, 5, CONFIG_CLOCK_MONOTONIC, &set), 0);
     assert_true(set.n > 0);
     struct tf_skew sk = { .cpu = (uint32_t)cpus[0], .offset_ns = 1000000, .drift_ppm = 0, .change_ms = -1 };
     skew_init(&sk, 1, 1000000000u, 0); /* 1 GHz: 1 ms = 1e6 ticks */
