@@ -123,8 +123,7 @@ static void *cs_worker(void *arg)
     return NULL;
 }
 
-int cs_phase(unsigned phase, const int *cpus, int ncpus, int64_t ms, int ref_clock,
-             struct cs_set *out)
+int cs_phase(unsigned phase, const int *cpus, int ncpus, int64_t ms, int ref_clock, struct cs_set *out)
 {
     struct cs_job *jobs = calloc((size_t)ncpus, sizeof *jobs);
     pthread_t *tids = calloc((size_t)ncpus, sizeof *tids);

@@ -28,11 +28,9 @@ int cs_cpus(int *cpus, int max);
 
 /* Runs one sampling phase: a thread pinned to each CPU in `cpus` takes
  * brackets for `ms` milliseconds on the reference clock `ref_clock` (enum
- * config_clock).
- * Samples are appended to `out` with truth_tsc = tsc (the caller applies
- * injection with cs_apply_skew). Returns 0 or -1. */
-int cs_phase(unsigned phase, const int *cpus, int ncpus, int64_t ms, int ref_clock,
-             struct cs_set *out);
+ * config_clock). Samples are appended to `out` with truth_tsc = tsc (the
+ * caller applies injection with cs_apply_skew). Returns 0 or -1. */
+int cs_phase(unsigned phase, const int *cpus, int ncpus, int64_t ms, int ref_clock, struct cs_set *out);
 
 /* The in-run sample of a tracing thread (`thread`: its tracer id): one
  * bracket (rdtscp, the reference clock, rdtscp; the midpoint's TSC, the

@@ -110,7 +110,7 @@ static const struct config_var vars[] = {
       "stamp", NULL },
     { "TMTRACE_PREFAULT", VAR_SIZE, OFF(prefault_bytes), 0, 1LL << 40, { 0 }, "0",
       "bytes of trace buffers mapped with their pages populated at tmt_init, so no event takes a page fault; "
-      "0 = 256M at every level (at most TMTRACE_MEMORY/4), populated while tmt_init's clock sampling runs: what is not "
+      "0 = 256M at every level (at most TMTRACE_MEMORY/4), populated after tmt_init's clock sampling: what is not "
       "populated before the run is populated during it, on the program's CPUs; after tmt_init the refill thread keeps a reserve "
       "of free buffers ahead of demand (4 per traced thread, more at a high recording rate, at most TMTRACE_MEMORY/8); never "
       "more than TMTRACE_MEMORY", NULL },

@@ -230,10 +230,10 @@ int tb_pool_may_give(void)
  * into while the program uses every CPU (TMTRACE_WRITER_DEFER). A busy
  * program records faster than any writer keeping to its share encodes,
  * and what is not populated before the run is populated during it, on the
- * program's CPUs, about as dear per event as the record work itself; the
- * tracer populates it while the clock sampling phase at init runs
- * (tracer.c), trading resident memory for the run's wall time
- * (docs/tracer.md, "Buffers and hand-over"). */
+ * program's CPUs, about as dear per event as the record work itself;
+ * populating it at tmt_init, after the clock sampling phase, trades
+ * resident memory for the run's wall time (docs/tracer.md, "Buffers and
+ * hand-over"). */
 #define TB_PREFAULT_DEFAULT ((int64_t)256 << 20)
 
 static size_t pool_cap(void) { return (size_t)(pool_limit / 8 / (int64_t)chunk_bytes()); }
@@ -437,11 +437,7 @@ void tb_chunk_release(struct tb_chunk *c)
 
 /* ---- life cycle ----------------------------------------------------------- */
 
-/* Whether tb_pool_prefault mapped the arena ahead of tb_pool_setup, and
- * for chunks with a truth column or not. */
-static int pool_prefaulted, pool_prefaulted_truth;
-
-void tb_pool_prefault(int truth)
+void tb_pool_setup(int truth)
 {
     chunk_cap = (size_t)config.buffer_bytes / sizeof(struct tf_slot);
     pool_truth = truth;
@@ -461,17 +457,6 @@ void tb_pool_prefault(int truth)
     /* The arena recording starts in, populated before the first event. */
     __atomic_store_n(&pool_halt, 0, __ATOMIC_RELEASE);
     pool_fill((size_t)(prefault / (int64_t)chunk_bytes()));
-    pool_prefaulted = 1;
-    pool_prefaulted_truth = truth;
-}
-
-void tb_pool_setup(int truth)
-{
-    if (pool_prefaulted && pool_prefaulted_truth != truth)
-        tb_pool_teardown(); /* chunks of the other layout: none is handed out yet */
-    if (!pool_prefaulted || pool_prefaulted_truth != truth)
-        tb_pool_prefault(truth);
-    pool_prefaulted = 0;
     pool_at_init = __atomic_load_n(&pool_bytes, __ATOMIC_RELAXED);
     pool_setup_ns = pool_now_ns();
     __atomic_store_n(&pool_is_open, 1, __ATOMIC_RELEASE);
@@ -483,7 +468,6 @@ int tb_pool_open(void) { return __atomic_load_n(&pool_is_open, __ATOMIC_ACQUIRE)
 
 void tb_pool_teardown(void)
 {
-    pool_prefaulted = 0;
     pthread_mutex_lock(&pool_lock);
     while (pool_free != NULL) {
         struct tb_chunk *c = pool_free;

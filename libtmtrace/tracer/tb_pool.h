@@ -44,13 +44,9 @@ struct tb_chunk {
 };
 
 /* Sizes the pool from the configuration (chunks of TMTRACE_BUFFER bytes of
- * slots, with a truth column when `truth`; TMTRACE_MEMORY bytes in all)
- * and maps the arena recording starts in (TMTRACE_PREFAULT; 0: 256M,
- * docs/tracer.md), without opening hand-over: ahead of tb_pool_setup, while
- * other work of tmt_init goes on. */
-void tb_pool_prefault(int truth);
-/* tb_pool_prefault, unless it ran with the same `truth`, then opens
- * hand-over. */
+ * slots, with a truth column when `truth`; TMTRACE_MEMORY bytes in all),
+ * maps the arena recording starts in (TMTRACE_PREFAULT; 0: 256M,
+ * docs/tracer.md) and opens hand-over. */
 void tb_pool_setup(int truth);
 /* Closes hand-over: tb_pool_get gives nothing from here on. */
 void tb_pool_close(void);
