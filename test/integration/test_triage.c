@@ -234,14 +234,25 @@ static void at_tx_no_line_claims_a_true_conflict_on_the_struct_and_aborts_at_the
 static void abort_stacks_name_the_read_and_its_callers(void **st)
 {
     (void)st;
-    const char *t = trace_prog("stack.bin", "tx TMTRACE_ABORT_STACK=4", "");
-    report(t, 0);
+    int line = prog_line("tmt_read_long(tx, &triage_hot)");
+    char found[100];
+    snprintf(found, sizeof found, "found at count_event (triage_prog.c:%d)", line);
+    /* A stack is taken for an abort found at a read. Slowed down (a
+     * sanitizer, a loaded machine), count_event's conflicts may all be
+     * found at its commit's validation instead: such a run has nothing to
+     * show, and the program is run again, up to three times. */
+    const char *t = NULL;
+    for (int run = 0; run < 3; run++) {
+        t = trace_prog("stack.bin", "tx TMTRACE_ABORT_STACK=4", "");
+        report(t, 0);
+        if (strstr(out, found) != NULL)
+            break;
+    }
     const char *rd = strstr(out, "\n      read-");
-    if (rd == NULL)
-        skip(); /* no abort at a read in this run: no stack */
+    if (rd == NULL || strstr(out, found) == NULL)
+        skip(); /* three runs without an abort at count_event's read: no stack */
     char want[200];
-    snprintf(want, sizeof want, ": count_event (triage_prog.c:%d) < worker (triage_prog.c:",
-             prog_line("tmt_read_long(tx, &triage_hot)"));
+    snprintf(want, sizeof want, ": count_event (triage_prog.c:%d) < worker (triage_prog.c:", line);
     /* any site's stack line: under load another site may rank first */
     const char *sl = strstr(out, "\n      stack ");
     while (sl && (!strstr(sl, want) || strstr(sl, want) > strchr(sl + 1, '\n')))
@@ -250,7 +261,7 @@ static void abort_stacks_name_the_read_and_its_callers(void **st)
         fail_msg("no stack from count_event's read through worker (%s):\n%.3000s", want, rd);
     report(t, 1);
     snprintf(want, sizeof want, "\"abort_stacks\":[{\"frames\":[\"count_event (triage_prog.c:%d)\",\"worker (",
-             prog_line("tmt_read_long(tx, &triage_hot)"));
+             line);
     assert_non_null(strstr(json, want));
 }
 
