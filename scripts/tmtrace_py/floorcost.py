@@ -1,12 +1,17 @@
 """floorcost - each tracing level's cost against the floor of its clock
 reads, and traced/untraced abort-rate ratios, with bootstrap intervals
-(issue 28's "Done when" table, as tmbench/overhead prints it).
+(issue 28's "Done when" table, as tmbench/overhead and tmbench/stamp/run
+print it).
 
 Owns: the issue's bounds (a level's median time over its floor's, an abort
-rate ratio's band), which floor each level is held to, the rows of that
-table from a list of runs, and their text.
-Never: runs anything; runs are dicts with workload, threads, level,
-ns_per_op and abort_rate (in %, or None), as tmbench/overhead makes them.
+rate ratio's band), which floor each level is held to, the judgement of a
+cell (its ratio against the bound; its untraced abort rate's spread, run
+count and run length; its traced/untraced interval against the band), the
+rows of that table from a list of runs, and their text.
+Never: runs anything; runs are dicts with workload, threads, level, the
+time key the caller names (ns_per_op for tmbench/overhead, seconds for
+STAMP), abort_rate (in %, or None) and, optionally, seconds (the run's
+length, for the abort table's notes).
 """
 import statistics
 
@@ -21,6 +26,8 @@ FLOOR_BOUND = {"default": ("floor-tx", 1.08), "tx": ("floor-tx", 1.05), "all/bou
 ABORT_BAND = {"default": (0.8, 1.25), "all": (0.67, 1.5)}
 ABORT_MIN_PCT = 0.1      # cells whose untraced median rate is below this are not judged
 SPREAD_PCT = 25.0        # an untraced interval wider than +-this % of its median: spread too wide to judge
+ABORT_MIN_RUNS = 21      # the issue's runs per configuration for the abort rates
+ABORT_MIN_SECONDS = 0.5  # and their least length
 
 
 def level_key(level, stamp):
@@ -30,9 +37,9 @@ def level_key(level, stamp):
 
 
 def samples(runs, cell, level, key):
-    """The values of KEY over the runs of CELL (workload, threads) at LEVEL, None left out."""
+    """The values of KEY over the runs of CELL (workload, threads) at LEVEL, None and missing left out."""
     return [r[key] for r in runs if (r["workload"], r["threads"]) == cell and r["level"] == level
-            and r[key] is not None]
+            and r.get(key) is not None]
 
 
 def cells_of(runs):
@@ -43,36 +50,55 @@ def cells_of(runs):
     return out
 
 
-def floor_rows(runs, levels):
+def floor_rows(runs, levels, key="ns_per_op", apart=None):
     """For each (level, stamp) of LEVELS whose floor was measured: dict level,
-    floor, bound, ratio (geomean over the cells of median time / the floor's),
-    ci, cells [(cell, ratio, ci)] and meets (the geomean ratio <= bound)."""
+    floor, bound, ratio (geomean over the cells not APART of median KEY / the
+    floor's), ci, cells [(cell, ratio, ci, meets)], apart ({cell: why it is
+    reported apart, out of the geomean}) and meets (the geomean ratio <= bound)."""
+    apart = apart or {}
     rows = []
     cells = cells_of(runs)
     for level, stamp in levels:
         floor, bound = FLOOR_BOUND.get(level_key(level, stamp), (None, None))
         if floor is None or not any(r["level"] == floor for r in runs):
             continue
-        pairs = [(samples(runs, c, level, "ns_per_op"), samples(runs, c, floor, "ns_per_op")) for c in cells]
-        per = [(c, median_ratio(n, d), bootstrap_ratio_ci(n, d)) for c, (n, d) in zip(cells, pairs)]
-        g = geomean(r for _, r, _ in per)
-        rows.append(dict(level=level, floor=floor, bound=bound, ratio=g, ci=bootstrap_geomean_ratio_ci(pairs),
-                         cells=per, meets=g is not None and g <= bound))
+        pairs = {c: (samples(runs, c, level, key), samples(runs, c, floor, key)) for c in cells}
+        per = []
+        for c in cells:
+            r = median_ratio(*pairs[c])
+            per.append((c, r, bootstrap_ratio_ci(*pairs[c]), r is not None and r <= bound))
+        counted = [c for c in cells if c not in apart]
+        g = geomean(r for c, r, _, _ in per if c not in apart)
+        rows.append(dict(level=level, floor=floor, bound=bound, ratio=g, cells=per, apart=apart,
+                         ci=bootstrap_geomean_ratio_ci([pairs[c] for c in counted]),
+                         meets=g is not None and g <= bound))
     return rows
+
+
+def abort_notes(off, seconds):
+    """What keeps an untraced abort-rate sample OFF (runs of SECONDS) from
+    resolving a change as the issue asks: fewer runs, shorter runs."""
+    notes = []
+    if len(off) < ABORT_MIN_RUNS:
+        notes.append("%d runs, fewer than %d" % (len(off), ABORT_MIN_RUNS))
+    if seconds and statistics.median(seconds) < ABORT_MIN_SECONDS:
+        notes.append("runs of %.2f s, shorter than %g s" % (statistics.median(seconds), ABORT_MIN_SECONDS))
+    return notes
 
 
 def abort_rows(runs, levels):
     """For each cell whose untraced median abort rate is >= ABORT_MIN_PCT:
     dict cell, off (median), off_ci, spread_ok (the interval within
-    +-SPREAD_PCT % of the median) and levels [(level, ratio, ci, band,
-    meets)], band None where the issue sets none (meets then None)."""
+    +-SPREAD_PCT % of the median), notes (abort_notes) and levels [(level,
+    ratio, ci, band, meets)], band None where the issue sets none (meets then
+    None)."""
     rows = []
     for c in cells_of(runs):
         off = samples(runs, c, "off", "abort_rate")
         if not off or statistics.median(off) < ABORT_MIN_PCT:
             continue
         med, ci = statistics.median(off), bootstrap_median_ci(off)
-        row = dict(cell=c, off=med, off_ci=ci, levels=[],
+        row = dict(cell=c, off=med, off_ci=ci, levels=[], notes=abort_notes(off, samples(runs, c, "off", "seconds")),
                    spread_ok=ci is not None and ci[0] >= med * (1 - SPREAD_PCT / 100) and
                    ci[1] <= med * (1 + SPREAD_PCT / 100))
         for level in levels:
@@ -94,32 +120,43 @@ def _num(v, spec="%.3f"):
     return "n/a" if v is None else spec % v
 
 
+def _met(ok):
+    return "met" if ok else "not met"
+
+
 def floor_text(rows):
-    """The lines of the cost-above-the-floor table."""
-    out = ["cost above the floor (median ns/op over the floor build's, geomean over the cells, "
-           "95 % bootstrap interval):"]
+    """The lines of the cost-above-the-floor table: per level its geomean,
+    then each cell's ratio and verdict."""
+    out = ["cost above the floor (median time over the floor build's, 95 % bootstrap interval; "
+           "geomean over the cells not reported apart):"]
     if not rows:
         return out + ["  no floor measured (give --floor-build for a -Dclock_floor=tx and =all build)"]
     for r in rows:
-        out.append("  %-18s / %-9s %s %s: %s <= %.2f; %s" % (
-            r["level"], r["floor"], _num(r["ratio"]), _ci(r["ci"]), "meets" if r["meets"] else "misses",
-            r["bound"], ", ".join("%s/%d %s %s" % (c[0], c[1], _num(x), _ci(ci)) for c, x, ci in r["cells"])))
+        out.append("  %-14s / %-9s geomean %s %s  bound %.2f: %s" % (
+            r["level"], r["floor"], _num(r["ratio"]), _ci(r["ci"]), r["bound"],
+            _met(r["meets"]) if r["ratio"] is not None else "no cell counted"))
+        for c, x, ci, ok in r["cells"]:
+            why = r["apart"].get(c)
+            out.append("    %-16s %s %-16s %s%s" % ("%s/%d" % c, _num(x), _ci(ci), _met(ok),
+                                                    " (apart: %s)" % why if why else ""))
     return out
 
 
 def abort_text(rows):
     """The lines of the abort-rate ratio table."""
     out = ["abort rate, traced/untraced median, 95 %% bootstrap interval (cells with an untraced rate >= %g %%; "
-           "the interval must lie in the level's band):" % ABORT_MIN_PCT]
+           "the interval must lie in the level's band; floors: what the clock reads alone move it):" % ABORT_MIN_PCT]
     if not rows:
         return out + ["  no cell's untraced rate reaches %g %%" % ABORT_MIN_PCT]
     for r in rows:
         c = r["cell"]
-        out.append("  %s/%d untraced %.3f %% %s%s" % (
+        out.append("  %s/%d untraced %.3f %% %s%s%s" % (
             c[0], c[1], r["off"], _ci(r["off_ci"]),
-            "" if r["spread_ok"] else ": spread wider than +-%g %% of the median, not judged" % SPREAD_PCT))
+            ": within +-%g %% of the median" % SPREAD_PCT if r["spread_ok"]
+            else ": spread too wide (beyond +-%g %% of the median), not judged" % SPREAD_PCT,
+            "".join("; " + n for n in r["notes"])))
         for level, ratio, ci, band, meets in r["levels"]:
-            verdict = "" if band is None else ": %s [%.2f, %.2f]" % (
-                "within" if meets else "not within", band[0], band[1])
-            out.append("    %-18s %s %s%s" % (level, _num(ratio), _ci(ci), verdict))
+            verdict = "" if band is None else "  band [%.2f, %.2f]: %s" % (
+                band[0], band[1], "not judged" if not r["spread_ok"] else _met(meets))
+            out.append("    %-16s %s %-16s%s" % (level, _num(ratio), _ci(ci), verdict))
     return out

@@ -5,14 +5,18 @@ option, the line each prints with its parallel-phase time and the line of
 its own verification, the input files their arguments name, the checks
 that a directory holds STAMP or TinySTM sources, the two TinySTM builds
 compared (their DESIGN line; and for callgrind, their -march), the
-TL2-style stm.h written for TinySTM, the traced levels and their TMTRACE_* variables, and
-the parsing of the commit/abort line libtl2 prints at TxShutdown (used by
+TL2-style stm.h written for TinySTM, the traced levels and their TMTRACE_* variables,
+the parsing of the commit/abort line libtl2 prints at TxShutdown, and which
+runs and apps issue 28's floor table takes and which it sets apart (used by
 tmbench/stamp/run; tmbench/stamp/gcctm takes the applications, sizes,
 inputs and verification lines from here). Builds and runs nothing.
 """
 import argparse
 import re
 import os
+import statistics
+
+from . import bench, floorcost
 
 APPS = ("bayes", "genome", "intruder", "kmeans", "labyrinth", "ssca2", "vacation", "yada")
 
@@ -55,6 +59,14 @@ SIZES = {
 }
 
 THREAD_OPTION = {"kmeans": "-p", "vacation": "-c"}  # the others take -t
+
+# The measuring builds (-Dclock_floor) tmbench/stamp/run runs untraced as backends of these names.
+FLOORS = ("floor-tx", "floor-all")
+# The issue judges the cost above the floor on apps whose untraced parallel
+# phase lasts at least this long; bayes and labyrinth, whose runs vary most,
+# it lets be reported apart. Both are out of the geomean.
+MIN_PHASE_SECONDS = 0.1
+VARIES_MOST = ("bayes", "labyrinth")
 
 # The line with the time of the parallel (transactional) phase.
 TIME_LINE = {
@@ -154,6 +166,35 @@ def tl2_counts(stderr):
     """(commits, aborts) from libtl2's TxShutdown line, (None, None) without one."""
     m = re.search(r"^TL2 system shutdown: commits=(\d+) aborts=(\d+)", stderr, re.M)
     return (int(m.group(1)), int(m.group(2))) if m else (None, None)
+
+
+def abort_rate(rec):
+    """A run's abort rate in % of attempts (libtl2's counts at exit), or None without them."""
+    return bench.abort_rate_pct(rec) if rec["commits"] is not None else None
+
+
+def floor_runs(records):
+    """The runs of libtmtrace and of its floor builds among RECORDS (tmbench/stamp/run's
+    passed runs) as floorcost reads them: the app as workload, a floor build's untraced
+    runs as its level (floor-tx, floor-all), the parallel phase's seconds, the abort rate."""
+    return [dict(workload=r["app"], threads=r["threads"], seconds=r["seconds"], abort_rate=abort_rate(r),
+                 level=r["level"] if r["backend"] == "libtmtrace" else r["backend"])
+            for r in records if r["backend"] == "libtmtrace" or r["backend"] in FLOORS]
+
+
+def apart_cells(runs, apps, threads):
+    """{(app, THREADS): why} for floorcost.floor_rows: the apps whose untraced
+    parallel phase (median over RUNS, floor_runs) is shorter than MIN_PHASE_SECONDS,
+    and those the issue lets be reported apart (VARIES_MOST)."""
+    out = {}
+    for app in apps:
+        off = floorcost.samples(runs, (app, threads), "off", "seconds")
+        if off and statistics.median(off) < MIN_PHASE_SECONDS:
+            out[(app, threads)] = "untraced phase %.3f s, shorter than %g s" % (statistics.median(off),
+                                                                                 MIN_PHASE_SECONDS)
+        elif app in VARIES_MOST:
+            out[(app, threads)] = "its runs vary most"
+    return out
 
 
 def stamp_dir_problem(d):

@@ -34,6 +34,28 @@ class FloorRows(unittest.TestCase):
         self.assertFalse(rows["detail16"]["meets"])
         self.assertEqual(rows["detail16"]["bound"], 1.15)
 
+    def test_each_cell_is_judged_against_the_bound_though_the_geomean_meets_it(self):
+        rs = runs_of("floor-tx", [100] * 5, [1] * 5) + runs_of("default", [100] * 5, [1] * 5) + \
+            runs_of("floor-tx", [100] * 5, [1] * 5, workload="hash") + \
+            runs_of("default", [115] * 5, [1] * 5, workload="hash")
+        (row,) = floorcost.floor_rows(rs, [("default", "boundary")])
+        self.assertTrue(row["meets"])
+        self.assertEqual([(c, ok) for c, _, _, ok in row["cells"]], [(("bank", 2), True), (("hash", 2), False)])
+        self.assertIn("not met", floorcost.floor_text([row])[-1])
+
+    def test_a_cell_set_apart_is_listed_but_out_of_the_geomean_and_its_interval(self):
+        rs = runs_of("floor-tx", [1.0] * 5, [1] * 5) + runs_of("default", [1.02] * 5, [1] * 5) + \
+            runs_of("floor-tx", [1.0] * 5, [1] * 5, workload="bayes") + \
+            runs_of("default", [2.0] * 5, [1] * 5, workload="bayes")
+        for r in rs:
+            r["seconds"] = r.pop("ns_per_op")
+        apart = {("bayes", 2): "its runs vary most"}
+        (row,) = floorcost.floor_rows(rs, [("default", "boundary")], "seconds", apart)
+        self.assertAlmostEqual(row["ratio"], 1.02)
+        self.assertTrue(row["ci"][1] < 1.08)
+        self.assertEqual(len(row["cells"]), 2)
+        self.assertIn("apart: its runs vary most", floorcost.floor_text([row])[-1])
+
     def test_a_level_whose_floor_was_not_run_has_no_row(self):
         rs = runs_of("all/each", [300, 310], [1, 1])
         self.assertEqual(floorcost.floor_rows(rs, [("all/each", "each")]), [])
@@ -58,6 +80,15 @@ class AbortRows(unittest.TestCase):
         self.assertFalse(row["spread_ok"])
         self.assertFalse(row["levels"][0][4])
         self.assertIn("not judged", floorcost.abort_text([row])[1])
+
+    def test_few_or_short_untraced_runs_are_noted_and_enough_long_ones_are_not(self):
+        rs = runs_of("off", [1] * 9, self.OFF)
+        for r in rs:
+            r["seconds"] = 0.2
+        (row,) = floorcost.abort_rows(rs, [])
+        self.assertEqual(row["notes"], ["9 runs, fewer than 21", "runs of 0.20 s, shorter than 0.5 s"])
+        self.assertIn("fewer than 21", floorcost.abort_text([row])[1])
+        self.assertEqual(floorcost.abort_notes([1.0] * 21, [0.6] * 21), [])
 
     def test_a_cell_below_the_least_rate_and_a_level_without_band_are_listed_without_verdict(self):
         rs = runs_of("off", [1] * 3, [0.05] * 3, workload="hash") + runs_of("off", [1] * 3, [1.0] * 3) + \

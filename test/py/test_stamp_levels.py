@@ -1,5 +1,6 @@
 """tmtrace_py.stamp: the environment each traced level of tmbench/stamp/run
-runs with, whatever the caller's environment holds."""
+runs with, whatever the caller's environment holds; the runs and apps issue
+28's floor table takes."""
 import unittest
 
 import support  # noqa: F401  (puts the package on the path)
@@ -22,6 +23,28 @@ class LevelEnv(unittest.TestCase):
     def test_a_level_without_detail_drops_the_callers(self):
         self.assertNotIn("TMTRACE_DETAIL", self.env("all"))
         self.assertEqual(self.env("all")["TMTRACE_STAMP"], "each")
+
+
+def rec(backend, level, seconds, app="genome", commits=90, aborts=10, threads=2):
+    return dict(app=app, backend=backend, level=level, threads=threads, seconds=seconds, commits=commits,
+                aborts=aborts)
+
+
+class FloorRuns(unittest.TestCase):
+    def test_a_floor_builds_untraced_runs_are_its_level_and_other_backends_are_left_out(self):
+        got = stamp.floor_runs([rec("libtmtrace", "off", 0.2), rec("libtmtrace", "default", 0.21),
+                                rec("floor-tx", "off", 0.205, commits=None), rec("tinystm", "-", 0.3),
+                                rec("base", "off", 0.2)])
+        self.assertEqual([(r["level"], r["seconds"], r["abort_rate"]) for r in got],
+                         [("off", 0.2, 10.0), ("default", 0.21, 10.0), ("floor-tx", 0.205, None)])
+        self.assertEqual(got[0]["workload"], "genome")
+
+    def test_a_short_phase_and_the_apps_that_vary_most_are_set_apart(self):
+        runs = stamp.floor_runs([rec("libtmtrace", "off", s, app=app) for app, s in
+                                 (("genome", 0.05), ("genome", 0.06), ("bayes", 0.3), ("vacation", 0.3))])
+        apart = stamp.apart_cells(runs, ["genome", "bayes", "vacation"], 2)
+        self.assertEqual(sorted(apart), [("bayes", 2), ("genome", 2)])
+        self.assertIn("shorter than 0.1 s", apart[("genome", 2)])
 
 
 if __name__ == "__main__":
