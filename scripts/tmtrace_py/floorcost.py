@@ -158,5 +158,5 @@ def abort_text(rows):
         for level, ratio, ci, band, meets in r["levels"]:
             verdict = "" if band is None else "  band [%.2f, %.2f]: %s" % (
                 band[0], band[1], "not judged" if not r["spread_ok"] else _met(meets))
-            out.append("    %-16s %s %-16s%s" % (level, _num(ratio), _ci(ci), verdict))
+            out.append(("    %-16s %s %-16s%s" % (level, _num(ratio), _ci(ci), verdict)).rstrip())
     return out
