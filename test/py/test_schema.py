@@ -162,6 +162,16 @@ class RealTools(unittest.TestCase):
         self.assertEqual(sorted(r["level"] for r in rows if r["kind"] == "run"),
                          ["all", "default", "detail16", "off", "tx"])
 
+    def test_overhead_ops_fixes_the_work_without_calibrating(self):
+        csv_path = os.path.join(self.dir, "overhead-ops.csv")
+        programs.run([sys.executable, os.path.join(support.SOURCE_ROOT, "tmbench", "overhead"),
+                      "--build", support.build_root(), "--reps", "1", "--workloads", "bank", "--threads", "1",
+                      "--ops", "bank=777", "--extra-levels", "", "--csv", csv_path], clean_env=True)
+        with open(csv_path) as f:
+            rows = schema.read_csv(schema.OVERHEAD_CSV, f)
+        self.assertEqual([r["kind"] for r in rows if r["kind"] == "calibration"], [])
+        self.assertEqual({r["ops"] for r in rows if r["kind"] == "run"}, {"777"})
+
     def test_tmexport_chrome_attempts_and_arrows_have_the_keys_tmplot_reads(self):
         synced = os.path.join(self.dir, "chrome.sync.bin")
         self.run_tool("tmsync", "-o", synced, self.trace)
