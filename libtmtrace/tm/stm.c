@@ -337,7 +337,7 @@ static int stm_wait_unlocked(uintptr_t *stripe)
     return !(__atomic_load_n(stripe, __ATOMIC_RELAXED) & 1);
 }
 
-static int stm_validate(struct tx_stm *s, uintptr_t *bad, uint64_t *found);
+static inline int stm_validate(struct tx_stm *s, uintptr_t *bad, uint64_t *found);
 
 /* Snapshot extension: when every stripe read so far is still unlocked and at
  * or below rv, those reads hold at the clock's present as well, so rv moves
@@ -581,8 +581,10 @@ static uint64_t stm_lock_one(struct tx_stm *s, uintptr_t addr, uint64_t held)
  * commit took a version meanwhile), so the loop keeps the set's bounds, rv
  * and the table in registers (each acquire load would make the compiler
  * reload them, entry by entry) and tests an entry with one comparison, a
- * lock showing as a version above every rv (stm_word_version). */
-static int stm_validate(struct tx_stm *s, uintptr_t *bad, uint64_t *found)
+ * lock showing as a version above every rv (stm_word_version). Inlined
+ * into both callers, as it was before it grew: the commit's validation makes
+ * no call. */
+static inline __attribute__((always_inline)) int stm_validate(struct tx_stm *s, uintptr_t *bad, uint64_t *found)
 {
     const struct stm_table t = stm_table_now();
     const uint64_t rv = s->rv;
