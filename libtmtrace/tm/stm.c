@@ -337,7 +337,7 @@ static int stm_wait_unlocked(uintptr_t *stripe)
     return !(__atomic_load_n(stripe, __ATOMIC_RELAXED) & 1);
 }
 
-static int stm_validate(struct tx_stm *s, uintptr_t *bad, uint64_t *found);
+static inline int stm_validate(struct tx_stm *s, uintptr_t *bad, uint64_t *found);
 
 /* Snapshot extension: when every stripe read so far is still unlocked and at
  * or below rv, those reads hold at the clock's present as well, so rv moves
@@ -576,24 +576,35 @@ static uint64_t stm_lock_one(struct tx_stm *s, uintptr_t addr, uint64_t held)
 
 /* Every stripe read is still at a version <= rv and not locked by others.
  * On failure: the address read and what the abort record says about its
- * stripe (the holder, tf_abort_held, or the newer version found). */
-static int stm_validate(struct tx_stm *s, uintptr_t *bad, uint64_t *found)
+ * stripe (the holder, tf_abort_held, or the newer version found). Past one
+ * thread every update commit runs this over its whole read set (another
+ * commit took a version meanwhile), so the loop keeps the set's bounds, rv
+ * and the table in registers (each acquire load would make the compiler
+ * reload them, entry by entry) and tests an entry with one comparison, a
+ * lock showing as a version above every rv (stm_word_version). Inlined
+ * into both callers, as it was before it grew: the commit's validation makes
+ * no call. */
+static inline __attribute__((always_inline)) int stm_validate(struct tx_stm *s, uintptr_t *bad, uint64_t *found)
 {
-    for (uint32_t i = 0; i < s->rn; i++) {
-        uintptr_t v = __atomic_load_n(stm_stripe(s->rset[i]), __ATOMIC_ACQUIRE);
+    const struct stm_table t = stm_table_now();
+    const uint64_t rv = s->rv;
+    for (const uintptr_t *p = s->rset, *end = p + s->rn; p != end; p++) {
+        uintptr_t v = __atomic_load_n(stm_table_stripe(&t, *p), __ATOMIC_ACQUIRE);
+        if (TX_LIKELY(stm_word_version(v) <= rv))
+            continue;
         if (v & 1) {
             if (!stm_lock_is_mine(s, v)) {
-                *bad = s->rset[i];
+                *bad = *p;
                 *found = stm_lock_holder(v);
                 return -1;
             }
             v = ((const struct tx_lockrec *)(v & ~(uintptr_t)1))->old;
+            if ((v >> 1) <= rv)
+                continue;
         }
-        if ((v >> 1) > s->rv) {
-            *bad = s->rset[i];
-            *found = v >> 1;
-            return -1;
-        }
+        *bad = *p;
+        *found = v >> 1;
+        return -1;
     }
     return 0;
 }
@@ -683,11 +694,9 @@ static inline __attribute__((always_inline)) void stm_lock_all(struct tmt_tx *tx
     const struct tx_wentry *e = s->wset, *end = e + s->wn;
     /* The table in registers: the compare-and-swap, a compiler barrier,
      * would otherwise reload it for every entry. */
-    uintptr_t *table = stm_stripes;
-    unsigned shift = stm_shift, log2 = stm_log2;
-    uint64_t mask = stm_mask;
+    const struct stm_table t = stm_table_now();
     for (; e != end; e++) {
-        uintptr_t *stripe = &table[stm_hash_with(e->addr, shift, log2, mask)];
+        uintptr_t *stripe = stm_table_stripe(&t, e->addr);
         uintptr_t v = __atomic_load_n(stripe, __ATOMIC_ACQUIRE);
         if (TX_UNLIKELY(v & 1)) {
             const struct tx_lockrec *held = (const struct tx_lockrec *)(v & ~(uintptr_t)1);

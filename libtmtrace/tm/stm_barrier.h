@@ -48,6 +48,24 @@ static inline uint64_t stm_hash_with(uintptr_t addr, unsigned shift, unsigned lo
 static inline uint64_t stm_hash(uintptr_t addr) { return stm_hash_with(addr, stm_shift, stm_log2, stm_mask); }
 static inline uintptr_t *stm_stripe(uintptr_t addr) { return &stm_stripes[stm_hash(addr)]; }
 
+/* The table's parameters as one value, for loops over many stripes (a
+ * commit's locks, a validation): copied into locals they stay in registers
+ * across the atomic operations, which the compiler treats as barriers that
+ * force every global and field to be loaded again. */
+struct stm_table {
+    uintptr_t *base;
+    unsigned shift, log2;
+    uint64_t mask;
+};
+static inline struct stm_table stm_table_now(void)
+{
+    return (struct stm_table){ stm_stripes, stm_shift, stm_log2, stm_mask };
+}
+static inline uintptr_t *stm_table_stripe(const struct stm_table *t, uintptr_t addr)
+{
+    return &t->base[stm_hash_with(addr, t->shift, t->log2, t->mask)];
+}
+
 /* ---- exact-size memory access -------------------------------------------- */
 
 static inline uint32_t stm_byte_mask(uintptr_t a, unsigned size)
