@@ -127,7 +127,7 @@ void tb_wset_slow(struct tb_thread *t, const uint64_t *words, const uint32_t *ma
         uint32_t k = n < TF_WSET_MAX ? n : TF_WSET_MAX;
         if (k > room)
             k = (uint32_t)room;
-        tb_wset_fill(t, s, words, masks, stride, k);
+        tb_wset_fill(t, s, words, masks, stride, k, 1);
         wset_skip(&words, &masks, stride, k);
         n -= k;
     }

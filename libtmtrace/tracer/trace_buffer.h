@@ -359,9 +359,12 @@ void tb_wset_slow(struct tb_thread *t, const uint64_t *words, const uint32_t *ma
 
 /* A WSET record of `n` words (at most TF_WSET_MAX) in slot `s`, which has
  * room for it whole: the redo log copied in one pass, the stamp and CPU of
- * the record before it (no clock read). */
+ * the record before it (no clock read). `any` (a constant) is 0 on the
+ * inline path, which comes only after a record of this chunk with no clock
+ * faults injected (`bend` set), so the chunk's compact state stands and no
+ * truth is kept; 1 on the out-of-line path, which may start a chunk. */
 static inline void tb_wset_fill(struct tb_thread *t, struct tf_slot *s, const uint64_t *words, const uint32_t *masks,
-                                size_t stride, uint32_t n)
+                                size_t stride, uint32_t n, int any)
 {
     uint64_t *out = (uint64_t *)(void *)(s + 2);
     for (uint32_t i = 0; i < n; i++) {
@@ -374,7 +377,7 @@ static inline void tb_wset_fill(struct tb_thread *t, struct tf_slot *s, const ui
     struct tf_record *r = (struct tf_record *)(void *)s;
     r->tsc = t->last_tsc;
     r->aux = t->last_aux;
-    if (TB_UNLIKELY(t->injecting))
+    if (any && TB_UNLIKELY(t->injecting))
         t->truth[s - t->base] = t->last_raw;
     r->kind = TF_EV_WSET;
     r->reason = 0;
@@ -382,7 +385,8 @@ static inline void tb_wset_fill(struct tb_thread *t, struct tf_slot *s, const ui
     r->addr = n;
     r->value = 0;
     __atomic_store_n(&t->fulls, t->fulls + 2 + (int64_t)tf_wset_slots(n) - (int64_t)n, __ATOMIC_RELAXED);
-    tb_set_compact(t, !t->injecting);
+    if (any)
+        tb_set_compact(t, !t->injecting);
     tb_publish(t, s + 2 + tf_wset_slots(n));
 }
 
@@ -396,12 +400,14 @@ static inline void tb_ev_wset(struct tb_thread *t, const uint64_t *words, const 
     if (t->level != CONFIG_EVENTS_TX || n == 0)
         return;
     struct tf_slot *s = t->cur;
-    /* A record starts before `end` and ends on it at the latest. */
-    if (TB_UNLIKELY(n > TF_WSET_MAX || s >= t->end || (size_t)(t->end - s) < 1 + tf_wset_slots(n))) {
+    /* A record starts before `end` and ends on it at the latest. `bend`
+     * is `end` with no clock faults injected and a record in the chunk
+     * (the COMMIT just made), else NULL (tb_set_compact). */
+    if (TB_UNLIKELY(n > TF_WSET_MAX || s >= t->bend || (size_t)(t->end - s) < 1 + tf_wset_slots(n))) {
         tb_wset_slow(t, words, masks, stride, n);
         return;
     }
-    tb_wset_fill(t, s, words, masks, stride, n);
+    tb_wset_fill(t, s, words, masks, stride, n, 0);
 }
 
 /* A record of `kind` that repeats the stamp of the one before it (none
