@@ -591,8 +591,8 @@ enum { DETAIL_ATTEMPTS = 4000, DETAIL_N = 8 };
 /* `n` update commits of `words` (at most 3) written words each, recorded
  * as the runtime records them: START, a read and a write (recorded only in
  * an attempt the level says so), COMMIT and the write set (recorded only
- * at tx). */
-static int update_commits(uint32_t site, uint64_t n, uint32_t words)
+ * at tx); with `others`, each followed by an ALLOC and an ABORT. */
+static int update_commits(uint32_t site, uint64_t n, uint32_t words, int others)
 {
     struct tb_thread t;
     if (tb_attach(&t) != 0)
@@ -608,6 +608,10 @@ static int update_commits(uint32_t site, uint64_t n, uint32_t words)
         tb_ev_write(&t, &cells[1], 5, 8);
         tb_ev_commit(&t, i, 1, words);
         tb_ev_wset(&t, &log[0].addr, &log[0].mask, sizeof log[0], words);
+        if (others) {
+            tb_ev_alloc(&t, &cells[4], 8, &the_site);
+            tb_ev_abort(&t, TMT_ABORT_READ_VERSION, (uint64_t)(uintptr_t)&cells[1], i);
+        }
     }
     tb_detach(&t);
     return 0;
@@ -616,7 +620,7 @@ static int update_commits(uint32_t site, uint64_t n, uint32_t words)
 static int body_detail(void *arg)
 {
     (void)arg;
-    return update_commits(site_id(&the_site), DETAIL_ATTEMPTS, 3);
+    return update_commits(site_id(&the_site), DETAIL_ATTEMPTS, 3, 0);
 }
 
 static void detail_records_one_attempt_in_n_with_its_accesses_and_flags_it(void **state)
@@ -957,17 +961,18 @@ static void forced_migrations_spread_a_thread_over_the_cpus(void **state)
     free_trace(&rb);
 }
 
-/* Update commits of two words at tx. */
+/* Update commits of two words at tx, each followed by an ALLOC and an
+ * ABORT. */
 static int body_wsets(void *arg)
 {
     (void)arg;
-    return update_commits(1, 20, 2);
+    return update_commits(1, 20, 2, 1);
 }
 
-/* The inline write set leaves the clock's faults to its out-of-line path:
- * with them injected, each WSET still keeps the true stamp of the COMMIT
- * it follows, and the next START is a full record again. */
-static void write_sets_keep_their_commits_truth_with_the_clock_injected(void **state)
+/* The inline write set, ALLOC and ABORT leave the clock's faults to their
+ * out-of-line paths: with them injected, every record keeps its true
+ * stamp, and each WSET the COMMIT's it follows. */
+static void write_sets_allocs_and_aborts_keep_their_truth_with_the_clock_injected(void **state)
 {
     (void)state;
     int cpus[1024];
@@ -979,7 +984,7 @@ static void write_sets_keep_their_commits_truth_with_the_clock_injected(void **s
     struct readback rb;
     read_trace(tu_path("wskew.bin"), &rb);
     assert_true(rb.hdr.flags & TF_HDR_INJECTED);
-    assert_int_equal(rb.nev, 20 * 4); /* START, COMMIT, a WSET per word */
+    assert_int_equal(rb.nev, 20 * 6); /* START, COMMIT, a WSET per word, ALLOC, ABORT */
     for (size_t i = 0; i < rb.nev; i++) {
         assert_true(rb.ev[i].truth != 0);
         if (rb.ev[i].kind == TF_EV_WSET) {
@@ -1210,7 +1215,7 @@ int main(void)
         cmocka_unit_test(sampling_phases_cover_every_cpu_and_inrun_samples_appear),
         cmocka_unit_test(forced_migrations_spread_a_thread_over_the_cpus),
         cmocka_unit_test(injected_offsets_shift_every_tsc_exactly_and_truth_reads_back),
-        cmocka_unit_test(write_sets_keep_their_commits_truth_with_the_clock_injected),
+        cmocka_unit_test(write_sets_allocs_and_aborts_keep_their_truth_with_the_clock_injected),
         cmocka_unit_test(sigkill_leaves_every_flushed_chunk_readable),
         cmocka_unit_test(sigterm_leaves_a_complete_trace_in_stream_mode),
         cmocka_unit_test(sigterm_leaves_a_complete_trace_in_memory_mode),
