@@ -249,8 +249,10 @@ static inline void tx_start_stm(struct tmt_tx *tx, int path, int rec)
         tx_attempt_starts(tx, flags);
     } else {
         tx->instance++;
+        /* A first attempt: attempt 0, no RETRY, which the compiler cannot
+         * know from tx->attempt (tx_start tested it). */
         if (rec == TX_REC_INLINE)
-            tx_ev_start(tx, flags);
+            tb_ev_start(&tx->trace, tx->site_id, tx->instance, flags, 0);
     }
     stm_begin(tx, ro, rec == TX_REC_OFF || !tb_records_accesses(&tx->trace));
 }

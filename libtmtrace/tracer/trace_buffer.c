@@ -5,8 +5,9 @@
  * the event path's measured cost per record.
  *
  * Owns: the out-of-line halves of the hooks (tb_access_slow/late,
- * tb_boundary_slow/late, tb_wset_slow: a write set split over chunks), the tick schedule of a thread (tb_tick), the
- * raised and injected stamps, and tb_event_cost_ns.
+ * tb_boundary_slow/late, tb_full_slow/late, tb_wset_slow: a write set
+ * split over chunks), the tick schedule of a thread (tb_tick), the raised
+ * and injected stamps, and tb_event_cost_ns.
  *
  * Never: takes a lock or allocates on a record's path; when a chunk is full
  * it goes through tb_chunk_full / tb_hand_over (tb_threads.c), which own
@@ -99,6 +100,17 @@ void tb_boundary_late(struct tb_thread *t, unsigned kind, uint64_t head, uint64_
     boundary_done(t, kind, tb_emit_as_at(t, t->cur, kind, 0, head, 1, addr, value, tsc, aux));
 }
 
+void tb_full_slow(struct tb_thread *t, unsigned kind, unsigned reason, uint64_t addr, uint64_t value)
+{
+    (void)tb_emit(t, 0, kind, reason, addr, value);
+}
+
+void tb_full_late(struct tb_thread *t, unsigned kind, unsigned reason, uint64_t addr, uint64_t value, uint64_t tsc,
+                  uint32_t aux)
+{
+    (void)tb_emit_as_at(t, t->cur, kind, reason, 0, 0, addr, value, tsc, aux);
+}
+
 /* ---- write sets tb_ev_wset does not take inline ------------------------- */
 
 /* Steps a redo log's two columns on by k entries. */
@@ -127,7 +139,7 @@ void tb_wset_slow(struct tb_thread *t, const uint64_t *words, const uint32_t *ma
         uint32_t k = n < TF_WSET_MAX ? n : TF_WSET_MAX;
         if (k > room)
             k = (uint32_t)room;
-        tb_wset_fill(t, s, words, masks, stride, k);
+        tb_wset_fill(t, s, words, masks, stride, k, 1);
         wset_skip(&words, &masks, stride, k);
         n -= k;
     }

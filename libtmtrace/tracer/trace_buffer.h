@@ -57,8 +57,8 @@ static inline void tb_publish(struct tb_thread *t, struct tf_slot *next)
 /* The stamped full record's other fields, then publishes it. Accesses
  * after it may be compact against it (unless the clock is injected: the
  * truth column runs per slot and is kept for full records alone). */
-static inline void tb_fill(struct tb_thread *t, struct tf_slot *s, unsigned kind, unsigned reason,
-                           uint64_t addr, uint64_t value)
+static inline void tb_fill_fields(struct tb_thread *t, struct tf_slot *s, unsigned kind, unsigned reason,
+                                  uint64_t addr, uint64_t value)
 {
     struct tf_record *r = (struct tf_record *)(void *)s;
     r->kind = (uint8_t)kind;
@@ -69,6 +69,11 @@ static inline void tb_fill(struct tb_thread *t, struct tf_slot *s, unsigned kind
     /* Relaxed atomic (a plain add on x86): the thread table reads it while
      * the thread records into its discard area (tb_threads.c). */
     __atomic_store_n(&t->fulls, t->fulls + 1, __ATOMIC_RELAXED);
+}
+static inline void tb_fill(struct tb_thread *t, struct tf_slot *s, unsigned kind, unsigned reason,
+                           uint64_t addr, uint64_t value)
+{
+    tb_fill_fields(t, s, kind, reason, addr, value);
     tb_set_compact(t, !t->injecting);
     tb_publish(t, s + 2);
 }
@@ -205,7 +210,7 @@ static inline uint64_t tb_emit_as(struct tb_thread *t, int ordered, unsigned kin
     return tb_emit_as_at(t, s, kind, reason, head, fits, addr, value, tsc, aux);
 }
 
-/* A full record (ABORT, FALLBACK, ALLOC, SERIAL). */
+/* A full record (FALLBACK, SERIAL; tb_full's out-of-line path). */
 static inline uint64_t tb_emit(struct tb_thread *t, int ordered, unsigned kind, unsigned reason, uint64_t addr,
                                uint64_t value)
 {
@@ -244,6 +249,39 @@ static inline void tb_boundary(struct tb_thread *t, unsigned kind, uint64_t head
     tb_publish(t, s + 1);
     if (kind == TF_EV_START && TB_UNLIKELY(tsc >= t->tick_tsc))
         tb_tick(t, tsc);
+}
+
+/* The out-of-line halves of tb_full (trace_buffer.c), as tb_boundary's. */
+void tb_full_slow(struct tb_thread *t, unsigned kind, unsigned reason, uint64_t addr, uint64_t value);
+void tb_full_late(struct tb_thread *t, unsigned kind, unsigned reason, uint64_t addr, uint64_t value, uint64_t tsc,
+                  uint32_t aux);
+
+/* A stamped full record (ALLOC, ABORT), unordered. Inline, it takes the
+ * common case: a chunk with room and a record in it, no clock faults
+ * injected (`bend` set: the compact state stands, no truth is kept), a
+ * stamp that needs no raise (tb_stamp_keep); everything else goes to
+ * tb_full_slow / tb_full_late as a tail call. */
+static inline void tb_full(struct tb_thread *t, unsigned kind, unsigned reason, uint64_t addr, uint64_t value)
+{
+    struct tf_slot *s = t->cur;
+    if (TB_UNLIKELY(s >= t->bend)) {
+        tb_full_slow(t, kind, reason, addr, value);
+        return;
+    }
+    uint32_t aux;
+    uint64_t tsc = clock_rdtsc_on_cpu(&aux);
+    if (TB_UNLIKELY(aux == t->last_aux && tsc - t->last_raw - 1 >= UINT64_MAX - TB_RAISE_MAX)) {
+        tb_full_late(t, kind, reason, addr, value, tsc, aux);
+        return;
+    }
+    t->last_raw = tsc;
+    t->last_tsc = tsc;
+    t->last_aux = aux;
+    struct tf_record *r = (struct tf_record *)(void *)s;
+    r->tsc = tsc;
+    r->aux = aux;
+    tb_fill_fields(t, s, kind, reason, addr, value);
+    tb_publish(t, s + 2);
 }
 
 /* A transaction attempt starts (take the stamp before _xbegin). `flags` are
@@ -348,7 +386,7 @@ static inline void tb_ev_abort(struct tb_thread *t, unsigned reason, uint64_t wh
 {
     if (t->level == CONFIG_EVENTS_OFF)
         return;
-    tb_emit(t, 0, TF_EV_ABORT, reason, where, found);
+    tb_full(t, TF_EV_ABORT, reason, where, found);
 }
 
 /* A commit's write set, as its redo log holds it: `n` entries `stride`
@@ -359,9 +397,12 @@ void tb_wset_slow(struct tb_thread *t, const uint64_t *words, const uint32_t *ma
 
 /* A WSET record of `n` words (at most TF_WSET_MAX) in slot `s`, which has
  * room for it whole: the redo log copied in one pass, the stamp and CPU of
- * the record before it (no clock read). */
+ * the record before it (no clock read). `any` (a constant) is 0 on the
+ * inline path, which comes only after a record of this chunk with no clock
+ * faults injected (`bend` set), so the chunk's compact state stands and no
+ * truth is kept; 1 on the out-of-line path, which may start a chunk. */
 static inline void tb_wset_fill(struct tb_thread *t, struct tf_slot *s, const uint64_t *words, const uint32_t *masks,
-                                size_t stride, uint32_t n)
+                                size_t stride, uint32_t n, int any)
 {
     uint64_t *out = (uint64_t *)(void *)(s + 2);
     for (uint32_t i = 0; i < n; i++) {
@@ -374,7 +415,7 @@ static inline void tb_wset_fill(struct tb_thread *t, struct tf_slot *s, const ui
     struct tf_record *r = (struct tf_record *)(void *)s;
     r->tsc = t->last_tsc;
     r->aux = t->last_aux;
-    if (TB_UNLIKELY(t->injecting))
+    if (any && TB_UNLIKELY(t->injecting))
         t->truth[s - t->base] = t->last_raw;
     r->kind = TF_EV_WSET;
     r->reason = 0;
@@ -382,7 +423,8 @@ static inline void tb_wset_fill(struct tb_thread *t, struct tf_slot *s, const ui
     r->addr = n;
     r->value = 0;
     __atomic_store_n(&t->fulls, t->fulls + 2 + (int64_t)tf_wset_slots(n) - (int64_t)n, __ATOMIC_RELAXED);
-    tb_set_compact(t, !t->injecting);
+    if (any)
+        tb_set_compact(t, !t->injecting);
     tb_publish(t, s + 2 + tf_wset_slots(n));
 }
 
@@ -396,12 +438,14 @@ static inline void tb_ev_wset(struct tb_thread *t, const uint64_t *words, const 
     if (t->level != CONFIG_EVENTS_TX || n == 0)
         return;
     struct tf_slot *s = t->cur;
-    /* A record starts before `end` and ends on it at the latest. */
-    if (TB_UNLIKELY(n > TF_WSET_MAX || s >= t->end || (size_t)(t->end - s) < 1 + tf_wset_slots(n))) {
+    /* A record starts before `end` and ends on it at the latest. `bend`
+     * is `end` with no clock faults injected and a record in the chunk
+     * (the COMMIT just made), else NULL (tb_set_compact). */
+    if (TB_UNLIKELY(n > TF_WSET_MAX || s >= t->bend || (size_t)(t->end - s) < 1 + tf_wset_slots(n))) {
         tb_wset_slow(t, words, masks, stride, n);
         return;
     }
-    tb_wset_fill(t, s, words, masks, stride, n);
+    tb_wset_fill(t, s, words, masks, stride, n, 0);
 }
 
 /* A record of `kind` that repeats the stamp of the one before it (none
@@ -435,7 +479,7 @@ static inline void tb_ev_alloc(struct tb_thread *t, const void *block, uint64_t 
 {
     if (t->level == CONFIG_EVENTS_OFF)
         return;
-    tb_emit(t, 0, TF_EV_ALLOC, 0, (uint64_t)(uintptr_t)block, tf_alloc_value(size, (uint64_t)(uintptr_t)caller));
+    tb_full(t, TF_EV_ALLOC, 0, (uint64_t)(uintptr_t)block, tf_alloc_value(size, (uint64_t)(uintptr_t)caller));
 }
 
 /* The hardware path gave up on this transaction; `why` is enum tf_fallback_reason. */

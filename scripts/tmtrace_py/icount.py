@@ -75,3 +75,28 @@ def counts(report):
         if name.startswith(RUNTIME_PREFIXES):
             runtime += int(n.replace(",", ""))
     return total, runtime
+
+
+_PLACE = re.compile(r"^\s*([\d,]+) \(\s*[\d.]+%\)\s+(\S+):(\S+)", re.M)
+_LINE = re.compile(r"^\s*([\d,]+) \(\s*[\d.]+%\)\s+(\d+):", re.M)
+
+
+def by_place(report):
+    """{(source file's base name, function): own instructions} from
+    annotate_command's REPORT. Code inlined from a header is its own entry,
+    named by the header and the function it was inlined into, which is what
+    tells apart the records of each hook of trace_buffer.h."""
+    m = _TOTAL.search(report)
+    if not m:
+        raise ValueError("no PROGRAM TOTALS line in callgrind_annotate's report")
+    out = {}
+    for n, where, fn in _PLACE.findall(report[m.end():]):
+        key = (where.rsplit("/", 1)[-1], fn)
+        out[key] = out.get(key, 0) + int(n.replace(",", ""))
+    return out
+
+
+def lines_command(out_file, source):
+    """callgrind_annotate's command for OUT_FILE: SOURCE's lines, each with
+    the instructions of that line wherever it was inlined, numbered."""
+    return ["callgrind_annotate", "--threshold=100", "--auto=no", "--show-percs=yes", out_file, source]

@@ -30,6 +30,12 @@ class Counts(unittest.TestCase):
         with self.assertRaises(ValueError):
             icount.counts(REPORT.replace("PROGRAM TOTALS", "TOTALS"))
 
+    def test_inlined_code_is_counted_by_its_header_and_the_function_it_is_inlined_into(self):
+        places = icount.by_place(REPORT + "40 ( 4.00%)  /b/../tracer/trace_buffer.h:tx_commit_traced\n")
+        self.assertEqual(places[("trace_buffer.h", "tx_commit_traced")], 40)
+        self.assertEqual(places[("genScalData.c", "genScalData_seq")], 500)
+        self.assertEqual(places[("???", "stm_commit_whole")], 200)
+
     def test_the_counted_run_and_the_report_name_the_same_file(self):
         self.assertIn("--callgrind-out-file=/w/out", icount.valgrind_command("/w/out"))
         self.assertEqual(icount.annotate_command("/w/out")[-1], "/w/out")

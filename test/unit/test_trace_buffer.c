@@ -588,9 +588,12 @@ static void level_tx_records_no_reads_or_writes(void **state)
  * read and write (recorded only in an attempt TMTRACE_DETAIL chose), the
  * COMMIT and the write set (recorded only in the others). */
 enum { DETAIL_ATTEMPTS = 4000, DETAIL_N = 8 };
-static int body_detail(void *arg)
+/* `n` update commits of `words` (at most 3) written words each, recorded
+ * as the runtime records them: START, a read and a write (recorded only in
+ * an attempt the level says so), COMMIT and the write set (recorded only
+ * at tx); with `others`, each followed by an ALLOC and an ABORT. */
+static int update_commits(uint32_t site, uint64_t n, uint32_t words, int others)
 {
-    (void)arg;
     struct tb_thread t;
     if (tb_attach(&t) != 0)
         return 10;
@@ -599,16 +602,25 @@ static int body_detail(void *arg)
         uint32_t mask, pad;
     } log[3] = { { (uint64_t)(uintptr_t)&cells[1], 5, 0xff, 0 }, { (uint64_t)(uintptr_t)&cells[2], 6, 0x0f, 0 },
                  { (uint64_t)(uintptr_t)&cells[3], 7, 0x80, 0 } };
-    uint32_t site = site_id(&the_site);
-    for (uint64_t i = 1; i <= DETAIL_ATTEMPTS; i++) {
+    for (uint64_t i = 1; i <= n; i++) {
         tb_ev_start(&t, site, i, 0, 0);
         tb_ev_read(&t, &cells[0], 4, 8);
         tb_ev_write(&t, &cells[1], 5, 8);
-        tb_ev_commit(&t, i, 1, 3);
-        tb_ev_wset(&t, &log[0].addr, &log[0].mask, sizeof log[0], 3);
+        tb_ev_commit(&t, i, 1, words);
+        tb_ev_wset(&t, &log[0].addr, &log[0].mask, sizeof log[0], words);
+        if (others) {
+            tb_ev_alloc(&t, &cells[4], 8, &the_site);
+            tb_ev_abort(&t, TMT_ABORT_READ_VERSION, (uint64_t)(uintptr_t)&cells[1], i);
+        }
     }
     tb_detach(&t);
     return 0;
+}
+
+static int body_detail(void *arg)
+{
+    (void)arg;
+    return update_commits(site_id(&the_site), DETAIL_ATTEMPTS, 3, 0);
 }
 
 static void detail_records_one_attempt_in_n_with_its_accesses_and_flags_it(void **state)
@@ -949,6 +961,41 @@ static void forced_migrations_spread_a_thread_over_the_cpus(void **state)
     free_trace(&rb);
 }
 
+/* Update commits of two words at tx, each followed by an ALLOC and an
+ * ABORT. */
+static int body_wsets(void *arg)
+{
+    (void)arg;
+    return update_commits(1, 20, 2, 1);
+}
+
+/* The inline write set, ALLOC and ABORT leave the clock's faults to their
+ * out-of-line paths: with them injected, every record keeps its true
+ * stamp, and each WSET the COMMIT's it follows. */
+static void write_sets_allocs_and_aborts_keep_their_truth_with_the_clock_injected(void **state)
+{
+    (void)state;
+    int cpus[1024];
+    int ncpus = cs_cpus(cpus, 1024);
+    char skew[512] = "TMTRACE_SKEW=";
+    for (int c = 0; c < ncpus && c < 8; c++)
+        snprintf(skew + strlen(skew), sizeof skew - strlen(skew), "%s%d:%d:0", c ? "," : "", cpus[c], 100000);
+    assert_child_ok(trace_child("wskew.bin", "TMTRACE_EVENTS=tx", skew, NULL, body_wsets, NULL));
+    struct readback rb;
+    read_trace(tu_path("wskew.bin"), &rb);
+    assert_true(rb.hdr.flags & TF_HDR_INJECTED);
+    assert_int_equal(rb.nev, 20 * 6); /* START, COMMIT, a WSET per word, ALLOC, ABORT */
+    for (size_t i = 0; i < rb.nev; i++) {
+        assert_true(rb.ev[i].truth != 0);
+        if (rb.ev[i].kind == TF_EV_WSET) {
+            size_t c = rb.ev[i - 1].kind == TF_EV_COMMIT ? i - 1 : i - 2;
+            assert_int_equal(rb.ev[c].kind, TF_EV_COMMIT);
+            assert_true(rb.ev[i].truth == rb.ev[c].truth && rb.ev[i].ts == rb.ev[c].ts);
+        }
+    }
+    free_trace(&rb);
+}
+
 static void injected_offsets_shift_every_tsc_exactly_and_truth_reads_back(void **state)
 {
     (void)state;
@@ -1168,6 +1215,7 @@ int main(void)
         cmocka_unit_test(sampling_phases_cover_every_cpu_and_inrun_samples_appear),
         cmocka_unit_test(forced_migrations_spread_a_thread_over_the_cpus),
         cmocka_unit_test(injected_offsets_shift_every_tsc_exactly_and_truth_reads_back),
+        cmocka_unit_test(write_sets_allocs_and_aborts_keep_their_truth_with_the_clock_injected),
         cmocka_unit_test(sigkill_leaves_every_flushed_chunk_readable),
         cmocka_unit_test(sigterm_leaves_a_complete_trace_in_stream_mode),
         cmocka_unit_test(sigterm_leaves_a_complete_trace_in_memory_mode),
