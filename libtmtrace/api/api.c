@@ -166,12 +166,24 @@ TMT_API tmt_tx *tmt_self(void)
 
 /* ---- transactions ------------------------------------------------------------- */
 
+__attribute__((noreturn, cold, noinline)) static void api_null_descriptor(void)
+{
+    tx_misuse("TMT_ATOMIC: the descriptor is NULL; call tmt_thread_enter() (or tmt_self()) in this thread "
+              "and pass what it returns");
+}
+
 TMT_API jmp_buf *tmt_tx_prepare(tmt_tx *tx, tmt_site *site, unsigned flags)
 {
     if (TX_UNLIKELY(tx == NULL))
-        tx_misuse("TMT_ATOMIC: the descriptor is NULL; call tmt_thread_enter() (or tmt_self()) in this thread "
-                  "and pass what it returns");
+        api_null_descriptor();
     return tx_prepare(tx, site, flags);
+}
+
+TMT_API jmp_buf *tmt_tx_begin(tmt_tx *tx, tmt_site *site, unsigned flags)
+{
+    if (TX_UNLIKELY(tx == NULL))
+        api_null_descriptor();
+    return tx_begin(tx, site, flags);
 }
 
 TMT_API void tmt_tx_scope_left_(tmt_tx *tx, const tmt_site *site)

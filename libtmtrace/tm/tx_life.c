@@ -392,6 +392,43 @@ int tx_start(struct tmt_tx *tx, uintptr_t frame)
     return 1;
 }
 
+/* tx_begin's path for everything but a plain first software attempt of an
+ * untraced thread among others: what tmt_tx_prepare does, and a nested
+ * begin's start too (its aborts land at the outer block's checkpoint, which
+ * is filled). An outermost attempt is left to the tmt_tx_start that follows
+ * the checkpoint: a hardware or serial start may abort and restart before
+ * the checkpoint would be filled. */
+__attribute__((noinline)) static jmp_buf *tx_begin_other(struct tmt_tx *tx, tmt_site *site, unsigned flags)
+{
+    jmp_buf *env = tx_prepare(tx, site, flags);
+    if (tx->depth > 0)
+        (void)tx_start_nested(tx);
+    return env;
+}
+
+jmp_buf *tx_begin(struct tmt_tx *tx, tmt_site *site, unsigned flags)
+{
+    uint32_t id = __atomic_load_n(&site->id, __ATOMIC_ACQUIRE);
+    /* One test for the descriptor's unusual states (nested, after an abort
+     * or a hardware attempt, a thread that has not joined yet, an
+     * irrevocable block, a traced thread, a new site), one for the
+     * process's (a hardware path, a thread that may be alone). */
+    uint32_t odd = (uint32_t)tx->depth | (uint32_t)tx->retried | tx->attempt | (flags & TMT_TX_IRREVOCABLE) |
+                   (uint32_t)tx->trace.level;
+    if (TX_UNLIKELY(odd != 0 || id == 0 || id >= tx->nsite_stats) || htm_path() != TX_MODE_NONE ||
+        TX_UNLIKELY(txreg_lone_hint()))
+        return tx_begin_other(tx, site, flags);
+    tx->site_id = id;
+    tx->restart = NULL;
+    tx->flags = flags;
+    tx->serial_next = 0;
+    tx_enters(tx, 0);
+    if (TMT_CLOCK_FLOOR)
+        clock_floor_read(); /* as tx_start */
+    tx_start_stm(tx, TX_MODE_NONE, TX_REC_OFF);
+    return &tx->env;
+}
+
 /* ---- commit --------------------------------------------------------------------- */
 
 /* A commit took effect (and was recorded): frees, counters. `traced` as
