@@ -24,6 +24,7 @@
 #include "htm.h"
 #include "site.h"
 #include "stm.h"
+#include "stm_commit.h"
 #include "trace_format.h"
 #include "tx_registry.h"
 #include "tx_util.h"
@@ -488,7 +489,7 @@ static inline void tx_commit_stm(struct tmt_tx *tx, int traced)
         if (traced && tx->stm.wn) /* at tx: its write set, the locks released (the log stays until the next start) */
             tb_ev_wset(&tx->trace, &tx->stm.wset[0].addr, &tx->stm.wset[0].mask, sizeof *tx->stm.wset, tx->stm.wn);
     } else {
-        wv = stm_commit_whole(tx); /* nothing to record: one call */
+        wv = stm_commit_inline(tx); /* nothing to record: in this frame */
     }
     htm_sw_leave(tx);
     tx_committed(tx, wv, traced);

@@ -1,0 +1,129 @@
+/*
+ * stm_commit.h - the STM's update commit as inline code (stm.c's, see
+ * stm.h for the contract of stm_commit and stm_commit_finish), so that the life cycle's untraced commit
+ * (tx_life.c) runs it in its own frame: no call, no second set of saved
+ * registers, no reload of the descriptor for a commit of a few words.
+ *
+ * Owns: the update commit's fast path (lock, clock, write-back, release)
+ * on tx->stm and the stripe table (stm_barrier.h); stm_commit.c holds the
+ * traced commit's two steps made of it. Never: included outside the STM
+ * and the life cycle; never grows: what is not on every commit's path (a
+ * larger lock array, a busy stripe, validation, partial words) stays out
+ * of line in stm.c (stm.h declares it).
+ */
+#ifndef TMT_STM_COMMIT_H
+#define TMT_STM_COMMIT_H
+
+#include "stm.h"
+#include "stm_barrier.h"
+
+/* Unlocks every stripe this commit locked with the new version. */
+static inline void stm_release_new(struct tx_stm *s, uintptr_t word)
+{
+    for (const struct tx_lockrec *r = s->locks, *end = r + s->nlocked; r != end; r++)
+        __atomic_store_n(r->stripe, word, __ATOMIC_RELEASE);
+    s->nlocked = 0;
+}
+
+/* Stores the redo log's words. */
+static inline __attribute__((always_inline)) void stm_writeback(const struct tx_stm *s)
+{
+    for (const struct tx_wentry *e = s->wset, *end = e + s->wn; e != end; e++) {
+        if (TX_LIKELY(e->mask == 0xffu))
+            tx_mem_store(e->addr, e->value, 8);
+        else
+            stm_writeback_part(e);
+    }
+}
+
+/* Locks the stripe of every redo-log entry (lcap >= wn, nothing locked
+ * yet). The loop makes no call, so it needs no saved registers: a stripe
+ * found locked by another, or a lost race for one, hands the rest of the log
+ * to stm_lock_rest. A stripe this loop already locked (two words of one
+ * block, or a hash collision) is passed over here: with stripes wider than a
+ * word, neighbouring fields written together make that common. */
+static inline __attribute__((always_inline)) void stm_lock_all(struct tmt_tx *tx)
+{
+    struct tx_stm *s = &tx->stm;
+    uint64_t held = stm_holder_of(tx);
+    struct tx_lockrec *r = s->locks;
+    const struct tx_wentry *e = s->wset, *end = e + s->wn;
+    /* The table in registers: the compare-and-swap, a compiler barrier,
+     * would otherwise reload it for every entry. */
+    uintptr_t *table = stm_stripes;
+    unsigned shift = stm_shift, log2 = stm_log2;
+    uint64_t mask = stm_mask;
+    for (; e != end; e++) {
+        uintptr_t *stripe = &table[stm_hash_with(e->addr, shift, log2, mask)];
+        uintptr_t v = __atomic_load_n(stripe, __ATOMIC_ACQUIRE);
+        if (TX_UNLIKELY(v & 1)) {
+            const struct tx_lockrec *held = (const struct tx_lockrec *)(v & ~(uintptr_t)1);
+            if (held >= s->locks && held < r)
+                continue;
+            break;
+        }
+        r->stripe = stripe;
+        r->old = v;
+        __atomic_store_n(&r->held, held, __ATOMIC_RELAXED);
+        /* Release as well as acquire: see stm_lock_one. */
+        if (TX_UNLIKELY(!__atomic_compare_exchange_n(stripe, &v, (uintptr_t)r | 1, 0, __ATOMIC_ACQ_REL,
+                                                     __ATOMIC_RELAXED)))
+            break;
+        r++;
+    }
+    s->nlocked = (uint32_t)(r - s->locks);
+    if (TX_UNLIKELY(e != end))
+        stm_lock_rest(tx, e);
+}
+
+/* An attempt that wrote nothing commits where it stands: every read was
+ * consistent at rv when it was made. */
+static inline int stm_commit_read_only(struct tx_stm *s)
+{
+    if (s->wn != 0)
+        return 0;
+    stm_idle(s, s->rv);
+    return 1;
+}
+
+/* stm_commit's body for an update attempt, inlined into both commits:
+ * returns the write version (never 0) with the locks held. */
+static inline __attribute__((always_inline)) uint64_t stm_commit_locked(struct tmt_tx *tx)
+{
+    struct tx_stm *s = &tx->stm;
+    if (TX_UNLIKELY(s->lcap < s->wn))
+        stm_lgrow(s);
+    stm_lock_all(tx);
+#ifdef TMT_TEST_HOOKS
+    if (stm_test_locked_hook)
+        stm_test_locked_hook(tx);
+#endif
+    uint64_t wv = __atomic_add_fetch(&stm_clock.now, 1, __ATOMIC_ACQ_REL);
+    /* wv == rv + 1: no other update committed since the start, the reads
+     * cannot have been overwritten. */
+    if (wv != s->rv + 1)
+        stm_commit_validate(tx);
+    return wv;
+}
+
+/* stm_commit_finish's body for an update attempt (wv != 0). */
+static inline __attribute__((always_inline)) void stm_commit_release(struct tmt_tx *tx, uint64_t wv)
+{
+    struct tx_stm *s = &tx->stm;
+    stm_writeback(s);
+    stm_release_new(s, (uintptr_t)wv << 1);
+    stm_idle(s, wv);
+}
+
+/* Both steps of a commit that records nothing in between: returns the
+ * write version, 0 when nothing was written. */
+static inline __attribute__((always_inline)) uint64_t stm_commit_inline(struct tmt_tx *tx)
+{
+    if (stm_commit_read_only(&tx->stm))
+        return 0;
+    uint64_t wv = stm_commit_locked(tx);
+    stm_commit_release(tx, wv);
+    return wv;
+}
+
+#endif
