@@ -79,10 +79,17 @@ static inline int STM_STARTED_(struct tmt_tx *tx) { return (((const uint32_t *)(
  * does. Nothing is copied per transaction. The signal mask is not saved
  * (no system call per transaction). Each use is its own site, labelled with
  * the enclosing function, so reports name it `function (file:line)`. */
+#if defined(__GLIBC__)
+/* glibc's setjmp is _setjmp, a jump into __sigsetjmp with no mask saved:
+ * called directly, as sigsetjmp(env, 0) would (the same buffer type). */
+#define STM_SETJMP_(env) __sigsetjmp(env, 0)
+#else
+#define STM_SETJMP_(env) setjmp(env)
+#endif
 #define STM_BEGIN(isReadOnly)                                                  \
     do {                                                                       \
         static TxSite stm_site_ = { __FILE__, __LINE__, __func__, 0 };         \
-        setjmp(*tmt_tx_begin(STM_TX_, (struct tmt_site *)(void *)&stm_site_,   \
+        STM_SETJMP_(*tmt_tx_begin(STM_TX_, (struct tmt_site *)(void *)&stm_site_,   \
                              (isReadOnly) ? STM_TX_READ_ONLY_ : 0u));          \
         if (!STM_STARTED_(STM_TX_))                                            \
             TxBegin(STM_SELF);                                                 \

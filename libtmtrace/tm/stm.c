@@ -269,6 +269,8 @@ void stm_thread_enter(struct tmt_tx *tx)
     s->gate = UINT64_MAX;
     if (s->wslots == NULL)
         stm_wgrow(s);
+    if (s->lcap < s->wcap)
+        stm_lgrow(s); /* stm_commit_inline's path for one or two words needs two */
     if (s->rcap == 0)
         stm_rgrow(s);
 }

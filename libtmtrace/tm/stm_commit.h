@@ -115,15 +115,69 @@ static inline __attribute__((always_inline)) void stm_commit_release(struct tmt_
     stm_idle(s, wv);
 }
 
+/* Locks `stripe` with record `r`: 1, or 0 when it is busy or the race for
+ * it was lost (the general way takes over). */
+static inline __attribute__((always_inline)) int stm_lock_fresh(uintptr_t *stripe, struct tx_lockrec *r, uint64_t held)
+{
+    uintptr_t v = __atomic_load_n(stripe, __ATOMIC_ACQUIRE);
+    if (TX_UNLIKELY(v & 1))
+        return 0;
+    r->stripe = stripe;
+    r->old = v;
+    __atomic_store_n(&r->held, held, __ATOMIC_RELAXED);
+    /* Release as well as acquire: see stm_lock_one. */
+    return __atomic_compare_exchange_n(stripe, &v, (uintptr_t)r | 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+}
+
+/* A commit of one or two whole words (lcap >= 2: stm_thread_enter) that meets no lock and no
+ * newer commit: stm_commit_locked and stm_commit_release without their
+ * loops, the stripes kept in registers from lock to release, and no call:
+ * anything else is handed to stm.c with what is locked so far, so that
+ * the caller's frame saves no register for this path. */
+static inline __attribute__((always_inline)) uint64_t stm_commit_small(struct tmt_tx *tx)
+{
+    struct tx_stm *s = &tx->stm;
+    const struct tx_wentry *e = s->wset;
+    int two = s->wn == 2;
+    uint64_t held = stm_holder_of(tx);
+    uintptr_t *st0 = stm_stripe(e[0].addr);
+    uintptr_t *st1 = two ? stm_stripe(e[1].addr) : st0;
+    uint32_t want = 1u + (st1 != st0), n = 0; /* the stripes to lock, and locked */
+    if (TX_LIKELY(stm_lock_fresh(st0, &s->locks[0], held))) {
+        n = 1;
+        if (want == 2 && TX_LIKELY(stm_lock_fresh(st1, &s->locks[1], held)))
+            n = 2;
+    }
+    s->nlocked = n;
+    if (TX_UNLIKELY(n != want))
+        return stm_commit_from(tx, n);
+#ifdef TMT_TEST_HOOKS
+    if (stm_test_locked_hook)
+        stm_test_locked_hook(tx);
+#endif
+    uint64_t wv = __atomic_add_fetch(&stm_clock.now, 1, __ATOMIC_ACQ_REL);
+    if (TX_UNLIKELY(wv != s->rv + 1))
+        return stm_commit_validated(tx, wv);
+    tx_mem_store(e[0].addr, e[0].value, 8);
+    if (two)
+        tx_mem_store(e[1].addr, e[1].value, 8);
+    __atomic_store_n(st0, (uintptr_t)wv << 1, __ATOMIC_RELEASE);
+    __atomic_store_n(st1, (uintptr_t)wv << 1, __ATOMIC_RELEASE); /* st0 again when one */
+    s->nlocked = 0;
+    stm_idle(s, wv);
+    return wv;
+}
+
 /* Both steps of a commit that records nothing in between: returns the
  * write version, 0 when nothing was written. */
 static inline __attribute__((always_inline)) uint64_t stm_commit_inline(struct tmt_tx *tx)
 {
-    if (stm_commit_read_only(&tx->stm))
+    struct tx_stm *s = &tx->stm;
+    if (stm_commit_read_only(s))
         return 0;
-    uint64_t wv = stm_commit_locked(tx);
-    stm_commit_release(tx, wv);
-    return wv;
+    if (TX_LIKELY(s->wn <= 2 && (s->wset[0].mask & s->wset[s->wn - 1].mask) == 0xffu))
+        return stm_commit_small(tx);
+    return stm_commit_whole(tx);
 }
 
 #endif

@@ -410,12 +410,12 @@ __attribute__((noinline)) static jmp_buf *tx_begin_other(struct tmt_tx *tx, tmt_
 jmp_buf *tx_begin(struct tmt_tx *tx, tmt_site *site, unsigned flags)
 {
     uint32_t id = __atomic_load_n(&site->id, __ATOMIC_ACQUIRE);
-    /* One test for the descriptor's unusual states (nested, after an abort
-     * or a hardware attempt, a thread that has not joined yet, an
-     * irrevocable block, a traced thread, a new site), one for the
-     * process's (a hardware path, a thread that may be alone). */
-    uint32_t odd = (uint32_t)tx->depth | (uint32_t)tx->retried | tx->attempt | (flags & TMT_TX_IRREVOCABLE) |
-                   (uint32_t)tx->trace.level;
+    /* One test for the descriptor's unusual states (nested or traced: the
+     * head's alloc_watch is 0 on an untraced thread outside transactions;
+     * after an abort or a hardware attempt; a thread that has not joined
+     * yet; an irrevocable block; a new site), one for the process's (a
+     * hardware path, a thread that may be alone). */
+    uint32_t odd = tx->head.alloc_watch | (uint32_t)tx->retried | tx->attempt | (flags & TMT_TX_IRREVOCABLE);
     if (TX_UNLIKELY(odd != 0 || id == 0 || id >= tx->nsite_stats) || htm_path() != TX_MODE_NONE ||
         TX_UNLIKELY(txreg_lone_hint()))
         return tx_begin_other(tx, site, flags);
