@@ -577,6 +577,22 @@ static void alloc_watch_through_a_life(tmt_tx *tx, int seen[AW_POINTS])
  * nested blocks, retries) and clear again after a commit, an abort or a
  * cancel; TRACED at all times on a traced thread (whose allocations
  * outside transactions are recorded with their sites). */
+/* A second thread that has joined the threads in transactions, until
+ * second_leaves. */
+static void second_joins(pthread_t *b)
+{
+    inl_b_joined = inl_b_may_leave = 0;
+    assert_int_equal(pthread_create(b, NULL, inl_second, NULL), 0);
+    while (!__atomic_load_n(&inl_b_joined, __ATOMIC_SEQ_CST))
+        sched_yield();
+}
+
+static void second_leaves(pthread_t b)
+{
+    __atomic_store_n(&inl_b_may_leave, 1, __ATOMIC_SEQ_CST);
+    assert_int_equal(pthread_join(b, NULL), 0);
+}
+
 static void test_head_alloc_watch_is_set_exactly_in_transactions_or_when_traced(void **s)
 {
     (void)s;
@@ -587,12 +603,8 @@ static void test_head_alloc_watch_is_set_exactly_in_transactions_or_when_traced(
      * second thread that has joined (the STM's own starts). */
     for (int among = 0; among <= 1; among++) {
         pthread_t b;
-        if (among) {
-            inl_b_joined = inl_b_may_leave = 0;
-            assert_int_equal(pthread_create(&b, NULL, inl_second, NULL), 0);
-            while (!__atomic_load_n(&inl_b_joined, __ATOMIC_SEQ_CST))
-                sched_yield();
-        }
+        if (among)
+            second_joins(&b);
         for (int l = 0; l < 2; l++) {
             int traced = levels[l] != CONFIG_EVENTS_OFF ? TMT_ALLOC_WATCH_TRACED : 0;
             tmt_tx *tx = tu_enter_at(levels[l]);
@@ -605,10 +617,8 @@ static void test_head_alloc_watch_is_set_exactly_in_transactions_or_when_traced(
                              seen[i], want[i] | traced);
             tmt_thread_exit();
         }
-        if (among) {
-            __atomic_store_n(&inl_b_may_leave, 1, __ATOMIC_SEQ_CST);
-            assert_int_equal(pthread_join(b, NULL), 0);
-        }
+        if (among)
+            second_leaves(b);
     }
 }
 
@@ -650,12 +660,8 @@ static void test_tx_begin_starts_only_a_plain_first_attempt_and_leaves_the_rest_
     static const int levels[2] = { CONFIG_EVENTS_OFF, CONFIG_EVENTS_TX };
     for (int among = 0; among <= 1; among++) {
         pthread_t b;
-        if (among) {
-            inl_b_joined = inl_b_may_leave = 0;
-            assert_int_equal(pthread_create(&b, NULL, inl_second, NULL), 0);
-            while (!__atomic_load_n(&inl_b_joined, __ATOMIC_SEQ_CST))
-                sched_yield();
-        }
+        if (among)
+            second_joins(&b);
         for (int l = 0; l < 2; l++) {
             tmt_tx *tx = tu_enter_at(levels[l]);
             for (int t = 0; t < 3; t++) {
@@ -668,10 +674,8 @@ static void test_tx_begin_starts_only_a_plain_first_attempt_and_leaves_the_rest_
             }
             tmt_thread_exit();
         }
-        if (among) {
-            __atomic_store_n(&inl_b_may_leave, 1, __ATOMIC_SEQ_CST);
-            assert_int_equal(pthread_join(b, NULL), 0);
-        }
+        if (among)
+            second_leaves(b);
     }
 }
 
