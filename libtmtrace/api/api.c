@@ -183,7 +183,7 @@ TMT_API jmp_buf *tmt_tx_begin(tmt_tx *tx, tmt_site *site, unsigned flags)
 {
     if (TX_UNLIKELY(tx == NULL))
         api_null_descriptor();
-    return tx_begin(tx, site, flags);
+    return tx_begin(tx, site, flags, (uintptr_t)__builtin_dwarf_cfa()); /* as tmt_tx_start */
 }
 
 TMT_API void tmt_tx_scope_left_(tmt_tx *tx, const tmt_site *site)

@@ -407,22 +407,32 @@ __attribute__((noinline)) static jmp_buf *tx_begin_other(struct tmt_tx *tx, tmt_
     return env;
 }
 
-jmp_buf *tx_begin(struct tmt_tx *tx, tmt_site *site, unsigned flags)
+/* tx_begin's start for an untraced thread that may be alone: in place
+ * when it is (tx_start_other decides, as for tmt_tx_start). No start there
+ * restarts before the checkpoint is filled: none is a hardware attempt. */
+__attribute__((noinline)) static jmp_buf *tx_begin_alone(struct tmt_tx *tx, uintptr_t frame)
+{
+    (void)tx_start_other(tx, TX_MODE_NONE, frame);
+    return &tx->env;
+}
+
+jmp_buf *tx_begin(struct tmt_tx *tx, tmt_site *site, unsigned flags, uintptr_t frame)
 {
     uint32_t id = __atomic_load_n(&site->id, __ATOMIC_ACQUIRE);
     /* One test for the descriptor's unusual states (nested or traced: the
      * head's alloc_watch is 0 on an untraced thread outside transactions;
      * after an abort or a hardware attempt; a thread that has not joined
-     * yet; an irrevocable block; a new site), one for the process's (a
-     * hardware path, a thread that may be alone). */
+     * yet; an irrevocable block; a new site) and the hardware path, one for
+     * a thread that may be alone. */
     uint32_t odd = tx->head.alloc_watch | (uint32_t)tx->retried | tx->attempt | (flags & TMT_TX_IRREVOCABLE);
-    if (TX_UNLIKELY(odd != 0 || id == 0 || id >= tx->nsite_stats) || htm_path() != TX_MODE_NONE ||
-        TX_UNLIKELY(txreg_lone_hint()))
+    if (TX_UNLIKELY(odd != 0 || id == 0 || id >= tx->nsite_stats) || htm_path() != TX_MODE_NONE)
         return tx_begin_other(tx, site, flags);
     tx->site_id = id;
     tx->restart = NULL;
     tx->flags = flags;
     tx->serial_next = 0;
+    if (TX_UNLIKELY(txreg_lone_hint()))
+        return tx_begin_alone(tx, frame);
     tx_enters(tx, 0);
     if (TMT_CLOCK_FLOOR)
         clock_floor_read(); /* as tx_start */
@@ -495,6 +505,12 @@ static inline void tx_commit_stm(struct tmt_tx *tx, int traced)
     tx_committed(tx, wv, traced);
 }
 
+/* An untraced thread's software commit, in a function of its own so that
+ * tx_commit saves no register before it knows the commit is one (the
+ * inline commit's registers would be saved for the in-place and other
+ * commits too). */
+__attribute__((noinline)) static void tx_commit_untraced(struct tmt_tx *tx) { tx_commit_stm(tx, 0); }
+
 /* A traced thread's software commit, a copy of its own for the reason
  * tx_start_traced is. */
 __attribute__((noinline)) static void tx_commit_traced(struct tmt_tx *tx) { tx_commit_stm(tx, 1); }
@@ -522,7 +538,7 @@ void tx_commit(struct tmt_tx *tx)
         tx_commit_traced(tx);
         return;
     }
-    tx_commit_stm(tx, 0);
+    tx_commit_untraced(tx);
 }
 
 /* ---- abort and restart ------------------------------------------------------------ */

@@ -626,8 +626,8 @@ static void test_head_alloc_watch_is_set_exactly_in_transactions_or_when_traced(
  * checkpoint, tmt_tx_start unless the head's alloc_watch says the attempt
  * started; `t` == 2 retries its first attempt once. A nested begin inside
  * is started by tmt_tx_begin itself. by_begin[a]: whether attempt a was
- * started by tmt_tx_begin. */
-static void begin_as_tl2(tmt_tx *tx, int t, int by_begin[2])
+ * started by tmt_tx_begin. Returns whether the last attempt ran in place. */
+static int begin_as_tl2(tmt_tx *tx, int t, int by_begin[2])
 {
     static tmt_site site = TMT_SITE_INIT("tl2-begin");
     static tmt_site inner = TMT_SITE_INIT("tl2-begin-inner");
@@ -644,16 +644,18 @@ static void begin_as_tl2(tmt_tx *tx, int t, int by_begin[2])
         tmt_tx_retry(tx);
     setjmp(*tmt_tx_begin(tx, &inner, 0));
     assert_int_equal(tmt_tx_depth(tx), 2);
+    int in_place = head->in_place != 0;
     tmt_tx_commit(tx);
     tmt_tx_commit(tx);
     assert_int_equal(tmt_tx_depth(tx), 0);
     assert_int_equal(cell, t);
+    return in_place;
 }
 
-/* tmt_tx_begin starts an attempt itself only where tmt_tx_start would run
- * a plain software attempt at once: an untraced thread's transaction
- * among others, after the thread's first (which joins them); never a
- * retry, a traced thread's or a thread alone's (in place). */
+/* tmt_tx_begin starts an attempt itself only for an untraced thread's
+ * transaction after the thread's first (which joins the threads in
+ * transactions): a software attempt among others, in place alone; never a
+ * retry or a traced thread's. */
 static void test_tx_begin_starts_only_a_plain_first_attempt_and_leaves_the_rest_to_tx_start(void **s)
 {
     (void)s;
@@ -666,8 +668,10 @@ static void test_tx_begin_starts_only_a_plain_first_attempt_and_leaves_the_rest_
             tmt_tx *tx = tu_enter_at(levels[l]);
             for (int t = 0; t < 3; t++) {
                 int by_begin[2] = { -1, -1 };
-                begin_as_tl2(tx, t, by_begin);
-                int plain = among && levels[l] == CONFIG_EVENTS_OFF && t > 0;
+                int in_place = begin_as_tl2(tx, t, by_begin);
+                int plain = levels[l] == CONFIG_EVENTS_OFF && t > 0;
+                if (in_place != (!among && levels[l] == CONFIG_EVENTS_OFF))
+                    fail_msg("among=%d level=%d transaction %d: in place %d", among, levels[l], t, in_place);
                 if (by_begin[0] != plain || (t == 2 && by_begin[1] != 0))
                     fail_msg("among=%d level=%d transaction %d: started by tmt_tx_begin %d then %d, not %d then 0",
                              among, levels[l], t, by_begin[0], by_begin[1], plain);
