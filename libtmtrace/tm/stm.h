@@ -157,13 +157,6 @@ __attribute__((noinline, cold)) void stm_lgrow(struct tx_stm *s);
 __attribute__((noinline)) void stm_lock_rest(struct tmt_tx *tx, const struct tx_wentry *e);
 __attribute__((noinline)) void stm_commit_validate(struct tmt_tx *tx);
 __attribute__((noinline)) void stm_writeback_part(const struct tx_wentry *e);
-/* The commit's general ways on, each returning the write version: the
- * whole commit (any write set); from the entry `n` on, once entries before
- * it are locked (nlocked); after the write version `wv` was taken with
- * every lock held, when another update committed since the start. */
-__attribute__((noinline)) uint64_t stm_commit_whole(struct tmt_tx *tx);
-__attribute__((noinline)) uint64_t stm_commit_from(struct tmt_tx *tx, uint32_t n);
-__attribute__((noinline)) uint64_t stm_commit_validated(struct tmt_tx *tx, uint64_t wv);
 /* What this attempt's lock records say about it. */
 static inline uint64_t stm_holder_of(const struct tmt_tx *tx)
 {

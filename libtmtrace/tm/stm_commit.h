@@ -129,11 +129,19 @@ static inline __attribute__((always_inline)) int stm_lock_fresh(uintptr_t *strip
     return __atomic_compare_exchange_n(stripe, &v, (uintptr_t)r | 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
 }
 
-/* A commit of one or two whole words (lcap >= 2: stm_thread_enter) that meets no lock and no
- * newer commit: stm_commit_locked and stm_commit_release without their
- * loops, the stripes kept in registers from lock to release, and no call:
- * anything else is handed to stm.c with what is locked so far, so that
- * the caller's frame saves no register for this path. */
+/* What stm_commit_try returns when it leaves the commit to stm_commit_rest
+ * (a write version is below 2^62): REST alone, nothing done yet; REST | 1,
+ * the first nlocked stripes locked; REST | TAKEN | wv, every stripe locked
+ * and the write version wv taken, the reads to validate. */
+#define STM_COMMIT_REST (1ull << 63)
+#define STM_COMMIT_TAKEN (1ull << 62)
+
+/* A commit of one or two whole words (lcap >= 2: stm_thread_enter) that
+ * meets no lock and no newer commit: stm_commit_locked and
+ * stm_commit_release without their loops, the stripes kept in registers
+ * from lock to release, and no call: anything else is left to
+ * stm_commit_rest with what is done so far, so that the caller's frame
+ * saves no register for this path. */
 static inline __attribute__((always_inline)) uint64_t stm_commit_small(struct tmt_tx *tx)
 {
     struct tx_stm *s = &tx->stm;
@@ -142,22 +150,22 @@ static inline __attribute__((always_inline)) uint64_t stm_commit_small(struct tm
     uint64_t held = stm_holder_of(tx);
     uintptr_t *st0 = stm_stripe(e[0].addr);
     uintptr_t *st1 = two ? stm_stripe(e[1].addr) : st0;
-    uint32_t want = 1u + (st1 != st0), n = 0; /* the stripes to lock, and locked */
-    if (TX_LIKELY(stm_lock_fresh(st0, &s->locks[0], held))) {
-        n = 1;
-        if (want == 2 && TX_LIKELY(stm_lock_fresh(st1, &s->locks[1], held)))
-            n = 2;
+    if (TX_UNLIKELY(!stm_lock_fresh(st0, &s->locks[0], held))) {
+        s->nlocked = 0;
+        return STM_COMMIT_REST | 1;
     }
-    s->nlocked = n;
-    if (TX_UNLIKELY(n != want))
-        return stm_commit_from(tx, n);
+    if (st1 != st0 && TX_UNLIKELY(!stm_lock_fresh(st1, &s->locks[1], held))) {
+        s->nlocked = 1;
+        return STM_COMMIT_REST | 1;
+    }
+    s->nlocked = 1u + (st1 != st0);
 #ifdef TMT_TEST_HOOKS
     if (stm_test_locked_hook)
         stm_test_locked_hook(tx);
 #endif
     uint64_t wv = __atomic_add_fetch(&stm_clock.now, 1, __ATOMIC_ACQ_REL);
     if (TX_UNLIKELY(wv != s->rv + 1))
-        return stm_commit_validated(tx, wv);
+        return STM_COMMIT_REST | STM_COMMIT_TAKEN | wv;
     tx_mem_store(e[0].addr, e[0].value, 8);
     if (two)
         tx_mem_store(e[1].addr, e[1].value, 8);
@@ -168,16 +176,22 @@ static inline __attribute__((always_inline)) uint64_t stm_commit_small(struct tm
     return wv;
 }
 
-/* Both steps of a commit that records nothing in between: returns the
- * write version, 0 when nothing was written. */
-static inline __attribute__((always_inline)) uint64_t stm_commit_inline(struct tmt_tx *tx)
+/* Both steps of a commit that records nothing in between, as far as they
+ * go without a call: the write version (done), 0 (nothing was written,
+ * done), or a value with STM_COMMIT_REST set, which stm_commit_rest
+ * (stm_commit.c) takes to finish the commit. */
+static inline __attribute__((always_inline)) uint64_t stm_commit_try(struct tmt_tx *tx)
 {
     struct tx_stm *s = &tx->stm;
     if (stm_commit_read_only(s))
         return 0;
     if (TX_LIKELY(s->wn <= 2 && (s->wset[0].mask & s->wset[s->wn - 1].mask) == 0xffu))
         return stm_commit_small(tx);
-    return stm_commit_whole(tx);
+    return STM_COMMIT_REST;
 }
+
+/* Finishes what stm_commit_try left (any value it returns: one without
+ * STM_COMMIT_REST is returned as it is); returns the write version. */
+uint64_t stm_commit_rest(struct tmt_tx *tx, uint64_t code);
 
 #endif

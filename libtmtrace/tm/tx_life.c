@@ -499,17 +499,39 @@ static inline void tx_commit_stm(struct tmt_tx *tx, int traced)
         if (traced && tx->stm.wn) /* at tx: its write set, the locks released (the log stays until the next start) */
             tb_ev_wset(&tx->trace, &tx->stm.wset[0].addr, &tx->stm.wset[0].mask, sizeof *tx->stm.wset, tx->stm.wn);
     } else {
-        wv = stm_commit_inline(tx); /* nothing to record: in this frame */
+        wv = stm_commit_rest(tx, stm_commit_try(tx)); /* nothing to record */
     }
     htm_sw_leave(tx);
     tx_committed(tx, wv, traced);
 }
 
+/* The rest of an untraced software commit that tx_commit_untraced leaves. */
+__attribute__((noinline)) static void tx_commit_untraced_rest(struct tmt_tx *tx, uint64_t code)
+{
+    uint64_t wv = stm_commit_rest(tx, code);
+    htm_sw_leave(tx);
+    tx_committed(tx, wv, 0);
+}
+
 /* An untraced thread's software commit, in a function of its own so that
- * tx_commit saves no register before it knows the commit is one (the
- * inline commit's registers would be saved for the in-place and other
- * commits too). */
-__attribute__((noinline)) static void tx_commit_untraced(struct tmt_tx *tx) { tx_commit_stm(tx, 0); }
+ * tx_commit saves no register before it knows the commit is one. What the
+ * inline commit leaves (stm_commit_try: a busy stripe, a newer commit,
+ * more than two words), a hardware path's counter and frees go out of line
+ * by a tail call: the usual commit saves no register at all. */
+__attribute__((noinline)) static void tx_commit_untraced(struct tmt_tx *tx)
+{
+    if (TMT_CLOCK_FLOOR) {
+        tx_commit_stm(tx, 0);
+        return;
+    }
+    uint64_t wv = stm_commit_try(tx);
+    if (TX_UNLIKELY((wv & STM_COMMIT_REST) | (uint64_t)tx->htm.sw_counted | tx->mem.nfrees)) {
+        tx_commit_untraced_rest(tx, wv);
+        return;
+    }
+    htm_sw_leave(tx);        /* nothing to leave, as tested */
+    tx_committed(tx, wv, 0); /* no frees, as tested */
+}
 
 /* A traced thread's software commit, a copy of its own for the reason
  * tx_start_traced is. */
