@@ -179,10 +179,18 @@ TMT_API jmp_buf *tmt_tx_prepare(tmt_tx *tx, tmt_site *site, unsigned flags)
     return tx_prepare(tx, site, flags);
 }
 
+/* api_null_descriptor for tmt_tx_begin, reached by a tail call: a call of
+ * a function known not to return would make the entry point align the
+ * stack on every transaction (noipa: not known). */
+__attribute__((cold, noinline, noipa)) static jmp_buf *api_begin_null(void)
+{
+    api_null_descriptor();
+}
+
 TMT_API jmp_buf *tmt_tx_begin(tmt_tx *tx, tmt_site *site, unsigned flags)
 {
     if (TX_UNLIKELY(tx == NULL))
-        api_null_descriptor();
+        return api_begin_null();
     return tx_begin(tx, site, flags, (uintptr_t)__builtin_dwarf_cfa()); /* as tmt_tx_start */
 }
 
