@@ -57,27 +57,42 @@
 #define STM_INIT_THREAD(t, id) TxInitThread(t, id)
 #define STM_FREE_THREAD(t) TxFreeThread(t)
 
-/* The runtime's transaction entry points and its read-only flag
- * (tmtrace.h: tmt_tx_prepare, TMT_TX_READ_ONLY), for STM_BEGIN; TxSite has
+/* The runtime's transaction entry point and its read-only flag
+ * (tmtrace.h: tmt_tx_begin, TMT_TX_READ_ONLY), for STM_BEGIN; TxSite has
  * tmt_site's layout. */
 struct tmt_tx;
 struct tmt_site;
-jmp_buf *tmt_tx_prepare(struct tmt_tx *tx, struct tmt_site *site, unsigned flags);
+jmp_buf *tmt_tx_begin(struct tmt_tx *tx, struct tmt_site *site, unsigned flags);
 #define STM_TX_READ_ONLY_ 1u
 #define STM_TX_ TxDescriptor_(STM_SELF)
+/* The descriptor head's second word (tmtrace.h's struct tmt_tx_head,
+ * alloc_watch) has bit 0 (TMT_ALLOC_WATCH_TX) set from an outermost start
+ * until the transaction ends: after tmt_tx_begin and its setjmp, clear when
+ * the attempt is still to start (an abort restarted it, or tmt_tx_begin
+ * left the start to TxBegin). */
+static inline int STM_STARTED_(struct tmt_tx *tx) { return (((const uint32_t *)(const void *)tx)[1] & 1u) != 0; }
 
 /* setjmp runs here, in the caller's frame, straight into the runtime's
- * restart buffer (tmt_tx_prepare returns it, as TxPrepareAt would, one call
- * fewer), so an abort lands back here and TxBegin starts the next attempt; nothing is copied per transaction. The
- * signal mask is not saved (no system call per transaction). Each use is
- * its own site, labelled with the enclosing function, so reports name it
- * `function (file:line)`. */
+ * restart buffer (tmt_tx_begin returns it), so an abort lands back here and
+ * TxBegin starts the next attempt; tmt_tx_begin has started the first one
+ * in the same call when it could (a plain software attempt), else TxBegin
+ * does. Nothing is copied per transaction. The signal mask is not saved
+ * (no system call per transaction). Each use is its own site, labelled with
+ * the enclosing function, so reports name it `function (file:line)`. */
+#if defined(__GLIBC__)
+/* glibc's setjmp is _setjmp, a jump into __sigsetjmp with no mask saved:
+ * called directly, as sigsetjmp(env, 0) would (the same buffer type). */
+#define STM_SETJMP_(env) __sigsetjmp(env, 0)
+#else
+#define STM_SETJMP_(env) setjmp(env)
+#endif
 #define STM_BEGIN(isReadOnly)                                                  \
     do {                                                                       \
         static TxSite stm_site_ = { __FILE__, __LINE__, __func__, 0 };         \
-        setjmp(*tmt_tx_prepare(STM_TX_, (struct tmt_site *)(void *)&stm_site_, \
-                               (isReadOnly) ? STM_TX_READ_ONLY_ : 0u));        \
-        TxBegin(STM_SELF);                                                     \
+        STM_SETJMP_(*tmt_tx_begin(STM_TX_, (struct tmt_site *)(void *)&stm_site_,   \
+                             (isReadOnly) ? STM_TX_READ_ONLY_ : 0u));          \
+        if (!STM_STARTED_(STM_TX_))                                            \
+            TxBegin(STM_SELF);                                                 \
     } while (0) /* enforce comma */
 
 #define STM_BEGIN_RD() STM_BEGIN(1)

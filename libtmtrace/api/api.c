@@ -166,12 +166,32 @@ TMT_API tmt_tx *tmt_self(void)
 
 /* ---- transactions ------------------------------------------------------------- */
 
+__attribute__((noreturn, cold, noinline)) static void api_null_descriptor(void)
+{
+    tx_misuse("TMT_ATOMIC: the descriptor is NULL; call tmt_thread_enter() (or tmt_self()) in this thread "
+              "and pass what it returns");
+}
+
 TMT_API jmp_buf *tmt_tx_prepare(tmt_tx *tx, tmt_site *site, unsigned flags)
 {
     if (TX_UNLIKELY(tx == NULL))
-        tx_misuse("TMT_ATOMIC: the descriptor is NULL; call tmt_thread_enter() (or tmt_self()) in this thread "
-                  "and pass what it returns");
+        api_null_descriptor();
     return tx_prepare(tx, site, flags);
+}
+
+/* api_null_descriptor for tmt_tx_begin, reached by a tail call: a call of
+ * a function known not to return would make the entry point align the
+ * stack on every transaction (noipa: not known). */
+__attribute__((cold, noinline, noipa)) static jmp_buf *api_begin_null(void)
+{
+    api_null_descriptor();
+}
+
+TMT_API jmp_buf *tmt_tx_begin(tmt_tx *tx, tmt_site *site, unsigned flags)
+{
+    if (TX_UNLIKELY(tx == NULL))
+        return api_begin_null();
+    return tx_begin(tx, site, flags, (uintptr_t)__builtin_dwarf_cfa()); /* as tmt_tx_start */
 }
 
 TMT_API void tmt_tx_scope_left_(tmt_tx *tx, const tmt_site *site)

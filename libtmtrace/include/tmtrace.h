@@ -174,6 +174,12 @@ TMT_API void tmt_env_help(FILE *out);
 /* Internal to TMT_ATOMIC: returns the buffer the next setjmp fills (ISO C jmp_buf:
  * the header needs no POSIX feature macro; glibc's setjmp saves no signal mask). */
 TMT_API jmp_buf *tmt_tx_prepare(tmt_tx *tx, tmt_site *site, unsigned flags);
+/* tmt_tx_prepare that also starts the attempt when it can (a plain first
+ * software attempt, a nested block): then the head's alloc_watch has
+ * TMT_ALLOC_WATCH_TX when it returns; otherwise tmt_tx_start must follow
+ * the setjmp, as after tmt_tx_prepare and after every restart. One call
+ * per transaction instead of two (compat/tl2's STM_BEGIN). */
+TMT_API jmp_buf *tmt_tx_begin(tmt_tx *tx, tmt_site *site, unsigned flags);
 /* Internal to TMT_ATOMIC: starts (or restarts) an attempt. Returns 1 to run
  * the block, 0 when the transaction was cancelled and the block is skipped. */
 TMT_API int tmt_tx_start(tmt_tx *tx);

@@ -269,6 +269,8 @@ void stm_thread_enter(struct tmt_tx *tx)
     s->gate = UINT64_MAX;
     if (s->wslots == NULL)
         stm_wgrow(s);
+    if (s->lcap < s->wcap)
+        stm_lgrow(s); /* stm_commit_inline's path for one or two words needs two */
     if (s->rcap == 0)
         stm_rgrow(s);
 }
@@ -286,12 +288,6 @@ static uint64_t stm_lock_holder(uintptr_t v)
     /* The flag again: never 0 (what stm_lock_one returns for "locked it"),
      * even from a record that names no holder. */
     return __atomic_load_n(&r->held, __ATOMIC_RELAXED) | TF_ABORT_HELD;
-}
-
-/* What this attempt's lock records say about it. */
-static inline uint64_t stm_holder_of(const struct tmt_tx *tx)
-{
-    return tf_abort_held(tx_trace_thread(tx), tx->instance);
 }
 
 /* A conflict ends the attempt: the STM undoes its own part, then the
@@ -534,14 +530,6 @@ static void stm_release_old(struct tx_stm *s)
     s->nlocked = 0;
 }
 
-/* Unlocks every stripe this commit locked with the new version. */
-static inline void stm_release_new(struct tx_stm *s, uintptr_t word)
-{
-    for (const struct tx_lockrec *r = s->locks, *end = r + s->nlocked; r != end; r++)
-        __atomic_store_n(r->stripe, word, __ATOMIC_RELEASE);
-    s->nlocked = 0;
-}
-
 /* Locks the stripe of one redo-log entry; 0 on success, else what the
  * abort record says about the holder (tf_abort_held) once the stripe stayed
  * busy. */
@@ -612,7 +600,7 @@ static inline __attribute__((always_inline)) int stm_validate(struct tx_stm *s, 
 /* Exact sizes: a partly written word stores only the bytes this
  * transaction wrote, never rewriting one it did not. Out of line: most
  * entries are whole words. */
-__attribute__((noinline)) static void stm_writeback_part(const struct tx_wentry *e)
+__attribute__((noinline)) void stm_writeback_part(const struct tx_wentry *e)
 {
     for (unsigned half = 0; half < 2; half++) {
         uint32_t hm = (e->mask >> (4 * half)) & 0xfu;
@@ -626,28 +614,9 @@ __attribute__((noinline)) static void stm_writeback_part(const struct tx_wentry 
     }
 }
 
-static void stm_writeback(const struct tx_stm *s)
-{
-    for (const struct tx_wentry *e = s->wset, *end = e + s->wn; e != end; e++) {
-        if (TX_LIKELY(e->mask == 0xffu))
-            tx_mem_store(e->addr, e->value, 8);
-        else
-            stm_writeback_part(e);
-    }
-}
-
-/* The attempt is over; `seen`: the latest clock value this thread has
- * seen (tx.h, TX_IDLE). consecutive_aborts is left alone: an abort marks
- * the transaction retried, and the next prepare clears it (stm_prepare). */
-static inline void stm_idle(struct tx_stm *s, uint64_t seen)
-{
-    s->gate = UINT64_MAX;
-    __atomic_store_n(&s->active_rv, TX_IDLE | seen, __ATOMIC_RELEASE);
-}
-
 /* A larger lock array. The old one is retired, not freed: another thread
  * may be reading a holder through a stripe word it saw a moment ago. */
-__attribute__((noinline, cold)) static void stm_lgrow(struct tx_stm *s)
+__attribute__((noinline, cold)) void stm_lgrow(struct tx_stm *s)
 {
     struct tx_lockrec **ret = realloc(s->retired, (s->nretired + 1) * sizeof *ret);
     if (ret == NULL)
@@ -670,7 +639,7 @@ void (*stm_test_busy_hook)(uintptr_t *stripe, unsigned poll);
 /* Locks the stripes of the redo-log entries from `e` on, the general way
  * (stm_lock_one: this commit's own lock on a stripe two entries share is
  * recognised, another's is waited for), and aborts when one stays busy. */
-__attribute__((noinline)) static void stm_lock_rest(struct tmt_tx *tx, const struct tx_wentry *e)
+__attribute__((noinline)) void stm_lock_rest(struct tmt_tx *tx, const struct tx_wentry *e)
 {
     struct tx_stm *s = &tx->stm;
     for (const struct tx_wentry *end = s->wset + s->wn; e != end; e++) {
@@ -680,109 +649,15 @@ __attribute__((noinline)) static void stm_lock_rest(struct tmt_tx *tx, const str
     }
 }
 
-/* Locks the stripe of every redo-log entry (lcap >= wn, nothing locked
- * yet). The loop makes no call, so it needs no saved registers: a stripe
- * found locked by another, or a lost race for one, hands the rest of the log
- * to stm_lock_rest. A stripe this loop already locked (two words of one
- * block, or a hash collision) is passed over here: with stripes wider than a
- * word, neighbouring fields written together make that common. */
-static inline __attribute__((always_inline)) void stm_lock_all(struct tmt_tx *tx)
-{
-    struct tx_stm *s = &tx->stm;
-    uint64_t held = stm_holder_of(tx);
-    struct tx_lockrec *r = s->locks;
-    const struct tx_wentry *e = s->wset, *end = e + s->wn;
-    /* The table in registers: the compare-and-swap, a compiler barrier,
-     * would otherwise reload it for every entry. */
-    const struct stm_table t = stm_table_now();
-    for (; e != end; e++) {
-        uintptr_t *stripe = stm_table_stripe(&t, e->addr);
-        uintptr_t v = __atomic_load_n(stripe, __ATOMIC_ACQUIRE);
-        if (TX_UNLIKELY(v & 1)) {
-            const struct tx_lockrec *held = (const struct tx_lockrec *)(v & ~(uintptr_t)1);
-            if (held >= s->locks && held < r)
-                continue;
-            break;
-        }
-        r->stripe = stripe;
-        r->old = v;
-        __atomic_store_n(&r->held, held, __ATOMIC_RELAXED);
-        /* Release as well as acquire: see stm_lock_one. */
-        if (TX_UNLIKELY(!__atomic_compare_exchange_n(stripe, &v, (uintptr_t)r | 1, 0, __ATOMIC_ACQ_REL,
-                                                     __ATOMIC_RELAXED)))
-            break;
-        r++;
-    }
-    s->nlocked = (uint32_t)(r - s->locks);
-    if (TX_UNLIKELY(e != end))
-        stm_lock_rest(tx, e);
-}
-
 /* Another update committed since this attempt started: its reads must
  * still hold, else it aborts. Out of line, so that the commit keeps no
  * stack slots for what the abort record says. */
-__attribute__((noinline)) static void stm_commit_validate(struct tmt_tx *tx)
+__attribute__((noinline)) void stm_commit_validate(struct tmt_tx *tx)
 {
     uintptr_t bad = 0;
     uint64_t found = 0;
     if (stm_validate(&tx->stm, &bad, &found) != 0)
         stm_abort(tx, TMT_ABORT_COMMIT_VALIDATE, bad, found);
-}
-
-/* An attempt that wrote nothing commits where it stands: every read was
- * consistent at rv when it was made. */
-static inline int stm_commit_read_only(struct tx_stm *s)
-{
-    if (s->wn != 0)
-        return 0;
-    stm_idle(s, s->rv);
-    return 1;
-}
-
-/* stm_commit's body for an update attempt, inlined into both commits:
- * returns the write version (never 0) with the locks held. */
-static inline __attribute__((always_inline)) uint64_t stm_commit_locked(struct tmt_tx *tx)
-{
-    struct tx_stm *s = &tx->stm;
-    if (TX_UNLIKELY(s->lcap < s->wn))
-        stm_lgrow(s);
-    stm_lock_all(tx);
-#ifdef TMT_TEST_HOOKS
-    if (stm_test_locked_hook)
-        stm_test_locked_hook(tx);
-#endif
-    uint64_t wv = __atomic_add_fetch(&stm_clock.now, 1, __ATOMIC_ACQ_REL);
-    /* wv == rv + 1: no other update committed since the start, the reads
-     * cannot have been overwritten. */
-    if (wv != s->rv + 1)
-        stm_commit_validate(tx);
-    return wv;
-}
-
-/* stm_commit_finish's body for an update attempt (wv != 0). */
-static inline __attribute__((always_inline)) void stm_commit_release(struct tmt_tx *tx, uint64_t wv)
-{
-    struct tx_stm *s = &tx->stm;
-    stm_writeback(s);
-    stm_release_new(s, (uintptr_t)wv << 1);
-    stm_idle(s, wv);
-}
-
-uint64_t stm_commit(struct tmt_tx *tx) { return stm_commit_read_only(&tx->stm) ? 0 : stm_commit_locked(tx); }
-
-void stm_commit_finish(struct tmt_tx *tx, uint64_t wv)
-{
-    if (wv != 0)
-        stm_commit_release(tx, wv);
-}
-
-uint64_t stm_commit_whole(struct tmt_tx *tx)
-{
-    if (stm_commit_read_only(&tx->stm))
-        return 0;
-    uint64_t wv = stm_commit_locked(tx);
-    stm_commit_release(tx, wv);
-    return wv;
 }
 
 void stm_rollback(struct tmt_tx *tx)

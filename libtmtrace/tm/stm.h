@@ -146,9 +146,32 @@ extern unsigned long stm_test_fences;
  * met it aborts, and before that read's retry starts anyway. */
 #define STM_LOCK_SPINS 256
 void stm_commit_finish(struct tmt_tx *tx, uint64_t wv);
-/* Both steps in one call, for a commit that records nothing in between (an
- * untraced one): returns the write version, 0 when nothing was written. */
-uint64_t stm_commit_whole(struct tmt_tx *tx);
+/* Both steps at once, for a commit that records nothing in between (an
+ * untraced one): stm_commit_inline (stm_commit.h), in the caller's frame. */
+/* The commit's out-of-line parts (stm.c), for stm_commit.h's inline
+ * commit: a lock array grown to the write set, the rest of the log locked
+ * the general way once a stripe was busy (aborts if it stays so), the
+ * reads validated when another update committed meanwhile (aborts if one
+ * no longer holds), a word only partly written stored byte by byte. */
+__attribute__((noinline, cold)) void stm_lgrow(struct tx_stm *s);
+__attribute__((noinline)) void stm_lock_rest(struct tmt_tx *tx, const struct tx_wentry *e);
+__attribute__((noinline)) void stm_commit_validate(struct tmt_tx *tx);
+__attribute__((noinline)) void stm_writeback_part(const struct tx_wentry *e);
+/* What this attempt's lock records say about it. */
+static inline uint64_t stm_holder_of(const struct tmt_tx *tx)
+{
+    return tf_abort_held(tx_trace_thread(tx), tx->instance);
+}
+
+/* The attempt is over; `seen`: the latest clock value this thread has
+ * seen (tx.h, TX_IDLE). consecutive_aborts is left alone: an abort marks
+ * the transaction retried, and the next prepare clears it (stm_prepare). */
+static inline void stm_idle(struct tx_stm *s, uint64_t seen)
+{
+    s->gate = UINT64_MAX;
+    __atomic_store_n(&s->active_rv, TX_IDLE | seen, __ATOMIC_RELEASE);
+}
+
 /* Undoes whatever a failed attempt holds (commit locks) and empties the sets. */
 void stm_rollback(struct tmt_tx *tx);
 /* A new transaction: no software abort yet (backoff starts over), and no

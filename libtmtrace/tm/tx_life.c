@@ -24,6 +24,7 @@
 #include "htm.h"
 #include "site.h"
 #include "stm.h"
+#include "stm_commit.h"
 #include "trace_format.h"
 #include "tx_registry.h"
 #include "tx_util.h"
@@ -394,6 +395,53 @@ int tx_start(struct tmt_tx *tx, uintptr_t frame)
     return 1;
 }
 
+/* tx_begin's path for everything but a plain first software attempt of an
+ * untraced thread among others: what tmt_tx_prepare does, and a nested
+ * begin's start too (its aborts land at the outer block's checkpoint, which
+ * is filled). An outermost attempt is left to the tmt_tx_start that follows
+ * the checkpoint: a hardware or serial start may abort and restart before
+ * the checkpoint would be filled. */
+__attribute__((noinline)) static jmp_buf *tx_begin_other(struct tmt_tx *tx, tmt_site *site, unsigned flags)
+{
+    jmp_buf *env = tx_prepare(tx, site, flags);
+    if (tx->depth > 0)
+        (void)tx_start_nested(tx);
+    return env;
+}
+
+/* tx_begin's start for an untraced thread that may be alone: in place
+ * when it is (tx_start_other decides, as for tmt_tx_start). No start there
+ * restarts before the checkpoint is filled: none is a hardware attempt. */
+__attribute__((noinline)) static jmp_buf *tx_begin_alone(struct tmt_tx *tx, uintptr_t frame)
+{
+    (void)tx_start_other(tx, TX_MODE_NONE, frame);
+    return &tx->env;
+}
+
+jmp_buf *tx_begin(struct tmt_tx *tx, tmt_site *site, unsigned flags, uintptr_t frame)
+{
+    uint32_t id = __atomic_load_n(&site->id, __ATOMIC_ACQUIRE);
+    /* One test for the descriptor's unusual states (nested or traced: the
+     * head's alloc_watch is 0 on an untraced thread outside transactions;
+     * after an abort or a hardware attempt; a thread that has not joined
+     * yet; an irrevocable block; a new site) and the hardware path, one for
+     * a thread that may be alone. */
+    uint32_t odd = tx->head.alloc_watch | (uint32_t)tx->retried | tx->attempt | (flags & TMT_TX_IRREVOCABLE);
+    if (TX_UNLIKELY(odd != 0 || id == 0 || id >= tx->nsite_stats) || htm_path() != TX_MODE_NONE)
+        return tx_begin_other(tx, site, flags);
+    tx->site_id = id;
+    tx->restart = NULL;
+    tx->flags = flags;
+    tx->serial_next = 0;
+    if (TX_UNLIKELY(txreg_lone_hint()))
+        return tx_begin_alone(tx, frame);
+    tx_enters(tx, 0);
+    if (TMT_CLOCK_FLOOR)
+        clock_floor_read(); /* as tx_start */
+    tx_start_stm(tx, TX_MODE_NONE, TX_REC_OFF);
+    return &tx->env;
+}
+
 /* ---- commit --------------------------------------------------------------------- */
 
 /* A commit took effect (and was recorded): frees, counters. `traced` as
@@ -453,10 +501,38 @@ static inline void tx_commit_stm(struct tmt_tx *tx, int traced)
         if (traced && tx->stm.wn) /* at tx: its write set, the locks released (the log stays until the next start) */
             tb_ev_wset(&tx->trace, &tx->stm.wset[0].addr, &tx->stm.wset[0].mask, sizeof *tx->stm.wset, tx->stm.wn);
     } else {
-        wv = stm_commit_whole(tx); /* nothing to record: one call */
+        wv = stm_commit_rest(tx, stm_commit_try(tx)); /* nothing to record */
     }
     htm_sw_leave(tx);
     tx_committed(tx, wv, traced);
+}
+
+/* The rest of an untraced software commit that tx_commit_untraced leaves. */
+__attribute__((noinline)) static void tx_commit_untraced_rest(struct tmt_tx *tx, uint64_t code)
+{
+    uint64_t wv = stm_commit_rest(tx, code);
+    htm_sw_leave(tx);
+    tx_committed(tx, wv, 0);
+}
+
+/* An untraced thread's software commit, in a function of its own so that
+ * tx_commit saves no register before it knows the commit is one. What the
+ * inline commit leaves (stm_commit_try: a busy stripe, a newer commit,
+ * more than two words), a hardware path's counter and frees go out of line
+ * by a tail call: the usual commit saves no register at all. */
+__attribute__((noinline)) static void tx_commit_untraced(struct tmt_tx *tx)
+{
+    if (TMT_CLOCK_FLOOR) {
+        tx_commit_stm(tx, 0);
+        return;
+    }
+    uint64_t wv = stm_commit_try(tx);
+    if (TX_UNLIKELY((wv & STM_COMMIT_REST) | (uint64_t)tx->htm.sw_counted | tx->mem.nfrees)) {
+        tx_commit_untraced_rest(tx, wv);
+        return;
+    }
+    htm_sw_leave(tx);        /* nothing to leave, as tested */
+    tx_committed(tx, wv, 0); /* no frees, as tested */
 }
 
 /* A traced thread's software commit, a copy of its own for the reason
@@ -486,7 +562,7 @@ void tx_commit(struct tmt_tx *tx)
         tx_commit_traced(tx);
         return;
     }
-    tx_commit_stm(tx, 0);
+    tx_commit_untraced(tx);
 }
 
 /* ---- abort and restart ------------------------------------------------------------ */

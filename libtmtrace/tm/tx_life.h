@@ -57,6 +57,14 @@ static inline void tx_watch_allocs(struct tmt_tx *tx)
  * checkpoint (libtmtrace-itm decides for itself, tx_serial_because). */
 jmp_buf *tx_prepare(struct tmt_tx *tx, tmt_site *site, unsigned flags);
 int tx_start(struct tmt_tx *tx, uintptr_t frame);
+/* tmt_tx_begin (tmtrace.h): tx_prepare, and for the first attempt of an
+ * untraced thread's transaction (no hardware path, not irrevocable) its
+ * start too, in one call: a software attempt, or in place when the thread
+ * is alone; a nested begin is started too. `frame` as tx_start takes it.
+ * Whether the outermost attempt started: the head's alloc_watch has
+ * TMT_ALLOC_WATCH_TX; if not, tx_start follows the checkpoint, as after
+ * tx_prepare. */
+jmp_buf *tx_begin(struct tmt_tx *tx, tmt_site *site, unsigned flags, uintptr_t frame);
 /* 1 (the default): a thread alone runs in place, as above; 0: it runs the
  * STM like any other (what the tests of the STM's own paths on one thread
  * set before their first transaction). */

@@ -577,6 +577,22 @@ static void alloc_watch_through_a_life(tmt_tx *tx, int seen[AW_POINTS])
  * nested blocks, retries) and clear again after a commit, an abort or a
  * cancel; TRACED at all times on a traced thread (whose allocations
  * outside transactions are recorded with their sites). */
+/* A second thread that has joined the threads in transactions, until
+ * second_leaves. */
+static void second_joins(pthread_t *b)
+{
+    inl_b_joined = inl_b_may_leave = 0;
+    assert_int_equal(pthread_create(b, NULL, inl_second, NULL), 0);
+    while (!__atomic_load_n(&inl_b_joined, __ATOMIC_SEQ_CST))
+        sched_yield();
+}
+
+static void second_leaves(pthread_t b)
+{
+    __atomic_store_n(&inl_b_may_leave, 1, __ATOMIC_SEQ_CST);
+    assert_int_equal(pthread_join(b, NULL), 0);
+}
+
 static void test_head_alloc_watch_is_set_exactly_in_transactions_or_when_traced(void **s)
 {
     (void)s;
@@ -587,12 +603,8 @@ static void test_head_alloc_watch_is_set_exactly_in_transactions_or_when_traced(
      * second thread that has joined (the STM's own starts). */
     for (int among = 0; among <= 1; among++) {
         pthread_t b;
-        if (among) {
-            inl_b_joined = inl_b_may_leave = 0;
-            assert_int_equal(pthread_create(&b, NULL, inl_second, NULL), 0);
-            while (!__atomic_load_n(&inl_b_joined, __ATOMIC_SEQ_CST))
-                sched_yield();
-        }
+        if (among)
+            second_joins(&b);
         for (int l = 0; l < 2; l++) {
             int traced = levels[l] != CONFIG_EVENTS_OFF ? TMT_ALLOC_WATCH_TRACED : 0;
             tmt_tx *tx = tu_enter_at(levels[l]);
@@ -605,10 +617,69 @@ static void test_head_alloc_watch_is_set_exactly_in_transactions_or_when_traced(
                              seen[i], want[i] | traced);
             tmt_thread_exit();
         }
-        if (among) {
-            __atomic_store_n(&inl_b_may_leave, 1, __ATOMIC_SEQ_CST);
-            assert_int_equal(pthread_join(b, NULL), 0);
+        if (among)
+            second_leaves(b);
+    }
+}
+
+/* One transaction as compat/tl2's STM_BEGIN runs it: tmt_tx_begin, the
+ * checkpoint, tmt_tx_start unless the head's alloc_watch says the attempt
+ * started; `t` == 2 retries its first attempt once. A nested begin inside
+ * is started by tmt_tx_begin itself. by_begin[a]: whether attempt a was
+ * started by tmt_tx_begin. Returns whether the last attempt ran in place. */
+static int begin_as_tl2(tmt_tx *tx, int t, int by_begin[2])
+{
+    static tmt_site site = TMT_SITE_INIT("tl2-begin");
+    static tmt_site inner = TMT_SITE_INIT("tl2-begin-inner");
+    static long cell;
+    const struct tmt_tx_head *head = (const struct tmt_tx_head *)(const void *)tx;
+    volatile int attempts = 0;
+    setjmp(*tmt_tx_begin(tx, &site, 0));
+    int started = (head->alloc_watch & TMT_ALLOC_WATCH_TX) != 0;
+    by_begin[attempts] = started;
+    if (!started)
+        assert_int_equal(tmt_tx_start(tx), 1);
+    tmt_write_long(tx, &cell, t);
+    if (t == 2 && attempts++ == 0)
+        tmt_tx_retry(tx);
+    setjmp(*tmt_tx_begin(tx, &inner, 0));
+    assert_int_equal(tmt_tx_depth(tx), 2);
+    int in_place = head->in_place != 0;
+    tmt_tx_commit(tx);
+    tmt_tx_commit(tx);
+    assert_int_equal(tmt_tx_depth(tx), 0);
+    assert_int_equal(cell, t);
+    return in_place;
+}
+
+/* tmt_tx_begin starts an attempt itself only for an untraced thread's
+ * transaction after the thread's first (which joins the threads in
+ * transactions): a software attempt among others, in place alone; never a
+ * retry or a traced thread's. */
+static void test_tx_begin_starts_only_a_plain_first_attempt_and_leaves_the_rest_to_tx_start(void **s)
+{
+    (void)s;
+    static const int levels[2] = { CONFIG_EVENTS_OFF, CONFIG_EVENTS_TX };
+    for (int among = 0; among <= 1; among++) {
+        pthread_t b;
+        if (among)
+            second_joins(&b);
+        for (int l = 0; l < 2; l++) {
+            tmt_tx *tx = tu_enter_at(levels[l]);
+            for (int t = 0; t < 3; t++) {
+                int by_begin[2] = { -1, -1 };
+                int in_place = begin_as_tl2(tx, t, by_begin);
+                int plain = levels[l] == CONFIG_EVENTS_OFF && t > 0;
+                if (in_place != (!among && levels[l] == CONFIG_EVENTS_OFF))
+                    fail_msg("among=%d level=%d transaction %d: in place %d", among, levels[l], t, in_place);
+                if (by_begin[0] != plain || (t == 2 && by_begin[1] != 0))
+                    fail_msg("among=%d level=%d transaction %d: started by tmt_tx_begin %d then %d, not %d then 0",
+                             among, levels[l], t, by_begin[0], by_begin[1], plain);
+            }
+            tmt_thread_exit();
         }
+        if (among)
+            second_leaves(b);
     }
 }
 
@@ -631,6 +702,7 @@ int main(void)
         cmocka_unit_test(test_inline_reads_take_the_barrier_once_a_second_thread_joined),
         cmocka_unit_test(test_a_lone_thread_traced_at_all_records_every_in_place_read),
         cmocka_unit_test(test_head_alloc_watch_is_set_exactly_in_transactions_or_when_traced),
+        cmocka_unit_test(test_tx_begin_starts_only_a_plain_first_attempt_and_leaves_the_rest_to_tx_start),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

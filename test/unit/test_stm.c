@@ -43,6 +43,13 @@ static int setup(void **state)
     return 0;
 }
 
+/* The calling thread entered at trace level `events`; -1: the configured
+ * one. Out of line: one call before the blocks' setjmp, whatever the way. */
+__attribute__((noinline)) static tmt_tx *enter_at(int events)
+{
+    return events < 0 ? tmt_thread_enter() : tu_enter_at(events);
+}
+
 /* ---- bank ------------------------------------------------------------------ */
 
 #define ACCOUNTS 32
@@ -497,6 +504,9 @@ static uint64_t site_aborts(const char *label, unsigned reason)
  * the victim commits at its first attempt, 2 when it aborts once for
  * `expect_reason`, counted at the site `label` (the read-after block's is
  * "duel-read-after"). */
+/* The duel's victim's trace level; -1: the configured one. */
+static int duel_events = -1;
+
 static void duel(int read_after, int also_z, unsigned flags, const char *label, unsigned expect_reason,
                  int attempts_expected)
 {
@@ -507,7 +517,7 @@ static void duel(int read_after, int also_z, unsigned flags, const char *label, 
     sem_init(&d.done, 0, 0);
     pthread_t w;
     assert_int_equal(pthread_create(&w, NULL, duel_writer, &d), 0);
-    tmt_tx *tx = tmt_thread_enter();
+    tmt_tx *tx = enter_at(duel_events);
     uint64_t before = site_aborts(label, expect_reason);
     volatile int attempts = 0;
     volatile long seen = -1;
@@ -629,11 +639,25 @@ static void test_overwritten_read_set_aborts_at_commit_validation(void **s)
     duel(0, 0, 0, "duel-validate", TMT_ABORT_COMMIT_VALIDATE, 2);
 }
 
+/* The same on an untraced thread, whose commit of one word takes
+ * stm_commit_inline's way without a loop up to the write version. */
+static void test_overwritten_read_set_aborts_an_untraced_commit_of_one_word_at_validation(void **s)
+{
+    (void)s;
+    duel_events = CONFIG_EVENTS_OFF;
+    duel(0, 0, 0, "duel-validate", TMT_ABORT_COMMIT_VALIDATE, 2);
+    duel_events = -1;
+}
+
 /* A stripe held locked by hand (as a committer in the middle of its commit
  * would) while another thread reads or writes a word on it. */
 struct held {
     long x;
+    char apart[64]; /* y on another stripe at any width up to 64 bytes */
+    long y;
     int write;        /* the victim writes x blindly instead of reading it */
+    int also_y;       /* ... and y too (a commit of two words) */
+    int events;       /* the victim's trace level; -1: the configured one */
     tmt_tx *victim;
     long result;
 };
@@ -641,11 +665,13 @@ struct held {
 static void *held_victim(void *arg)
 {
     struct held *h = arg;
-    tmt_tx *tx = tmt_thread_enter();
+    tmt_tx *tx = enter_at(h->events);
     __atomic_store_n(&h->victim, tx, __ATOMIC_RELEASE);
     if (h->write) {
         TMT_ATOMIC(tx, "held-write") {
             tmt_write_long(tx, &h->x, 42);
+            if (h->also_y)
+                tmt_write_long(tx, &h->y, 43);
         } TMT_END;
     } else {
         volatile long v = 0;
@@ -658,14 +684,21 @@ static void *held_victim(void *arg)
     return NULL;
 }
 
-static void hold_stripe_until_aborted(int write, unsigned reason)
+/* The stripe of x (of y when `hold_y`) locked by hand while the victim
+ * (at trace level `events`, -1: the configured one) reads x or writes x
+ * (and y when `also_y`). */
+static void hold_stripe_until_aborted_at(int write, unsigned reason, int events, int also_y, int hold_y)
 {
     static struct held h;
     static struct tx_lockrec fake; /* what a lock word points at */
     memset(&h, 0, sizeof h);
     h.x = 7;
+    h.y = 8;
     h.write = write;
-    uintptr_t *stripe = stm_stripe_word((uintptr_t)&h.x);
+    h.also_y = also_y;
+    h.events = events;
+    uintptr_t *stripe = stm_stripe_word(hold_y ? (uintptr_t)&h.y : (uintptr_t)&h.x);
+    assert_ptr_not_equal(stm_stripe_word((uintptr_t)&h.x), stm_stripe_word((uintptr_t)&h.y));
     uintptr_t unlocked = __atomic_load_n(stripe, __ATOMIC_ACQUIRE);
     assert_int_equal(unlocked & 1, 0);
     fake.stripe = stripe;
@@ -692,7 +725,10 @@ static void hold_stripe_until_aborted(int write, unsigned reason)
         assert_int_equal(h.x, 42);
     else
         assert_int_equal(h.result, 7);
+    assert_int_equal(h.y, also_y ? 43 : 8);
 }
+
+static void hold_stripe_until_aborted(int write, unsigned reason) { hold_stripe_until_aborted_at(write, reason, -1, 0, 0); }
 
 static void test_read_of_a_locked_stripe_aborts_with_read_locked(void **s)
 {
@@ -755,6 +791,18 @@ static void test_commit_that_cannot_lock_a_stripe_aborts_with_commit_locked(void
 {
     (void)s;
     hold_stripe_until_aborted(1, TMT_ABORT_COMMIT_LOCKED);
+}
+
+/* An untraced commit of one or two words (stm_commit_inline's way without
+ * a loop) that finds the stripe of either word locked writes neither: it
+ * aborts with COMMIT_LOCKED while the lock stays held and commits both
+ * words once it is released. */
+static void test_an_untraced_commit_of_one_or_two_words_aborts_on_a_locked_stripe_of_either(void **s)
+{
+    (void)s;
+    hold_stripe_until_aborted_at(1, TMT_ABORT_COMMIT_LOCKED, CONFIG_EVENTS_OFF, 0, 0);
+    hold_stripe_until_aborted_at(1, TMT_ABORT_COMMIT_LOCKED, CONFIG_EVENTS_OFF, 1, 0);
+    hold_stripe_until_aborted_at(1, TMT_ABORT_COMMIT_LOCKED, CONFIG_EVENTS_OFF, 1, 1);
 }
 
 /* Every byte of one block of 2^TMTRACE_STRIPE_SHIFT bytes maps to one
@@ -1404,8 +1452,10 @@ int main(void)
         cmocka_unit_test(test_read_abort_names_the_programs_call_of_the_read_when_accesses_are_traced),
         cmocka_unit_test(test_read_only_block_cannot_extend_and_aborts_with_read_version),
         cmocka_unit_test(test_overwritten_read_set_aborts_at_commit_validation),
+        cmocka_unit_test(test_overwritten_read_set_aborts_an_untraced_commit_of_one_word_at_validation),
         cmocka_unit_test(test_read_of_a_locked_stripe_aborts_with_read_locked),
         cmocka_unit_test(test_commit_that_cannot_lock_a_stripe_aborts_with_commit_locked),
+        cmocka_unit_test(test_an_untraced_commit_of_one_or_two_words_aborts_on_a_locked_stripe_of_either),
         cmocka_unit_test(test_a_block_of_the_stripe_width_shares_one_stripe_and_the_next_does_not),
         cmocka_unit_test(test_a_read_that_meets_a_lock_waits_for_its_release_within_a_bound),
         cmocka_unit_test(test_rewrites_in_a_long_redo_log_merge_into_their_entries),
