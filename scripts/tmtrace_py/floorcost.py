@@ -193,7 +193,8 @@ def records_text(rows):
 def abort_text(rows):
     """The lines of the abort-rate ratio table."""
     out = ["abort rate, traced/untraced median, 95 %% bootstrap interval (cells with an untraced rate >= %g %%; "
-           "the interval must lie in the level's band; floors: what the clock reads alone move it):" % ABORT_MIN_PCT]
+           "the interval must lie in the level's band; floors: what the clock reads alone, or with %s the records "
+           "alone, move it):" % (ABORT_MIN_PCT, RECORDS_FLOOR)]
     if not rows:
         return out + ["  no cell's untraced rate reaches %g %%" % ABORT_MIN_PCT]
     for r in rows:
