@@ -426,6 +426,7 @@ static inline uint64_t tf_stripe_index(uint64_t addr, unsigned log2, unsigned sh
 enum tf_header_flags {
     TF_HDR_SYNCED = 1u << 0,   /* timestamps are reference ns, events merged */
     TF_HDR_INJECTED = 1u << 1, /* clock faults were injected; truth present */
+    TF_HDR_COUNTED = 1u << 2,  /* a measuring build's: stamps count records, not ticks */
 };
 
 /* How the records of one class were stamped (header, version 2). */

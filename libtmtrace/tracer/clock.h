@@ -4,8 +4,10 @@
  * Owns: the two stamps the event path takes (the ordered rdtscp and the
  * unordered rdtsc bracketed by rdpid), the CPU feature test that chooses
  * between them, and the clock read of a measuring build (TMT_CLOCK_FLOOR,
- * meson -Dclock_floor), and the stand-in for rdpid that valgrind can run
- * (TMT_COUNTABLE_STAMP, meson -Dcountable_stamp). TSC_AUX -> CPU is a rule
+ * meson -Dclock_floor), the switch of the record-only measuring build
+ * (TMT_STAMP_COUNTER, meson -Dclock_floor=records; its stamp is
+ * trace_buffer.h's tb_stamp_read), and the stand-in for rdpid that valgrind
+ * can run (TMT_COUNTABLE_STAMP, meson -Dcountable_stamp). TSC_AUX -> CPU is a rule
  * of the format (tf_aux_cpu in trace_format.h).
  * Everything here is static inline and cheap; nothing here allocates, locks or
  * makes a system call.
@@ -97,6 +99,21 @@ static inline void clock_floor_read(void)
     uint64_t tsc = clock_rdtsc_on_cpu(&aux);
     __asm__ volatile("" : : "r"(tsc), "r"(aux));
 }
+
+/*
+ * The record-only measuring build (meson -Dclock_floor=records;
+ * TMT_STAMP_COUNTER 1): every level records what it records in a normal
+ * build, on the same inline paths, but no record reads the clock: a
+ * record's stamp is its thread's previous one + 1 on CPU 0 (tb_stamp_read).
+ * Its slowdown against a build with tracing off is what the record work
+ * alone costs, to set beside the clock's floor (docs/tracer.md, "The clock's
+ * floor"). The clock model's samples still read the TSC; the stamps are not
+ * on its scale, so the header says so (TF_HDR_COUNTED) and tmsync refuses
+ * such a trace.
+ */
+#ifndef TMT_STAMP_COUNTER
+#define TMT_STAMP_COUNTER 0
+#endif
 
 /* True when the CPU has rdpid (CPUID.(EAX=7,ECX=0):ECX bit 22); without it
  * every stamp is an rdtscp. */

@@ -130,12 +130,26 @@ static inline uint64_t tb_stamp_keep(struct tb_thread *t, uint64_t tsc, uint32_t
     return tsc;
 }
 
+/* The unordered stamp of one record and its CPU; in the record-only
+ * measuring build (TMT_STAMP_COUNTER, clock.h) the thread's previous stamp +
+ * 1 on CPU 0, which no test of the inline paths raises or sends out of line. */
+static inline uint64_t tb_stamp_read(const struct tb_thread *t, uint32_t *aux)
+{
+    if (TMT_STAMP_COUNTER) {
+        *aux = 0;
+        return t->last_raw + 1;
+    }
+    return clock_rdtsc_on_cpu(aux);
+}
+
 /* Reads the clock for one record: the ordered rdtscp when `ordered` (or the
  * CPU has no rdpid), else the unordered rdtsc with its CPU (an unordered
  * read may execute before an earlier stamp of the same thread, hence
  * tb_stamp_keep). */
 static inline uint64_t tb_clock(const struct tb_thread *t, int ordered, uint32_t *aux)
 {
+    if (TMT_STAMP_COUNTER)
+        return tb_stamp_read(t, aux);
     return TB_UNLIKELY(ordered || !t->fast_stamp) ? clock_rdtscp(aux) : clock_rdtsc_on_cpu(aux);
 }
 
@@ -149,7 +163,7 @@ static inline uint64_t tb_clock(const struct tb_thread *t, int ordered, uint32_t
  * (last_raw == last_tsc) and the step test alone finds what to raise. */
 static inline int tb_stamp_next(struct tb_thread *t, uint64_t max, uint64_t *tsc, uint32_t *aux, uint64_t *step)
 {
-    *tsc = clock_rdtsc_on_cpu(aux);
+    *tsc = tb_stamp_read(t, aux);
     *step = *tsc - t->last_tsc;
     if (TB_UNLIKELY(*aux != t->last_aux || *step - 1 >= max))
         return 0;
@@ -269,7 +283,7 @@ static inline void tb_full(struct tb_thread *t, unsigned kind, unsigned reason, 
         return;
     }
     uint32_t aux;
-    uint64_t tsc = clock_rdtsc_on_cpu(&aux);
+    uint64_t tsc = tb_stamp_read(t, &aux);
     if (TB_UNLIKELY(aux == t->last_aux && tsc - t->last_raw - 1 >= UINT64_MAX - TB_RAISE_MAX)) {
         tb_full_late(t, kind, reason, addr, value, tsc, aux);
         return;

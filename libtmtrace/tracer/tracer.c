@@ -471,7 +471,7 @@ void tracer_fork_thread(struct tb_thread *t) { tb_fork_thread(t, tr_child_traced
 static void tr_fill_header(struct tf_header *hdr, uint64_t hz)
 {
     hdr->version = TF_VERSION;
-    hdr->flags = skew_active() ? TF_HDR_INJECTED : 0;
+    hdr->flags = (skew_active() ? TF_HDR_INJECTED : 0) | (TMT_STAMP_COUNTER ? TF_HDR_COUNTED : 0);
     hdr->tsc_hz = hz;
     hdr->ref_clock = config.clock == CONFIG_CLOCK_MONOTONIC_RAW ? 1 : 0;
     long online = sysconf(_SC_NPROCESSORS_ONLN);

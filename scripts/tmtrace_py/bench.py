@@ -88,10 +88,10 @@ def run_tmbench(cmd, env, cwd, doc=schema.TMBENCH, clean_env=False):
 
 
 def clock_floor_level(build):
-    """The -Dclock_floor level ("tx" or "all") of the meson build tree BUILD,
-    read from its meson-info; a ScriptError (exit 2) naming BUILD when it is
-    not a configured tree or not a measuring build (docs/tracer.md, "The
-    clock's floor")."""
+    """The -Dclock_floor level ("tx", "all", or "records": the record-only
+    build) of the meson build tree BUILD, read from its meson-info; a
+    ScriptError (exit 2) naming BUILD when it is not a configured tree or not
+    a measuring build (docs/tracer.md, "The clock's floor")."""
     path = os.path.join(build, "meson-info", "intro-buildoptions.json")
     try:
         with open(path) as f:
@@ -100,9 +100,9 @@ def clock_floor_level(build):
         raise cli.ScriptError("%s: not a configured meson build tree (%s)" % (build, getattr(e, "strerror", None) or e),
                               cli.EXIT_USAGE)
     values = [o.get("value") for o in options if isinstance(o, dict) and o.get("name") == "clock_floor"]
-    if not values or values[0] not in ("tx", "all"):
-        raise cli.ScriptError("%s: not a measuring build (configure it with meson -Dclock_floor=tx or all)" % build,
-                              cli.EXIT_USAGE)
+    if not values or values[0] not in ("tx", "all", "records"):
+        raise cli.ScriptError("%s: not a measuring build (configure it with meson -Dclock_floor=tx, all or records)"
+                              % build, cli.EXIT_USAGE)
     return values[0]
 
 

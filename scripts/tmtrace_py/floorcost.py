@@ -4,7 +4,9 @@ reads, and traced/untraced abort-rate ratios, with bootstrap intervals
 print it).
 
 Owns: the issue's bounds (a level's median time over its floor's, an abort
-rate ratio's band), which floor each level is held to, the judgement of a
+rate ratio's band), which floor each level is held to, the record-only
+floor's name and the level it runs at, and its ratios (the record work
+alone, the clock over the records), the judgement of a
 cell (its ratio against the bound; its untraced abort rate's spread, run
 count and run length; its traced/untraced interval against the band), the
 rows of that table from a list of runs, and their text.
@@ -24,6 +26,14 @@ FLOOR_BOUND = {"default": ("floor-tx", 1.08), "tx": ("floor-tx", 1.05), "all/bou
 # A level's base -> the band the 95 % interval of traced/untraced median
 # abort rate must lie in.
 ABORT_BAND = {"default": (0.8, 1.25), "all": (0.67, 1.5)}
+# The record-only measuring build (meson -Dclock_floor=records) joins as this
+# level, run with RECORDS_AS's settings: the default's records, no clock read.
+RECORDS_FLOOR = "floor-records"
+RECORDS_AS = "default"
+# Its ratios, where both levels were measured: (numerator, denominator, what it shows).
+RECORDS_RATIOS = ((RECORDS_FLOOR, "off", "the record work alone"),
+                  ("floor-tx", "off", "the clock reads alone"),
+                  (RECORDS_AS, RECORDS_FLOOR, "what the clock adds to the records"))
 ABORT_MIN_PCT = 0.1      # cells whose untraced median rate is below this are not judged
 SPREAD_PCT = 25.0        # an untraced interval wider than +-this % of its median: spread too wide to judge
 ABORT_MIN_RUNS = 21      # the issue's runs per configuration for the abort rates
@@ -62,16 +72,39 @@ def floor_rows(runs, levels, key="ns_per_op", apart=None):
         floor, bound = FLOOR_BOUND.get(level_key(level, stamp), (None, None))
         if floor is None or not any(r["level"] == floor for r in runs):
             continue
-        pairs = {c: (samples(runs, c, level, key), samples(runs, c, floor, key)) for c in cells}
-        per = []
-        for c in cells:
-            r = median_ratio(*pairs[c])
-            per.append((c, r, bootstrap_ratio_ci(*pairs[c]), r is not None and r <= bound))
-        counted = [c for c in cells if c not in apart]
-        g = geomean(r for c, r, _, _ in per if c not in apart)
-        rows.append(dict(level=level, floor=floor, bound=bound, ratio=g, cells=per, apart=apart,
-                         ci=bootstrap_geomean_ratio_ci([pairs[c] for c in counted]),
+        g, ci, per = ratio_over_cells(runs, cells, level, floor, key, apart, bound)
+        rows.append(dict(level=level, floor=floor, bound=bound, ratio=g, cells=per, apart=apart, ci=ci,
                          meets=g is not None and g <= bound))
+    return rows
+
+
+def ratio_over_cells(runs, cells, num, den, key, apart, bound=None):
+    """(geomean over the CELLS not APART of median KEY at NUM / at DEN, its 95 %
+    bootstrap interval, [(cell, ratio, ci, ratio <= BOUND)] for every cell)."""
+    pairs = {c: (samples(runs, c, num, key), samples(runs, c, den, key)) for c in cells}
+    per = []
+    for c in cells:
+        r = median_ratio(*pairs[c])
+        per.append((c, r, bootstrap_ratio_ci(*pairs[c]), r is not None and bound is not None and r <= bound))
+    counted = [c for c in cells if c not in apart]
+    g = geomean(r for c, r, _, _ in per if c not in apart)
+    return g, bootstrap_geomean_ratio_ci([pairs[c] for c in counted]), per
+
+
+def records_rows(runs, key="ns_per_op", apart=None):
+    """With the record-only floor measured: for each of RECORDS_RATIOS whose two
+    levels were run, dict num, den, what, ratio (geomean over the cells not
+    APART), ci, cells [(cell, ratio, ci)]; [] without that floor."""
+    apart = apart or {}
+    levels = {r["level"] for r in runs}
+    if RECORDS_FLOOR not in levels:
+        return []
+    cells = cells_of(runs)
+    rows = []
+    for num, den, what in RECORDS_RATIOS:
+        if num in levels and den in levels:
+            g, ci, per = ratio_over_cells(runs, cells, num, den, key, apart)
+            rows.append(dict(num=num, den=den, what=what, ratio=g, ci=ci, cells=[p[:3] for p in per]))
     return rows
 
 
@@ -130,7 +163,8 @@ def floor_text(rows):
     out = ["cost above the floor (median time over the floor build's, 95 % bootstrap interval; "
            "geomean over the cells not reported apart):"]
     if not rows:
-        return out + ["  no floor measured (give --floor-build for a -Dclock_floor=tx and =all build)"]
+        return out + ["  no floor measured (give --floor-build for a -Dclock_floor=tx and =all build, and =records "
+                      "for the record work)"]
     for r in rows:
         out.append("  %-14s / %-9s geomean %s %s  bound %.2f: %s" % (
             r["level"], r["floor"], _num(r["ratio"]), _ci(r["ci"]), r["bound"],
@@ -142,10 +176,25 @@ def floor_text(rows):
     return out
 
 
+def records_text(rows):
+    """The lines of the record-only floor's table (records_rows); none without that floor."""
+    if not rows:
+        return []
+    out = ["the record work beside the clock's floor (%s: the record-only build at %s's settings, no clock "
+           "read; median time ratios, 95 %% bootstrap interval; geomean over the cells not reported apart):"
+           % (RECORDS_FLOOR, RECORDS_AS)]
+    for r in rows:
+        out.append("  %-14s / %-13s geomean %s %s  %s" % (r["num"], r["den"], _num(r["ratio"]), _ci(r["ci"]),
+                                                         r["what"]))
+        out += ["    %-16s %s %s" % ("%s/%d" % c, _num(x), _ci(ci)) for c, x, ci in r["cells"]]
+    return out
+
+
 def abort_text(rows):
     """The lines of the abort-rate ratio table."""
     out = ["abort rate, traced/untraced median, 95 %% bootstrap interval (cells with an untraced rate >= %g %%; "
-           "the interval must lie in the level's band; floors: what the clock reads alone move it):" % ABORT_MIN_PCT]
+           "the interval must lie in the level's band; floors: what the clock reads alone, or with %s the records "
+           "alone, move it):" % (ABORT_MIN_PCT, RECORDS_FLOOR)]
     if not rows:
         return out + ["  no cell's untraced rate reaches %g %%" % ABORT_MIN_PCT]
     for r in rows:

@@ -124,7 +124,7 @@ static void arguments_that_set_the_thread_count_are_refused(void **state)
     refused_in_one_line("--args 'vacation=-n4 -c8'", "the thread option is set by --threads", NULL);
 }
 
-/* --floor-build takes only a measuring build (meson -Dclock_floor=tx|all):
+/* --floor-build takes only a measuring build (meson -Dclock_floor=tx|all|records):
  * this suite's own build is not one, and a directory that is no build at
  * all is named as such. */
 static void a_floor_build_that_measures_nothing_is_refused(void **state)

@@ -102,6 +102,10 @@ class ClockFloorLevel(unittest.TestCase):
         self.configured([{"name": "buildtype", "value": "release"}, {"name": "clock_floor", "value": "all"}])
         self.assertEqual(bench.clock_floor_level(self.dir), "all")
 
+    def test_the_record_only_build_gives_records(self):
+        self.configured([{"name": "clock_floor", "value": "records"}])
+        self.assertEqual(bench.clock_floor_level(self.dir), "records")
+
     def test_a_normal_build_is_a_usage_error(self):
         self.configured([{"name": "clock_floor", "value": "none"}])
         self.assert_usage_error("not a measuring build")

@@ -62,6 +62,25 @@ class FloorRows(unittest.TestCase):
         self.assertIn("no floor measured", floorcost.floor_text([])[1])
 
 
+class RecordsRows(unittest.TestCase):
+    def test_the_record_only_floor_gives_the_record_work_and_what_the_clock_adds_to_it(self):
+        rs = runs_of("off", [100] * 5, [1] * 5) + runs_of("floor-tx", [104] * 5, [1] * 5) + \
+            runs_of("floor-records", [110] * 5, [1] * 5) + runs_of("default", [121] * 5, [1] * 5)
+        rows = {(r["num"], r["den"]): r for r in floorcost.records_rows(rs)}
+        self.assertEqual(set(rows), {("floor-records", "off"), ("floor-tx", "off"), ("default", "floor-records")})
+        self.assertAlmostEqual(rows[("floor-records", "off")]["ratio"], 1.10)
+        self.assertAlmostEqual(rows[("floor-tx", "off")]["ratio"], 1.04)
+        self.assertAlmostEqual(rows[("default", "floor-records")]["ratio"], 1.10)
+        text = floorcost.records_text(floorcost.records_rows(rs))
+        self.assertIn("the record work alone", "\n".join(text))
+
+    def test_without_the_record_only_floor_there_is_no_table(self):
+        rs = runs_of("off", [100] * 5, [1] * 5) + runs_of("floor-tx", [104] * 5, [1] * 5) + \
+            runs_of("default", [121] * 5, [1] * 5)
+        self.assertEqual(floorcost.records_rows(rs), [])
+        self.assertEqual(floorcost.records_text([]), [])
+
+
 class AbortRows(unittest.TestCase):
     OFF = [2.0, 2.1, 1.9, 2.0, 2.05, 1.95, 2.0, 2.02, 1.98]
 

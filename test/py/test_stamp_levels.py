@@ -20,6 +20,10 @@ class LevelEnv(unittest.TestCase):
         e = self.env("detail16")
         self.assertEqual((e["TMTRACE_EVENTS"], e["TMTRACE_DETAIL"]), ("tx", "16"))
 
+    def test_the_record_only_floor_runs_at_the_default_and_the_clock_floors_untraced(self):
+        self.assertEqual(stamp.apply_env(dict(self.CALLER), stamp.floor_env("floor-records")), {"PATH": "/bin"})
+        self.assertEqual(stamp.apply_env(dict(self.CALLER), stamp.floor_env("floor-tx"))["TMTRACE_EVENTS"], "off")
+
     def test_a_level_without_detail_drops_the_callers(self):
         self.assertNotIn("TMTRACE_DETAIL", self.env("all"))
         self.assertEqual(self.env("all")["TMTRACE_STAMP"], "each")

@@ -407,8 +407,9 @@ static void dump_print_header(const char *path, const struct tf_header *h)
 {
     printf("file: %s\n", path);
     printf("format version: %u\n", h->version);
-    printf("flags: %s%s%s\n", h->flags & TF_HDR_SYNCED ? "synced " : "",
-           h->flags & TF_HDR_INJECTED ? "injected " : "", h->flags ? "" : "raw");
+    printf("flags: %s%s%s%s\n", h->flags & TF_HDR_SYNCED ? "synced " : "",
+           h->flags & TF_HDR_INJECTED ? "injected " : "", h->flags & TF_HDR_COUNTED ? "counted " : "",
+           h->flags ? "" : "raw");
     printf("tsc frequency: %" PRIu64 " Hz\n", h->tsc_hz);
     printf("reference clock: %s\n", h->ref_clock == 1 ? "CLOCK_MONOTONIC_RAW" : "CLOCK_MONOTONIC");
     printf("cpus: %u\n", h->ncpus);

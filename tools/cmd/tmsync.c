@@ -785,6 +785,9 @@ static int sync_trace(const struct sync_args *a, struct sync_ctx *x, struct trac
 {
     if (ix->hdr.flags & TF_HDR_SYNCED)
         return tool_error("%s: already synchronised (header flag synced); tmsync reads raw traces", a->in);
+    if (ix->hdr.flags & TF_HDR_COUNTED)
+        return tool_error("%s: written by a record-only measuring build (header flag counted): its stamps count "
+                          "records, not clock ticks, and cannot be synchronised", a->in);
     if (a->kind != SM_NONE && ix->nsamples == 0)
         return tool_error("%s: no clock samples to fit (use --model none to merge only)", a->in);
     x->ns_per_tick = ix->hdr.tsc_hz ? 1e9 / (double)ix->hdr.tsc_hz : 1.0;
