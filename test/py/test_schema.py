@@ -2,6 +2,7 @@
 use, checked here against the descriptions and against the real tools."""
 import json
 import os
+import subprocess
 import sys
 import unittest
 
@@ -171,6 +172,20 @@ class RealTools(unittest.TestCase):
             rows = schema.read_csv(schema.OVERHEAD_CSV, f)
         self.assertEqual([r["kind"] for r in rows if r["kind"] == "calibration"], [])
         self.assertEqual({r["ops"] for r in rows if r["kind"] == "run"}, {"777"})
+
+    def test_overhead_args_reach_only_their_workload(self):
+        def overhead(*extra):
+            return subprocess.run([sys.executable, os.path.join(support.SOURCE_ROOT, "tmbench", "overhead"),
+                                   "--build", support.build_root(), "--reps", "1", "--workloads", "bank,hash",
+                                   "--threads", "1", "--ops", "bank=500", "--ops", "hash=500",
+                                   "--extra-levels", ""] + list(extra),
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+        # hash takes --range, bank does not: given to hash alone the runs pass,
+        # given to bank they fail, naming the option.
+        self.assertEqual(overhead("--args", "hash=--range 64").returncode, 0)
+        bad = overhead("--args", "bank=--range 64")
+        self.assertNotEqual(bad.returncode, 0)
+        self.assertIn("--range", bad.stderr)
 
     def test_tmexport_chrome_attempts_and_arrows_have_the_keys_tmplot_reads(self):
         synced = os.path.join(self.dir, "chrome.sync.bin")
