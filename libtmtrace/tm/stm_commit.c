@@ -39,11 +39,7 @@ static uint64_t stm_commit_from(struct tmt_tx *tx, uint32_t n)
 {
     struct tx_stm *s = &tx->stm;
     stm_lock_rest(tx, s->wset + n);
-#ifdef TMT_TEST_HOOKS
-    if (stm_test_locked_hook)
-        stm_test_locked_hook(tx);
-#endif
-    uint64_t wv = __atomic_add_fetch(&stm_clock.now, 1, __ATOMIC_ACQ_REL);
+    uint64_t wv = stm_commit_version(tx);
     if (wv != s->rv + 1)
         return stm_commit_validated(tx, wv);
     stm_commit_release(tx, wv);

@@ -84,6 +84,18 @@ static inline int stm_commit_read_only(struct tx_stm *s)
     return 1;
 }
 
+/* Every lock held: the commit's write version, from the global clock. */
+static inline __attribute__((always_inline)) uint64_t stm_commit_version(struct tmt_tx *tx)
+{
+#ifdef TMT_TEST_HOOKS
+    if (stm_test_locked_hook)
+        stm_test_locked_hook(tx);
+#else
+    (void)tx;
+#endif
+    return __atomic_add_fetch(&stm_clock.now, 1, __ATOMIC_ACQ_REL);
+}
+
 /* stm_commit's body for an update attempt, inlined into both commits:
  * returns the write version (never 0) with the locks held. */
 static inline __attribute__((always_inline)) uint64_t stm_commit_locked(struct tmt_tx *tx)
@@ -92,11 +104,7 @@ static inline __attribute__((always_inline)) uint64_t stm_commit_locked(struct t
     if (TX_UNLIKELY(s->lcap < s->wn))
         stm_lgrow(s);
     stm_lock_all(tx);
-#ifdef TMT_TEST_HOOKS
-    if (stm_test_locked_hook)
-        stm_test_locked_hook(tx);
-#endif
-    uint64_t wv = __atomic_add_fetch(&stm_clock.now, 1, __ATOMIC_ACQ_REL);
+    uint64_t wv = stm_commit_version(tx);
     /* wv == rv + 1: no other update committed since the start, the reads
      * cannot have been overwritten. */
     if (wv != s->rv + 1)
@@ -157,11 +165,7 @@ static inline __attribute__((always_inline)) uint64_t stm_commit_small(struct tm
         return STM_COMMIT_REST | 1;
     }
     s->nlocked = 1u + (st1 != st0);
-#ifdef TMT_TEST_HOOKS
-    if (stm_test_locked_hook)
-        stm_test_locked_hook(tx);
-#endif
-    uint64_t wv = __atomic_add_fetch(&stm_clock.now, 1, __ATOMIC_ACQ_REL);
+    uint64_t wv = stm_commit_version(tx);
     if (TX_UNLIKELY(wv != s->rv + 1))
         return STM_COMMIT_REST | STM_COMMIT_TAKEN | wv;
     tx_mem_store(e[0].addr, e[0].value, 8);
