@@ -23,6 +23,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 #if defined(TM_ITM)
 const char *const bench_backend = "libitm";
@@ -418,6 +419,7 @@ struct bench_worker {
     uint64_t cpu_ns;        /* the worker's CPU time inside the timed part */
     long preempted;         /* involuntary context switches inside it */
     int cpu_first, cpu_last; /* the CPU it ran on as its work began and ended */
+    int ktid;               /* its kernel thread id (perf sched, /proc/<pid>/task) */
     int failed;
     pthread_t tid;
 } __attribute__((aligned(64)));
@@ -433,7 +435,7 @@ struct worker_sum {
     uint64_t ops;
     double cpu_s;
     long preempted;
-    int cpu_first, cpu_last;
+    int cpu_first, cpu_last, tid;
 };
 static struct worker_sum *bench_workers;
 static int bench_nworkers;
@@ -472,6 +474,7 @@ static void *worker_main(void *arg)
     if (!w->failed) {
         uint64_t c0 = thread_cpu_ns();
         long p0 = thread_preemptions();
+        w->ktid = (int)gettid();
         w->cpu_first = sched_getcpu();
         w->wl->worker(w->state, &w->bt);
         w->cpu_last = sched_getcpu();
@@ -568,6 +571,7 @@ static void json_workers(struct jw *w)
         jw_ki64(w, "preempted", s->preempted);
         jw_ki64(w, "cpu_first", s->cpu_first);
         jw_ki64(w, "cpu_last", s->cpu_last);
+        jw_ki64(w, "tid", s->tid);
         jw_object_end(w);
     }
     jw_array_end(w);
@@ -682,7 +686,7 @@ static void sum_workers(const struct bench_worker *w, int started, uint64_t *ops
         *local_commits += w[i].local_commits;
         if (bench_workers)
             bench_workers[i] = (struct worker_sum){ w[i].bt.ops, (double)w[i].cpu_ns * 1e-9, w[i].preempted,
-                                                    w[i].cpu_first, w[i].cpu_last };
+                                                    w[i].cpu_first, w[i].cpu_last, w[i].ktid };
     }
 }
 
