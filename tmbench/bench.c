@@ -204,6 +204,10 @@ static int split_args(int argc, char **argv, char **common)
             const char *eq = strchr(a + 2, '=');
             size_t len = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
             const struct option *c = common_named(a + 2, len);
+            if (c && eq && c->has_arg == no_argument) {
+                bench_err("option --%s takes no value ('%s')", c->name, a);
+                return -1;
+            }
             if (c) {
                 common[nc++] = argv[i];
                 if (!eq && c->has_arg == required_argument && i + 1 < argc)

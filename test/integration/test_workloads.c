@@ -208,6 +208,14 @@ static void an_unpinned_run_says_so_and_lists_every_worker(void **state)
     assert_int_equal(n, 3);
 }
 
+/* --pin is a flag: a value given to it is a one-line error naming it. */
+static void a_value_given_to_pin_is_an_error_naming_the_option(void **state)
+{
+    (void)state;
+    assert_int_equal(run("bank --ops 10 --pin=1", 2, NULL), 2);
+    assert_non_null(strstr(out, "--pin takes no value"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -224,6 +232,7 @@ int main(void)
         cmocka_unit_test(ssca2_check_catches_a_changed_edge),
         cmocka_unit_test(pin_puts_worker_i_on_the_ith_cpu_of_the_affinity_mask),
         cmocka_unit_test(an_unpinned_run_says_so_and_lists_every_worker),
+        cmocka_unit_test(a_value_given_to_pin_is_an_error_naming_the_option),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
