@@ -21,7 +21,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 #if defined(TM_ITM)
 const char *const bench_backend = "libitm";
@@ -149,23 +151,25 @@ const char *bench_opt_str(const struct bench_opts *o, const char *name, const ch
 
 /* ---- common options ---------------------------------------------------- */
 
-enum { OPT_THREADS = 't', OPT_DURATION = 'd', OPT_OPS = 'n', OPT_SEED = 's', OPT_HELP = 'h' };
+enum { OPT_THREADS = 't', OPT_DURATION = 'd', OPT_OPS = 'n', OPT_SEED = 's', OPT_PIN = 'p', OPT_HELP = 'h' };
 
 static const struct option common_options[] = {
     { "threads", required_argument, NULL, OPT_THREADS },
     { "duration", required_argument, NULL, OPT_DURATION },
     { "ops", required_argument, NULL, OPT_OPS },
     { "seed", required_argument, NULL, OPT_SEED },
+    { "pin", no_argument, NULL, OPT_PIN },
     { "help", no_argument, NULL, OPT_HELP },
     { NULL, 0, NULL, 0 },
 };
 
-static int is_common(const char *name, size_t len)
+/* The common option called name[0..len), or NULL. */
+static const struct option *common_named(const char *name, size_t len)
 {
     for (const struct option *c = common_options; c->name; c++)
         if (strlen(c->name) == len && strncmp(c->name, name, len) == 0)
-            return 1;
-    return 0;
+            return c;
+    return NULL;
 }
 
 void bench_usage(FILE *out, const struct workload *wl)
@@ -177,6 +181,8 @@ void bench_usage(FILE *out, const struct workload *wl)
             "  --duration S   seconds to run (default 1)\n"
             "  --ops N        total operations over all threads instead of a duration\n"
             "  --seed N       random seed (default 1); thread i gets its own stream\n"
+            "  --pin          worker i runs only on the i-th CPU (modulo their count) of the\n"
+            "                 CPUs this process may use (taskset), for the whole run\n"
             "  --help         this text\n",
             wl ? wl->name : "<workload>");
     if (wl && wl->help && wl->help[0])
@@ -197,9 +203,14 @@ static int split_args(int argc, char **argv, char **common)
         if (a[0] == '-' && a[1] == '-' && a[2]) {
             const char *eq = strchr(a + 2, '=');
             size_t len = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
-            if (is_common(a + 2, len)) {
+            const struct option *c = common_named(a + 2, len);
+            if (c && eq && c->has_arg == no_argument) {
+                bench_err("option --%s takes no value ('%s')", c->name, a);
+                return -1;
+            }
+            if (c) {
                 common[nc++] = argv[i];
-                if (!eq && strcmp(a + 2, "help") != 0 && i + 1 < argc)
+                if (!eq && c->has_arg == required_argument && i + 1 < argc)
                     common[nc++] = argv[++i];
                 continue;
             }
@@ -279,9 +290,11 @@ static int parse_args(int argc, char **argv, struct bench_opts *o, const struct 
     opterr = 0;
     optind = 1;
     int c;
-    while (rc == 0 && (c = getopt_long(nc, common, ":t:d:n:s:h", common_options, NULL)) != -1) {
+    while (rc == 0 && (c = getopt_long(nc, common, ":t:d:n:s:ph", common_options, NULL)) != -1) {
         if (c == OPT_HELP) {
             rc = 1;
+        } else if (c == OPT_PIN) {
+            o->pin = 1;
         } else if (c == ':') {
             bench_err("option %s needs a value", common[optind - 1]);
             rc = -1;
@@ -408,6 +421,9 @@ struct bench_worker {
     struct start_gate *start;
     uint64_t local_commits;
     uint64_t cpu_ns;        /* the worker's CPU time inside the timed part */
+    long preempted;         /* involuntary context switches inside it */
+    int cpu_first, cpu_last; /* the CPU it ran on as its work began and ended */
+    int ktid;               /* its kernel thread id (perf sched, /proc/<pid>/task) */
     int failed;
     pthread_t tid;
 } __attribute__((aligned(64)));
@@ -415,6 +431,24 @@ struct bench_worker {
 /* CPU time of the workers inside the timed part, summed (print_json): on a
  * machine shared with other processes it moves far less than `seconds`. */
 static double bench_worker_cpu_s;
+
+/* Each worker's share of the run, for the JSON line's "workers": where it
+ * ran and how often it was preempted tell whether the workers ran side by
+ * side or took turns on one CPU (which changes how often they conflict). */
+struct worker_sum {
+    uint64_t ops;
+    double cpu_s;
+    long preempted;
+    int cpu_first, cpu_last, tid;
+};
+static struct worker_sum *bench_workers;
+static int bench_nworkers;
+
+static long thread_preemptions(void)
+{
+    struct rusage ru;
+    return getrusage(RUSAGE_THREAD, &ru) == 0 ? ru.ru_nivcsw : 0;
+}
 
 static uint64_t thread_cpu_ns(void)
 {
@@ -443,8 +477,13 @@ static void *worker_main(void *arg)
     gate_arrive(w->start);
     if (!w->failed) {
         uint64_t c0 = thread_cpu_ns();
+        long p0 = thread_preemptions();
+        w->ktid = (int)gettid();
+        w->cpu_first = sched_getcpu();
         w->wl->worker(w->state, &w->bt);
+        w->cpu_last = sched_getcpu();
         w->cpu_ns = thread_cpu_ns() - c0;
+        w->preempted = thread_preemptions() - p0;
     }
     w->local_commits = backend_thread_exit();
     return NULL;
@@ -524,6 +563,24 @@ static void json_runtime(struct jw *w, const struct bench_counts *d, double seco
 #endif
 }
 
+static void json_workers(struct jw *w)
+{
+    jw_key(w, "workers");
+    jw_array(w);
+    for (int i = 0; i < bench_nworkers; i++) {
+        const struct worker_sum *s = &bench_workers[i];
+        jw_object(w);
+        jw_ku64(w, "ops", s->ops);
+        jw_knum(w, "cpu_s", s->cpu_s, 6);
+        jw_ki64(w, "preempted", s->preempted);
+        jw_ki64(w, "cpu_first", s->cpu_first);
+        jw_ki64(w, "cpu_last", s->cpu_last);
+        jw_ki64(w, "tid", s->tid);
+        jw_object_end(w);
+    }
+    jw_array_end(w);
+}
+
 static void print_json(const struct workload *wl, void *state, const struct bench_opts *o,
                        double seconds, uint64_t ops, const struct bench_counts *d, int check_ok,
                        const char *check_msg)
@@ -548,6 +605,8 @@ static void print_json(const struct workload *wl, void *state, const struct benc
     jw_key(&w, "duration");
     jw_g(&w, o->ops ? 0.0 : o->duration);
     jw_ku64(&w, "ops_budget", o->ops);
+    jw_kbool(&w, "pin", o->pin);
+    json_workers(&w);
     if (wl->json_extra)
         wl->json_extra(state, &w);
     jw_kstr(&w, "check", check_ok ? "ok" : "failed");
@@ -575,6 +634,66 @@ static void gate_arrive(struct start_gate *g)
         sched_yield();
 }
 
+/* --pin: the CPUs this process may use, in order, into cpus[CPU_SETSIZE].
+ * Their count, or -1 after a one-line error. */
+static int affinity_cpus(int *cpus)
+{
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) != 0) {
+        bench_err("--pin: sched_getaffinity: %s", strerror(errno));
+        return -1;
+    }
+    int n = 0;
+    for (int c = 0; c < CPU_SETSIZE; c++)
+        if (CPU_ISSET(c, &set))
+            cpus[n++] = c;
+    return n;
+}
+
+/* Creates worker w, with --pin bound to `cpu` from its first instruction on
+ * (cpu < 0: free to run anywhere). 0, or -1 after a one-line error. */
+static int start_worker(struct bench_worker *w, int cpu)
+{
+    pthread_attr_t attr;
+    int rc = pthread_attr_init(&attr);
+    if (rc == 0 && cpu >= 0) {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET(cpu, &set);
+        rc = pthread_attr_setaffinity_np(&attr, sizeof set, &set);
+    }
+    if (rc == 0)
+        rc = pthread_create(&w->tid, &attr, worker_main, w);
+    pthread_attr_destroy(&attr);
+    if (rc != 0) {
+        if (cpu >= 0)
+            bench_err("cannot create thread %d on CPU %d (--pin): %s", w->bt.id, cpu, strerror(rc));
+        else
+            bench_err("cannot create thread %d: %s", w->bt.id, strerror(rc));
+        return -1;
+    }
+    return 0;
+}
+
+/* The run's per-worker figures into bench_workers and the sums. */
+static void sum_workers(const struct bench_worker *w, int started, uint64_t *ops, uint64_t *local_commits)
+{
+    *ops = 0;
+    *local_commits = 0;
+    bench_worker_cpu_s = 0;
+    free(bench_workers);
+    bench_workers = calloc((size_t)started + 1, sizeof *bench_workers);
+    bench_nworkers = bench_workers ? started : 0;
+    for (int i = 0; i < started; i++) {
+        bench_worker_cpu_s += (double)w[i].cpu_ns * 1e-9;
+        *ops += w[i].bt.ops;
+        *local_commits += w[i].local_commits;
+        if (bench_workers)
+            bench_workers[i] = (struct worker_sum){ w[i].bt.ops, (double)w[i].cpu_ns * 1e-9, w[i].preempted,
+                                                    w[i].cpu_first, w[i].cpu_last, w[i].ktid };
+    }
+}
+
 static int run_threads(const struct workload *wl, void *state, const struct bench_opts *o,
                        double *seconds, uint64_t *ops, uint64_t *local_commits)
 {
@@ -583,8 +702,12 @@ static int run_threads(const struct workload *wl, void *state, const struct benc
     struct start_gate gate = { 0, 0 };
     volatile int stop = 0;
     int failed = 0, started = 0;
-    if (!w) {
-        bench_err("out of memory for %d threads", n);
+    static int cpus[CPU_SETSIZE];
+    int ncpu = o->pin ? affinity_cpus(cpus) : 0;
+    if (!w || ncpu < 0) {
+        if (!w)
+            bench_err("out of memory for %d threads", n);
+        free(w);
         return -1;
     }
     memset(w, 0, sizeof *w * (size_t)n);
@@ -597,8 +720,7 @@ static int run_threads(const struct workload *wl, void *state, const struct benc
         w[i].wl = wl;
         w[i].state = state;
         w[i].start = &gate;
-        if (pthread_create(&w[i].tid, NULL, worker_main, &w[i]) != 0) {
-            bench_err("cannot create thread %d", i);
+        if (start_worker(&w[i], ncpu > 0 ? cpus[i % ncpu] : -1) != 0) {
             failed = 1;
             __atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
             break;
@@ -616,15 +738,9 @@ static int run_threads(const struct workload *wl, void *state, const struct benc
     for (int i = 0; i < started; i++)
         pthread_join(w[i].tid, NULL);
     *seconds = now_s() - t0;
-    *ops = 0;
-    *local_commits = 0;
-    bench_worker_cpu_s = 0;
-    for (int i = 0; i < started; i++) {
-        bench_worker_cpu_s += (double)w[i].cpu_ns * 1e-9;
-        *ops += w[i].bt.ops;
-        *local_commits += w[i].local_commits;
+    sum_workers(w, started, ops, local_commits);
+    for (int i = 0; i < started; i++)
         failed |= w[i].failed;
-    }
     free(w);
     return failed ? -1 : 0;
 }
@@ -708,5 +824,8 @@ int bench_run(const struct workload *wl, int argc, char **argv)
         wl->teardown(state);
     backend_thread_exit();
     free_args();
+    free(bench_workers);
+    bench_workers = NULL;
+    bench_nworkers = 0;
     return check_ok ? 0 : 1;
 }

@@ -8,7 +8,7 @@
  * JSON line and exits non-zero when the check fails.
  *
  * Common options: --threads N, --duration S, --ops N (total over threads),
- * --seed N, plus workload options (--key value), which setup() reads with
+ * --seed N, --pin, plus workload options (--key value), which setup() reads with
  * bench_opt_*().
  */
 #ifndef TMBENCH_BENCH_H
@@ -23,6 +23,7 @@ struct bench_opts {
     double duration;    /* --duration seconds, default 1 (ignored if ops > 0) */
     uint64_t ops;       /* --ops total operations, 0 = run for duration */
     uint64_t seed;      /* --seed, default 1 */
+    int pin;            /* --pin: worker i on one CPU of the affinity mask */
     int argc;           /* workload options, as given */
     char **argv;
 };

@@ -4,7 +4,12 @@
  * at 1, 2 and 4 threads each ends with its correctness check passing and
  * real transactions committed; with the hidden --sabotage option (one
  * element corrupted before the check) each check fails, which proves it can.
+ * And the driver's --pin puts each worker on its CPU of the affinity mask.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* sched_getaffinity */
+#endif
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -147,6 +152,70 @@ static void ssca2_check_catches_a_changed_edge(void **state)
     fails_its_check_when_sabotaged(ssca2);
 }
 
+/* The CPUs this process may use (which tmbench inherits), in order. */
+static int allowed_cpus(int *cpus, int cap)
+{
+    cpu_set_t set;
+    assert_int_equal(sched_getaffinity(0, sizeof set, &set), 0);
+    int n = 0;
+    for (int c = 0; c < CPU_SETSIZE && n < cap; c++)
+        if (CPU_ISSET(c, &set))
+            cpus[n++] = c;
+    return n;
+}
+
+/* With --pin, worker i begins and ends its work on the i-th allowed CPU
+ * (modulo their count); more workers than CPUs, so that an unpinned run
+ * could hardly put every one where it belongs both times by chance. */
+static void pin_puts_worker_i_on_the_ith_cpu_of_the_affinity_mask(void **state)
+{
+    (void)state;
+    int cpus[CPU_SETSIZE];
+    int ncpu = allowed_cpus(cpus, CPU_SETSIZE);
+    if (ncpu < 2)
+        skip();
+    enum { WORKERS = 6 };
+    int rc = run("bank --ops 600000 --pin", WORKERS, NULL);
+    if (rc != 0)
+        print_error("tmbench bank --pin exited %d: %s\n", rc, out);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(out, "\"pin\":true"));
+    const char *p = strstr(out, "\"workers\":[");
+    assert_non_null(p);
+    for (int i = 0; i < WORKERS; i++) {
+        long long first, last;
+        p = strstr(p, "\"cpu_first\":");
+        assert_non_null(p);
+        assert_int_equal(sscanf(p, "\"cpu_first\":%lld,\"cpu_last\":%lld", &first, &last), 2);
+        if (first != cpus[i % ncpu] || last != cpus[i % ncpu])
+            print_error("worker %d ran on CPUs %lld..%lld, pinned to %d: %s\n", i, first, last, cpus[i % ncpu], out);
+        assert_int_equal(first, cpus[i % ncpu]);
+        assert_int_equal(last, cpus[i % ncpu]);
+        p++;
+    }
+    assert_null(strstr(p, "\"cpu_first\":"));
+}
+
+/* Without --pin the line says so, and still has one entry per worker. */
+static void an_unpinned_run_says_so_and_lists_every_worker(void **state)
+{
+    (void)state;
+    assert_int_equal(run("bank --ops 2000", 3, NULL), 0);
+    assert_non_null(strstr(out, "\"pin\":false"));
+    int n = 0;
+    for (const char *p = strstr(out, "\"cpu_first\":"); p; p = strstr(p + 1, "\"cpu_first\":"))
+        n++;
+    assert_int_equal(n, 3);
+}
+
+/* --pin is a flag: a value given to it is a one-line error naming it. */
+static void a_value_given_to_pin_is_an_error_naming_the_option(void **state)
+{
+    (void)state;
+    assert_int_equal(run("bank --ops 10 --pin=1", 2, NULL), 2);
+    assert_non_null(strstr(out, "--pin takes no value"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -161,6 +230,9 @@ int main(void)
         cmocka_unit_test(labyrinth_check_catches_a_lost_cell),
         cmocka_unit_test(ssca2_graph_holds_exactly_the_added_edges),
         cmocka_unit_test(ssca2_check_catches_a_changed_edge),
+        cmocka_unit_test(pin_puts_worker_i_on_the_ith_cpu_of_the_affinity_mask),
+        cmocka_unit_test(an_unpinned_run_says_so_and_lists_every_worker),
+        cmocka_unit_test(a_value_given_to_pin_is_an_error_naming_the_option),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
