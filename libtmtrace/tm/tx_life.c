@@ -484,25 +484,23 @@ __attribute__((noinline)) static void tx_commit_other(struct tmt_tx *tx)
     tb_ev_commit(&tx->trace, 0, 0, 0);
 }
 
-/* An outermost software commit: write-back, release, frees, counters. */
+/* An outermost software commit in two steps with something between them:
+ * a traced thread's COMMIT record, or a measuring build's clock read where
+ * that record's stamp would be (an untraced commit of a normal build is
+ * tx_commit_untraced's, in one step). Write-back, release, frees, counters. */
 static inline void tx_commit_stm(struct tmt_tx *tx, int traced)
 {
-    uint64_t wv;
-    if (traced || TMT_CLOCK_FLOOR) {
-        wv = stm_commit(tx); /* leaves the set sizes as they were */
-        /* Stamped at the linearisation point: the write version is taken
-         * and the locks are still held, so every attempt that sees this
-         * commit's version aborts after this stamp. */
-        if (traced)
-            tb_ev_commit(&tx->trace, wv, tx->stm.rn, tx->stm.wn);
-        else
-            clock_floor_read();
-        stm_commit_finish(tx, wv);
-        if (traced && tx->stm.wn) /* at tx: its write set, the locks released (the log stays until the next start) */
-            tb_ev_wset(&tx->trace, &tx->stm.wset[0].addr, &tx->stm.wset[0].mask, sizeof *tx->stm.wset, tx->stm.wn);
-    } else {
-        wv = stm_commit_rest(tx, stm_commit_try(tx)); /* nothing to record */
-    }
+    uint64_t wv = stm_commit(tx); /* leaves the set sizes as they were */
+    /* Stamped at the linearisation point: the write version is taken and
+     * the locks are still held, so every attempt that sees this commit's
+     * version aborts after this stamp. */
+    if (traced)
+        tb_ev_commit(&tx->trace, wv, tx->stm.rn, tx->stm.wn);
+    else
+        clock_floor_read();
+    stm_commit_finish(tx, wv);
+    if (traced && tx->stm.wn) /* at tx: its write set, the locks released (the log stays until the next start) */
+        tb_ev_wset(&tx->trace, &tx->stm.wset[0].addr, &tx->stm.wset[0].mask, sizeof *tx->stm.wset, tx->stm.wn);
     htm_sw_leave(tx);
     tx_committed(tx, wv, traced);
 }
