@@ -571,12 +571,6 @@ static void alloc_watch_through_a_life(tmt_tx *tx, int seen[AW_POINTS])
     seen[6] = (int)head->alloc_watch;
 }
 
-/* compat/tl2's malloc calls malloc itself unless the head's alloc_watch
- * says traced and outside a transaction, and tmt_malloc does while it is
- * 0, so its bits must be exact: TX inside a transaction (in place or not,
- * nested blocks, retries) and clear again after a commit, an abort or a
- * cancel; TRACED at all times on a traced thread (whose allocations
- * outside transactions are recorded with their sites). */
 /* A second thread that has joined the threads in transactions, until
  * second_leaves. */
 static void second_joins(pthread_t *b)
@@ -593,33 +587,50 @@ static void second_leaves(pthread_t b)
     assert_int_equal(pthread_join(b, NULL), 0);
 }
 
-static void test_head_alloc_watch_is_set_exactly_in_transactions_or_when_traced(void **s)
+/* Runs `check` on a thread entered at each level (untraced, then tx),
+ * first alone (`among` 0), then beside a second thread that has joined the
+ * threads in transactions (the STM's own starts). */
+static void at_each_setting(void (*check)(tmt_tx *tx, int among, int level))
 {
-    (void)s;
-    enum { TX = TMT_ALLOC_WATCH_TX };
-    static const int want[AW_POINTS] = { 0, TX, TX, TX, 0, TX, 0 };
     static const int levels[2] = { CONFIG_EVENTS_OFF, CONFIG_EVENTS_TX };
-    /* Alone (in place, or the general start when traced), then beside a
-     * second thread that has joined (the STM's own starts). */
     for (int among = 0; among <= 1; among++) {
         pthread_t b;
         if (among)
             second_joins(&b);
         for (int l = 0; l < 2; l++) {
-            int traced = levels[l] != CONFIG_EVENTS_OFF ? TMT_ALLOC_WATCH_TRACED : 0;
             tmt_tx *tx = tu_enter_at(levels[l]);
-            int seen[AW_POINTS];
-            memset(seen, -1, sizeof seen);
-            alloc_watch_through_a_life(tx, seen);
-            for (int i = 0; i < AW_POINTS; i++)
-                if (seen[i] != (want[i] | traced))
-                    fail_msg("among=%d traced=%d: alloc_watch at point %d is %d, not %d", among, traced, i,
-                             seen[i], want[i] | traced);
+            check(tx, among, levels[l]);
             tmt_thread_exit();
         }
         if (among)
             second_leaves(b);
     }
+}
+
+static void alloc_watch_is_exact(tmt_tx *tx, int among, int level)
+{
+    enum { TX = TMT_ALLOC_WATCH_TX };
+    static const int want[AW_POINTS] = { 0, TX, TX, TX, 0, TX, 0 };
+    int traced = level != CONFIG_EVENTS_OFF ? TMT_ALLOC_WATCH_TRACED : 0;
+    int seen[AW_POINTS];
+    memset(seen, -1, sizeof seen);
+    alloc_watch_through_a_life(tx, seen);
+    for (int i = 0; i < AW_POINTS; i++)
+        if (seen[i] != (want[i] | traced))
+            fail_msg("among=%d traced=%d: alloc_watch at point %d is %d, not %d", among, traced, i, seen[i],
+                     want[i] | traced);
+}
+
+/* compat/tl2's malloc calls malloc itself unless the head's alloc_watch
+ * says traced and outside a transaction, and tmt_malloc does while it is
+ * 0, so its bits must be exact: TX inside a transaction (in place or not,
+ * nested blocks, retries) and clear again after a commit, an abort or a
+ * cancel; TRACED at all times on a traced thread (whose allocations
+ * outside transactions are recorded with their sites). */
+static void test_head_alloc_watch_is_set_exactly_in_transactions_or_when_traced(void **s)
+{
+    (void)s;
+    at_each_setting(alloc_watch_is_exact);
 }
 
 /* One transaction as compat/tl2's STM_BEGIN runs it: tmt_tx_begin, the
@@ -656,31 +667,24 @@ static int begin_as_tl2(tmt_tx *tx, int t, int by_begin[2])
  * transaction after the thread's first (which joins the threads in
  * transactions): a software attempt among others, in place alone; never a
  * retry or a traced thread's. */
+static void begins_start_only_plain_first_attempts(tmt_tx *tx, int among, int level)
+{
+    for (int t = 0; t < 3; t++) {
+        int by_begin[2] = { -1, -1 };
+        int in_place = begin_as_tl2(tx, t, by_begin);
+        int plain = level == CONFIG_EVENTS_OFF && t > 0;
+        if (in_place != (!among && level == CONFIG_EVENTS_OFF))
+            fail_msg("among=%d level=%d transaction %d: in place %d", among, level, t, in_place);
+        if (by_begin[0] != plain || (t == 2 && by_begin[1] != 0))
+            fail_msg("among=%d level=%d transaction %d: started by tmt_tx_begin %d then %d, not %d then 0", among,
+                     level, t, by_begin[0], by_begin[1], plain);
+    }
+}
+
 static void test_tx_begin_starts_only_a_plain_first_attempt_and_leaves_the_rest_to_tx_start(void **s)
 {
     (void)s;
-    static const int levels[2] = { CONFIG_EVENTS_OFF, CONFIG_EVENTS_TX };
-    for (int among = 0; among <= 1; among++) {
-        pthread_t b;
-        if (among)
-            second_joins(&b);
-        for (int l = 0; l < 2; l++) {
-            tmt_tx *tx = tu_enter_at(levels[l]);
-            for (int t = 0; t < 3; t++) {
-                int by_begin[2] = { -1, -1 };
-                int in_place = begin_as_tl2(tx, t, by_begin);
-                int plain = levels[l] == CONFIG_EVENTS_OFF && t > 0;
-                if (in_place != (!among && levels[l] == CONFIG_EVENTS_OFF))
-                    fail_msg("among=%d level=%d transaction %d: in place %d", among, levels[l], t, in_place);
-                if (by_begin[0] != plain || (t == 2 && by_begin[1] != 0))
-                    fail_msg("among=%d level=%d transaction %d: started by tmt_tx_begin %d then %d, not %d then 0",
-                             among, levels[l], t, by_begin[0], by_begin[1], plain);
-            }
-            tmt_thread_exit();
-        }
-        if (among)
-            second_leaves(b);
-    }
+    at_each_setting(begins_start_only_plain_first_attempts);
 }
 
 int main(void)
