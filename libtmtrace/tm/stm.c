@@ -13,6 +13,7 @@
 #include "stm.h"
 #include "stm_barrier.h"
 
+#include <cpuid.h>
 #include <linux/membarrier.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -34,6 +35,7 @@ uintptr_t *stm_stripes; /* stm_barrier.h reads them on every access */
 unsigned stm_log2;
 uint64_t stm_mask;
 unsigned stm_shift;
+int stm_prefetchw;
 
 /* 1 once membarrier(2) is registered for the process: a begin then announces
  * its start version with a plain store, and the rare threads that must see
@@ -97,6 +99,8 @@ static uintptr_t *stm_table_map(size_t bytes)
 
 int stm_init(void)
 {
+    unsigned a, b, c, d;
+    stm_prefetchw = __get_cpuid(0x80000001u, &a, &b, &c, &d) && (c & (1u << 8)); /* PRFCHW */
     if (!stm_asym_fence && !stm_self_fenced && stm_membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0)
         stm_asym_fence = 1;
     unsigned log2 = (unsigned)config.stripes_log2;

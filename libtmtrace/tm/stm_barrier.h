@@ -31,6 +31,9 @@ extern uintptr_t *stm_stripes __attribute__((visibility("hidden")));
 extern unsigned stm_log2 __attribute__((visibility("hidden")));
 extern uint64_t stm_mask __attribute__((visibility("hidden"))); /* 2^stm_log2 - 1 */
 extern unsigned stm_shift __attribute__((visibility("hidden"))); /* TMTRACE_STRIPE_SHIFT */
+/* The CPU has PREFETCHW (CPUID 0x80000001 ECX bit 8), which stm_commit.h
+ * uses; set by stm_init. */
+extern int stm_prefetchw __attribute__((visibility("hidden")));
 
 /* Blocks of 2^stm_shift bytes (16 by default: two neighbouring words share
  * a stripe, so the table takes fewer cache misses, and since malloc aligns
