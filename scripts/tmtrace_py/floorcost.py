@@ -27,13 +27,21 @@ FLOOR_BOUND = {"default": ("floor-tx", 1.08), "tx": ("floor-tx", 1.05), "all/bou
 # abort rate must lie in.
 ABORT_BAND = {"default": (0.8, 1.25), "all": (0.67, 1.5)}
 # The record-only measuring build (meson -Dclock_floor=records) joins as this
-# level, run with RECORDS_AS's settings: the default's records, no clock read.
+# level, run with RECORDS_AS's settings: the default's records, no clock read;
+# and, where `all` is measured, as RECORDS_ALL_FLOOR at RECORDS_ALL_AS's: a
+# record per access (its stamp a counter), the record work of `all` alone.
 RECORDS_FLOOR = "floor-records"
 RECORDS_AS = "default"
-# Its ratios, where both levels were measured: (numerator, denominator, what it shows).
+RECORDS_ALL_FLOOR = "floor-records-all"
+RECORDS_ALL_AS = "all"
+RECORDS_FLOORS = {RECORDS_FLOOR: RECORDS_AS, RECORDS_ALL_FLOOR: RECORDS_ALL_AS}
+# Their ratios, where both levels were measured: (numerator, denominator, what it shows).
 RECORDS_RATIOS = ((RECORDS_FLOOR, "off", "the record work alone"),
                   ("floor-tx", "off", "the clock reads alone"),
-                  (RECORDS_AS, RECORDS_FLOOR, "what the clock adds to the records"))
+                  (RECORDS_AS, RECORDS_FLOOR, "what the clock adds to the records"),
+                  (RECORDS_ALL_FLOOR, "off", "all's record work alone"),
+                  ("floor-all", "off", "all's clock reads alone"),
+                  (RECORDS_ALL_AS, RECORDS_ALL_FLOOR, "what the clock adds to all's records"))
 ABORT_MIN_PCT = 0.1      # cells whose untraced median rate is below this are not judged
 SPREAD_PCT = 25.0        # an untraced interval wider than +-this % of its median: spread too wide to judge
 ABORT_MIN_RUNS = 21      # the issue's runs per configuration for the abort rates
@@ -92,12 +100,12 @@ def ratio_over_cells(runs, cells, num, den, key, apart, bound=None):
 
 
 def records_rows(runs, key="ns_per_op", apart=None):
-    """With the record-only floor measured: for each of RECORDS_RATIOS whose two
+    """With a record-only floor measured: for each of RECORDS_RATIOS whose two
     levels were run, dict num, den, what, ratio (geomean over the cells not
-    APART), ci, cells [(cell, ratio, ci)]; [] without that floor."""
+    APART), ci, cells [(cell, ratio, ci)]; [] without such a floor."""
     apart = apart or {}
     levels = {r["level"] for r in runs}
-    if RECORDS_FLOOR not in levels:
+    if not levels & set(RECORDS_FLOORS):
         return []
     cells = cells_of(runs)
     rows = []
@@ -181,11 +189,11 @@ def records_text(rows):
     if not rows:
         return []
     out = ["the record work beside the clock's floor (%s: the record-only build at %s's settings, no clock "
-           "read; median time ratios, 95 %% bootstrap interval; geomean over the cells not reported apart):"
-           % (RECORDS_FLOOR, RECORDS_AS)]
+           "read; %s: the same at %s, a record per access; median time ratios, 95 %% bootstrap interval; geomean "
+           "over the cells not reported apart):" % (RECORDS_FLOOR, RECORDS_AS, RECORDS_ALL_FLOOR, RECORDS_ALL_AS)]
     for r in rows:
-        out.append("  %-14s / %-13s geomean %s %s  %s" % (r["num"], r["den"], _num(r["ratio"]), _ci(r["ci"]),
-                                                         r["what"]))
+        out.append("  %-17s / %-17s geomean %s %s  %s" % (r["num"], r["den"], _num(r["ratio"]), _ci(r["ci"]),
+                                                           r["what"]))
         out += ["    %-16s %s %s" % ("%s/%d" % c, _num(x), _ci(ci)) for c, x, ci in r["cells"]]
     return out
 
@@ -193,8 +201,8 @@ def records_text(rows):
 def abort_text(rows):
     """The lines of the abort-rate ratio table."""
     out = ["abort rate, traced/untraced median, 95 %% bootstrap interval (cells with an untraced rate >= %g %%; "
-           "the interval must lie in the level's band; floors: what the clock reads alone, or with %s the records "
-           "alone, move it):" % (ABORT_MIN_PCT, RECORDS_FLOOR)]
+           "the interval must lie in the level's band; floors: what the clock reads alone, or with %s and %s the "
+           "records alone, move it):" % (ABORT_MIN_PCT, RECORDS_FLOOR, RECORDS_ALL_FLOOR)]
     if not rows:
         return out + ["  no cell's untraced rate reaches %g %%" % ABORT_MIN_PCT]
     for r in rows:

@@ -75,8 +75,9 @@ SIZES = {
 THREAD_OPTION = {"kmeans": "-p", "vacation": "-c"}  # the others take -t
 
 # The measuring builds (-Dclock_floor) tmbench/stamp/run runs as backends of these names: untraced,
-# but the record-only build at the settings of floorcost.RECORDS_AS (floor_env).
-FLOORS = ("floor-tx", "floor-all", floorcost.RECORDS_FLOOR)
+# but the record-only build at the settings of floorcost.RECORDS_AS and, where `all` is measured,
+# of floorcost.RECORDS_ALL_AS (floor_env).
+FLOORS = ("floor-tx", "floor-all", floorcost.RECORDS_FLOOR, floorcost.RECORDS_ALL_FLOOR)
 # The issue judges the cost above the floor on apps whose untraced parallel
 # phase lasts at least this long; bayes and labyrinth, whose runs vary most,
 # it lets be reported apart. Both are out of the geomean.
@@ -137,7 +138,9 @@ def level_env(level):
 
 def floor_env(backend):
     """The TMTRACE_* variables a measuring build's runs take (level_env's form)."""
-    return level_env(floorcost.RECORDS_AS) if backend == floorcost.RECORDS_FLOOR else {"TMTRACE_EVENTS": "off"}
+    if backend in floorcost.RECORDS_FLOORS:
+        return level_env(floorcost.RECORDS_FLOORS[backend])
+    return {"TMTRACE_EVENTS": "off"}
 
 
 def apply_env(env, settings):

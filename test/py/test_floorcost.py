@@ -74,6 +74,16 @@ class RecordsRows(unittest.TestCase):
         text = floorcost.records_text(floorcost.records_rows(rs))
         self.assertIn("the record work alone", "\n".join(text))
 
+    def test_the_record_only_floor_at_all_gives_all_s_record_work_beside_its_clock_floor(self):
+        rs = runs_of("off", [100] * 5, [1] * 5) + runs_of("floor-all", [150] * 5, [1] * 5) + \
+            runs_of("floor-records-all", [300] * 5, [1] * 5) + runs_of("all", [420] * 5, [1] * 5)
+        rows = {(r["num"], r["den"]): r for r in floorcost.records_rows(rs)}
+        self.assertEqual(set(rows), {("floor-records-all", "off"), ("floor-all", "off"), ("all", "floor-records-all")})
+        self.assertAlmostEqual(rows[("floor-records-all", "off")]["ratio"], 3.0)
+        self.assertAlmostEqual(rows[("floor-all", "off")]["ratio"], 1.5)
+        self.assertAlmostEqual(rows[("all", "floor-records-all")]["ratio"], 1.4)
+        self.assertIn("all's record work alone", "\n".join(floorcost.records_text(floorcost.records_rows(rs))))
+
     def test_without_the_record_only_floor_there_is_no_table(self):
         rs = runs_of("off", [100] * 5, [1] * 5) + runs_of("floor-tx", [104] * 5, [1] * 5) + \
             runs_of("default", [121] * 5, [1] * 5)

@@ -24,6 +24,13 @@ class LevelEnv(unittest.TestCase):
         self.assertEqual(stamp.apply_env(dict(self.CALLER), stamp.floor_env("floor-records")), {"PATH": "/bin"})
         self.assertEqual(stamp.apply_env(dict(self.CALLER), stamp.floor_env("floor-tx"))["TMTRACE_EVENTS"], "off")
 
+    def test_the_record_only_floor_at_all_records_every_access_with_a_stamp_each(self):
+        e = stamp.apply_env(dict(self.CALLER, TMTRACE_EVENTS="off"), stamp.floor_env("floor-records-all"))
+        self.assertEqual((e["TMTRACE_EVENTS"], e["TMTRACE_STAMP"]), ("all", "each"))
+        self.assertNotIn("TMTRACE_DETAIL", e)
+        self.assertIn("floor-records-all", [r["level"] for r in stamp.floor_runs([rec("floor-records-all", "off",
+                                                                                        0.3)])])
+
     def test_a_level_without_detail_drops_the_callers(self):
         self.assertNotIn("TMTRACE_DETAIL", self.env("all"))
         self.assertEqual(self.env("all")["TMTRACE_STAMP"], "each")
