@@ -7,6 +7,9 @@
 # Usage: ./test.sh [--quick]   (--quick: plain build only)
 set -euo pipefail
 cd "$(dirname "$0")"
+# The tests set the TMTRACE_* variables they need; one left in the caller's
+# environment (TMTRACE_EVENTS=off, say) would change what they run.
+for v in $(compgen -e | grep '^TMTRACE_' || true); do unset "$v"; done
 . scripts/setup.sh
 tmt_install_deps
 
