@@ -173,6 +173,20 @@ class RealTools(unittest.TestCase):
         self.assertEqual([r["kind"] for r in rows if r["kind"] == "calibration"], [])
         self.assertEqual({r["ops"] for r in rows if r["kind"] == "run"}, {"777"})
 
+    def test_overhead_levels_runs_only_the_levels_named(self):
+        csv_path = os.path.join(self.dir, "overhead-levels.csv")
+        cmd = [sys.executable, os.path.join(support.SOURCE_ROOT, "tmbench", "overhead"), "--build",
+               support.build_root(), "--reps", "1", "--workloads", "bank", "--threads", "1", "--ops", "bank=300",
+               "--extra-levels", "default", "--csv", csv_path]
+        programs.run(cmd + ["--levels", "tx"], clean_env=True)
+        with open(csv_path) as f:
+            rows = schema.read_csv(schema.OVERHEAD_CSV, f)
+        self.assertEqual(sorted(r["level"] for r in rows if r["kind"] == "run"), ["default", "off", "tx"])
+        bad = subprocess.run(cmd + ["--levels", "tx,al"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             universal_newlines=True)
+        self.assertEqual(bad.returncode, 2)
+        self.assertIn("--levels", bad.stderr)
+
     def test_overhead_args_reach_only_their_workload(self):
         def overhead(*extra):
             return subprocess.run([sys.executable, os.path.join(support.SOURCE_ROOT, "tmbench", "overhead"),
