@@ -63,26 +63,25 @@ class FloorRows(unittest.TestCase):
 
 
 class RecordsRows(unittest.TestCase):
+    def check(self, times, ratios, phrase):
+        """Runs at the levels and median times of TIMES give exactly RATIOS
+        {(num, den): ratio} and a table naming PHRASE."""
+        rs = [r for level, t in times.items() for r in runs_of(level, [t] * 5, [1] * 5)]
+        rows = {(r["num"], r["den"]): r["ratio"] for r in floorcost.records_rows(rs)}
+        self.assertEqual(set(rows), set(ratios))
+        for key, ratio in ratios.items():
+            self.assertAlmostEqual(rows[key], ratio)
+        self.assertIn(phrase, "\n".join(floorcost.records_text(floorcost.records_rows(rs))))
+
     def test_the_record_only_floor_gives_the_record_work_and_what_the_clock_adds_to_it(self):
-        rs = runs_of("off", [100] * 5, [1] * 5) + runs_of("floor-tx", [104] * 5, [1] * 5) + \
-            runs_of("floor-records", [110] * 5, [1] * 5) + runs_of("default", [121] * 5, [1] * 5)
-        rows = {(r["num"], r["den"]): r for r in floorcost.records_rows(rs)}
-        self.assertEqual(set(rows), {("floor-records", "off"), ("floor-tx", "off"), ("default", "floor-records")})
-        self.assertAlmostEqual(rows[("floor-records", "off")]["ratio"], 1.10)
-        self.assertAlmostEqual(rows[("floor-tx", "off")]["ratio"], 1.04)
-        self.assertAlmostEqual(rows[("default", "floor-records")]["ratio"], 1.10)
-        text = floorcost.records_text(floorcost.records_rows(rs))
-        self.assertIn("the record work alone", "\n".join(text))
+        self.check({"off": 100, "floor-tx": 104, "floor-records": 110, "default": 121},
+                   {("floor-records", "off"): 1.10, ("floor-tx", "off"): 1.04, ("default", "floor-records"): 1.10},
+                   "the record work alone")
 
     def test_the_record_only_floor_at_all_gives_all_s_record_work_beside_its_clock_floor(self):
-        rs = runs_of("off", [100] * 5, [1] * 5) + runs_of("floor-all", [150] * 5, [1] * 5) + \
-            runs_of("floor-records-all", [300] * 5, [1] * 5) + runs_of("all", [420] * 5, [1] * 5)
-        rows = {(r["num"], r["den"]): r for r in floorcost.records_rows(rs)}
-        self.assertEqual(set(rows), {("floor-records-all", "off"), ("floor-all", "off"), ("all", "floor-records-all")})
-        self.assertAlmostEqual(rows[("floor-records-all", "off")]["ratio"], 3.0)
-        self.assertAlmostEqual(rows[("floor-all", "off")]["ratio"], 1.5)
-        self.assertAlmostEqual(rows[("all", "floor-records-all")]["ratio"], 1.4)
-        self.assertIn("all's record work alone", "\n".join(floorcost.records_text(floorcost.records_rows(rs))))
+        self.check({"off": 100, "floor-all": 150, "floor-records-all": 300, "all": 420},
+                   {("floor-records-all", "off"): 3.0, ("floor-all", "off"): 1.5, ("all", "floor-records-all"): 1.4},
+                   "all's record work alone")
 
     def test_without_the_record_only_floor_there_is_no_table(self):
         rs = runs_of("off", [100] * 5, [1] * 5) + runs_of("floor-tx", [104] * 5, [1] * 5) + \

@@ -972,14 +972,23 @@ static int body_wsets(void *arg)
 /* The inline write set, ALLOC and ABORT leave the clock's faults to their
  * out-of-line paths: with them injected, every record keeps its true
  * stamp, and each WSET the COMMIT's it follows. */
+/* TMTRACE_SKEW=... in `skew`: the first (at most 8) CPUs of the affinity
+ * mask offset by base + step * i ns, no drift; returns how many. */
+static int skew_first_cpus(char *skew, size_t size, int base, int step)
+{
+    int cpus[1024];
+    int ncpus = cs_cpus(cpus, 1024);
+    snprintf(skew, size, "TMTRACE_SKEW=");
+    for (int c = 0; c < ncpus && c < 8; c++)
+        snprintf(skew + strlen(skew), size - strlen(skew), "%s%d:%d:0", c ? "," : "", cpus[c], base + step * c);
+    return ncpus < 8 ? ncpus : 8;
+}
+
 static void write_sets_allocs_and_aborts_keep_their_truth_with_the_clock_injected(void **state)
 {
     (void)state;
-    int cpus[1024];
-    int ncpus = cs_cpus(cpus, 1024);
-    char skew[512] = "TMTRACE_SKEW=";
-    for (int c = 0; c < ncpus && c < 8; c++)
-        snprintf(skew + strlen(skew), sizeof skew - strlen(skew), "%s%d:%d:0", c ? "," : "", cpus[c], 100000);
+    char skew[512];
+    (void)skew_first_cpus(skew, sizeof skew, 100000, 0);
     assert_child_ok(trace_child("wskew.bin", "TMTRACE_EVENTS=tx", skew, NULL, body_wsets, NULL));
     struct readback rb;
     read_trace(tu_path("wskew.bin"), &rb);
@@ -999,17 +1008,13 @@ static void write_sets_allocs_and_aborts_keep_their_truth_with_the_clock_injecte
 static void injected_offsets_shift_every_tsc_exactly_and_truth_reads_back(void **state)
 {
     (void)state;
-    int cpus[1024];
-    int ncpus = cs_cpus(cpus, 1024);
-    char skew[512] = "TMTRACE_SKEW=";
-    for (int c = 0; c < ncpus && c < 8; c++)
-        snprintf(skew + strlen(skew), sizeof skew - strlen(skew), "%s%d:%d:0", c ? "," : "", cpus[c],
-                 -500000 + 250000 * c);
+    char skew[512];
+    int nskewed = skew_first_cpus(skew, sizeof skew, -500000, 250000);
     assert_child_ok(trace_child("skew.bin", skew, "TMTRACE_RESAMPLE_MS=1", NULL, body_cpus_and_inrun, NULL));
     struct readback rb;
     read_trace(tu_path("skew.bin"), &rb);
     assert_true(rb.hdr.flags & TF_HDR_INJECTED);
-    assert_int_equal(rb.nskew, (size_t)(ncpus < 8 ? ncpus : 8));
+    assert_int_equal(rb.nskew, (size_t)nskewed);
     double hz = (double)rb.hdr.tsc_hz;
     assert_int_equal(rb.nev, 90);
     for (size_t i = 0; i < rb.nev + rb.nsmp; i++) {
