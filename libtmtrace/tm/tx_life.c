@@ -369,10 +369,14 @@ static inline int tx_start_other(struct tmt_tx *tx, int path, uintptr_t frame)
  * copy pays for the other: the untraced start keeps no register for the
  * record, and the traced one makes no call and no spill around it (what
  * the call cost, docs/design.md, "The hot path"). */
-__attribute__((noinline)) static int tx_start_traced(struct tmt_tx *tx)
+static inline void tx_start_traced_here(struct tmt_tx *tx)
 {
     tx_enters(tx, 1);
     tx_start_stm(tx, TX_MODE_NONE, TX_REC_INLINE);
+}
+__attribute__((noinline)) static int tx_start_traced(struct tmt_tx *tx)
+{
+    tx_start_traced_here(tx);
     return 1;
 }
 
@@ -409,6 +413,18 @@ __attribute__((noinline)) static jmp_buf *tx_begin_other(struct tmt_tx *tx, tmt_
     return env;
 }
 
+/* tx_begin's start for a traced thread's plain first software attempt:
+ * tx_start_traced's, with the START recorded before the checkpoint is
+ * filled (no software first attempt restarts before it). Its own copy for
+ * the reason tx_start_traced is, so that a traced thread's transaction
+ * takes one call to begin, as an untraced one's does, and not the two of
+ * tmt_tx_prepare and tmt_tx_start. */
+__attribute__((noinline)) static jmp_buf *tx_begin_traced(struct tmt_tx *tx)
+{
+    tx_start_traced_here(tx);
+    return &tx->env;
+}
+
 /* tx_begin's start for an untraced thread that may be alone: in place
  * when it is (tx_start_other decides, as for tmt_tx_start). No start there
  * restarts before the checkpoint is filled: none is a hardware attempt. */
@@ -421,12 +437,13 @@ __attribute__((noinline)) static jmp_buf *tx_begin_alone(struct tmt_tx *tx, uint
 jmp_buf *tx_begin(struct tmt_tx *tx, tmt_site *site, unsigned flags, uintptr_t frame)
 {
     uint32_t id = __atomic_load_n(&site->id, __ATOMIC_ACQUIRE);
-    /* One test for the descriptor's unusual states (nested or traced: the
-     * head's alloc_watch is 0 on an untraced thread outside transactions;
-     * after an abort or a hardware attempt; a thread that has not joined
-     * yet; an irrevocable block; a new site) and the hardware path, one for
-     * a thread that may be alone. */
-    uint32_t odd = tx->head.alloc_watch | (uint32_t)tx->retried | tx->attempt | (flags & TMT_TX_IRREVOCABLE);
+    /* One test for the descriptor's unusual states (nested: the head's
+     * alloc_watch has TMT_ALLOC_WATCH_TX; after an abort or a hardware
+     * attempt; a thread that has not joined yet; an irrevocable block; a
+     * new site) and the hardware path, one for a thread that may be alone,
+     * one for a traced thread. */
+    uint32_t odd = (tx->head.alloc_watch & TMT_ALLOC_WATCH_TX) | (uint32_t)tx->retried | tx->attempt |
+                   (flags & TMT_TX_IRREVOCABLE);
     if (TX_UNLIKELY(odd != 0 || id == 0 || id >= tx->nsite_stats) || htm_path() != TX_MODE_NONE)
         return tx_begin_other(tx, site, flags);
     tx->site_id = id;
@@ -435,6 +452,8 @@ jmp_buf *tx_begin(struct tmt_tx *tx, tmt_site *site, unsigned flags, uintptr_t f
     tx->serial_next = 0;
     if (TX_UNLIKELY(txreg_lone_hint()))
         return tx_begin_alone(tx, frame);
+    if (TX_UNLIKELY(tx_traced(tx)))
+        return tx_begin_traced(tx);
     tx_enters(tx, 0);
     if (TMT_CLOCK_FLOOR)
         clock_floor_read(); /* as tx_start */

@@ -57,10 +57,10 @@ static inline void tx_watch_allocs(struct tmt_tx *tx)
  * checkpoint (libtmtrace-itm decides for itself, tx_serial_because). */
 jmp_buf *tx_prepare(struct tmt_tx *tx, tmt_site *site, unsigned flags);
 int tx_start(struct tmt_tx *tx, uintptr_t frame);
-/* tmt_tx_begin (tmtrace.h): tx_prepare, and for the first attempt of an
- * untraced thread's transaction (no hardware path, not irrevocable) its
- * start too, in one call: a software attempt, or in place when the thread
- * is alone; a nested begin is started too. `frame` as tx_start takes it.
+/* tmt_tx_begin (tmtrace.h): tx_prepare, and for the first attempt of a
+ * transaction (no hardware path, not irrevocable) its start too, in one
+ * call: a software attempt (its START recorded on a traced thread), or in
+ * place when an untraced thread is alone; a nested begin is started too. `frame` as tx_start takes it.
  * Whether the outermost attempt started: the head's alloc_watch has
  * TMT_ALLOC_WATCH_TX; if not, tx_start follows the checkpoint, as after
  * tx_prepare. */
