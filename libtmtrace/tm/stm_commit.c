@@ -35,13 +35,21 @@ static uint64_t stm_commit_validated(struct tmt_tx *tx, uint64_t wv)
     return wv;
 }
 
-static uint64_t stm_commit_from(struct tmt_tx *tx, uint32_t n)
+/* The locking step from the entry `n` on, once the entries before it are
+ * locked (nlocked): the write version with every lock held, validated. */
+static uint64_t stm_commit_locked_from(struct tmt_tx *tx, uint32_t n)
 {
     struct tx_stm *s = &tx->stm;
     stm_lock_rest(tx, s->wset + n);
     uint64_t wv = stm_commit_version(tx);
     if (wv != s->rv + 1)
-        return stm_commit_validated(tx, wv);
+        stm_commit_validate(tx);
+    return wv;
+}
+
+static uint64_t stm_commit_from(struct tmt_tx *tx, uint32_t n)
+{
+    uint64_t wv = stm_commit_locked_from(tx, n);
     stm_commit_release(tx, wv);
     return wv;
 }
@@ -55,4 +63,15 @@ uint64_t stm_commit_rest(struct tmt_tx *tx, uint64_t code)
     if (code & 1)
         return stm_commit_from(tx, tx->stm.nlocked);
     return stm_commit_whole(tx);
+}
+
+uint64_t stm_commit_rest_locked(struct tmt_tx *tx, uint64_t code)
+{
+    if (code & STM_COMMIT_TAKEN) {
+        stm_commit_validate(tx);
+        return code & ~(STM_COMMIT_REST | STM_COMMIT_TAKEN);
+    }
+    if (code & 1)
+        return stm_commit_locked_from(tx, tx->stm.nlocked);
+    return stm_commit_locked(tx);
 }

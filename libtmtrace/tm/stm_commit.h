@@ -150,20 +150,18 @@ static inline __attribute__((always_inline)) int stm_lock_fresh(uintptr_t *strip
 #define STM_COMMIT_REST (1ull << 63)
 #define STM_COMMIT_TAKEN (1ull << 62)
 
-/* A commit of one or two whole words (lcap >= 2: stm_thread_enter) that
- * meets no lock and no newer commit: stm_commit_locked and
- * stm_commit_release without their loops, the stripes kept in registers
- * from lock to release, and no call: anything else is left to
- * stm_commit_rest with what is done so far, so that the caller's frame
- * saves no register for this path. */
-static inline __attribute__((always_inline)) uint64_t stm_commit_small(struct tmt_tx *tx)
+/* The first step of a commit of one or two whole words (lcap >= 2:
+ * stm_thread_enter; `two`: wn == 2) on stripes `st0` and `st1` (st0 again
+ * for one word) that meets no lock and no newer commit: stm_commit_locked
+ * without its loop, no call. Returns the write version with both stripes
+ * locked, or a value with STM_COMMIT_REST set (what is done so far) for
+ * stm_commit_rest or stm_commit_rest_locked to go on from. */
+static inline __attribute__((always_inline)) uint64_t stm_commit_small_locked(struct tmt_tx *tx, uintptr_t *st0,
+                                                                              uintptr_t *st1, int two)
 {
     struct tx_stm *s = &tx->stm;
     const struct tx_wentry *e = s->wset;
-    int two = s->wn == 2;
     uint64_t held = stm_holder_of(tx);
-    uintptr_t *st0 = stm_stripe(e[0].addr);
-    uintptr_t *st1 = two ? stm_stripe(e[1].addr) : st0;
     /* Both stripes and both data lines are fetched for writing at once: the
      * compare-and-swap below is a full barrier, so without this the second
      * stripe's miss and the data's misses would each wait for the one
@@ -186,6 +184,16 @@ static inline __attribute__((always_inline)) uint64_t stm_commit_small(struct tm
     uint64_t wv = stm_commit_version(tx);
     if (TX_UNLIKELY(wv != s->rv + 1))
         return STM_COMMIT_REST | STM_COMMIT_TAKEN | wv;
+    return wv;
+}
+
+/* The second step of stm_commit_small_locked's commit (it returned `wv`):
+ * the one or two words stored and their stripes released, no loop. */
+static inline __attribute__((always_inline)) void stm_commit_small_release(struct tmt_tx *tx, uintptr_t *st0,
+                                                                           uintptr_t *st1, int two, uint64_t wv)
+{
+    struct tx_stm *s = &tx->stm;
+    const struct tx_wentry *e = s->wset;
     tx_mem_store(e[0].addr, e[0].value, 8);
     if (two)
         tx_mem_store(e[1].addr, e[1].value, 8);
@@ -193,7 +201,28 @@ static inline __attribute__((always_inline)) uint64_t stm_commit_small(struct tm
     __atomic_store_n(st1, (uintptr_t)wv << 1, __ATOMIC_RELEASE); /* st0 again when one */
     s->nlocked = 0;
     stm_idle(s, wv);
+}
+
+/* Both steps with nothing in between (an untraced commit): the stripes
+ * kept in registers from lock to release, and no call: anything else is
+ * left to stm_commit_rest with what is done so far, so that the caller's
+ * frame saves no register for this path. */
+static inline __attribute__((always_inline)) uint64_t stm_commit_small(struct tmt_tx *tx)
+{
+    const struct tx_wentry *e = tx->stm.wset;
+    int two = tx->stm.wn == 2;
+    uintptr_t *st0 = stm_stripe(e[0].addr);
+    uintptr_t *st1 = two ? stm_stripe(e[1].addr) : st0;
+    uint64_t wv = stm_commit_small_locked(tx, st0, st1, two);
+    if (TX_LIKELY(!(wv & STM_COMMIT_REST)))
+        stm_commit_small_release(tx, st0, st1, two, wv);
     return wv;
+}
+
+/* Whether stm_commit_small may take the commit: one or two whole words. */
+static inline int stm_commit_is_small(const struct tx_stm *s)
+{
+    return s->wn <= 2 && (s->wset[0].mask & s->wset[s->wn - 1].mask) == 0xffu;
 }
 
 /* Both steps of a commit that records nothing in between, as far as they
@@ -205,7 +234,7 @@ static inline __attribute__((always_inline)) uint64_t stm_commit_try(struct tmt_
     struct tx_stm *s = &tx->stm;
     if (stm_commit_read_only(s))
         return 0;
-    if (TX_LIKELY(s->wn <= 2 && (s->wset[0].mask & s->wset[s->wn - 1].mask) == 0xffu))
+    if (TX_LIKELY(stm_commit_is_small(s)))
         return stm_commit_small(tx);
     return STM_COMMIT_REST;
 }
@@ -213,5 +242,9 @@ static inline __attribute__((always_inline)) uint64_t stm_commit_try(struct tmt_
 /* Finishes what stm_commit_try left (any value it returns: one without
  * STM_COMMIT_REST is returned as it is); returns the write version. */
 uint64_t stm_commit_rest(struct tmt_tx *tx, uint64_t code);
+/* stm_commit from what stm_commit_small_locked left (a value with
+ * STM_COMMIT_REST set): the write version, every lock held and the reads
+ * validated, for stm_commit_finish after the COMMIT record. */
+uint64_t stm_commit_rest_locked(struct tmt_tx *tx, uint64_t code);
 
 #endif

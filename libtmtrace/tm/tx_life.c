@@ -503,22 +503,53 @@ __attribute__((noinline)) static void tx_commit_other(struct tmt_tx *tx)
     tb_ev_commit(&tx->trace, 0, 0, 0);
 }
 
+/* A software commit's COMMIT record, or a measuring build's clock read
+ * where its stamp would be: at the linearisation point, the write version
+ * taken and the locks still held, so every attempt that sees this commit's
+ * version aborts after this stamp. */
+static inline void tx_commit_stamp(struct tmt_tx *tx, uint64_t wv, int traced)
+{
+    if (traced)
+        tb_ev_commit(&tx->trace, wv, tx->stm.rn, tx->stm.wn);
+    else
+        clock_floor_read();
+}
+
 /* An outermost software commit in two steps with something between them:
  * a traced thread's COMMIT record, or a measuring build's clock read where
  * that record's stamp would be (an untraced commit of a normal build is
  * tx_commit_untraced's, in one step). Write-back, release, frees, counters. */
 static inline void tx_commit_stm(struct tmt_tx *tx, int traced)
 {
-    uint64_t wv = stm_commit(tx); /* leaves the set sizes as they were */
-    /* Stamped at the linearisation point: the write version is taken and
-     * the locks are still held, so every attempt that sees this commit's
-     * version aborts after this stamp. */
-    if (traced)
-        tb_ev_commit(&tx->trace, wv, tx->stm.rn, tx->stm.wn);
-    else
-        clock_floor_read();
-    stm_commit_finish(tx, wv);
-    if (traced && tx->stm.wn) /* at tx: its write set, the locks released (the log stays until the next start) */
+    struct tx_stm *s = &tx->stm;
+    /* Each way stamps at the linearisation point (tx_commit_stamp) and
+     * leaves the set sizes as they were: a read-only attempt where it
+     * stands, one or two whole words without a loop or a call (the
+     * untraced commit's way, stm_commit_small, cut in two around the
+     * stamp), the rest in stm.c's two steps. */
+    uint64_t wv;
+    if (stm_commit_read_only(s)) {
+        wv = 0;
+        tx_commit_stamp(tx, wv, traced);
+    } else if (TX_LIKELY(stm_commit_is_small(s))) {
+        int two = s->wn == 2;
+        uintptr_t *st0 = stm_stripe(s->wset[0].addr);
+        uintptr_t *st1 = two ? stm_stripe(s->wset[1].addr) : st0;
+        wv = stm_commit_small_locked(tx, st0, st1, two);
+        if (TX_UNLIKELY(wv & STM_COMMIT_REST)) {
+            wv = stm_commit_rest_locked(tx, wv);
+            tx_commit_stamp(tx, wv, traced);
+            stm_commit_finish(tx, wv);
+        } else {
+            tx_commit_stamp(tx, wv, traced);
+            stm_commit_small_release(tx, st0, st1, two, wv);
+        }
+    } else {
+        wv = stm_commit(tx);
+        tx_commit_stamp(tx, wv, traced);
+        stm_commit_finish(tx, wv);
+    }
+    if (traced && s->wn) /* at tx: its write set, the locks released (the log stays until the next start) */
         tb_ev_wset(&tx->trace, &tx->stm.wset[0].addr, &tx->stm.wset[0].mask, sizeof *tx->stm.wset, tx->stm.wn);
     htm_sw_leave(tx);
     tx_committed(tx, wv, traced);

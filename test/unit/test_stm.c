@@ -649,6 +649,16 @@ static void test_overwritten_read_set_aborts_an_untraced_commit_of_one_word_at_v
     duel_events = -1;
 }
 
+/* The same on a thread traced at tx, whose commit of one word takes that
+ * way cut in two around its COMMIT record. */
+static void test_overwritten_read_set_aborts_a_traced_commit_of_one_word_at_validation(void **s)
+{
+    (void)s;
+    duel_events = CONFIG_EVENTS_TX;
+    duel(0, 0, 0, "duel-validate", TMT_ABORT_COMMIT_VALIDATE, 2);
+    duel_events = -1;
+}
+
 /* A stripe held locked by hand (as a committer in the middle of its commit
  * would) while another thread reads or writes a word on it. */
 struct held {
@@ -803,6 +813,17 @@ static void test_an_untraced_commit_of_one_or_two_words_aborts_on_a_locked_strip
     hold_stripe_until_aborted_at(1, TMT_ABORT_COMMIT_LOCKED, CONFIG_EVENTS_OFF, 0, 0);
     hold_stripe_until_aborted_at(1, TMT_ABORT_COMMIT_LOCKED, CONFIG_EVENTS_OFF, 1, 0);
     hold_stripe_until_aborted_at(1, TMT_ABORT_COMMIT_LOCKED, CONFIG_EVENTS_OFF, 1, 1);
+}
+
+/* The same for a traced commit of one or two words, which takes that way
+ * cut in two around its COMMIT record (tx_life.c, tx_commit_stm), and goes
+ * on from a lock it could not take the general way. */
+static void test_a_traced_commit_of_one_or_two_words_aborts_on_a_locked_stripe_of_either(void **s)
+{
+    (void)s;
+    hold_stripe_until_aborted_at(1, TMT_ABORT_COMMIT_LOCKED, CONFIG_EVENTS_TX, 0, 0);
+    hold_stripe_until_aborted_at(1, TMT_ABORT_COMMIT_LOCKED, CONFIG_EVENTS_TX, 1, 0);
+    hold_stripe_until_aborted_at(1, TMT_ABORT_COMMIT_LOCKED, CONFIG_EVENTS_TX, 1, 1);
 }
 
 /* Every byte of one block of 2^TMTRACE_STRIPE_SHIFT bytes maps to one
@@ -1453,9 +1474,11 @@ int main(void)
         cmocka_unit_test(test_read_only_block_cannot_extend_and_aborts_with_read_version),
         cmocka_unit_test(test_overwritten_read_set_aborts_at_commit_validation),
         cmocka_unit_test(test_overwritten_read_set_aborts_an_untraced_commit_of_one_word_at_validation),
+        cmocka_unit_test(test_overwritten_read_set_aborts_a_traced_commit_of_one_word_at_validation),
         cmocka_unit_test(test_read_of_a_locked_stripe_aborts_with_read_locked),
         cmocka_unit_test(test_commit_that_cannot_lock_a_stripe_aborts_with_commit_locked),
         cmocka_unit_test(test_an_untraced_commit_of_one_or_two_words_aborts_on_a_locked_stripe_of_either),
+        cmocka_unit_test(test_a_traced_commit_of_one_or_two_words_aborts_on_a_locked_stripe_of_either),
         cmocka_unit_test(test_a_block_of_the_stripe_width_shares_one_stripe_and_the_next_does_not),
         cmocka_unit_test(test_a_read_that_meets_a_lock_waits_for_its_release_within_a_bound),
         cmocka_unit_test(test_rewrites_in_a_long_redo_log_merge_into_their_entries),
