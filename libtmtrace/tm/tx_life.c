@@ -402,27 +402,21 @@ int tx_start(struct tmt_tx *tx, uintptr_t frame)
 /* tx_begin's path for everything but a plain first software attempt of an
  * untraced thread among others: what tmt_tx_prepare does, and a nested
  * begin's start too (its aborts land at the outer block's checkpoint, which
- * is filled). An outermost attempt is left to the tmt_tx_start that follows
- * the checkpoint: a hardware or serial start may abort and restart before
- * the checkpoint would be filled. */
+ * is filled), and a traced thread's plain first software attempt among
+ * others, tx_start_traced's, with its START recorded before the checkpoint
+ * is filled (no such start restarts before it): one call to begin, as an
+ * untraced transaction makes, not tmt_tx_prepare's and tmt_tx_start's. Any
+ * other outermost attempt is left to the tmt_tx_start that follows the
+ * checkpoint: a hardware or serial start may abort and restart before the
+ * checkpoint would be filled. */
 __attribute__((noinline)) static jmp_buf *tx_begin_other(struct tmt_tx *tx, tmt_site *site, unsigned flags)
 {
     jmp_buf *env = tx_prepare(tx, site, flags);
     if (tx->depth > 0)
         (void)tx_start_nested(tx);
+    else if (!(tx->attempt | tx->serial_next) && tx_traced(tx) && htm_path() == TX_MODE_NONE && !txreg_lone_hint())
+        tx_start_traced_here(tx);
     return env;
-}
-
-/* tx_begin's start for a traced thread's plain first software attempt:
- * tx_start_traced's, with the START recorded before the checkpoint is
- * filled (no software first attempt restarts before it). Its own copy for
- * the reason tx_start_traced is, so that a traced thread's transaction
- * takes one call to begin, as an untraced one's does, and not the two of
- * tmt_tx_prepare and tmt_tx_start. */
-__attribute__((noinline)) static jmp_buf *tx_begin_traced(struct tmt_tx *tx)
-{
-    tx_start_traced_here(tx);
-    return &tx->env;
 }
 
 /* tx_begin's start for an untraced thread that may be alone: in place
@@ -437,13 +431,12 @@ __attribute__((noinline)) static jmp_buf *tx_begin_alone(struct tmt_tx *tx, uint
 jmp_buf *tx_begin(struct tmt_tx *tx, tmt_site *site, unsigned flags, uintptr_t frame)
 {
     uint32_t id = __atomic_load_n(&site->id, __ATOMIC_ACQUIRE);
-    /* One test for the descriptor's unusual states (nested: the head's
-     * alloc_watch has TMT_ALLOC_WATCH_TX; after an abort or a hardware
-     * attempt; a thread that has not joined yet; an irrevocable block; a
-     * new site) and the hardware path, one for a thread that may be alone,
-     * one for a traced thread. */
-    uint32_t odd = (tx->head.alloc_watch & TMT_ALLOC_WATCH_TX) | (uint32_t)tx->retried | tx->attempt |
-                   (flags & TMT_TX_IRREVOCABLE);
+    /* One test for the descriptor's unusual states (nested or traced: the
+     * head's alloc_watch is 0 on an untraced thread outside transactions;
+     * after an abort or a hardware attempt; a thread that has not joined
+     * yet; an irrevocable block; a new site) and the hardware path, one for
+     * a thread that may be alone. */
+    uint32_t odd = tx->head.alloc_watch | (uint32_t)tx->retried | tx->attempt | (flags & TMT_TX_IRREVOCABLE);
     if (TX_UNLIKELY(odd != 0 || id == 0 || id >= tx->nsite_stats) || htm_path() != TX_MODE_NONE)
         return tx_begin_other(tx, site, flags);
     tx->site_id = id;
@@ -452,8 +445,6 @@ jmp_buf *tx_begin(struct tmt_tx *tx, tmt_site *site, unsigned flags, uintptr_t f
     tx->serial_next = 0;
     if (TX_UNLIKELY(txreg_lone_hint()))
         return tx_begin_alone(tx, frame);
-    if (TX_UNLIKELY(tx_traced(tx)))
-        return tx_begin_traced(tx);
     tx_enters(tx, 0);
     if (TMT_CLOCK_FLOOR)
         clock_floor_read(); /* as tx_start */
