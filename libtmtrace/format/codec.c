@@ -547,23 +547,84 @@ static inline __attribute__((always_inline)) uint8_t *codec_compact_run(uint8_t 
     return p;
 }
 
+_Static_assert((unsigned)TF_EV_WSET > (unsigned)CODEC_TAG_KIND, "a WSET row's kind follows its tag");
+/* Whether a write set's row must set the predictors (its stamp, site, CPU
+ * or reason differ from the row before it) rather than repeat them. */
+static inline int codec_wset_first_row(const struct codec_pred *st, const struct codec_item *it)
+{
+    return it->tsc != st->tsc || it->site != st->f->site || it->aux != st->f->aux ||
+           it->reason != st->f->reason[TF_EV_WSET];
+}
+
+/* A later word's row of a write set (see codec_slot_wset). */
+static inline __attribute__((always_inline)) uint8_t *codec_wset_row(uint8_t *p, uint64_t word, uint64_t prev,
+                                                                     uint32_t mask, uint64_t truth_step, unsigned fl)
+{
+    p[0] = 0;
+    p[1] = TF_EV_WSET;
+    p[2] = 0;
+    p = codec_put_varint(p + 3, codec_zz(word - prev));
+    p = codec_put_varint(p, mask);
+    if (fl & CODEC_EV_TRUTH)
+        p = codec_put_varint(p, truth_step);
+    return p;
+}
+
+/* A write set in runs (trace_format.h) whose entries cover more words than
+ * they are: each entry's words in turn. */
+static uint8_t *codec_slot_wset_runs(uint8_t *p, struct codec_pred *st, struct codec_item *it,
+                                     const struct tf_slot *s, unsigned fl)
+{
+    uint64_t n = it->addr, e = it->value, j = 0;
+    uint64_t w = tf_wset_at(s, 0), word = tf_wset_run_word(w);
+    uint32_t extra = tf_wset_run_extra(w), mask = tf_wset_mask(w);
+    int first = codec_wset_first_row(st, it);
+    uint64_t truth_step = codec_zz(it->truth - it->tsc), addr = st->f->addr;
+    for (uint64_t i = 0; i < n; i++) {
+        if (first) {
+            it->addr = word;
+            it->value = mask;
+            p = codec_encode_one(p, st, it, fl);
+            first = 0;
+        } else {
+            p = codec_wset_row(p, word, addr, mask, truth_step, fl);
+        }
+        addr = word;
+        if (extra) {
+            extra--;
+            word += 8;
+        } else if (++j < e) {
+            w = tf_wset_at(s, j);
+            word = tf_wset_run_word(w);
+            extra = tf_wset_run_extra(w);
+            mask = tf_wset_mask(w);
+        } else {
+            break; /* the runs cover fewer words than the record counts: a stream never so */
+        }
+    }
+    st->f->addr = addr;
+    return p;
+}
+
 /* A write set's words (the record at s, whose fields `it` holds), one
  * event each with the record's stamp, CPU, site and truth. The first word's
  * row sets the predictors to those where they differ; each later row
  * differs from the one before only in its word and mask, so it is written
  * as codec_encode_one would write it without asking what changed: the tag
  * (the kind escaped, no field flagged), the kind, a stamp step of 0, the
- * word, the mask and the truth's constant step. The writer's rows at `tx`
- * are mostly these. */
-_Static_assert((unsigned)TF_EV_WSET > (unsigned)CODEC_TAG_KIND, "a WSET row's kind follows its tag");
+ * word, the mask and the truth's constant step (the writer's rows at `tx`
+ * are mostly these). One entry per word here
+ * (either form: a run with no extra word packs as the first form does);
+ * codec_slot_wset_runs takes the others. */
 static uint8_t *codec_slot_wset(uint8_t *p, struct codec_pred *st, struct codec_item *it, const struct tf_slot *s,
                                 unsigned fl)
 {
     uint64_t n = it->addr, w = tf_wset_at(s, 0), i = 0;
+    if (it->value != 0 && it->value != n)
+        return codec_slot_wset_runs(p, st, it, s, fl);
     /* The first word's row too, when the record repeats the stamp, site
      * and CPU of the one before it (a commit's write set, mostly) */
-    if (it->tsc != st->tsc || it->site != st->f->site || it->aux != st->f->aux ||
-        it->reason != st->f->reason[TF_EV_WSET]) {
+    if (codec_wset_first_row(st, it)) {
         it->addr = tf_wset_word(w);
         it->value = tf_wset_mask(w);
         p = codec_encode_one(p, st, it, fl);
@@ -572,14 +633,8 @@ static uint8_t *codec_slot_wset(uint8_t *p, struct codec_pred *st, struct codec_
     uint64_t truth_step = codec_zz(it->truth - it->tsc), addr = st->f->addr; /* in a register */
     for (; i < n; i++) {
         w = tf_wset_at(s, i);
-        p[0] = 0;
-        p[1] = TF_EV_WSET;
-        p[2] = 0;
-        p = codec_put_varint(p + 3, codec_zz(tf_wset_word(w) - addr));
+        p = codec_wset_row(p, tf_wset_word(w), addr, tf_wset_mask(w), truth_step, fl);
         addr = tf_wset_word(w);
-        p = codec_put_varint(p, tf_wset_mask(w));
-        if (fl & CODEC_EV_TRUTH)
-            p = codec_put_varint(p, truth_step);
     }
     st->f->addr = addr;
     return p;

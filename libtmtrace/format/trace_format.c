@@ -64,7 +64,7 @@ size_t tf_slots_records(const struct tf_slot *s, size_t n)
         const struct tf_record *f = (const struct tf_record *)(const void *)&s[i];
         /* The stream is the runtime's own: a write set's count is sound. */
         k += f->kind == TF_EV_WSET ? f->addr : 1;
-        i += f->kind == TF_EV_WSET ? 2 + tf_wset_slots(f->addr) : 2;
+        i += f->kind == TF_EV_WSET ? 2 + tf_wset_slots(tf_wset_entries(f)) : 2;
     }
     return k;
 }

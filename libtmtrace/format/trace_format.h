@@ -298,18 +298,40 @@ static inline void tf_compact_apply(const struct tf_slot *s, struct tf_record *r
 /*
  * A write set in the slot stream: a full record of kind TF_EV_WSET whose
  * `addr` is the count of words n (1 to TF_WSET_MAX; a longer write set, or
- * one cut by the end of a chunk, continues in more such records), then
- * tf_wset_slots(n) raw slots holding the words two per slot (head first),
- * each packed by tf_wset_pack; an odd count leaves the last one 0. The
- * record expands to n records of kind TF_EV_WSET (one per word) with the
- * full record's stamp, CPU and site; tools never see the packed form.
+ * one cut by the end of a chunk, continues in more such records), then the
+ * packed entries, two per slot (head first; an odd count leaves the last
+ * one 0): tf_wset_entries of them, in tf_wset_slots(entries) raw slots.
+ * Its `value` says how they are packed:
+ *   0  one entry per word, tf_wset_pack(word, mask);
+ *   e  e entries (1 to n), each tf_wset_pack_run(word, mask, k): k + 1
+ *      words from `word` on, 8 bytes apart, each written with `mask`, so
+ *      that an array's words take one entry (a word at or above 2^47 has
+ *      no room for k: such a write set takes the first form).
+ * The record expands to n records of kind TF_EV_WSET (one per word) with
+ * the full record's stamp, CPU and site; tools never see the packed form.
  */
 #define TF_WSET_MAX 4096u
+#define TF_WSET_RUN_SHIFT 52 /* where the run's extra words start in an entry */
+#define TF_WSET_RUN_MAX 4095u
+#define TF_WSET_RUN_WORDS ((uint64_t)1 << 47) /* words below this have room for a run */
 static inline uint64_t tf_wset_slots(uint64_t n) { return (n + 1) / 2; }
 static inline uint64_t tf_wset_pack(uint64_t word, uint32_t mask) { return (word >> 3) << 8 | (mask & 0xffu); }
+static inline uint64_t tf_wset_pack_run(uint64_t word, uint32_t mask, uint32_t k)
+{
+    return (uint64_t)k << TF_WSET_RUN_SHIFT | tf_wset_pack(word, mask);
+}
 static inline uint64_t tf_wset_word(uint64_t packed) { return (packed >> 8) << 3; }
 static inline uint32_t tf_wset_mask(uint64_t packed) { return (uint32_t)(packed & 0xffu); }
-/* The i-th packed word of the write-set record at s (s[0..1] the record). */
+/* An entry of the run form: its first word and its extra words. */
+static inline uint64_t tf_wset_run_word(uint64_t packed)
+{
+    return tf_wset_word(packed & (((uint64_t)1 << TF_WSET_RUN_SHIFT) - 1));
+}
+static inline uint32_t tf_wset_run_extra(uint64_t packed) { return (uint32_t)(packed >> TF_WSET_RUN_SHIFT); }
+/* The entries of the write-set record `r` (its `value`, or n in the first
+ * form). */
+static inline uint64_t tf_wset_entries(const struct tf_record *r) { return r->value ? r->value : r->addr; }
+/* The i-th packed entry of the write-set record at s (s[0..1] the record). */
 static inline uint64_t tf_wset_at(const struct tf_slot *s, uint64_t i)
 {
     const struct tf_slot *w = s + 2 + i / 2;
@@ -336,10 +358,11 @@ static inline unsigned tf_slot_read(const struct tf_slot *s, size_t n, int have_
     const struct tf_record *f = (const struct tf_record *)(const void *)s;
     if (n < 2 || f->kind == 0 || f->kind >= TF_EV_KINDS)
         return 0;
-    if (f->kind == TF_EV_WSET && (f->addr == 0 || f->addr > TF_WSET_MAX || tf_wset_slots(f->addr) > n - 2))
+    if (f->kind == TF_EV_WSET && (f->addr == 0 || f->addr > TF_WSET_MAX || f->value > f->addr ||
+                                  tf_wset_slots(tf_wset_entries(f)) > n - 2))
         return 0;
     *r = *f;
-    return f->kind == TF_EV_WSET ? 2 + (unsigned)tf_wset_slots(f->addr) : 2;
+    return f->kind == TF_EV_WSET ? 2 + (unsigned)tf_wset_slots(tf_wset_entries(f)) : 2;
 }
 
 /* A thread's slot stream, read one piece at a time (codec_encode_slots,

@@ -120,6 +120,14 @@ static void wset_skip(const uint64_t **words, const uint32_t **masks, size_t str
     *masks = (const uint32_t *)(const void *)((const char *)*masks + k * stride);
 }
 
+void tb_wset_pack_words(uint64_t *out, const uint64_t *words, const uint32_t *masks, size_t stride, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        out[i] = tf_wset_pack(*words, *masks);
+        wset_skip(&words, &masks, stride, 1);
+    }
+}
+
 /* Whatever the chunk has room for, in records of at most TF_WSET_MAX
  * words; the rest in the chunks after it. A word that finds no chunk is
  * dropped and counted, as any record is. */

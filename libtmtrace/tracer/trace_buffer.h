@@ -409,23 +409,68 @@ static inline void tb_ev_abort(struct tb_thread *t, unsigned reason, uint64_t wh
  * all of it, clock faults injected (trace_buffer.c). */
 void tb_wset_slow(struct tb_thread *t, const uint64_t *words, const uint32_t *masks, size_t stride, uint32_t n);
 
+/* Packs a redo log's `n` words into `out` in the run form (trace_format.h):
+ * a word right after the one before it, with the same mask, joins that
+ * one's entry. Returns the entries, or 0 when a word is too high for the
+ * form (then `out` is to be refilled in the first). */
+static inline uint32_t tb_wset_pack_runs(uint64_t *restrict out, const uint64_t *words, const uint32_t *masks,
+                                         size_t stride, uint32_t n)
+{
+    /* The entry being built stays in a register until a word does not
+     * join it. */
+    uint64_t w = *words, high = w, next = w + 8;
+    uint32_t mask = *masks & 0xffu, e = 0;
+    uint64_t cur = tf_wset_pack_run(w, mask, 0);
+    for (uint32_t i = 1; i < n; i++) {
+        words = (const uint64_t *)(const void *)((const char *)words + stride);
+        masks = (const uint32_t *)(const void *)((const char *)masks + stride);
+        w = *words;
+        uint32_t m = *masks & 0xffu;
+        high |= w;
+        if (w == next && m == mask && tf_wset_run_extra(cur) < TF_WSET_RUN_MAX) {
+            cur += (uint64_t)1 << TF_WSET_RUN_SHIFT;
+        } else {
+            out[e++] = cur;
+            cur = tf_wset_pack_run(w, m, 0);
+            mask = m;
+        }
+        next = w + 8;
+    }
+    out[e++] = cur;
+    return high < TF_WSET_RUN_WORDS ? e : 0;
+}
+
+/* The same in the first form, one entry per word (cold: a word at or above
+ * TF_WSET_RUN_WORDS). */
+void tb_wset_pack_words(uint64_t *out, const uint64_t *words, const uint32_t *masks, size_t stride, uint32_t n);
+
 /* A WSET record of `n` words (at most TF_WSET_MAX) in slot `s`, which has
- * room for it whole: the redo log copied in one pass, the stamp and CPU of
- * the record before it (no clock read). `any` (a constant) is 0 on the
- * inline path, which comes only after a record of this chunk with no clock
- * faults injected (`bend` set), so the chunk's compact state stands and no
- * truth is kept; 1 on the out-of-line path, which may start a chunk. */
+ * room for it whole (in the first form, the longer): the redo log copied in
+ * one pass, the stamp and CPU of the record before it (no clock read).
+ * `any` (a constant) is 0 on the inline path, which comes only after a
+ * record of this chunk with no clock faults injected (`bend` set), so the
+ * chunk's compact state stands and no truth is kept; 1 on the out-of-line
+ * path, which may start a chunk. */
 static inline void tb_wset_fill(struct tb_thread *t, struct tf_slot *s, const uint64_t *words, const uint32_t *masks,
                                 size_t stride, uint32_t n, int any)
 {
     uint64_t *out = (uint64_t *)(void *)(s + 2);
-    for (uint32_t i = 0; i < n; i++) {
-        out[i] = tf_wset_pack(*words, *masks);
-        words = (const uint64_t *)(const void *)((const char *)words + stride);
-        masks = (const uint32_t *)(const void *)((const char *)masks + stride);
+    /* Two words take one slot in either form: the first, without a look
+     * for runs. */
+    uint32_t e = 0;
+    if (n <= 2) {
+        out[0] = tf_wset_pack(words[0], masks[0]);
+        if (n == 2)
+            out[1] = tf_wset_pack(*(const uint64_t *)(const void *)((const char *)words + stride),
+                                  *(const uint32_t *)(const void *)((const char *)masks + stride));
+    } else {
+        e = tb_wset_pack_runs(out, words, masks, stride, n);
+        if (TB_UNLIKELY(e == 0))
+            tb_wset_pack_words(out, words, masks, stride, n);
     }
-    if (n & 1)
-        out[n] = 0;
+    uint32_t entries = e ? e : n;
+    if (entries & 1)
+        out[entries] = 0;
     struct tf_record *r = (struct tf_record *)(void *)s;
     r->tsc = t->last_tsc;
     r->aux = t->last_aux;
@@ -435,11 +480,11 @@ static inline void tb_wset_fill(struct tb_thread *t, struct tf_slot *s, const ui
     r->reason = 0;
     r->site = t->site;
     r->addr = n;
-    r->value = 0;
-    __atomic_store_n(&t->fulls, t->fulls + 2 + (int64_t)tf_wset_slots(n) - (int64_t)n, __ATOMIC_RELAXED);
+    r->value = e;
+    __atomic_store_n(&t->fulls, t->fulls + 2 + (int64_t)tf_wset_slots(entries) - (int64_t)n, __ATOMIC_RELAXED);
     if (any)
         tb_set_compact(t, !t->injecting);
-    tb_publish(t, s + 2 + tf_wset_slots(n));
+    tb_publish(t, s + 2 + tf_wset_slots(entries));
 }
 
 /* The write set of the commit just recorded, after its locks were released

@@ -157,13 +157,22 @@ static inline long tg_slots_expand(const struct tf_slot *s, size_t n, const uint
             whole = 0;
             break;
         }
-        /* A write set: one record per word (trace_format.h). */
-        uint64_t words = out[k].kind == TF_EV_WSET ? out[k].addr : 1;
-        for (uint64_t j = 0; j < words; j++) {
-            if (out[k].kind == TF_EV_WSET) {
-                out[k + j] = out[k];
-                out[k + j].addr = tf_wset_word(tf_wset_at(&s[i], j));
-                out[k + j].value = tf_wset_mask(tf_wset_at(&s[i], j));
+        /* A write set: one record per word, its entries in either form
+         * (trace_format.h). */
+        uint64_t words = out[k].kind == TF_EV_WSET ? out[k].addr : 1, runs = out[k].value;
+        struct tf_record head = out[k];
+        for (uint64_t j = 0, entry = 0, extra = 0; j < words; j++) {
+            if (head.kind == TF_EV_WSET) {
+                uint64_t w = tf_wset_at(&s[i], entry);
+                uint64_t first = runs ? tf_wset_run_word(w) : tf_wset_word(w);
+                uint64_t run = runs ? tf_wset_run_extra(w) : 0;
+                out[k + j] = head;
+                out[k + j].addr = first + 8 * extra;
+                out[k + j].value = tf_wset_mask(w);
+                if (extra++ == run) {
+                    extra = 0;
+                    entry++;
+                }
             }
             if (truth_out)
                 truth_out[k + j] = truth_in[i];

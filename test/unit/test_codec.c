@@ -117,21 +117,34 @@ static size_t fill_slots(struct tf_slot *sl, uint64_t *truth, size_t cap)
             }
             after_full = r.kind != TF_EV_WSET;
             last = r;
-            if (r.kind == TF_EV_WSET) { /* a packed write set of a few words, room allowing */
-                words = 1 + rnd() % 5;
-                while (words && i + 2 + tf_wset_slots(words) > cap)
-                    words--;
-                if (words == 0)
+            /* A packed write set of a few words, room allowing: in the first
+             * form (value 0, any word) or in runs (value: the entries, each
+             * of one word or more). */
+            uint64_t packed[16] = { 0 }, entries = 0;
+            if (r.kind == TF_EV_WSET) {
+                words = 1 + rnd() % 9;
+                int runs = rnd() % 2;
+                for (size_t w = 0; w < words;) {
+                    uint32_t extra = runs ? (uint32_t)(rnd() % 4) : 0;
+                    if (extra > words - w - 1)
+                        extra = (uint32_t)(words - w - 1);
+                    uint64_t word = runs ? wild() % TF_WSET_RUN_WORDS & ~(uint64_t)7 : wild();
+                    packed[entries++] = runs ? tf_wset_pack_run(word, (uint32_t)rnd(), extra)
+                                             : tf_wset_pack(word, (uint32_t)rnd());
+                    w += 1 + extra;
+                }
+                if (i + 2 + tf_wset_slots(entries) > cap)
                     r.kind = TF_EV_ALLOC;
                 r.addr = words;
+                r.value = runs ? entries : 0;
             }
             memcpy(&sl[i], &r, sizeof r);
             truth[i] = wild();
             truth[i + 1] = 0;
             i += 2;
-            for (size_t k = 0; k < tf_wset_slots(words); k++, i++) {
-                sl[i].head = tf_wset_pack(wild(), (uint32_t)rnd());
-                sl[i].value = k + 1 < tf_wset_slots(words) || !(words & 1) ? tf_wset_pack(wild(), (uint32_t)rnd()) : 0;
+            for (size_t k = 0; r.kind == TF_EV_WSET && k < tf_wset_slots(entries); k++, i++) {
+                sl[i].head = packed[2 * k];
+                sl[i].value = packed[2 * k + 1];
                 truth[i] = 0;
             }
             continue;

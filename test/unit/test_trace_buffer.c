@@ -584,6 +584,67 @@ static void level_tx_records_no_reads_or_writes(void **state)
     free_trace(&rb);
 }
 
+/* A redo log as the runtime keeps it: word address, value, byte mask. */
+struct wlog {
+    uint64_t addr, value;
+    uint32_t mask, pad;
+};
+
+/* One write set recorded on a scratch buffer after a full record (as after
+ * a COMMIT); returns the slots the WSET record took and expands it into
+ * `out` (one record per word). */
+static size_t wset_on_scratch(const struct wlog *log, uint32_t n, struct tf_record *out)
+{
+    static struct tf_slot buf[64];
+    struct tb_thread t;
+    memset(&t, 0, sizeof t);
+    memset(buf, 0, sizeof buf);
+    t.base = t.cur = buf;
+    t.end = buf + 63;
+    t.level = CONFIG_EVENTS_TX;
+    t.fast_stamp = 1;
+    tb_set_compact(&t, 1);
+    struct tf_slot *s = t.cur;
+    tb_ev_wset(&t, &log[0].addr, &log[0].mask, sizeof log[0], n);
+    size_t used = (size_t)(t.cur - s), got = 0;
+    struct tf_record ref = { 0 };
+    ref.kind = TF_EV_COMMIT;
+    long m = tg_slots_expand(s, used, NULL, &ref, out, NULL, 4096, &got);
+    assert_int_equal(m, (long)n);
+    assert_int_equal(got, used);
+    return used;
+}
+
+/* A write set records its words as runs: words 8 bytes apart with one mask
+ * take one entry (an array written whole: one slot pair for 12 words), and
+ * read back word for word; a word at or above 2^47 has no room for a run,
+ * and its write set takes one entry per word. */
+static void an_array_written_whole_takes_one_write_set_entry_and_reads_back_word_for_word(void **state)
+{
+    (void)state;
+    struct wlog log[16];
+    uint32_t n = 0;
+    for (; n < 12; n++) /* an array of 12 words, mask 0xff */
+        log[n] = (struct wlog){ 0x10000 + 8 * n, n, 0xff, 0 };
+    log[n++] = (struct wlog){ 0x20000, 1, 0x0f, 0 };   /* elsewhere */
+    log[n++] = (struct wlog){ 0x20008, 2, 0xf0, 0 };   /* next word, another mask */
+    log[n++] = (struct wlog){ 0x20010, 3, 0xf0, 0 };   /* ... joins it */
+    struct tf_record out[16];
+    for (int high = 0; high < 2; high++) {
+        if (high)
+            log[n - 1].addr = (uint64_t)1 << 47;
+        size_t used = wset_on_scratch(log, n, out);
+        /* three runs (12 words, 1, 2), or one entry per word */
+        size_t want = 2 + tf_wset_slots(high ? n : 3);
+        assert_int_equal(used, want);
+        for (uint32_t i = 0; i < n; i++) {
+            assert_int_equal(out[i].kind, TF_EV_WSET);
+            assert_int_equal(out[i].addr, log[i].addr);
+            assert_int_equal(out[i].value, log[i].mask);
+        }
+    }
+}
+
 /* DETAIL_ATTEMPTS attempts as the runtime records them at tx: START, the
  * read and write (recorded only in an attempt TMTRACE_DETAIL chose), the
  * COMMIT and the write set (recorded only in the others). */
@@ -1202,6 +1263,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(every_record_kind_round_trips_through_the_file),
+        cmocka_unit_test(an_array_written_whole_takes_one_write_set_entry_and_reads_back_word_for_word),
         cmocka_unit_test(boundary_stamps_make_reads_and_writes_repeat_the_previous_stamp),
         cmocka_unit_test(a_stamp_that_would_go_back_on_its_cpu_is_raised_and_counted),
         cmocka_unit_test(accesses_close_to_the_record_before_them_take_one_slot_and_expand_exactly),
