@@ -2,8 +2,9 @@
  * stm_commit.c - the commit's out-of-line ways, made of stm_commit.h's
  * inline parts: the traced commit's two steps (stm.h: stm_commit,
  * stm_commit_finish; the tracer stamps the COMMIT record between them,
- * with the locks held) and the general ways an untraced commit's inline
- * path (stm_commit_try) leaves to stm_commit_rest.
+ * with the locks held), the general ways an untraced commit's inline
+ * path (stm_commit_try) leaves to stm_commit_rest, and those a traced
+ * small commit's first half leaves to stm_commit_rest_locked.
  *
  * Owns: nothing but these entry points. Never: records anything itself.
  */

@@ -1,8 +1,10 @@
 /*
  * stm_commit.h - the STM's update commit as inline code (stm.c's, see
- * stm.h for the contract of stm_commit and stm_commit_finish), so that the life cycle's untraced commit
- * (tx_life.c) runs it in its own frame: no call, no second set of saved
- * registers, no reload of the descriptor for a commit of a few words.
+ * stm.h for the contract of stm_commit and stm_commit_finish), so that the
+ * life cycle's commits (tx_life.c) run it in their own frame: no call, no
+ * second set of saved registers, no reload of the descriptor for a commit
+ * of a few words; a traced one takes the small commit in two halves
+ * (stm_commit_small_locked, stm_commit_small_release) around its stamp.
  *
  * Owns: the update commit's fast path (lock, clock, write-back, release)
  * on tx->stm and the stripe table (stm_barrier.h); stm_commit.c holds the
