@@ -615,20 +615,48 @@ static size_t wset_on_scratch(const struct wlog *log, uint32_t n, struct tf_reco
     return used;
 }
 
+/* An array of 12 words written whole (mask 0xff), a word elsewhere, the
+ * word after it with another mask, and the next with that mask too. */
+enum { ARRAY_LOG = 15, ARRAY_COMMITS = 300 };
+static void array_log(struct wlog *log)
+{
+    uint32_t n = 0;
+    for (; n < 12; n++)
+        log[n] = (struct wlog){ 0x10000 + 8 * n, n, 0xff, 0 };
+    log[n++] = (struct wlog){ 0x20000, 1, 0x0f, 0 };
+    log[n++] = (struct wlog){ 0x20008, 2, 0xf0, 0 };
+    log[n++] = (struct wlog){ 0x20010, 3, 0xf0, 0 };
+}
+
+/* ARRAY_COMMITS commits of that write set, as the runtime records them at tx. */
+static int body_array_commits(void *arg)
+{
+    (void)arg;
+    struct wlog log[ARRAY_LOG];
+    array_log(log);
+    struct tb_thread t;
+    if (tb_attach(&t) != 0)
+        return 10;
+    for (uint64_t i = 1; i <= ARRAY_COMMITS; i++) {
+        tb_ev_start(&t, site_id(&the_site), i, 0, 0);
+        tb_ev_commit(&t, i, 0, ARRAY_LOG);
+        tb_ev_wset(&t, &log[0].addr, &log[0].mask, sizeof log[0], ARRAY_LOG);
+    }
+    tb_detach(&t);
+    return 0;
+}
+
 /* A write set records its words as runs: words 8 bytes apart with one mask
  * take one entry (an array written whole: one slot pair for 12 words), and
- * read back word for word; a word at or above 2^47 has no room for a run,
- * and its write set takes one entry per word. */
+ * read back word for word, from the slots and from a trace file written
+ * with chunks small enough to cut write sets; a word at or above 2^47 has
+ * no room for a run, and its write set takes one entry per word. */
 static void an_array_written_whole_takes_one_write_set_entry_and_reads_back_word_for_word(void **state)
 {
     (void)state;
     struct wlog log[16];
-    uint32_t n = 0;
-    for (; n < 12; n++) /* an array of 12 words, mask 0xff */
-        log[n] = (struct wlog){ 0x10000 + 8 * n, n, 0xff, 0 };
-    log[n++] = (struct wlog){ 0x20000, 1, 0x0f, 0 };   /* elsewhere */
-    log[n++] = (struct wlog){ 0x20008, 2, 0xf0, 0 };   /* next word, another mask */
-    log[n++] = (struct wlog){ 0x20010, 3, 0xf0, 0 };   /* ... joins it */
+    uint32_t n = ARRAY_LOG;
+    array_log(log);
     struct tf_record out[16];
     for (int high = 0; high < 2; high++) {
         if (high)
@@ -643,6 +671,22 @@ static void an_array_written_whole_takes_one_write_set_entry_and_reads_back_word
             assert_int_equal(out[i].value, log[i].mask);
         }
     }
+    array_log(log);
+    assert_child_ok(trace_child("array.bin", "TMTRACE_EVENTS=tx", "TMTRACE_BUFFER=4096", NULL, body_array_commits,
+                                NULL));
+    struct readback rb;
+    read_trace(tu_path("array.bin"), &rb);
+    assert_false(rb.error);
+    size_t words = 0;
+    for (size_t i = 0; i < rb.nev; i++) {
+        if (rb.ev[i].kind != TF_EV_WSET)
+            continue;
+        const struct wlog *w = &log[words++ % ARRAY_LOG];
+        assert_int_equal(rb.ev[i].addr, w->addr);
+        assert_int_equal(rb.ev[i].value, w->mask);
+    }
+    assert_int_equal(words, (size_t)ARRAY_COMMITS * ARRAY_LOG);
+    free_trace(&rb);
 }
 
 /* DETAIL_ATTEMPTS attempts as the runtime records them at tx: START, the
