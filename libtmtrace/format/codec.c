@@ -367,6 +367,19 @@ static inline __attribute__((always_inline)) uint8_t *codec_encode_one(uint8_t *
     return p;
 }
 
+/* A record of a thread's own stream as the row codec_encode_one writes. */
+static inline void codec_item_of(struct codec_item *it, const struct tf_record *r, uint64_t truth)
+{
+    it->tsc = r->tsc;
+    it->truth = truth;
+    it->addr = r->addr;
+    it->value = r->value;
+    it->site = r->site;
+    it->aux = r->aux;
+    it->kind = r->kind;
+    it->reason = r->reason;
+}
+
 /* Fresh predictor state; a merged chunk gets one seq/instance slot per
  * thread id. 0, or -1 when that table cannot be allocated. */
 static inline __attribute__((always_inline)) int codec_pred_init(struct codec_pred *st, uint64_t first_seq, uint64_t first_instance,
@@ -401,15 +414,7 @@ size_t codec_encode_records(uint8_t *out, const struct tf_record *recs, const ui
     uint8_t *p = codec_put_varint(codec_put_varint(out, first_seq), first_instance);
     struct codec_item it = { 0 };
     for (size_t i = 0; i < n; i++) {
-        const struct tf_record *r = &recs[i];
-        it.tsc = r->tsc;
-        it.truth = truth ? truth[i] : 0;
-        it.addr = r->addr;
-        it.value = r->value;
-        it.site = r->site;
-        it.aux = r->aux;
-        it.kind = r->kind;
-        it.reason = r->reason;
+        codec_item_of(&it, &recs[i], truth ? truth[i] : 0);
         p = codec_encode_one(p, &st, &it, fl);
     }
     *flags = fl;
@@ -495,6 +500,8 @@ static inline __attribute__((always_inline)) uint8_t *codec_compact_run(uint8_t 
         if (!(h & TF_COMPACT_TAG))
             break;
         if (h & 2u) { /* a START or a COMMIT: rarer, through the predictors in memory */
+            if (tf_commit_carried(s))
+                break; /* codec_slot_carry's */
             tsc += h >> 8 & TF_BOUNDARY_STEP_MAX;
             p = codec_boundary_row(p, st, h, s->value);
             if ((h & 3u) == TF_COMPACT_START) {
@@ -570,8 +577,8 @@ static inline __attribute__((always_inline)) uint8_t *codec_wset_row(uint8_t *p,
     return p;
 }
 
-/* A write set in runs (trace_format.h) whose entries cover more words than
- * they are: each entry's words in turn. */
+/* A write set in runs (trace_format.h) whose entries, from slot s on,
+ * cover more words than they are: each entry's words in turn. */
 static uint8_t *codec_slot_wset_runs(uint8_t *p, struct codec_pred *st, struct codec_item *it,
                                      const struct tf_slot *s, unsigned fl)
 {
@@ -606,8 +613,9 @@ static uint8_t *codec_slot_wset_runs(uint8_t *p, struct codec_pred *st, struct c
     return p;
 }
 
-/* A write set's words (the record at s, whose fields `it` holds), one
- * event each with the record's stamp, CPU, site and truth. The first word's
+/* A write set's words (the entries from slot s on, of the record whose
+ * fields `it` holds), one event each with the record's stamp, CPU, site
+ * and truth. The first word's
  * row sets the predictors to those where they differ; each later row
  * differs from the one before only in its word and mask, so it is written
  * as codec_encode_one would write it without asking what changed: the tag
@@ -640,6 +648,19 @@ static uint8_t *codec_slot_wset(uint8_t *p, struct codec_pred *st, struct codec_
     return p;
 }
 
+/* The words of the write set that the compact COMMIT at s carries
+ * (trace_format.h), after that COMMIT's row, whose fields `it` holds: as a
+ * WSET record's after it, with its stamp, CPU, site and truth. */
+static uint8_t *codec_slot_carried(uint8_t *p, struct codec_pred *st, struct codec_item *it,
+                                   const struct tf_slot *s, unsigned fl)
+{
+    it->kind = TF_EV_WSET;
+    it->reason = 0;
+    it->addr = s->head >> 48;
+    it->value = tf_commit_carried(s);
+    return codec_slot_wset(p, st, it, s + 1, fl);
+}
+
 /* The loop of codec_encode_slots, for one value of `fl` (inlined with it
  * constant: the truth column's test leaves the loop). */
 static inline __attribute__((always_inline)) long codec_slots_loop(uint8_t *out, struct tf_slot_stream *ss,
@@ -657,7 +678,7 @@ static inline __attribute__((always_inline)) long codec_slots_loop(uint8_t *out,
     struct codec_item it = { 0 };
     int whole = 1; /* 0: stopped before a write set that would pass `max` */
     for (; k < max && left; k++) {
-        if (k && tf_slot_is_compact(s)) {
+        if (k && tf_slot_is_compact(s) && !tf_commit_carried(s)) {
             /* The common records (one slot each), from the slots alone: a
              * run up to the next full record, or a boundary alone between
              * two full records (at `tx`, where a run's set-up costs more
@@ -681,28 +702,29 @@ static inline __attribute__((always_inline)) long codec_slots_loop(uint8_t *out,
             left--;
             continue;
         }
+        struct tf_record before = r; /* the next piece's previous record, if this one is left to it */
         unsigned took = tf_slot_read(s, left, have, &r);
         if (took == 0)
             break;
-        if (r.kind == TF_EV_WSET && k + r.addr > max) {
+        /* The records it stands for: a write set's words, a COMMIT's and
+         * those of the write set it carries */
+        int carries = took > 1 && tf_slot_is_compact(s);
+        uint64_t records = r.kind == TF_EV_WSET ? r.addr : carries ? 1 + (s->head >> 48) : 1;
+        if (k + records > max) {
+            r = before;
             whole = 0; /* the next piece takes the write set whole */
             break;
         }
         have = 1;
-        it.tsc = r.tsc;
-        it.truth = (fl & CODEC_EV_TRUTH) ? *truth : 0;
-        it.addr = r.addr;
-        it.value = r.value;
-        it.site = r.site;
-        it.aux = r.aux;
-        it.kind = r.kind;
-        it.reason = r.reason;
+        codec_item_of(&it, &r, (fl & CODEC_EV_TRUTH) ? *truth : 0);
         if (r.kind == TF_EV_WSET) {
-            p = codec_slot_wset(p, &st, &it, s, fl);
-            k += r.addr - 1;
+            p = codec_slot_wset(p, &st, &it, s + 2, fl);
         } else {
             p = codec_encode_one(p, &st, &it, fl);
+            if (carries)
+                p = codec_slot_carried(p, &st, &it, s, fl);
         }
+        k += records - 1;
         if (r.kind == TF_EV_START)
             instance = r.addr;
         s += took;

@@ -57,8 +57,9 @@ size_t tf_slots_records(const struct tf_slot *s, size_t n)
     size_t k = 0;
     for (size_t i = 0; i < n;) {
         if (tf_slot_is_compact(&s[i])) {
-            i++;
-            k++;
+            uint32_t e = tf_commit_carried(&s[i]);
+            k += e ? 1 + (s[i].head >> 48) : 1;
+            i += e ? 1 + tf_wset_slots(e) : 1;
             continue;
         }
         const struct tf_record *f = (const struct tf_record *)(const void *)&s[i];

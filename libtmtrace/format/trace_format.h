@@ -178,8 +178,9 @@ _Static_assert(sizeof(struct tf_record) == 32, "tf_record is 32 bytes");
  *            attempt
  *     value  the instance id
  *   COMMIT (class 3)
- *     head   bits 8-31 the step, bits 32-47 the read-set size, bits 48-63
- *            the write-set size
+ *     head   bits 2-6 the entries of the write set it carries (below; 0:
+ *            none), bits 8-31 the step, bits 32-47 the read-set size, bits
+ *            48-63 the write-set size
  *     value  the write version; site: the previous record's
  *
  * The first record of a stream is therefore always full, and so is any
@@ -228,6 +229,26 @@ static inline uint64_t tf_start_head(unsigned flags, uint64_t step, unsigned sit
 static inline uint64_t tf_commit_head(uint64_t step, uint32_t read_set, uint32_t write_set)
 {
     return (uint64_t)write_set << 48 | (uint64_t)read_set << 32 | step << 8 | TF_COMPACT_TAG | TF_COMPACT_COMMIT;
+}
+
+/* A compact COMMIT may carry the commit's write set: the entries, in the
+ * run form of a WSET record (below), right after it, tf_wset_slots(e)
+ * slots for e entries (1 to TF_COMMIT_CARRY_MAX) whose words add up to the
+ * COMMIT's write-set size n (1 to TF_WSET_MAX). It stands for the COMMIT
+ * and n WSET records with its stamp, CPU and site, as a WSET record after
+ * it would. A full WSET record costs two slots more: this is the form of a
+ * commit's write set that fits (runs of words below 2^47, few entries).
+ * The head of such a COMMIT: */
+#define TF_COMMIT_CARRY_MAX 31u
+static inline uint64_t tf_commit_carry(uint64_t commit_head, uint32_t entries)
+{
+    return commit_head | (uint64_t)entries << 2;
+}
+/* The entries a compact record carries after it (0: not a COMMIT that
+ * carries a write set). */
+static inline uint32_t tf_commit_carried(const struct tf_slot *s)
+{
+    return (s->head & 3u) == TF_COMPACT_COMMIT ? (uint32_t)(s->head >> 2 & TF_COMMIT_CARRY_MAX) : 0;
 }
 
 /* Read as a byte: a full record's first byte was stored as its kind. */
@@ -309,6 +330,8 @@ static inline void tf_compact_apply(const struct tf_slot *s, struct tf_record *r
  *      no room for k: such a write set takes the first form).
  * The record expands to n records of kind TF_EV_WSET (one per word) with
  * the full record's stamp, CPU and site; tools never see the packed form.
+ * A COMMIT that carries its write set (tf_commit_carry, above) needs no
+ * such record: the run form's entries follow it directly.
  */
 #define TF_WSET_MAX 4096u
 #define TF_WSET_RUN_SHIFT 52 /* where the run's extra words start in an entry */
@@ -331,29 +354,41 @@ static inline uint32_t tf_wset_run_extra(uint64_t packed) { return (uint32_t)(pa
 /* The entries of the write-set record `r` (its `value`, or n in the first
  * form). */
 static inline uint64_t tf_wset_entries(const struct tf_record *r) { return r->value ? r->value : r->addr; }
-/* The i-th packed entry of the write-set record at s (s[0..1] the record). */
-static inline uint64_t tf_wset_at(const struct tf_slot *s, uint64_t i)
+/* The i-th packed entry of a write set whose entries start at slot w (a
+ * WSET record's third slot, or the slot after a COMMIT that carries them). */
+static inline uint64_t tf_wset_at(const struct tf_slot *w, uint64_t i)
 {
-    const struct tf_slot *w = s + 2 + i / 2;
+    w += i / 2;
     return (i & 1) ? w->value : w->head;
 }
-/* The records (words) a slot-stream record of `took` slots read by
- * tf_slot_read into r stands for. */
-static inline uint64_t tf_slot_records(const struct tf_record *r) { return r->kind == TF_EV_WSET ? r->addr : 1; }
+/* The slots a compact COMMIT at s that carries a write set takes with it,
+ * `left` slots from s on: 1 + tf_wset_slots(its entries), or 0 when the
+ * record is not well formed (a write-set size of 0 or above TF_WSET_MAX,
+ * more entries than words, cut at the end). */
+static inline size_t tf_commit_carry_slots(const struct tf_slot *s, size_t left)
+{
+    uint64_t e = tf_commit_carried(s), n = s->head >> 48;
+    if (n == 0 || n > TF_WSET_MAX || e > n || 1 + tf_wset_slots(e) > left)
+        return 0;
+    return 1 + (size_t)tf_wset_slots(e);
+}
 
 /* Reads the record that starts at s[0], with `n` slots left, into *r, which
  * holds the record before it on entry when `have_prev` (a compact record
  * takes its CPU, site and stamp from there). Returns the slots the record
- * takes (1, 2, or a write set's 2 + tf_wset_slots), or 0 where the stream is not well formed: a compact
- * record with no record before it, a full record cut at the end, a kind
- * out of range, a write set's count 0, too large or cut at the end. */
+ * takes (1, 2, a write set's 2 + tf_wset_slots, or a COMMIT's with the
+ * write set it carries: tf_commit_carry_slots; *r is the COMMIT), or 0
+ * where the stream is not well formed: a compact record with no record
+ * before it, a full record cut at the end, a kind out of range, a write
+ * set's count 0, too large or cut at the end. */
 static inline unsigned tf_slot_read(const struct tf_slot *s, size_t n, int have_prev, struct tf_record *r)
 {
     if (tf_slot_is_compact(s)) {
-        if (!have_prev)
+        unsigned took = tf_commit_carried(s) ? (unsigned)tf_commit_carry_slots(s, n) : 1;
+        if (!have_prev || took == 0)
             return 0;
         tf_compact_apply(s, r);
-        return 1;
+        return took;
     }
     const struct tf_record *f = (const struct tf_record *)(const void *)s;
     if (n < 2 || f->kind == 0 || f->kind >= TF_EV_KINDS)

@@ -497,11 +497,12 @@ __attribute__((noinline)) static void tx_commit_other(struct tmt_tx *tx)
 /* A software commit's COMMIT record, or a measuring build's clock read
  * where its stamp would be: at the linearisation point, the write version
  * taken and the locks still held, so every attempt that sees this commit's
- * version aborts after this stamp. */
+ * version aborts after this stamp. At `tx` the record carries the write
+ * set that tx_commit_stm records after the release. */
 static inline void tx_commit_stamp(struct tmt_tx *tx, uint64_t wv, int traced)
 {
     if (traced)
-        tb_ev_commit(&tx->trace, wv, tx->stm.rn, tx->stm.wn);
+        tb_ev_commit_carry(&tx->trace, wv, tx->stm.rn, tx->stm.wn);
     else
         clock_floor_read();
 }

@@ -55,6 +55,8 @@ struct tb_thread {
     uint32_t detail;           /* TMTRACE_DETAIL's N when `sampled` */
     uint64_t *truth;           /* truth column of the current chunk, per slot (injecting only) */
     struct tf_slot *base;      /* first slot of the current chunk */
+    struct tf_slot *carry;     /* a COMMIT filled and not yet published, which is to carry the write set
+                                * tb_ev_wset records next (tb_ev_commit_carry), or NULL */
 
     /* Cold: the slow path's. */
     struct tb_chunk *chunk;

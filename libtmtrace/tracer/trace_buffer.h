@@ -392,6 +392,34 @@ static inline void tb_ev_commit(struct tb_thread *t, uint64_t write_version, uin
                 write_version, tf_commit_value(read_set, write_set));
 }
 
+/* The COMMIT of a software commit whose write set tb_ev_wset records
+ * next, after the locks are released: at `tx`, where that COMMIT can carry
+ * it (trace_format.h), the COMMIT is filled and stamped here and made part
+ * of the chunk with its write set, in one publication (a snapshot never
+ * sees one without the other); nothing else may be recorded in between.
+ * Else tb_ev_commit's. The room for the write set in its longest form is
+ * kept now, so that tb_ev_wset finds it. */
+static inline void tb_ev_commit_carry(struct tb_thread *t, uint64_t write_version, uint32_t read_set,
+                                      uint32_t write_set)
+{
+    struct tf_slot *s = t->cur;
+    if (t->level != CONFIG_EVENTS_TX || write_set == 0 || s >= t->bend || (read_set >> 16) != 0 ||
+        write_set > TF_WSET_MAX || (size_t)(t->end - s) < 1 + tf_wset_slots(write_set)) {
+        tb_ev_commit(t, write_version, read_set, write_set);
+        return;
+    }
+    uint32_t aux;
+    uint64_t tsc, step;
+    uint64_t head = tf_commit_head(0, read_set, write_set);
+    if (TB_UNLIKELY(!tb_stamp_next(t, TF_BOUNDARY_STEP_MAX, &tsc, &aux, &step))) {
+        tb_boundary_late(t, TF_EV_COMMIT, head, write_version, tf_commit_value(read_set, write_set), tsc, aux);
+        return;
+    }
+    s->head = head | step << 8;
+    s->value = write_version;
+    t->carry = s;
+}
+
 /* An attempt aborted: `reason` is enum tmt_abort_reason, `where` the
  * conflicting address (0 if unknown), `found` the hardware status word
  * (reason htm) or what an STM attempt found on the stripe (tf_abort_held,
@@ -487,6 +515,39 @@ static inline void tb_wset_fill(struct tb_thread *t, struct tf_slot *s, const ui
     tb_publish(t, s + 2 + tf_wset_slots(entries));
 }
 
+/* The write set of the COMMIT tb_ev_commit_carry filled, `n` words (its
+ * write-set size), in the slots after it, and both join the chunk; 0 when
+ * the COMMIT cannot carry it (a word too high for runs, too many entries):
+ * it joins the chunk alone, and the write set is to be recorded after it
+ * as a WSET record. */
+static inline int tb_wset_carry(struct tb_thread *t, const uint64_t *words, const uint32_t *masks, size_t stride,
+                                uint32_t n)
+{
+    struct tf_slot *c = t->carry;
+    uint64_t *out = (uint64_t *)(void *)(c + 1);
+    t->carry = NULL;
+    uint32_t e;
+    if (n <= 2) {
+        uint64_t w1 = n == 2 ? *(const uint64_t *)(const void *)((const char *)words + stride) : 0;
+        out[0] = tf_wset_pack(words[0], masks[0]);
+        if (n == 2)
+            out[1] = tf_wset_pack(w1, *(const uint32_t *)(const void *)((const char *)masks + stride));
+        e = (words[0] | w1) < TF_WSET_RUN_WORDS ? n : 0;
+    } else {
+        e = tb_wset_pack_runs(out, words, masks, stride, n);
+    }
+    if (TB_UNLIKELY(e == 0 || e > TF_COMMIT_CARRY_MAX)) {
+        tb_publish(t, c + 1);
+        return 0;
+    }
+    if (e & 1)
+        out[e] = 0;
+    c->head = tf_commit_carry(c->head, e);
+    __atomic_store_n(&t->fulls, t->fulls + (int64_t)tf_wset_slots(e) - (int64_t)n, __ATOMIC_RELAXED);
+    tb_publish(t, c + 1 + tf_wset_slots(e));
+    return 1;
+}
+
 /* The write set of the commit just recorded, after its locks were released
  * (nobody waits on it), by an attempt whose writes were not recorded: WSET
  * records (trace_format.h). Inline when the chunk has room for it whole,
@@ -495,6 +556,8 @@ static inline void tb_ev_wset(struct tb_thread *t, const uint64_t *words, const 
                               uint32_t n)
 {
     if (t->level != CONFIG_EVENTS_TX || n == 0)
+        return;
+    if (t->carry != NULL && tb_wset_carry(t, words, masks, stride, n))
         return;
     struct tf_slot *s = t->cur;
     /* A record starts before `end` and ends on it at the latest. `bend`

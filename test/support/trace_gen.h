@@ -153,9 +153,23 @@ static inline long tg_slots_expand(const struct tf_slot *s, size_t n, const uint
         unsigned took = tf_slot_read(&s[i], n - i, k || ref, &out[k]);
         if (took == 0)
             break;
-        if (out[k].kind == TF_EV_WSET && k + out[k].addr > max) {
+        /* A COMMIT that carries its write set: the COMMIT, then the write
+         * set as a WSET record after it would be. */
+        uint32_t carried = tf_slot_is_compact(&s[i]) ? tf_commit_carried(&s[i]) : 0;
+        if (k + (carried ? 1 + (s[i].head >> 48) : out[k].kind == TF_EV_WSET ? out[k].addr : 1) > max) {
             whole = 0;
             break;
+        }
+        const struct tf_slot *entries = &s[i] + 2;
+        if (carried) {
+            if (truth_out)
+                truth_out[k] = truth_in[i];
+            k++;
+            out[k] = out[k - 1];
+            out[k].kind = TF_EV_WSET;
+            out[k].addr = s[i].head >> 48;
+            out[k].value = carried;
+            entries = &s[i] + 1;
         }
         /* A write set: one record per word, its entries in either form
          * (trace_format.h). */
@@ -163,7 +177,7 @@ static inline long tg_slots_expand(const struct tf_slot *s, size_t n, const uint
         struct tf_record head = out[k];
         for (uint64_t j = 0, entry = 0, extra = 0; j < words; j++) {
             if (head.kind == TF_EV_WSET) {
-                uint64_t w = tf_wset_at(&s[i], entry);
+                uint64_t w = tf_wset_at(entries, entry);
                 uint64_t first = runs ? tf_wset_run_word(w) : tf_wset_word(w);
                 uint64_t run = runs ? tf_wset_run_extra(w) : 0;
                 out[k + j] = head;

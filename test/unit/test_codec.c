@@ -150,6 +150,31 @@ static size_t fill_slots(struct tf_slot *sl, uint64_t *truth, size_t cap)
             continue;
         }
         uint64_t head, addr = rnd() >> 17;
+        if (pick == 7 && rnd() % 2) {
+            /* A COMMIT that carries its write set: runs of words below
+             * 2^47, as many entries as room and TF_COMMIT_CARRY_MAX allow. */
+            uint64_t packed[TF_COMMIT_CARRY_MAX + 1] = { 0 }, words = 0, entries = 1 + rnd() % TF_COMMIT_CARRY_MAX;
+            if (i + 1 + tf_wset_slots(entries) > cap)
+                continue;
+            for (uint64_t e = 0; e < entries; e++) {
+                uint32_t extra = (uint32_t)(rnd() % 4 ? 0 : rnd() % 4);
+                packed[e] = tf_wset_pack_run(wild() % TF_WSET_RUN_WORDS & ~(uint64_t)7, (uint32_t)rnd(), extra);
+                words += 1 + extra;
+            }
+            sl[i].head = tf_commit_carry(tf_commit_head(rnd() % (TF_BOUNDARY_STEP_MAX + 1),
+                                                        (uint32_t)(rnd() % 65536), (uint32_t)words),
+                                         (uint32_t)entries);
+            sl[i].value = wild();
+            truth[i] = wild();
+            for (size_t k = 0; k < tf_wset_slots(entries); k++) {
+                sl[i + 1 + k].head = packed[2 * k];
+                sl[i + 1 + k].value = packed[2 * k + 1];
+                truth[i + 1 + k] = 0;
+            }
+            i += 1 + tf_wset_slots(entries);
+            after_full = 0;
+            continue;
+        }
         if (pick <= 5)
             head = tf_access_head(pick & 1, 1u << (rnd() % 4), rnd() % (TF_ACCESS_STEP_MAX + 1), addr);
         else if (pick == 6)
@@ -187,7 +212,7 @@ static void test_slots_encode_to_the_bytes_of_their_expanded_records(void **s)
         size_t i = 0, pieces = 0;
         uint64_t seq = 77, inst = 5;
         while (i < n) {
-            size_t max = 8 + rnd() % 3000, used, got; /* room for the largest write set fill_slots makes */
+            size_t max = 128 + rnd() % 3000, used, got; /* room for the largest write set fill_slots makes */
             long m = tg_slots_expand(sl + i, n - i, truth + i, i ? &ref : NULL, rec, rtruth, max, &used);
             assert_true(m > 0);
             unsigned fa, fb;

@@ -590,6 +590,19 @@ struct wlog {
     uint32_t mask, pad;
 };
 
+/* A thread at tx on the empty scratch buffer `buf` of `n` slots, as after
+ * a record (the next may be compact), with no clock faults injected. */
+static void scratch_at_tx(struct tb_thread *t, struct tf_slot *buf, size_t n)
+{
+    memset(t, 0, sizeof *t);
+    memset(buf, 0, n * sizeof *buf);
+    t->base = t->cur = buf;
+    t->end = buf + n - 1;
+    t->level = CONFIG_EVENTS_TX;
+    t->fast_stamp = 1;
+    tb_set_compact(t, 1);
+}
+
 /* One write set recorded on a scratch buffer after a full record (as after
  * a COMMIT); returns the slots the WSET record took and expands it into
  * `out` (one record per word). */
@@ -597,13 +610,7 @@ static size_t wset_on_scratch(const struct wlog *log, uint32_t n, struct tf_reco
 {
     static struct tf_slot buf[64];
     struct tb_thread t;
-    memset(&t, 0, sizeof t);
-    memset(buf, 0, sizeof buf);
-    t.base = t.cur = buf;
-    t.end = buf + 63;
-    t.level = CONFIG_EVENTS_TX;
-    t.fast_stamp = 1;
-    tb_set_compact(&t, 1);
+    scratch_at_tx(&t, buf, 64);
     struct tf_slot *s = t.cur;
     tb_ev_wset(&t, &log[0].addr, &log[0].mask, sizeof log[0], n);
     size_t used = (size_t)(t.cur - s), got = 0;
@@ -613,6 +620,64 @@ static size_t wset_on_scratch(const struct wlog *log, uint32_t n, struct tf_reco
     assert_int_equal(m, (long)n);
     assert_int_equal(got, used);
     return used;
+}
+
+/* A commit's write set of `n` words recorded on a scratch buffer as the
+ * runtime records it (tb_ev_commit_carry, then tb_ev_wset), after an ABORT
+ * that sets the stamp's CPU; expands the slots into `out` (the COMMIT,
+ * then one record per word) and returns the slots they took, 0 when the
+ * COMMIT could not be compact (its stamp on another CPU than the ABORT's:
+ * the caller tries again). */
+static size_t commit_on_scratch(const struct wlog *log, uint32_t n, struct tf_record *out)
+{
+    static struct tf_slot buf[64];
+    struct tb_thread t;
+    scratch_at_tx(&t, buf, 64);
+    tb_ev_abort(&t, TMT_ABORT_READ_VERSION, 8, 9);
+    struct tf_slot *s = t.cur;
+    tb_ev_commit_carry(&t, 77, 3, n);
+    tb_ev_wset(&t, &log[0].addr, &log[0].mask, sizeof log[0], n);
+    if (!tf_slot_is_compact(s))
+        return 0;
+    size_t used = (size_t)(t.cur - s), got = 0;
+    struct tf_record ref;
+    memcpy(&ref, buf, sizeof ref);
+    long m = tg_slots_expand(s, used, NULL, &ref, out, NULL, 4096, &got);
+    assert_int_equal(m, (long)n + 1);
+    assert_int_equal(got, used);
+    assert_null(t.carry);
+    return used;
+}
+
+/* A commit's write set rides in the slots right after its COMMIT: one or
+ * two words take one slot more than the COMMIT (a WSET record after it
+ * took three more), and read back as the COMMIT and one WSET record per
+ * word with its stamp. A word at or above 2^47, which has no room in the
+ * run form, leaves the COMMIT alone and the words to a WSET record. */
+static void a_commit_carries_its_write_set_in_the_slot_after_it_unless_a_word_is_too_high(void **state)
+{
+    (void)state;
+    struct wlog log[2] = { { 0x10000, 1, 0xff, 0 }, { 0x30008, 2, 0x0f, 0 } };
+    struct tf_record out[4];
+    for (int high = 0; high < 2; high++) {
+        log[1].addr = high ? (uint64_t)1 << 47 : 0x30008;
+        for (uint32_t n = 1; n <= 2; n++) {
+            size_t used = 0;
+            for (int tries = 0; used == 0 && tries < 100; tries++)
+                used = commit_on_scratch(log, n, out);
+            size_t want = high && n == 2 ? 1 + 2 + tf_wset_slots(2) : 1 + tf_wset_slots(n);
+            assert_int_equal(used, want);
+            assert_int_equal(out[0].kind, TF_EV_COMMIT);
+            assert_int_equal(out[0].addr, 77);
+            assert_int_equal(tf_commit_write_set(out[0].value), n);
+            for (uint32_t i = 0; i < n; i++) {
+                assert_int_equal(out[1 + i].kind, TF_EV_WSET);
+                assert_int_equal(out[1 + i].tsc, out[0].tsc);
+                assert_int_equal(out[1 + i].addr, log[i].addr);
+                assert_int_equal(out[1 + i].value, log[i].mask);
+            }
+        }
+    }
 }
 
 /* An array of 12 words written whole (mask 0xff), a word elsewhere, the
@@ -639,7 +704,7 @@ static int body_array_commits(void *arg)
         return 10;
     for (uint64_t i = 1; i <= ARRAY_COMMITS; i++) {
         tb_ev_start(&t, site_id(&the_site), i, 0, 0);
-        tb_ev_commit(&t, i, 0, ARRAY_LOG);
+        tb_ev_commit_carry(&t, i, 0, ARRAY_LOG);
         tb_ev_wset(&t, &log[0].addr, &log[0].mask, sizeof log[0], ARRAY_LOG);
     }
     tb_detach(&t);
@@ -711,7 +776,7 @@ static int update_commits(uint32_t site, uint64_t n, uint32_t words, int others)
         tb_ev_start(&t, site, i, 0, 0);
         tb_ev_read(&t, &cells[0], 4, 8);
         tb_ev_write(&t, &cells[1], 5, 8);
-        tb_ev_commit(&t, i, 1, words);
+        tb_ev_commit_carry(&t, i, 1, words);
         tb_ev_wset(&t, &log[0].addr, &log[0].mask, sizeof log[0], words);
         if (others) {
             tb_ev_alloc(&t, &cells[4], 8, &the_site);
@@ -1307,6 +1372,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(every_record_kind_round_trips_through_the_file),
+        cmocka_unit_test(a_commit_carries_its_write_set_in_the_slot_after_it_unless_a_word_is_too_high),
         cmocka_unit_test(an_array_written_whole_takes_one_write_set_entry_and_reads_back_word_for_word),
         cmocka_unit_test(boundary_stamps_make_reads_and_writes_repeat_the_previous_stamp),
         cmocka_unit_test(a_stamp_that_would_go_back_on_its_cpu_is_raised_and_counted),
