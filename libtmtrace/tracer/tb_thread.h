@@ -43,8 +43,8 @@ struct tb_thread {
     uint8_t compact;           /* 1: the chunk holds a record the next one can be compact against */
     uint8_t sampled;           /* 1: level tx with TMTRACE_DETAIL; each START sets `level` for its attempt */
     int64_t fulls;             /* slots of the current chunk beyond one per record: 1 per full record,
-                                * 2 + tf_wset_slots(e) - n per write set of n words in e entries (may be
-                                * below 0) */
+                                * 2 + tf_wset_slots(e) - n per write set of n words in e entries,
+                                * tf_wset_slots(e) - n when a COMMIT carries it (may be below 0) */
     /* The last stamp taken: what boundary-stamped reads/writes repeat and
      * what the next stamp on the same CPU must exceed. */
     uint64_t last_raw;         /* TSC as read (the truth when injecting) */
