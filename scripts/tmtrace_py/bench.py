@@ -87,11 +87,10 @@ def run_tmbench(cmd, env, cwd, doc=schema.TMBENCH, clean_env=False):
     return rec
 
 
-def clock_floor_level(build):
-    """The -Dclock_floor level ("tx", "all", or "records": the record-only
-    build) of the meson build tree BUILD, read from its meson-info; a
-    ScriptError (exit 2) naming BUILD when it is not a configured tree or not
-    a measuring build (docs/tracer.md, "The clock's floor")."""
+def build_option(build, name):
+    """The value of the meson option NAME in the build tree BUILD, read from
+    its meson-info (None when the tree has no such option); a ScriptError
+    (exit 2) naming BUILD when it is not a configured tree."""
     path = os.path.join(build, "meson-info", "intro-buildoptions.json")
     try:
         with open(path) as f:
@@ -99,11 +98,20 @@ def clock_floor_level(build):
     except (OSError, ValueError) as e:
         raise cli.ScriptError("%s: not a configured meson build tree (%s)" % (build, getattr(e, "strerror", None) or e),
                               cli.EXIT_USAGE)
-    values = [o.get("value") for o in options if isinstance(o, dict) and o.get("name") == "clock_floor"]
-    if not values or values[0] not in ("tx", "all", "records"):
+    values = [o.get("value") for o in options if isinstance(o, dict) and o.get("name") == name]
+    return values[0] if values else None
+
+
+def clock_floor_level(build):
+    """The -Dclock_floor level ("tx", "all", or "records": the record-only
+    build) of the meson build tree BUILD; a ScriptError (exit 2) naming
+    BUILD when it is not a configured tree or not a measuring build
+    (docs/tracer.md, "The clock's floor")."""
+    level = build_option(build, "clock_floor")
+    if level not in ("tx", "all", "records"):
         raise cli.ScriptError("%s: not a measuring build (configure it with meson -Dclock_floor=tx, all or records)"
                               % build, cli.EXIT_USAGE)
-    return values[0]
+    return level
 
 
 def cpu_model():

@@ -71,6 +71,12 @@ def parse_args(argv, prog):
     if a.perf and shutil.which("perf") is None:
         raise cli.ScriptError("--perf needs perf, which is not on PATH", cli.EXIT_USAGE)
     if a.callgrind:
+        # valgrind has no rdpid: a normal build's stamps then take the
+        # records' out-of-line path, where a COMMIT does not carry its write
+        # set, and the writer is counted on records no real run makes.
+        if bench.build_option(a.build, "countable_stamp") is not True:
+            raise cli.ScriptError("--callgrind: %s is not a countable build (configure one with meson "
+                                  "-Dcountable_stamp=true and pass it with --build)" % a.build, cli.EXIT_USAGE)
         for tool in ("valgrind", "callgrind_annotate"):
             if shutil.which(tool) is None:
                 raise cli.ScriptError("--callgrind needs %s, which is not on PATH" % tool, cli.EXIT_USAGE)

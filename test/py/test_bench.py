@@ -110,6 +110,12 @@ class ClockFloorLevel(unittest.TestCase):
         self.configured([{"name": "clock_floor", "value": "none"}])
         self.assert_usage_error("not a measuring build")
 
+    def test_any_option_reads_back_and_an_absent_one_is_none(self):
+        self.configured([{"name": "countable_stamp", "value": True}, {"name": "clock_floor", "value": "none"}])
+        self.assertIs(bench.build_option(self.dir, "countable_stamp"), True)
+        self.assertEqual(bench.build_option(self.dir, "clock_floor"), "none")
+        self.assertIsNone(bench.build_option(self.dir, "no_such_option"))
+
     def test_a_build_from_before_the_option_is_a_usage_error(self):
         self.configured([{"name": "buildtype", "value": "release"}])
         self.assert_usage_error("not a measuring build")

@@ -78,6 +78,13 @@ class Options(unittest.TestCase):
             writercost.parse_args(["--build", "/no/such/build"], "writer-cost")
         self.assertEqual(e.exception.status, 2)
 
+    def test_callgrind_on_a_build_without_the_countable_stamp_is_an_error_with_exit_2(self):
+        with self.assertRaises(cli.ScriptError) as e:
+            writercost.parse_args(["--build", support.build_root(), "--callgrind"], "writer-cost")
+        self.assertEqual(e.exception.status, 2)
+        self.assertIn("countable_stamp", str(e.exception))
+        self.assertNotIn("\n", str(e.exception))
+
     def test_the_defaults_are_the_issues_runs(self):
         a = writercost.parse_args(["--build", support.build_root()], "writer-cost")
         self.assertEqual((a.workloads, a.threads, a.duration), (["vacation", "hash"], 2, 10.0))
