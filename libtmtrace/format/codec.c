@@ -661,6 +661,23 @@ static uint8_t *codec_slot_carried(uint8_t *p, struct codec_pred *st, struct cod
     return codec_slot_wset(p, st, it, s + 1, fl);
 }
 
+/* The row or rows of the record `r` read from slot s by tf_slot_read (not
+ * a compact one after another of the piece): a write set's words, or the
+ * record, then, when it `carries` one, the words of the write set the
+ * COMMIT carries. */
+static inline __attribute__((always_inline)) uint8_t *codec_slot_full(uint8_t *p, struct codec_pred *st,
+                                                                    struct codec_item *it,
+                                                                    const struct tf_record *r,
+                                                                    const struct tf_slot *s, int carries,
+                                                                    uint64_t truth, unsigned fl)
+{
+    codec_item_of(it, r, truth);
+    if (r->kind == TF_EV_WSET)
+        return codec_slot_wset(p, st, it, s + 2, fl);
+    p = codec_encode_one(p, st, it, fl);
+    return carries ? codec_slot_carried(p, st, it, s, fl) : p;
+}
+
 /* The loop of codec_encode_slots, for one value of `fl` (inlined with it
  * constant: the truth column's test leaves the loop). */
 static inline __attribute__((always_inline)) long codec_slots_loop(uint8_t *out, struct tf_slot_stream *ss,
@@ -678,58 +695,59 @@ static inline __attribute__((always_inline)) long codec_slots_loop(uint8_t *out,
     struct codec_item it = { 0 };
     int whole = 1; /* 0: stopped before a write set that would pass `max` */
     for (; k < max && left; k++) {
-        size_t took;
         if (k && tf_slot_is_compact(s)) {
             /* The common records (one slot each), from the slots alone: a
              * run up to the next full record or COMMIT that carries a write
              * set, or a boundary alone (at `tx`, where a run's set-up costs
              * more than its one row), with the words it carries */
-            took = tf_commit_carried(s) ? tf_commit_carry_slots(s, left) : 1;
-            uint64_t words = took > 1 ? s->head >> 48 : 0;
-            if (took == 0 || k + 1 + words > max) {
-                whole = took == 0; /* malformed, or the next piece takes the write set whole */
-                break;
-            }
-            if (took == 1 && (tf_compact_is_access(s) || (left > 1 && max - k > 1 && tf_slot_is_compact(s + 1) &&
-                                                          !tf_commit_carried(s + 1)))) {
+            uint32_t carried = tf_commit_carried(s);
+            if (!carried && (tf_compact_is_access(s) || (left > 1 && max - k > 1 && tf_slot_is_compact(s + 1) &&
+                                                         !tf_commit_carried(s + 1)))) {
+                size_t took;
                 p = codec_compact_run(p, &st, &r, &s, &truth, max - k < left ? max - k : left, &took, &instance,
                                       fl);
                 k += took - 1; /* and the loop's step */
                 left -= took;
                 continue;
             }
+            size_t took = carried ? tf_commit_carry_slots(s, left) : 1;
+            uint64_t words = carried ? s->head >> 48 : 0;
+            if (took == 0 || k + 1 + words > max) {
+                whole = took == 0; /* malformed, or the next piece takes the write set whole */
+                break;
+            }
             p = codec_slot_boundary(p, &st, &r, s);
+            if (r.kind == TF_EV_START)
+                instance = r.addr;
             if (fl & CODEC_EV_TRUTH)
                 p = codec_put_varint(p, codec_zz(*truth - r.tsc));
-            if (took > 1) {
+            if (carried) {
                 codec_item_of(&it, &r, (fl & CODEC_EV_TRUTH) ? *truth : 0);
                 p = codec_slot_carried(p, &st, &it, s, fl);
                 k += words;
             }
-        } else {
-            struct tf_record before = r; /* the next piece's previous record, if this one is left to it */
-            if ((took = tf_slot_read(s, left, have, &r)) == 0)
-                break;
-            /* The records it stands for: a write set's words, a COMMIT's
-             * and those of the write set it carries */
-            int carries = took > 1 && tf_slot_is_compact(s);
-            uint64_t records = r.kind == TF_EV_WSET ? r.addr : carries ? 1 + (s->head >> 48) : 1;
-            if (k + records > max) {
-                r = before;
-                whole = 0; /* the next piece takes the write set whole */
-                break;
-            }
-            have = 1;
-            codec_item_of(&it, &r, (fl & CODEC_EV_TRUTH) ? *truth : 0);
-            if (r.kind == TF_EV_WSET) {
-                p = codec_slot_wset(p, &st, &it, s + 2, fl);
-            } else {
-                p = codec_encode_one(p, &st, &it, fl);
-                if (carries)
-                    p = codec_slot_carried(p, &st, &it, s, fl);
-            }
-            k += records - 1;
+            s += took;
+            left -= took;
+            if (fl & CODEC_EV_TRUTH)
+                truth += took;
+            continue;
         }
+        struct tf_record before = r; /* the next piece's previous record, if this one is left to it */
+        unsigned took = tf_slot_read(s, left, have, &r);
+        if (took == 0)
+            break;
+        /* The records it stands for: a write set's words, a COMMIT's and
+         * those of the write set it carries */
+        int carries = took > 1 && tf_slot_is_compact(s);
+        uint64_t records = r.kind == TF_EV_WSET ? r.addr : carries ? 1 + (s->head >> 48) : 1;
+        if (k + records > max) {
+            r = before;
+            whole = 0; /* the next piece takes the write set whole */
+            break;
+        }
+        have = 1;
+        p = codec_slot_full(p, &st, &it, &r, s, carries, (fl & CODEC_EV_TRUTH) ? *truth : 0, fl);
+        k += records - 1;
         if (r.kind == TF_EV_START)
             instance = r.addr;
         s += took;
