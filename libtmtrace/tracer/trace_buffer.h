@@ -468,6 +468,20 @@ static inline uint32_t tb_wset_pack_runs(uint64_t *restrict out, const uint64_t 
     return high < TF_WSET_RUN_WORDS ? e : 0;
 }
 
+/* A write set of one or two words packed into `out`, one entry each (a
+ * word in a run of its own packs as in the first form); returns the OR of
+ * the words, which is below TF_WSET_RUN_WORDS when the run form has room
+ * for them. Without a look for runs: two words take one slot either way. */
+static inline uint64_t tb_wset_pack_small(uint64_t *restrict out, const uint64_t *words, const uint32_t *masks,
+                                          size_t stride, uint32_t n)
+{
+    uint64_t w1 = n == 2 ? *(const uint64_t *)(const void *)((const char *)words + stride) : 0;
+    out[0] = tf_wset_pack(words[0], masks[0]);
+    if (n == 2)
+        out[1] = tf_wset_pack(w1, *(const uint32_t *)(const void *)((const char *)masks + stride));
+    return words[0] | w1;
+}
+
 /* The same in the first form, one entry per word (cold: a word at or above
  * TF_WSET_RUN_WORDS). */
 void tb_wset_pack_words(uint64_t *out, const uint64_t *words, const uint32_t *masks, size_t stride, uint32_t n);
@@ -487,10 +501,7 @@ static inline void tb_wset_fill(struct tb_thread *t, struct tf_slot *s, const ui
      * for runs. */
     uint32_t e = 0;
     if (n <= 2) {
-        out[0] = tf_wset_pack(words[0], masks[0]);
-        if (n == 2)
-            out[1] = tf_wset_pack(*(const uint64_t *)(const void *)((const char *)words + stride),
-                                  *(const uint32_t *)(const void *)((const char *)masks + stride));
+        (void)tb_wset_pack_small(out, words, masks, stride, n);
     } else {
         e = tb_wset_pack_runs(out, words, masks, stride, n);
         if (TB_UNLIKELY(e == 0))
@@ -527,15 +538,10 @@ static inline int tb_wset_carry(struct tb_thread *t, const uint64_t *words, cons
     uint64_t *out = (uint64_t *)(void *)(c + 1);
     t->carry = NULL;
     uint32_t e;
-    if (n <= 2) {
-        uint64_t w1 = n == 2 ? *(const uint64_t *)(const void *)((const char *)words + stride) : 0;
-        out[0] = tf_wset_pack(words[0], masks[0]);
-        if (n == 2)
-            out[1] = tf_wset_pack(w1, *(const uint32_t *)(const void *)((const char *)masks + stride));
-        e = (words[0] | w1) < TF_WSET_RUN_WORDS ? n : 0;
-    } else {
+    if (n <= 2)
+        e = tb_wset_pack_small(out, words, masks, stride, n) < TF_WSET_RUN_WORDS ? n : 0;
+    else
         e = tb_wset_pack_runs(out, words, masks, stride, n);
-    }
     if (TB_UNLIKELY(e == 0 || e > TF_COMMIT_CARRY_MAX)) {
         tb_publish(t, c + 1);
         return 0;
