@@ -656,7 +656,7 @@ static uint8_t *codec_slot_carried(uint8_t *p, struct codec_pred *st, struct cod
 {
     it->kind = TF_EV_WSET;
     it->reason = 0;
-    it->addr = s->head >> 48;
+    it->addr = tf_commit_carried_words(s);
     it->value = tf_commit_carried(s);
     return codec_slot_wset(p, st, it, s + 1, fl);
 }
@@ -711,7 +711,7 @@ static inline __attribute__((always_inline)) long codec_slots_loop(uint8_t *out,
                 continue;
             }
             size_t took = carried ? tf_commit_carry_slots(s, left) : 1;
-            uint64_t words = carried ? s->head >> 48 : 0;
+            uint64_t words = carried ? tf_commit_carried_words(s) : 0;
             if (took == 0 || k + 1 + words > max) {
                 whole = took == 0; /* malformed, or the next piece takes the write set whole */
                 break;
@@ -739,7 +739,7 @@ static inline __attribute__((always_inline)) long codec_slots_loop(uint8_t *out,
         /* The records it stands for: a write set's words, a COMMIT's and
          * those of the write set it carries */
         int carries = took > 1 && tf_slot_is_compact(s);
-        uint64_t records = r.kind == TF_EV_WSET ? r.addr : carries ? 1 + (s->head >> 48) : 1;
+        uint64_t records = r.kind == TF_EV_WSET ? r.addr : carries ? 1 + tf_commit_carried_words(s) : 1;
         if (k + records > max) {
             r = before;
             whole = 0; /* the next piece takes the write set whole */

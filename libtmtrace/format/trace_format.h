@@ -250,6 +250,8 @@ static inline uint32_t tf_commit_carried(const struct tf_slot *s)
 {
     return (s->head & 3u) == TF_COMPACT_COMMIT ? (uint32_t)(s->head >> 2 & TF_COMMIT_CARRY_MAX) : 0;
 }
+/* The words of the write set a compact COMMIT carries: its write-set size. */
+static inline uint64_t tf_commit_carried_words(const struct tf_slot *s) { return s->head >> 48; }
 
 /* Read as a byte: a full record's first byte was stored as its kind. */
 static inline int tf_slot_is_compact(const struct tf_slot *s)
@@ -367,7 +369,7 @@ static inline uint64_t tf_wset_at(const struct tf_slot *w, uint64_t i)
  * more entries than words, cut at the end). */
 static inline size_t tf_commit_carry_slots(const struct tf_slot *s, size_t left)
 {
-    uint64_t e = tf_commit_carried(s), n = s->head >> 48;
+    uint64_t e = tf_commit_carried(s), n = tf_commit_carried_words(s);
     if (n == 0 || n > TF_WSET_MAX || e > n || 1 + tf_wset_slots(e) > left)
         return 0;
     return 1 + (size_t)tf_wset_slots(e);

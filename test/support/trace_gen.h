@@ -156,7 +156,7 @@ static inline long tg_slots_expand(const struct tf_slot *s, size_t n, const uint
         /* A COMMIT that carries its write set: the COMMIT, then the write
          * set as a WSET record after it would be. */
         uint32_t carried = tf_slot_is_compact(&s[i]) ? tf_commit_carried(&s[i]) : 0;
-        if (k + (carried ? 1 + (s[i].head >> 48) : out[k].kind == TF_EV_WSET ? out[k].addr : 1) > max) {
+        if (k + (carried ? 1 + tf_commit_carried_words(&s[i]) : out[k].kind == TF_EV_WSET ? out[k].addr : 1) > max) {
             whole = 0;
             break;
         }
@@ -167,7 +167,7 @@ static inline long tg_slots_expand(const struct tf_slot *s, size_t n, const uint
             k++;
             out[k] = out[k - 1];
             out[k].kind = TF_EV_WSET;
-            out[k].addr = s[i].head >> 48;
+            out[k].addr = tf_commit_carried_words(&s[i]);
             out[k].value = carried;
             entries = &s[i] + 1;
         }
