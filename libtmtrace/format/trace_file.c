@@ -880,12 +880,26 @@ struct tf_writer {
     int failed;
     char *path;
     char *tmp;               /* TF_WRITE_ATOMIC: the temporary being written */
-    uint64_t bytes;
+    uint64_t bytes;          /* the file's size once the staged bytes are written */
     uint8_t *raw, *comp;
     size_t raw_cap, comp_cap;
+    int direct;              /* TF_WRITE_DIRECT took: the descriptor has O_DIRECT */
+    uint8_t *stage;          /* TF_DIRECT_STAGE bytes aligned to TF_DIRECT_ALIGN, or NULL */
+    size_t staged;           /* bytes in `stage`, not yet in the file */
 };
 
-static int tf_write_all(struct tf_writer *w, const struct iovec *iov_in, int n)
+/* TF_WRITE_DIRECT: what an O_DIRECT write must be aligned to (the buffer,
+ * the length and the file offset), and the stage the bytes gather in
+ * until they fill it. 4 KiB covers the logical block of the devices in
+ * use; one that needs more refuses the write, and the writer goes on
+ * through the page cache (tf_stage_write). */
+#define TF_DIRECT_ALIGN 4096u
+#define TF_DIRECT_STAGE ((size_t)512 << 10)
+
+/* Writes iov whole to the descriptor, retrying short writes; *off is the
+ * file offset of its first byte and moves with every byte written (for
+ * the message of a failure, and so that a partial write still counts). */
+static int tf_fd_write(struct tf_writer *w, const struct iovec *iov_in, int n, uint64_t *off)
 {
     struct iovec iov[4];
     size_t total = 0;
@@ -900,9 +914,9 @@ static int tf_write_all(struct tf_writer *w, const struct iovec *iov_in, int n)
         if (got <= 0) {
             w->failed = 1;
             return error_set_errno(got < 0 ? errno : EIO, "%s: offset %llu: write failed", w->path,
-                                   (unsigned long long)w->bytes);
+                                   (unsigned long long)*off);
         }
-        w->bytes += (uint64_t)got;
+        *off += (uint64_t)got;
         total -= (size_t)got;
         while (n > 0 && (size_t)got >= v->iov_len) {
             got -= (ssize_t)v->iov_len;
@@ -915,6 +929,108 @@ static int tf_write_all(struct tf_writer *w, const struct iovec *iov_in, int n)
         }
     }
     return 0;
+}
+
+/* Clears O_DIRECT: the rest of the file goes through the page cache. */
+static void tf_direct_off(struct tf_writer *w)
+{
+    int fl = fcntl(w->fd, F_GETFL);
+    if (fl >= 0)
+        (void)fcntl(w->fd, F_SETFL, fl & ~O_DIRECT);
+    w->direct = 0;
+}
+
+/* Writes the staged bytes: in one O_DIRECT write while they fill the
+ * stage (whole blocks at an aligned offset), through the page cache at
+ * the end (`last`: the tail need not be whole blocks). A direct write
+ * that fails or stops short, whatever the reason, leaves the rest to the
+ * page cache, which reports the error itself if there is one (a full
+ * disk, a file size limit), the file holding every byte before it. */
+static int tf_stage_write(struct tf_writer *w, int last)
+{
+    size_t done = 0;
+    if (w->direct && !last) {
+        ssize_t got;
+        do
+            got = write(w->fd, w->stage, w->staged);
+        while (got < 0 && errno == EINTR);
+        if (got == (ssize_t)w->staged) {
+            w->staged = 0;
+            return 0;
+        }
+        done = got > 0 ? (size_t)got : 0;
+    }
+    if (w->direct)
+        tf_direct_off(w);
+    uint64_t at = w->bytes - (w->staged - done);
+    struct iovec v = { w->stage + done, w->staged - done };
+    w->staged = 0;
+    if (v.iov_len == 0)
+        return 0;
+    int rc = tf_fd_write(w, &v, 1, &at);
+    w->bytes = at; /* after a failure: what the file holds */
+    return rc;
+}
+
+/* Appends iov: into the stage while the descriptor has O_DIRECT (a full
+ * stage goes out in one write), else straight to the descriptor. */
+static int tf_write_all(struct tf_writer *w, const struct iovec *iov, int n)
+{
+    if (!w->direct)
+        return tf_fd_write(w, iov, n, &w->bytes);
+    for (int i = 0; i < n; i++) {
+        const uint8_t *p = iov[i].iov_base;
+        size_t left = iov[i].iov_len;
+        while (left > 0) {
+            size_t k = TF_DIRECT_STAGE - w->staged;
+            if (k > left)
+                k = left;
+            memcpy(w->stage + w->staged, p, k);
+            w->staged += k;
+            w->bytes += k;
+            p += k;
+            left -= k;
+            if (w->staged == TF_DIRECT_STAGE && tf_stage_write(w, 0) != 0)
+                return -1;
+            if (!w->direct && left > 0) { /* a direct write failed: the rest goes straight out */
+                struct iovec rest[4];
+                int m = 0;
+                rest[m++] = (struct iovec){ (void *)p, left };
+                for (int j = i + 1; j < n; j++)
+                    rest[m++] = iov[j];
+                return tf_fd_write(w, rest, m, &w->bytes);
+            }
+        }
+    }
+    return 0;
+}
+
+/* TF_WRITE_DIRECT on a regular file whose file system takes O_DIRECT;
+ * otherwise the writer stays with the page cache, saying nothing. */
+static void tf_direct_on(struct tf_writer *w)
+{
+    struct stat st;
+    int fl = fcntl(w->fd, F_GETFL);
+    if (fl < 0 || fstat(w->fd, &st) != 0 || !S_ISREG(st.st_mode))
+        return;
+    void *p;
+    if (posix_memalign(&p, TF_DIRECT_ALIGN, TF_DIRECT_STAGE) != 0)
+        return;
+    if (fcntl(w->fd, F_SETFL, fl | O_DIRECT) != 0) {
+        free(p);
+        return;
+    }
+    w->stage = p;
+    w->direct = 1;
+}
+
+uint64_t tf_writer_durable(const struct tf_writer *w) { return w->bytes - w->staged; }
+
+int tf_flush(struct tf_writer *w)
+{
+    if (w->failed || w->staged == 0)
+        return 0; /* an earlier failure was reported when it happened */
+    return tf_stage_write(w, 1);
 }
 
 struct tf_writer *tf_create(const char *path, const struct tf_header *hdr, unsigned flags)
@@ -959,6 +1075,8 @@ struct tf_writer *tf_create(const char *path, const struct tf_header *hdr, unsig
             goto fail;
         }
     }
+    if (flags & TF_WRITE_DIRECT)
+        tf_direct_on(w);
     uint8_t b[TF_HEADER_SIZE];
     tf_header_encode(b, hdr);
     struct iovec iov = { b, sizeof b };
@@ -1207,6 +1325,7 @@ static void tf_writer_free(struct tf_writer *w)
     free(w->tmp);
     free(w->raw);
     free(w->comp);
+    free(w->stage);
     free(w);
 }
 
@@ -1229,6 +1348,8 @@ int tf_finish(struct tf_writer *w, int do_fsync)
     int rc = 0;
     if (w->failed)
         rc = error_set("%s: not finished: an earlier write failed", w->path);
+    if (rc == 0 && tf_flush(w) != 0)
+        rc = -1;
     if (rc == 0 && do_fsync && fsync(w->fd) != 0)
         rc = error_set_errno(errno, "%s: fsync failed", w->path);
     if (close(w->fd) != 0 && rc == 0)

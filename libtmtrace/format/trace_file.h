@@ -179,6 +179,13 @@ struct tf_writer;
 
 enum tf_writer_flags {
     TF_WRITE_ATOMIC = 1u << 0, /* write to PATH.tmp.XXXXXX and rename on close (tools) */
+    /* Write a regular file with O_DIRECT where its file system takes it
+     * (the library's writer): the bytes gather in a 512 KiB stage and go
+     * out in whole 4 KiB blocks, bypassing the page cache, the tail
+     * through it at tf_finish; a direct write that fails hands the rest to
+     * the page cache. Until tf_finish the file may lack the last staged
+     * bytes (up to 512 KiB). */
+    TF_WRITE_DIRECT = 1u << 1,
 };
 
 /* Creates the file and writes the header. NULL on error. */
@@ -221,8 +228,16 @@ int tf_write_runinfo(struct tf_writer *w, const struct tf_runinfo *ri);
  * every earlier writer wrote). */
 int tf_write_end(struct tf_writer *w, const struct tf_thread_info *t, size_t n, uint64_t writer_errors,
                  uint32_t signal);
-/* Bytes written so far (header included). */
+/* Bytes written so far (header included), staged ones too. */
 uint64_t tf_writer_bytes(const struct tf_writer *w);
+/* Bytes the file holds: tf_writer_bytes less those still staged; after a
+ * failed write, what reached the file. */
+uint64_t tf_writer_durable(const struct tf_writer *w);
+/* Writes what is staged (TF_WRITE_DIRECT) through the page cache, so that
+ * the file holds every byte appended; the writer stays usable. 0, or -1
+ * with the failure in error_get(); 0 after an earlier failure, which was
+ * reported when it happened. tf_finish does it too. */
+int tf_flush(struct tf_writer *w);
 /* Flushes, fsyncs when asked, and (TF_WRITE_ATOMIC) renames into place.
  * Returns 0 or -1; on -1 the temporary file is removed. */
 int tf_finish(struct tf_writer *w, int do_fsync);

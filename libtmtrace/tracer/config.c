@@ -63,6 +63,11 @@ static const struct config_var vars[] = {
     { "TMTRACE_FILE", VAR_STRING, OFF(file), 0, 0, { 0 }, "trace.bin",
       "path of the trace file; %p stands for the process id, so that a forked child writes a trace of its own "
       "(without %p a child records nothing and says so once on stderr)", NULL },
+    { "TMTRACE_FILE_IO", VAR_CHOICE, OFF(file_io), 0, 0, { "direct", "cached" }, "direct",
+      "how the writer writes the trace file: direct = with O_DIRECT where the file system takes it (whole 4 KiB "
+      "blocks from a 512 KiB stage, the tail at the end), so that the trace's bytes bypass the page cache and "
+      "the writer's CPU does not copy them into it; cached = through the page cache (a file system without "
+      "O_DIRECT, a device or a pipe are always written so)", NULL },
     { "TMTRACE_BUFFER", VAR_SIZE, OFF(buffer_bytes), 4096, 1LL << 30, { 0 }, "1M",
       "per-thread buffer (one chunk) in bytes; units k, M, G", NULL },
     { "TMTRACE_MEMORY", VAR_SIZE, OFF(memory_bytes), 1LL << 16, 1LL << 40, { 0 }, "2G",

@@ -20,11 +20,13 @@ enum config_clock { CONFIG_CLOCK_MONOTONIC = 0, CONFIG_CLOCK_MONOTONIC_RAW = 1 }
 enum config_htm { CONFIG_HTM_AUTO = 0, CONFIG_HTM_EMULATE = 1, CONFIG_HTM_OFF = 2 };
 enum config_codec { CONFIG_CODEC_LZ4 = 0, CONFIG_CODEC_ZLIB = 1, CONFIG_CODEC_NONE = 2, CONFIG_CODEC_AUTO = 3 };
 enum config_stamp { CONFIG_STAMP_EACH = 0, CONFIG_STAMP_BOUNDARY = 1 };
+enum config_file_io { CONFIG_FILE_IO_DIRECT = 0, CONFIG_FILE_IO_CACHED = 1 };
 
 struct config {
     int events;              /* enum config_events   TMTRACE_EVENTS */
     int mode;                /* enum config_mode     TMTRACE_MODE */
     const char *file;        /* TMTRACE_FILE */
+    int file_io;             /* enum config_file_io  TMTRACE_FILE_IO */
     int64_t buffer_bytes;    /* TMTRACE_BUFFER: bytes per thread chunk */
     int64_t memory_bytes;    /* TMTRACE_MEMORY: cap on chunks held by the writer */
     int64_t sample_ms;       /* TMTRACE_SAMPLE_MS */

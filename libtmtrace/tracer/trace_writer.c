@@ -134,6 +134,94 @@ static void tw_grow(uint32_t thread)
     tw_nthreads = n;
 }
 
+/* ---- chunks counted written while their bytes are staged ----------------- */
+
+/* TMTRACE_FILE_IO=direct: a chunk's records count as written once
+ * tf_write_slots took them, but the file holds its bytes only once the
+ * stage they went to is written out (tf_writer_durable). Should that write
+ * fail, those chunks are lost with it: tw_unstage moves them from written
+ * to lost, so that the loss reported and the END's counts say what the
+ * file holds. One entry per such chunk, oldest first from tw_staged_head. */
+struct tw_staged_chunk {
+    uint64_t end; /* the file's size after its bytes */
+    uint64_t records;
+    uint32_t thread;
+};
+static struct tw_staged_chunk *tw_staged;
+static size_t tw_staged_head, tw_staged_n, tw_staged_cap;
+
+/* Forgets the chunks the file now holds. */
+static void tw_staged_prune(void)
+{
+    uint64_t durable = tf_writer_durable(tw_file);
+    while (tw_staged_head < tw_staged_n && tw_staged[tw_staged_head].end <= durable)
+        tw_staged_head++;
+    if (tw_staged_head == tw_staged_n)
+        tw_staged_head = tw_staged_n = 0;
+}
+
+/* Notes a chunk just counted written. Without memory to note it, the
+ * stage is written out now instead (tf_flush: the rest of the file then
+ * goes through the page cache). */
+static void tw_staged_add(uint32_t thread, uint64_t records)
+{
+    tw_staged_prune();
+    uint64_t end = tf_writer_bytes(tw_file);
+    if (end <= tf_writer_durable(tw_file))
+        return;
+    if (tw_staged_n == tw_staged_cap && tw_staged_head > 0) {
+        tw_staged_n -= tw_staged_head;
+        memmove(tw_staged, tw_staged + tw_staged_head, tw_staged_n * sizeof *tw_staged);
+        tw_staged_head = 0;
+    }
+    if (tw_staged_n == tw_staged_cap) {
+        size_t cap = tw_staged_cap ? 2 * tw_staged_cap : 256;
+        struct tw_staged_chunk *a = realloc(tw_staged, cap * sizeof *a);
+        if (a == NULL) {
+            if (tf_flush(tw_file) != 0)
+                tw_note_error(0, 0);
+            return;
+        }
+        tw_staged = a;
+        tw_staged_cap = cap;
+    }
+    tw_staged[tw_staged_n++] = (struct tw_staged_chunk){ end, records, thread };
+}
+
+/* After a failed write: the chunks whose bytes did not all reach the file
+ * are lost, not written. */
+static void tw_unstage(void)
+{
+    if (tw_file == NULL)
+        return;
+    uint64_t durable = tf_writer_durable(tw_file);
+    for (size_t i = tw_staged_head; i < tw_staged_n; i++) {
+        const struct tw_staged_chunk *e = &tw_staged[i];
+        if (e->end <= durable)
+            continue;
+        if (e->thread < tw_nthreads) {
+            tw_written[e->thread] -= e->records;
+            tw_lost_by[e->thread] += e->records;
+        }
+        __atomic_fetch_sub(&tw_nwritten, 1, __ATOMIC_RELAXED);
+        __atomic_fetch_sub(&tw_nrecords, e->records, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&tw_nlost, e->records, __ATOMIC_RELAXED);
+    }
+    tw_staged_head = tw_staged_n = 0;
+}
+
+void tw_file_done(void)
+{
+    if (tw_file == NULL)
+        return;
+    errno = 0;
+    if (tf_flush(tw_file) != 0)
+        tw_note_error(0, 0);
+    tw_note_bytes();
+    tw_staged_head = tw_staged_n = 0;
+    tw_file = NULL;
+}
+
 /* ---- where the writer runs ------------------------------------------------ */
 
 /* The writer runs at a lower priority than the program (TMTRACE_WRITER_NICE), on a CPU of the
@@ -227,6 +315,7 @@ static void tw_note_cpu(void) { tw_note_thread_cpu(&tw_cpu); }
 
 void tw_note_error(size_t records, uint32_t thread)
 {
+    tw_unstage();
     if (!tw_failed) {
         int e = errno;
         tw_failed = 1;
@@ -363,6 +452,7 @@ void tw_write_now(struct tb_chunk *c)
             tw_written[c->thread] += records;
         __atomic_fetch_add(&tw_nwritten, 1, __ATOMIC_RELAXED);
         __atomic_fetch_add(&tw_nrecords, records, __ATOMIC_RELAXED);
+        tw_staged_add(c->thread, records);
     }
     tw_note_bytes(); /* also after a failure: a partial write still grew the file */
     /* Back to the pool, which tops its reserve up on the writer's time if it
@@ -763,6 +853,7 @@ int tw_start(struct tf_writer *w, int mode, void (*on_signal)(void), const char 
     free(tw_lost_by);
     tw_written = tw_lost_by = NULL;
     tw_nthreads = 0;
+    tw_staged_head = tw_staged_n = 0;
     if (sem_init(&tw_wake, 0, 0) != 0)
         return error_set_errno(errno, "trace writer: sem_init");
     /* Fatal signals are for the program's threads: the writer must stay

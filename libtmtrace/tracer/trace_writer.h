@@ -72,6 +72,12 @@ uint64_t tw_chunks_written(void);
 const char *tw_first_error(void);
 /* Counts a failed write of the tail (tracer's own writes). */
 void tw_note_error(size_t records, uint32_t thread);
+/* After the tracer's own writes of the tail, before it closes the file:
+ * writes what the file still stages (TMTRACE_FILE_IO=direct) and publishes
+ * its final size. A failure counts as the writer's, and the chunks whose
+ * bytes were staged count as lost, not written. From here on the writer
+ * no longer touches the file. Only on the thread that writes. */
+void tw_file_done(void);
 /* Publishes the file's size for tw_bytes(). tw_write_now does it after each
  * chunk; the tracer calls it after its own writes of the tail, before it
  * closes the file. Only on the thread that writes. */

@@ -219,7 +219,7 @@ static void tr_on_signal(void)
     tw_seal();
     tb_snapshot_all(tw_write_now);
     tr_write_end(__atomic_load_n(&tr_end_signal, __ATOMIC_ACQUIRE));
-    tw_note_bytes(); /* the tail is in: the file's final size */
+    tw_file_done(); /* the tail is in the file: its final size */
     if (tr_file != NULL)
         (void)tf_finish(tr_file, 0);
     tr_file = NULL;
@@ -549,7 +549,7 @@ static int tr_start(void)
     char open_error[512] = "";
     tr_expand_path();
     errno = 0;
-    tr_file = tf_create(tr_path, &hdr, 0);
+    tr_file = tf_create(tr_path, &hdr, config.file_io == CONFIG_FILE_IO_DIRECT ? TF_WRITE_DIRECT : 0);
     if (tr_file == NULL) {
         /* Nothing could ever be recorded: say so now, naming the variable. */
         int e = errno;
@@ -643,7 +643,7 @@ int tracer_shutdown(void)
     }
     cs_set_free(&post);
     tr_write_end(0);
-    tw_note_bytes(); /* the tail is in: the file's final size */
+    tw_file_done(); /* the tail is in the file: its final size */
     errno = 0;
     if (tr_file != NULL && tf_finish(tr_file, 0) != 0 && tw_errors() == 0)
         tw_note_error(0, 0);

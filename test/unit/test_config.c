@@ -35,7 +35,7 @@ static int load_one(const char *name, const char *value)
  * the whole table, so a new variable cannot go untested. */
 static const struct kv bad[] = {
     { "TMTRACE_EVENTS", "some" },        { "TMTRACE_MODE", "disk" },
-    { "TMTRACE_FILE", "" },              { "TMTRACE_BUFFER", "12Q" },
+    { "TMTRACE_FILE", "" },              { "TMTRACE_FILE_IO", "odirect" }, { "TMTRACE_BUFFER", "12Q" },
     { "TMTRACE_MEMORY", "1k" },          { "TMTRACE_SAMPLE_MS", "0" },
     { "TMTRACE_RESAMPLE_MS", "-1" },     { "TMTRACE_CLOCK", "realtime" },
     { "TMTRACE_SKEW", "1:2" },           { "TMTRACE_MIGRATE", "abc" },

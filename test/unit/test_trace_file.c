@@ -5,14 +5,19 @@
  * the undamaged chunks.
  */
 #include <dirent.h>
+#include <fcntl.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -118,10 +123,20 @@ static struct tf_header make_header(void)
 /* A file of `nchunks` EVENTS chunks of `per` records (threads alternate),
  * then an END chunk. Offsets of every chunk go to offs[] (nchunks + 1 of
  * them, plus the file size). */
+static void write_event_file_with(const char *path, int codec, size_t nchunks, size_t per, uint64_t *offs,
+                                  unsigned flags);
+
 static void write_event_file(const char *path, int codec, size_t nchunks, size_t per, uint64_t *offs)
 {
+    write_event_file_with(path, codec, nchunks, per, offs, 0);
+}
+
+/* The same with tf_create's `flags`. */
+static void write_event_file_with(const char *path, int codec, size_t nchunks, size_t per, uint64_t *offs,
+                                  unsigned flags)
+{
     struct tf_header h = make_header();
-    struct tf_writer *w = tf_create(path, &h, 0);
+    struct tf_writer *w = tf_create(path, &h, flags);
     assert_non_null(w);
     struct tf_record *r = malloc(per * sizeof *r);
     assert_non_null(r);
@@ -864,6 +879,121 @@ static void test_writer_refuses_invalid_records_and_unwritable_paths(void **s)
     assert_int_equal(tf_finish(w, 0), 0);
 }
 
+/* Whether the file system of the test directory takes O_DIRECT. */
+static int dir_takes_o_direct(void)
+{
+    int fd = open(tu_path("odirect.probe"), O_WRONLY | O_CREAT | O_TRUNC | O_DIRECT, 0644);
+    if (fd < 0)
+        return 0;
+    close(fd);
+    unlink(tu_path("odirect.probe"));
+    return 1;
+}
+
+/* How many of the first `bytes` of a file's pages the page cache holds. */
+static size_t cached_pages(const char *path, size_t bytes)
+{
+    int fd = open(path, O_RDONLY);
+    assert_true(fd >= 0);
+    void *p = mmap(NULL, bytes, PROT_READ, MAP_SHARED, fd, 0);
+    assert_true(p != MAP_FAILED);
+    size_t pages = bytes / 4096, n = 0;
+    unsigned char *vec = calloc(pages, 1);
+    assert_non_null(vec);
+    assert_int_equal(mincore(p, bytes, vec), 0);
+    for (size_t i = 0; i < pages; i++)
+        n += vec[i] & 1;
+    free(vec);
+    munmap(p, bytes);
+    close(fd);
+    return n;
+}
+
+/* 40 chunks of 3001 uncompressed records: about 2 MiB, so several full
+ * stages of the direct writer and a tail that is not whole blocks. */
+#define DIRECT_CHUNKS 40
+#define DIRECT_PER 3001
+
+/* TF_WRITE_DIRECT (the library's writer) bypasses the page cache where the
+ * file system allows it, and the file is byte for byte the one written
+ * through the page cache, chunk offsets and tail included. */
+static void test_a_direct_writer_writes_the_same_bytes_as_one_through_the_page_cache(void **s)
+{
+    (void)s;
+    uint64_t offs_c[DIRECT_CHUNKS + 2], offs_d[DIRECT_CHUNKS + 2];
+    rng_state = 0x1234567;
+    write_event_file_with(tu_path("cached.bin"), TF_CODEC_NONE, DIRECT_CHUNKS, DIRECT_PER, offs_c, 0);
+    rng_state = 0x1234567;
+    write_event_file_with(tu_path("direct.bin"), TF_CODEC_NONE, DIRECT_CHUNKS, DIRECT_PER, offs_d, TF_WRITE_DIRECT);
+    /* The first stage went out around the page cache, where it could. */
+    const size_t stage = 512u << 10;
+    assert_int_equal(cached_pages(tu_path("cached.bin"), stage), stage / 4096);
+    assert_int_equal(cached_pages(tu_path("direct.bin"), stage), dir_takes_o_direct() ? 0 : stage / 4096);
+    size_t nc, nd;
+    char *c = tu_read_file(tu_path("cached.bin"), &nc);
+    char *d = tu_read_file(tu_path("direct.bin"), &nd);
+    assert_non_null(c);
+    assert_non_null(d);
+    assert_true(nc > 3 * (512u << 10) && nc % 4096 != 0);
+    assert_int_equal(nd, nc);
+    assert_memory_equal(d, c, nc);
+    assert_memory_equal(offs_d, offs_c, sizeof offs_c);
+    free(c);
+    free(d);
+}
+
+/* A direct write that the file size limit cuts short hands the rest to
+ * the page cache: the writer fails with the system's reason and the file
+ * holds every byte up to the limit. Run in a child (the limit is its). */
+static void test_a_direct_writer_cut_by_a_file_size_limit_keeps_every_byte_before_it(void **s)
+{
+    (void)s;
+    uint64_t offs[DIRECT_CHUNKS + 2];
+    rng_state = 0x7654321;
+    write_event_file_with(tu_path("whole.bin"), TF_CODEC_NONE, DIRECT_CHUNKS, DIRECT_PER, offs, 0);
+    const rlim_t limit = (700u << 10) + 123; /* not a whole block, past one stage */
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        signal(SIGXFSZ, SIG_IGN);
+        struct rlimit lim = { limit, limit };
+        if (setrlimit(RLIMIT_FSIZE, &lim) != 0)
+            _exit(10);
+        rng_state = 0x7654321;
+        struct tf_header h = make_header();
+        struct tf_writer *w = tf_create(tu_path("cut.bin"), &h, TF_WRITE_DIRECT);
+        if (w == NULL)
+            _exit(11);
+        struct tf_record *r = malloc(DIRECT_PER * sizeof *r);
+        uint64_t inst = 0;
+        int rc = 0;
+        for (size_t i = 0; i < DIRECT_CHUNKS && rc == 0; i++) {
+            make_records(r, NULL, DIRECT_PER, &inst);
+            rc = tg_write_records(w, 1 + (uint32_t)(i % 2), i * DIRECT_PER, inst, r, NULL, DIRECT_PER,
+                                  TF_CODEC_NONE, 1);
+        }
+        if (rc == 0)
+            _exit(12);
+        if (strstr(error_get(), "cut.bin: offset ") == NULL || strstr(error_get(), "File too large") == NULL)
+            _exit(13);
+        tf_abandon(w);
+        _exit(0);
+    }
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    size_t nw, nc;
+    char *whole = tu_read_file(tu_path("whole.bin"), &nw);
+    char *cut = tu_read_file(tu_path("cut.bin"), &nc);
+    assert_non_null(whole);
+    assert_non_null(cut);
+    assert_int_equal(nc, limit);
+    assert_memory_equal(cut, whole, nc);
+    free(whole);
+    free(cut);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -886,6 +1016,8 @@ int main(void)
         cmocka_unit_test(test_random_damage_never_crashes),
         cmocka_unit_test(test_atomic_writer_leaves_no_temporary_behind),
         cmocka_unit_test(test_writer_refuses_invalid_records_and_unwritable_paths),
+        cmocka_unit_test(test_a_direct_writer_writes_the_same_bytes_as_one_through_the_page_cache),
+        cmocka_unit_test(test_a_direct_writer_cut_by_a_file_size_limit_keeps_every_byte_before_it),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
