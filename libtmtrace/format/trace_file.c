@@ -982,6 +982,14 @@ static int tf_write_all(struct tf_writer *w, const struct iovec *iov, int n)
         const uint8_t *p = iov[i].iov_base;
         size_t left = iov[i].iov_len;
         while (left > 0) {
+            if (!w->direct) { /* a direct write failed: the rest goes straight out */
+                struct iovec rest[4];
+                int m = 0;
+                rest[m++] = (struct iovec){ (void *)p, left };
+                for (int j = i + 1; j < n; j++)
+                    rest[m++] = iov[j];
+                return tf_fd_write(w, rest, m, &w->bytes);
+            }
             size_t k = TF_DIRECT_STAGE - w->staged;
             if (k > left)
                 k = left;
@@ -992,14 +1000,6 @@ static int tf_write_all(struct tf_writer *w, const struct iovec *iov, int n)
             left -= k;
             if (w->staged == TF_DIRECT_STAGE && tf_stage_write(w, 0) != 0)
                 return -1;
-            if (!w->direct && left > 0) { /* a direct write failed: the rest goes straight out */
-                struct iovec rest[4];
-                int m = 0;
-                rest[m++] = (struct iovec){ (void *)p, left };
-                for (int j = i + 1; j < n; j++)
-                    rest[m++] = iov[j];
-                return tf_fd_write(w, rest, m, &w->bytes);
-            }
         }
     }
     return 0;
