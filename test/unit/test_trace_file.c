@@ -942,6 +942,74 @@ static void test_a_direct_writer_writes_the_same_bytes_as_one_through_the_page_c
     free(d);
 }
 
+/* The descriptor open on `path` in this process, or -1. */
+static int fd_of(const char *path)
+{
+    DIR *d = opendir("/proc/self/fd");
+    assert_non_null(d);
+    int found = -1;
+    for (struct dirent *e; found < 0 && (e = readdir(d)) != NULL;) {
+        char link[300], target[600];
+        snprintf(link, sizeof link, "/proc/self/fd/%s", e->d_name);
+        ssize_t n = readlink(link, target, sizeof target - 1);
+        if (n > 0) {
+            target[n] = 0;
+            if (strcmp(target, path) == 0)
+                found = atoi(e->d_name);
+        }
+    }
+    closedir(d);
+    return found;
+}
+
+/* A direct write the device refuses (here: the file offset moved off a
+ * block, as a device with larger blocks than 4 KiB would refuse it) hands
+ * that stage and the rest of the file to the page cache: every byte
+ * follows in order, the call succeeds. (Where the file system has no
+ * O_DIRECT, the writer was on the page cache from the start, and the
+ * same holds.) */
+static void test_a_refused_direct_write_hands_the_rest_to_the_page_cache_in_order(void **s)
+{
+    (void)s;
+    uint64_t offs[DIRECT_CHUNKS + 2];
+    rng_state = 0xabcdef;
+    write_event_file_with(tu_path("ref.bin"), TF_CODEC_NONE, DIRECT_CHUNKS, DIRECT_PER, offs, 0);
+    struct tf_header h = make_header();
+    struct tf_writer *w = tf_create(tu_path("moved.bin"), &h, TF_WRITE_DIRECT);
+    assert_non_null(w);
+    int fd = fd_of(tu_path("moved.bin"));
+    assert_true(fd >= 0);
+    struct tf_record *r = malloc(DIRECT_PER * sizeof *r);
+    assert_non_null(r);
+    rng_state = 0xabcdef;
+    uint64_t inst = 0, moved_at = 0;
+    for (size_t i = 0; i < DIRECT_CHUNKS; i++) {
+        make_records(r, NULL, DIRECT_PER, &inst);
+        assert_int_equal(tg_write_records(w, 1 + (uint32_t)(i % 2), i * DIRECT_PER, inst, r, NULL, DIRECT_PER,
+                                          TF_CODEC_NONE, 1), 0);
+        if (moved_at == 0 && tf_writer_durable(w) > 0) { /* one stage out: the next is refused */
+            moved_at = tf_writer_durable(w);
+            assert_int_equal(lseek(fd, 1, SEEK_CUR), (off_t)moved_at + 1);
+        }
+    }
+    struct tf_thread_info ti[2] = { { 1, 11, 100, 0, 0, 0 }, { 2, 12, 100, 3, 0, 0 } };
+    assert_int_equal(tf_write_end(w, ti, 2, 0, 0), 0);
+    assert_int_equal(tf_finish(w, 0), 0);
+    free(r);
+    size_t nr, nm;
+    char *ref = tu_read_file(tu_path("ref.bin"), &nr);
+    char *moved = tu_read_file(tu_path("moved.bin"), &nm);
+    assert_non_null(ref);
+    assert_non_null(moved);
+    assert_true(moved_at > 0 && moved_at < nr);
+    assert_int_equal(nm, nr + 1); /* the byte skipped reads as 0 */
+    assert_memory_equal(moved, ref, moved_at);
+    assert_int_equal(moved[moved_at], 0);
+    assert_memory_equal(moved + moved_at + 1, ref + moved_at, nr - moved_at);
+    free(ref);
+    free(moved);
+}
+
 /* A direct write that the file size limit cuts short hands the rest to
  * the page cache: the writer fails with the system's reason and the file
  * holds every byte up to the limit. Run in a child (the limit is its). */
@@ -1018,6 +1086,7 @@ int main(void)
         cmocka_unit_test(test_writer_refuses_invalid_records_and_unwritable_paths),
         cmocka_unit_test(test_a_direct_writer_writes_the_same_bytes_as_one_through_the_page_cache),
         cmocka_unit_test(test_a_direct_writer_cut_by_a_file_size_limit_keeps_every_byte_before_it),
+        cmocka_unit_test(test_a_refused_direct_write_hands_the_rest_to_the_page_cache_in_order),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
