@@ -623,6 +623,35 @@ static void a_lock_holder_that_never_commits_is_an_aborted_holder_not_conflict_f
     assert_true(class_count("\"conflict-free\"") == 1);
 }
 
+/* A holder whose attempts take nanoseconds ends two hundred more between
+ * the lock the victim found and the victim's ABORT record (its rollback, a
+ * chunk handed over): the holder is still named, not unknown. */
+static void a_lock_holder_that_ended_hundreds_of_attempts_before_the_abort_record_is_still_named(void **st)
+{
+    (void)st;
+    struct tg_thread th[2] = { 0 };
+    tg_ev(&th[1], 150, TF_EV_START, 0, 2, 7, 0);
+    tg_ev(&th[1], 160, TF_EV_WRITE, 8, 2, A1, 5);
+    tg_ev(&th[1], 170, TF_EV_COMMIT, 0, 2, 9, 1ull << 32);
+    uint64_t ts = 180;
+    for (uint64_t inst = 8; inst < 208; inst++, ts += 10) {
+        tg_ev(&th[1], ts, TF_EV_START, 0, 2, inst, 0);
+        tg_ev(&th[1], ts + 5, TF_EV_COMMIT, 0, 2, 0, 0);
+    }
+    tg_ev(&th[0], 100, TF_EV_START, 0, 1, 1, 0);
+    tg_ev(&th[0], 110, TF_EV_READ, 8, 1, A1, 0);
+    tg_ev(&th[0], ts, TF_EV_ABORT, TMT_ABORT_READ_LOCKED, 1, A1, tf_abort_held(2, 7));
+    tg_ev(&th[0], ts + 10, TF_EV_START, 0, 1, 2, TF_START_RETRY);
+    tg_ev(&th[0], ts + 20, TF_EV_COMMIT, 0, 1, 0, 0);
+    fmt = 2;
+    int rc = check("holder-long-ago.bin", th, 2, 0, NULL);
+    fmt = 1;
+    assert_int_equal(rc, 0);
+    assert_true(J("holder_unknown") == 0);
+    assert_true(J("conflict_free_aborts") == 0);
+    assert_true(class_count("\"holder-running\"") == 1);
+}
+
 /* The victim (thread 1) aborts at 200 on version 9, retries at 300 and
  * commits at 3000; thread 2's commit of version 9 is stamped at
  * `commit_at`. */
@@ -1021,6 +1050,7 @@ int main(void)
         cmocka_unit_test(a_lock_holder_descheduled_for_milliseconds_is_a_preempted_holder),
         cmocka_unit_test(a_lock_holder_that_moved_to_another_core_is_a_preempted_holder),
         cmocka_unit_test(a_lock_holder_that_never_commits_is_an_aborted_holder_not_conflict_free),
+        cmocka_unit_test(a_lock_holder_that_ended_hundreds_of_attempts_before_the_abort_record_is_still_named),
         cmocka_unit_test(an_unordered_commit_stamp_may_follow_the_abort_it_caused_by_the_reorder_window),
         cmocka_unit_test(version_2_attributes_without_reads_and_writes),
         cmocka_unit_test(version_4_at_tx_classifies_by_the_culprits_write_set),

@@ -314,11 +314,18 @@ static const struct ended *holder_attempt(const struct ca_state *s, const struct
     if (p->holder == 0 || p->holder >= s->nth || !s->th[p->holder].live)
         return NULL;
     const struct th *h = &s->th[p->holder];
-    uint32_t n = h->nended < CA_ENDED_KEEP ? h->nended : CA_ENDED_KEEP;
+    uint32_t n = h->nended < h->ended_cap ? h->nended : h->ended_cap;
+    /* A thread's instances only grow: newest first, the search stops once
+     * it is further back than the one wanted (a ring spans far fewer than
+     * the 2^31 instances the record's low bits tell apart). */
+    uint64_t want = (h->instance - p->holder_inst) & TF_ABORT_INSTANCE_MASK;
     for (uint32_t k = 1; k <= n; k++) {
-        const struct ended *e = &h->ended[(h->nended - k) % CA_ENDED_KEEP];
-        if ((e->instance & TF_ABORT_INSTANCE_MASK) == p->holder_inst)
+        const struct ended *e = &h->ended[(h->nended - k) % h->ended_cap];
+        uint64_t back = (h->instance - e->instance) & TF_ABORT_INSTANCE_MASK;
+        if (back == want)
             return e;
+        if (back > want)
+            break;
     }
     return NULL;
 }

@@ -181,11 +181,35 @@ static int on_start(struct ca_state *s, struct th *t, const struct tf_event *ev)
 }
 
 
+/* Makes room in t's ring of ended attempts for one ending at `ts`: it
+ * doubles while the entry it would overwrite ended within
+ * CA_ENDED_WINDOW_NS (up to CA_ENDED_MAX), each attempt keeping its slot
+ * (number % capacity). 0, or -1 when the first ring cannot be had. */
+static int ended_room(struct ca_state *s, struct th *t, uint64_t ts)
+{
+    uint32_t cap = t->ended_cap;
+    if (cap != 0 && (t->nended < cap || cap >= CA_ENDED_MAX ||
+                     (double)(ts - t->ended[t->nended % cap].end) * s->o.ns_per_unit >= CA_ENDED_WINDOW_NS))
+        return 0;
+    uint32_t ncap = cap ? 2 * cap : CA_ENDED_KEEP;
+    struct ended *n = malloc((size_t)ncap * sizeof *n);
+    if (n == NULL)
+        return cap ? 0 : -1; /* the ring as it is: fewer holders found, nothing wrong */
+    for (uint32_t a = t->nended - (t->nended < cap ? t->nended : cap); a != t->nended; a++)
+        n[a % ncap] = t->ended[a % cap];
+    free(t->ended);
+    t->ended = n;
+    t->ended_cap = ncap;
+    return 0;
+}
+
 /* The open attempt ended: remembered for the aborts that name it as the
  * holder of a lock they found. */
 static void attempt_ended(struct ca_state *s, struct th *t, uint64_t ts, int committed)
 {
-    struct ended *e = &t->ended[t->nended++ % CA_ENDED_KEEP];
+    if (ended_room(s, t, ts) != 0)
+        return;
+    struct ended *e = &t->ended[t->nended++ % t->ended_cap];
     e->instance = t->instance;
     e->start = t->start_ts;
     e->end = ts;
@@ -405,6 +429,7 @@ void ca_free(struct ca_state *s)
     for (size_t i = 0; i < s->nth; i++) {
         free(s->th[i].acc);
         free(s->th[i].off);
+        free(s->th[i].ended);
     }
     for (size_t k = 0; k < s->nsrc; k++)
         ca_order_free(&s->src[k].views);
@@ -425,7 +450,8 @@ void ca_table_sizes(const struct ca_state *s, struct ca_table_size out[CA_TABLES
     size_t thr = s->nth * sizeof *s->th, views = 0, nviews = 0, hists = 0, nhists = 0, pend = 0;
     for (size_t i = 0; i < s->nth; i++) {
         const struct th *t = &s->th[i];
-        thr += t->capacc * sizeof *t->acc + t->off_cap * sizeof *t->off + (t->hist ? sizeof *t->hist : 0);
+        thr += t->capacc * sizeof *t->acc + t->off_cap * sizeof *t->off + (t->hist ? sizeof *t->hist : 0) +
+               (size_t)t->ended_cap * sizeof *t->ended;
     }
     for (size_t k = 0; k < s->nsrc; k++) {
         views += s->src[k].views.n * sizeof *s->src[k].views.v + sizeof s->src[k];

@@ -35,7 +35,15 @@
 #define CA_HIST_SUB 32                /* clock error histogram: 32 steps per power of two */
 #define CA_HIST_N (64 * CA_HIST_SUB)
 #define CA_MAX_ID (1u << 22)          /* thread and site ids above this share one slot */
-#define CA_ENDED_KEEP 64              /* ended attempts kept per thread for holder lookups */
+/* Ended attempts kept per thread for holder lookups: at least the last
+ * CA_ENDED_KEEP, and as many more (up to CA_ENDED_MAX) as ended within the
+ * last CA_ENDED_WINDOW_NS. An abort's record comes some time after it read
+ * the holder's identity off the lock (its rollback, a chunk handed over,
+ * a deschedule); a holder whose attempts take nanoseconds ends a hundred of
+ * them in a microsecond. */
+#define CA_ENDED_KEEP 64
+#define CA_ENDED_MAX 65536
+#define CA_ENDED_WINDOW_NS 100000.0
 
 /* The slot of a thread or site id: ids from CA_MAX_ID on share the last. */
 static inline uint32_t ca_id_slot(uint32_t id) { return id < CA_MAX_ID ? id : CA_MAX_ID - 1; }
@@ -116,7 +124,8 @@ struct th {
         uint64_t instance, start, end;
         uint32_t site;
         uint8_t committed, descheduled;
-    } ended[CA_ENDED_KEEP];
+    } *ended;           /* a ring of ended_cap (check_driver.c, attempt_ended) */
+    uint32_t ended_cap;
     /* check_groups.c: the thread's STM aborts waiting for attribution, in
      * order, with their time off the CPU (a FIFO ring, as the culprit
      * queue resolves them) */
@@ -126,7 +135,7 @@ struct th {
         uint8_t descheduled;
     } *off;
     size_t off_head, off_n, off_cap;
-    uint32_t nended;    /* ended attempts so far (the ring holds the last CA_ENDED_KEEP) */
+    uint32_t nended;    /* ended attempts so far (the ring holds the last ended_cap) */
     /* check_time.c: the thread's timeline */
     uint64_t tl_first, tl_last, tl_end;
     int have_first, end_was_abort;
@@ -172,7 +181,7 @@ struct pending {
     uint64_t holder_inst;   /* its instance, low 31 bits */
     uint64_t version;   /* v2, not held: the version found (0 = none) */
     struct ended holder_e;  /* the holder's attempt as it ended before the abort was queued */
-    int have_holder_e;      /* (a busy holder may end more than CA_ENDED_KEEP attempts before it resolves) */
+    int have_holder_e;      /* (a busy holder may end more attempts than its ring keeps before it resolves) */
     int awaits_holder;      /* counted in holders_awaited: the copy is taken when the holder's attempt ends */
     struct access *acc;
     size_t nacc;
@@ -284,7 +293,7 @@ int ca_culprit_access(struct ca_state *s, struct th *t, const struct tf_event *e
 int ca_culprit_commit(struct ca_state *s, struct th *t, const struct tf_event *ev);
 /* Thread t's attempt `e` ended: the queued aborts that name it as their
  * lock's holder keep a copy (they may resolve after t has ended more than
- * CA_ENDED_KEEP other attempts). */
+ * its ring keeps, CA_ENDED_KEEP or more). */
 void ca_culprit_holder_ended(struct ca_state *s, const struct th *t, const struct ended *e);
 int ca_culprit_abort(struct ca_state *s, struct th *t, const struct tf_event *ev);
 /* Version 4: a word of the write set of thread t's last commit; the code
