@@ -515,9 +515,11 @@ static void duel(int read_after, int also_z, unsigned flags, const char *label, 
     d.also_z = also_z;
     sem_init(&d.go, 0, 0);
     sem_init(&d.done, 0, 0);
+    /* The victim enters first: enter_at sets the configured level for the
+     * moment of its call, which the writer's own entry must not read. */
+    tmt_tx *tx = enter_at(duel_events);
     pthread_t w;
     assert_int_equal(pthread_create(&w, NULL, duel_writer, &d), 0);
-    tmt_tx *tx = enter_at(duel_events);
     uint64_t before = site_aborts(label, expect_reason);
     volatile int attempts = 0;
     volatile long seen = -1;
