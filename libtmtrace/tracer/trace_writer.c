@@ -150,6 +150,18 @@ struct tw_staged_chunk {
 static struct tw_staged_chunk *tw_staged;
 static size_t tw_staged_head, tw_staged_n, tw_staged_cap;
 
+/* A chunk counted written did not reach the file: its records are lost. */
+static void tw_unwrite(uint32_t thread, uint64_t records)
+{
+    if (thread < tw_nthreads) {
+        tw_written[thread] -= records;
+        tw_lost_by[thread] += records;
+    }
+    __atomic_fetch_sub(&tw_nwritten, 1, __ATOMIC_RELAXED);
+    __atomic_fetch_sub(&tw_nrecords, records, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&tw_nlost, records, __ATOMIC_RELAXED);
+}
+
 /* Forgets the chunks the file now holds. */
 static void tw_staged_prune(void)
 {
@@ -178,8 +190,10 @@ static void tw_staged_add(uint32_t thread, uint64_t records)
         size_t cap = tw_staged_cap ? 2 * tw_staged_cap : 256;
         struct tw_staged_chunk *a = realloc(tw_staged, cap * sizeof *a);
         if (a == NULL) {
-            if (tf_flush(tw_file) != 0)
+            if (tf_flush(tw_file) != 0) {
                 tw_note_error(0, 0);
+                tw_unwrite(thread, records);
+            }
             return;
         }
         tw_staged = a;
@@ -197,15 +211,8 @@ static void tw_unstage(void)
     uint64_t durable = tf_writer_durable(tw_file);
     for (size_t i = tw_staged_head; i < tw_staged_n; i++) {
         const struct tw_staged_chunk *e = &tw_staged[i];
-        if (e->end <= durable)
-            continue;
-        if (e->thread < tw_nthreads) {
-            tw_written[e->thread] -= e->records;
-            tw_lost_by[e->thread] += e->records;
-        }
-        __atomic_fetch_sub(&tw_nwritten, 1, __ATOMIC_RELAXED);
-        __atomic_fetch_sub(&tw_nrecords, e->records, __ATOMIC_RELAXED);
-        __atomic_fetch_add(&tw_nlost, e->records, __ATOMIC_RELAXED);
+        if (e->end > durable)
+            tw_unwrite(e->thread, e->records);
     }
     tw_staged_head = tw_staged_n = 0;
 }
