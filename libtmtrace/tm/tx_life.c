@@ -34,6 +34,19 @@ int tx_lone_in_place = 1;
 
 /* ---- threads ---------------------------------------------------------------- */
 
+/* What aborts and hardware attempts leave in the descriptor for the next
+ * transaction: none retried, cancelled or demoted yet, no attempt counted. */
+static inline void tx_forget_aborts(struct tmt_tx *tx)
+{
+    tx->retried = 0;
+    tx->ro_demoted = 0;
+    tx->attempt = 0;
+    tx->cancelled = 0;
+    htm_prepare(tx);
+    stm_prepare(tx);
+    tx->conflicts = 0;
+}
+
 struct tmt_tx *tx_thread_enter(void)
 {
     struct tmt_tx *tx = txreg_enter();
@@ -41,6 +54,12 @@ struct tmt_tx *tx_thread_enter(void)
         return NULL;
     tx->mode = TX_MODE_NONE;
     tx->depth = 0;
+    /* A descriptor that an exited thread left: what aborts of its last
+     * transaction left behind goes with it. tx_prepare would clear it at
+     * this thread's first transaction, and the mark below with it: that
+     * thread would then run transactions without ever joining, and a
+     * thread that believed itself alone would commit in place beside it. */
+    tx_forget_aborts(tx);
     /* Not counted among the threads in transactions yet: the first start
      * must go out of line (tx_start_other) to join them. */
     tx->attempt = 1;
@@ -146,15 +165,8 @@ jmp_buf *tx_prepare(struct tmt_tx *tx, tmt_site *site, unsigned flags)
     tx->flags = flags;
     /* What aborts and hardware attempts leave behind; a transaction that
      * had neither (most) left it as it found it. */
-    if (TX_UNLIKELY(tx->retried)) {
-        tx->retried = 0;
-        tx->ro_demoted = 0;
-        tx->attempt = 0;
-        tx->cancelled = 0;
-        htm_prepare(tx);
-        stm_prepare(tx);
-        tx->conflicts = 0;
-    }
+    if (TX_UNLIKELY(tx->retried))
+        tx_forget_aborts(tx);
     tx->serial_next = (flags & TMT_TX_IRREVOCABLE) ? TF_SERIAL_REQUESTED : 0;
     return &tx->env;
 }

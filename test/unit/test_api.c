@@ -587,6 +587,84 @@ static void second_leaves(pthread_t b)
     assert_int_equal(pthread_join(b, NULL), 0);
 }
 
+/* ---- a descriptor taken over ---- */
+
+enum { HEIR_LEFT = 8 };
+static pthread_barrier_t heir_barrier;
+static tmt_tx *heir_left[HEIR_LEFT];
+static int heir_next, heir_retried, heir_joined;
+static tmt_tx *heir_tx;
+static long heir_cells[3];
+
+/* A thread whose only transaction aborted once before it committed, and
+ * which exits after the others like it entered: its descriptor is left
+ * with the marks of that abort. */
+static void *heir_leaver(void *arg)
+{
+    (void)arg;
+    tmt_tx *tx = tu_enter_at(CONFIG_EVENTS_OFF);
+    volatile int runs = 0;
+    TMT_ATOMIC(tx, "heir-abort") {
+        tmt_write_long(tx, &heir_cells[0], tmt_read_long(tx, &heir_cells[0]) + 1);
+        if (runs++ == 0)
+            tmt_tx_retry(tx);
+    } TMT_END;
+    heir_left[__atomic_fetch_add(&heir_next, 1, __ATOMIC_SEQ_CST)] = tx;
+    if (tx->retried)
+        __atomic_add_fetch(&heir_retried, 1, __ATOMIC_SEQ_CST);
+    pthread_barrier_wait(&heir_barrier); /* all at once: each left its own descriptor */
+    tmt_thread_exit();
+    return NULL;
+}
+
+static void *heir(void *arg)
+{
+    (void)arg;
+    tmt_tx *tx = tu_enter_at(CONFIG_EVENTS_OFF);
+    heir_tx = tx;
+    TMT_ATOMIC(tx, "heir-first") {
+        tmt_write_long(tx, &heir_cells[1], tmt_read_long(tx, &heir_cells[1]) + 1);
+    } TMT_END;
+    heir_joined = tx->joined;
+    tmt_thread_exit();
+    return NULL;
+}
+
+/* A thread that enters on the descriptor of one whose last transaction
+ * aborted still joins the threads in transactions at its first one, also
+ * when two others have joined already (its start takes the inline way):
+ * else it would run transactions uncounted, and a thread that believed
+ * itself alone would write in place beside them. */
+static void test_a_thread_on_the_descriptor_of_one_whose_last_transaction_aborted_joins_at_its_first(void **s)
+{
+    (void)s;
+    pthread_t t[HEIR_LEFT], b, h;
+    heir_next = heir_retried = heir_joined = 0;
+    assert_int_equal(pthread_barrier_init(&heir_barrier, NULL, HEIR_LEFT), 0);
+    for (int i = 0; i < HEIR_LEFT; i++)
+        assert_int_equal(pthread_create(&t[i], NULL, heir_leaver, NULL), 0);
+    for (int i = 0; i < HEIR_LEFT; i++)
+        assert_int_equal(pthread_join(t[i], NULL), 0);
+    pthread_barrier_destroy(&heir_barrier);
+    assert_int_equal(heir_retried, HEIR_LEFT);
+    /* Two threads in transactions: the second thread and this one. Both
+     * take descriptors the leavers left (the first free ones). */
+    second_joins(&b);
+    tmt_tx *tx = tu_enter_at(CONFIG_EVENTS_OFF);
+    TMT_ATOMIC(tx, "heir-main") {
+        tmt_write_long(tx, &heir_cells[2], 1);
+    } TMT_END;
+    assert_int_equal(pthread_create(&h, NULL, heir, NULL), 0);
+    assert_int_equal(pthread_join(h, NULL), 0);
+    tmt_thread_exit();
+    second_leaves(b);
+    int inherited = 0;
+    for (int i = 0; i < HEIR_LEFT; i++)
+        inherited |= heir_left[i] == heir_tx;
+    assert_true(inherited);
+    assert_int_equal(heir_joined, 1);
+}
+
 /* Runs `check` on a thread entered at each level (untraced, then tx),
  * first alone (`among` 0), then beside a second thread that has joined the
  * threads in transactions (the STM's own starts). */
@@ -705,6 +783,7 @@ int main(void)
         cmocka_unit_test(test_a_thread_arriving_waits_for_the_lone_in_place_attempt),
         cmocka_unit_test(test_inline_reads_in_place_see_the_attempts_writes_and_their_undo),
         cmocka_unit_test(test_inline_reads_take_the_barrier_once_a_second_thread_joined),
+        cmocka_unit_test(test_a_thread_on_the_descriptor_of_one_whose_last_transaction_aborted_joins_at_its_first),
         cmocka_unit_test(test_a_lone_thread_traced_at_all_records_every_in_place_read),
         cmocka_unit_test(test_head_alloc_watch_is_set_exactly_in_transactions_or_when_traced),
         cmocka_unit_test(test_tx_begin_starts_first_attempts_traced_or_not_and_leaves_retries_to_tx_start),
