@@ -638,6 +638,7 @@ __attribute__((noinline, cold)) void stm_lgrow(struct tx_stm *s)
 #ifdef TMT_TEST_HOOKS
 void (*stm_test_locked_hook)(const struct tmt_tx *tx);
 void (*stm_test_busy_hook)(uintptr_t *stripe, unsigned poll);
+void (*stm_test_released_hook)(uintptr_t *stripe);
 #endif
 
 /* Locks the stripes of the redo-log entries from `e` on, the general way

@@ -136,6 +136,10 @@ extern void (*stm_test_locked_hook)(const struct tmt_tx *tx);
  * stripe a read met locked, while the read or its retry waits for the
  * release. */
 extern void (*stm_test_busy_hook)(uintptr_t *stripe, unsigned poll);
+/* Test builds only: called by a commit of one or two whole words right
+ * after it released the stripe of its first word, so that a test can take
+ * that stripe as another commit would. */
+extern void (*stm_test_released_hook)(uintptr_t *stripe);
 /* Nonzero: the redo log's index and the commit's lock array fail to grow
  * as if memory had run out. */
 extern int stm_test_fail_allocs;

@@ -190,7 +190,12 @@ static inline __attribute__((always_inline)) uint64_t stm_commit_small_locked(st
 }
 
 /* The second step of stm_commit_small_locked's commit (it returned `wv`):
- * the one or two words stored and their stripes released, no loop. */
+ * the one or two words stored and their stripes released, no loop. Each
+ * stripe is released once: once st0 is free, another commit may lock it at
+ * once, and a second store to it (st1 when it is st0: one word, or two on
+ * one stripe) would wipe out that commit's lock, letting a third lock the
+ * stripe beside it and write over its words (lost updates, seen under
+ * TSan's slow atomics). */
 static inline __attribute__((always_inline)) void stm_commit_small_release(struct tmt_tx *tx, uintptr_t *st0,
                                                                            uintptr_t *st1, int two, uint64_t wv)
 {
@@ -199,8 +204,13 @@ static inline __attribute__((always_inline)) void stm_commit_small_release(struc
     tx_mem_store(e[0].addr, e[0].value, 8);
     if (two)
         tx_mem_store(e[1].addr, e[1].value, 8);
+    if (st1 != st0)
+        __atomic_store_n(st1, (uintptr_t)wv << 1, __ATOMIC_RELEASE);
     __atomic_store_n(st0, (uintptr_t)wv << 1, __ATOMIC_RELEASE);
-    __atomic_store_n(st1, (uintptr_t)wv << 1, __ATOMIC_RELEASE); /* st0 again when one */
+#ifdef TMT_TEST_HOOKS
+    if (stm_test_released_hook)
+        stm_test_released_hook(st0);
+#endif
     s->nlocked = 0;
     stm_idle(s, wv);
 }

@@ -853,6 +853,53 @@ static void test_a_block_of_the_stripe_width_shares_one_stripe_and_the_next_does
     assert_int_equal(stm_init(), 0);
 }
 
+/* stm_test_released_hook: as another commit would, locks the stripe the
+ * moment the commit under test released it (a record of its own). */
+static struct tx_lockrec taker_rec;
+static uintptr_t taker_found;
+static void take_released_stripe(uintptr_t *stripe)
+{
+    stm_test_released_hook = NULL;
+    taker_found = __atomic_load_n(stripe, __ATOMIC_SEQ_CST);
+    __atomic_store_n(stripe, (uintptr_t)&taker_rec | 1, __ATOMIC_SEQ_CST);
+}
+
+/* A commit of `words` (1 or 2) whole words on one stripe, at trace level
+ * `events`, whose stripe another commit locks the moment it is released:
+ * that lock still holds when the commit returns. */
+static void released_stripe_stays_with_its_taker(int events, int words)
+{
+    static uint64_t w[2] __attribute__((aligned(64)));
+    uintptr_t *stripe = stm_stripe_word((uintptr_t)&w[0]);
+    assert_ptr_equal(stripe, stm_stripe_word((uintptr_t)&w[1])); /* 16-byte stripes at least */
+    tmt_tx *tx = enter_at(events);
+    taker_found = 0;
+    stm_test_released_hook = take_released_stripe;
+    TMT_ATOMIC(tx, "released-taken") {
+        tmt_write_long(tx, (volatile long *)&w[0], 1);
+        if (words == 2)
+            tmt_write_long(tx, (volatile long *)&w[1], 2);
+    } TMT_END;
+    stm_test_released_hook = NULL;
+    uintptr_t after = __atomic_load_n(stripe, __ATOMIC_SEQ_CST);
+    __atomic_store_n(stripe, taker_found, __ATOMIC_SEQ_CST); /* the taker's abort: the version back */
+    tmt_thread_exit();
+    assert_false(taker_found & 1); /* the hook ran after the release */
+    assert_true(after == ((uintptr_t)&taker_rec | 1));
+}
+
+/* Each stripe of a commit of one or two words is released once: a second
+ * release of one, after another commit locked it, would unlock that commit's
+ * stripe under it. */
+static void test_a_small_commit_releases_each_stripe_once_whatever_takes_it_next(void **s)
+{
+    (void)s;
+    released_stripe_stays_with_its_taker(CONFIG_EVENTS_OFF, 1);
+    released_stripe_stays_with_its_taker(CONFIG_EVENTS_OFF, 2);
+    released_stripe_stays_with_its_taker(CONFIG_EVENTS_TX, 1);
+    released_stripe_stays_with_its_taker(CONFIG_EVENTS_TX, 2);
+}
+
 /* Past the redo log's linear-search size every entry is found again: each
  * word is written, rewritten whole, then half of it rewritten narrowly. */
 static void test_rewrites_in_a_long_redo_log_merge_into_their_entries(void **s)
@@ -1481,6 +1528,7 @@ int main(void)
         cmocka_unit_test(test_commit_that_cannot_lock_a_stripe_aborts_with_commit_locked),
         cmocka_unit_test(test_an_untraced_commit_of_one_or_two_words_aborts_on_a_locked_stripe_of_either),
         cmocka_unit_test(test_a_traced_commit_of_one_or_two_words_aborts_on_a_locked_stripe_of_either),
+        cmocka_unit_test(test_a_small_commit_releases_each_stripe_once_whatever_takes_it_next),
         cmocka_unit_test(test_a_block_of_the_stripe_width_shares_one_stripe_and_the_next_does_not),
         cmocka_unit_test(test_a_read_that_meets_a_lock_waits_for_its_release_within_a_bound),
         cmocka_unit_test(test_rewrites_in_a_long_redo_log_merge_into_their_entries),
