@@ -1337,13 +1337,16 @@ static void *linger(void *arg)
 struct waiter {
     tmt_tx *self;
     uint64_t time;
+    const int *released; /* the lingering attempt may end once this is set */
     int returned;
+    int released_first; /* it was set when the wait returned */
 };
 
 static void *wait_older(void *arg)
 {
     struct waiter *w = arg;
     txreg_wait_older(w->self, w->time);
+    w->released_first = __atomic_load_n(w->released, __ATOMIC_SEQ_CST);
     __atomic_store_n(&w->returned, 1, __ATOMIC_SEQ_CST);
     return NULL;
 }
@@ -1481,13 +1484,15 @@ static void test_waiting_for_older_attempts_outlasts_exactly_the_attempts_that_s
     TMT_ATOMIC(tx, "privatize") {
         tmt_write_long(tx, &other, 1);
     } TMT_END;
-    struct waiter w = { .self = tx, .time = stm_clock_now() };
+    struct waiter w = { .self = tx, .time = stm_clock_now(), .released = &old.leave };
     assert_int_equal(pthread_create(&wt, NULL, wait_older, &w), 0);
     usleep(50 * 1000);
     assert_false(__atomic_load_n(&w.returned, __ATOMIC_SEQ_CST)); /* the lingering attempt started before */
     __atomic_store_n(&old.leave, 1, __ATOMIC_SEQ_CST);
     assert_int_equal(pthread_join(wt, NULL), 0);
-    assert_true(__atomic_load_n(&old.left, __ATOMIC_SEQ_CST));
+    /* Not old.left: the lingerer sets it after its commit, and the wait may
+     * return in between. */
+    assert_true(w.released_first);
     assert_int_equal(pthread_join(lt, NULL), 0);
     struct lingerer young = { .word = &word };
     assert_int_equal(pthread_create(&lt, NULL, linger, &young), 0);
