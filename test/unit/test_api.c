@@ -766,6 +766,80 @@ static void test_tx_begin_starts_first_attempts_traced_or_not_and_leaves_retries
     at_each_setting(begins_start_only_plain_first_attempts);
 }
 
+/* ---- threads that come and go ---- */
+
+enum { CHURN_ACCOUNTS = 32, CHURN_ROUNDS = 12, CHURN_MAX_THREADS = 5, CHURN_OPS = 1500 };
+static long churn_acct[CHURN_ACCOUNTS]; /* adjacent: two share a stripe */
+static long churn_bad_audits;
+
+static void churn_transfer(tmt_tx *tx, int from, int to, long amount)
+{
+    TMT_ATOMIC(tx, "churn-transfer") {
+        tmt_write_long(tx, &churn_acct[from], tmt_read_long(tx, &churn_acct[from]) - amount);
+        tmt_write_long(tx, &churn_acct[to], tmt_read_long(tx, &churn_acct[to]) + amount);
+    } TMT_END;
+}
+
+static void churn_audit(tmt_tx *tx)
+{
+    volatile long sum = 0;
+    TMT_ATOMIC_FLAGS(tx, "churn-audit", TMT_TX_READ_ONLY) {
+        long acc = 0;
+        for (int i = 0; i < CHURN_ACCOUNTS; i++)
+            acc += tmt_read_long(tx, &churn_acct[i]);
+        sum = acc;
+    } TMT_END;
+    if (sum != 0)
+        __atomic_add_fetch(&churn_bad_audits, 1, __ATOMIC_RELAXED);
+}
+
+/* Transfers and audits; now and then the thread exits and enters again,
+ * so that descriptors change hands and the count of threads in
+ * transactions goes up and down under the others. */
+static void *churner(void *arg)
+{
+    uint64_t r = (uint64_t)(uintptr_t)arg * 0x9E3779B97F4A7C15ull | 1;
+    tmt_tx *tx = tmt_thread_enter();
+    for (int i = 0; i < CHURN_OPS; i++) {
+        tu_xorshift(&r);
+        if (r % 211 == 0) {
+            tmt_thread_exit();
+            sched_yield();
+            tx = tmt_thread_enter();
+        }
+        if (r % 8 == 0)
+            churn_audit(tx);
+        else
+            churn_transfer(tx, (int)((r >> 8) % CHURN_ACCOUNTS), (int)((r >> 20) % CHURN_ACCOUNTS),
+                           (long)((r >> 40) % 50));
+    }
+    tmt_thread_exit();
+    return NULL;
+}
+
+/* Rounds of 1 to 5 threads that come and go: a thread alone runs in place,
+ * the others the STM, and the hand-over between them, both ways, loses no
+ * money and shows no audit a partial transfer. */
+static void test_money_is_conserved_while_threads_come_and_go_beside_a_lone_thread_in_place(void **s)
+{
+    (void)s;
+    memset(churn_acct, 0, sizeof churn_acct);
+    churn_bad_audits = 0;
+    for (int round = 0; round < CHURN_ROUNDS; round++) {
+        pthread_t t[CHURN_MAX_THREADS];
+        int n = 1 + round % CHURN_MAX_THREADS;
+        for (int i = 0; i < n; i++)
+            assert_int_equal(pthread_create(&t[i], NULL, churner, (void *)(uintptr_t)(round * 8 + i + 1)), 0);
+        for (int i = 0; i < n; i++)
+            assert_int_equal(pthread_join(t[i], NULL), 0);
+        long total = 0;
+        for (int i = 0; i < CHURN_ACCOUNTS; i++)
+            total += churn_acct[i];
+        assert_int_equal(total, 0);
+    }
+    assert_int_equal(churn_bad_audits, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -787,6 +861,7 @@ int main(void)
         cmocka_unit_test(test_a_lone_thread_traced_at_all_records_every_in_place_read),
         cmocka_unit_test(test_head_alloc_watch_is_set_exactly_in_transactions_or_when_traced),
         cmocka_unit_test(test_tx_begin_starts_first_attempts_traced_or_not_and_leaves_retries_to_tx_start),
+        cmocka_unit_test(test_money_is_conserved_while_threads_come_and_go_beside_a_lone_thread_in_place),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
