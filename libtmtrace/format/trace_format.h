@@ -83,6 +83,10 @@ enum tf_serial_reason {
     TF_SERIAL_ALONE = 3,      /* the runtime's choice: the thread is the only one in transactions (libitm's way) */
     TF_SERIAL_REASONS = 4
 };
+/* SERIAL record `value` bits (v4; 0 before): the attempt's reads are not
+ * counted (it ran in place through the native API at a level that records
+ * no access): its COMMIT's read-set field is 0, not a count. */
+#define TF_SERIAL_UNCOUNTED 1u
 
 /* Why the hardware path gave up (FALLBACK record, `reason`). */
 enum tf_fallback_reason {

@@ -120,6 +120,8 @@ static inline void tx_attempt_starts(struct tmt_tx *tx, unsigned flags)
     tx->instance++;
     if (TX_UNLIKELY(tx_traced(tx)))
         tx_record_start(tx, flags);
+    else if (TMT_CLOCK_FLOOR)
+        clock_floor_read(); /* where the START is stamped */
 }
 
 /* Counts and records an abort without restarting: tx_restart's, and a real
@@ -181,10 +183,24 @@ static inline void tx_serial_begins(struct tmt_tx *tx, int alone)
     tx->mode = TX_MODE_SERIAL;
     tx_count(&tx->stats.serial);
     /* The program's reads may now be plain loads (tmtrace.h's inline
-     * readers), unless they must be recorded or counted: a traced thread
-     * (the level is the attempt's, set by its START), or a build that
-     * stamps every access (TMT_CLOCK_FLOOR >= 2). */
-    tx->head.in_place = !tx_traced(tx) && TMT_CLOCK_FLOOR < 2;
+     * readers), unless they must be recorded: a thread at level all (the
+     * level is the attempt's, set by its START: a TMTRACE_DETAIL attempt
+     * records them), or a build that stamps every access (TMT_CLOCK_FLOOR
+     * >= 2). At `tx` nothing per access is recorded, and a lone thread's
+     * reads through the barrier took 4 times the untraced in-place time of
+     * tmbench bank at 1 thread (docs/tracer.md, "A thread alone, traced").
+     * Plain loads count nothing: the COMMIT's read count is then 0, which
+     * the SERIAL record says (TF_SERIAL_UNCOUNTED). */
+    tx->head.in_place = !tb_records_accesses(&tx->trace) && TMT_CLOCK_FLOOR < 2;
+}
+
+/* Whether the serial attempt that begins now counts its reads for the
+ * COMMIT: not in place through the native API (whose inline readers and
+ * in-place branch are plain loads); libtmtrace-itm (a front end with its
+ * own checkpoint, `restart`) counts them in place too (stm_serial_read). */
+static inline unsigned tx_serial_counts(const struct tmt_tx *tx)
+{
+    return tx->head.in_place && tx->restart == NULL ? TF_SERIAL_UNCOUNTED : 0;
 }
 
 /* Starts a serial attempt: START, exclusion of everything else, SERIAL. */
@@ -205,7 +221,9 @@ __attribute__((noinline)) static void tx_start_serial(struct tmt_tx *tx)
         txreg_drain_others(tx);
     }
     tx_serial_begins(tx, alone);
-    tb_ev_serial(&tx->trace, why, tx->conflicts);
+    /* Alone, the attempt waited for no one: its SERIAL needs no ordered
+     * stamp (an rdtscp was most of a lone traced start). */
+    tb_ev_serial(&tx->trace, why, tx->conflicts, tx_serial_counts(tx), !alone);
 }
 
 /* Ends the serial attempt's exclusion (commit or undo already done). */
@@ -345,6 +363,18 @@ __attribute__((noinline)) static int tx_start_general(struct tmt_tx *tx, int pat
     return 1;
 }
 
+/* The serial lock for a lone thread's attempt in place: 1 when the thread
+ * is still alone under it, else 0 with the lock given back (another thread
+ * joined since the caller looked). */
+static inline int tx_lock_alone(struct tmt_tx *tx)
+{
+    stm_serial_lock(tx->thread_id);
+    if (TX_LIKELY(txreg_alone_self(tx)))
+        return 1;
+    stm_serial_unlock();
+    return 0;
+}
+
 /* A lone untraced thread's attempt (tx_life.h, "A thread alone"):
  * tx_start_serial with nothing to record, no hardware path to keep out and
  * no one to drain. Its own function, reached by a tail call, so that the
@@ -353,16 +383,33 @@ __attribute__((noinline)) static int tx_start_general(struct tmt_tx *tx, int pat
  * the attempt starts the general way. */
 __attribute__((noinline)) static int tx_start_in_place(struct tmt_tx *tx, uintptr_t frame)
 {
-    stm_serial_lock(tx->thread_id);
-    if (TX_UNLIKELY(!txreg_alone_self(tx))) {
-        stm_serial_unlock();
+    if (TX_UNLIKELY(!tx_lock_alone(tx)))
         return tx_start_general(tx, TX_MODE_NONE, frame);
-    }
     tx->instance++;
+    if (TMT_CLOCK_FLOOR)
+        clock_floor_read(); /* where a traced start is stamped */
     tx_enters(tx, 0); /* in place: untraced */
     tx->frame = frame;
     tx->serial_next = TF_SERIAL_ALONE;
     tx_serial_begins(tx, 1);
+    return 1;
+}
+
+/* A lone traced thread's attempt: tx_start_in_place with tx_start_serial's
+ * records, START (which sets the attempt's level) and SERIAL, and in place
+ * unless that level records accesses (tx_serial_begins). A copy of its own
+ * for the reason tx_start_traced is. */
+__attribute__((noinline)) static int tx_start_in_place_traced(struct tmt_tx *tx, uintptr_t frame)
+{
+    if (TX_UNLIKELY(!tx_lock_alone(tx)))
+        return tx_start_general(tx, TX_MODE_NONE, frame);
+    tx->instance++;
+    tx_ev_start(tx, TF_START_SERIAL);
+    tx_enters(tx, 1);
+    tx->frame = frame;
+    tx->serial_next = TF_SERIAL_ALONE;
+    tx_serial_begins(tx, 1);
+    tb_ev_serial(&tx->trace, TF_SERIAL_ALONE, tx->conflicts, tx_serial_counts(tx), 0);
     return 1;
 }
 
@@ -371,8 +418,8 @@ __attribute__((noinline)) static int tx_start_in_place(struct tmt_tx *tx, uintpt
 static inline int tx_start_other(struct tmt_tx *tx, int path, uintptr_t frame)
 {
     if (!(tx->attempt | tx->serial_next) && path == TX_MODE_NONE && tx->joined && tx->restart == NULL &&
-        tx_lone_in_place && !tx_traced(tx) && txreg_lone_hint())
-        return tx_start_in_place(tx, frame);
+        tx_lone_in_place && txreg_lone_hint())
+        return tx_traced(tx) ? tx_start_in_place_traced(tx, frame) : tx_start_in_place(tx, frame);
     return tx_start_general(tx, path, frame);
 }
 
@@ -481,6 +528,8 @@ static void tx_commit_serial(struct tmt_tx *tx)
     uint32_t rn = tx->stm.serial_reads, wn = tx->stm.nundo;
     uint64_t wv = stm_serial_commit(tx);
     tb_ev_commit(&tx->trace, wv, rn, wn); /* nothing else runs: any point before the unlock */
+    if (TMT_CLOCK_FLOOR)
+        clock_floor_read(); /* where the COMMIT is stamped */
     tx_end_serial(tx);
     tx_committed(tx, wv, tx_traced(tx));
 }
@@ -504,6 +553,8 @@ __attribute__((noinline)) static void tx_commit_other(struct tmt_tx *tx)
     tx_committed(tx, 0, tx_traced(tx));
     tx_count(&tx->stats.htm_commits);
     tb_ev_commit(&tx->trace, 0, 0, 0);
+    if (TMT_CLOCK_FLOOR)
+        clock_floor_read(); /* where the COMMIT is stamped */
 }
 
 /* A software commit's COMMIT record, or a measuring build's clock read
@@ -593,9 +644,16 @@ __attribute__((noinline)) static void tx_commit_traced(struct tmt_tx *tx) { tx_c
 
 /* An outermost in-place commit (a lone untraced thread's, mostly): a
  * serial commit with nothing to record, in a function of its own for the
- * reason tx_start_in_place is. */
+ * reason tx_start_in_place is. A traced attempt in place (at `tx`) ends as
+ * every serial one, with its COMMIT. */
 __attribute__((noinline)) static void tx_commit_in_place(struct tmt_tx *tx)
 {
+    if (TX_UNLIKELY(tx_traced(tx))) {
+        tx_commit_serial(tx);
+        return;
+    }
+    if (TMT_CLOCK_FLOOR)
+        clock_floor_read(); /* where a traced commit is stamped */
     uint64_t wv = stm_serial_commit(tx);
     tx_end_serial(tx);
     tx_committed(tx, wv, 0); /* in place: untraced */

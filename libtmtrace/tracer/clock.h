@@ -83,7 +83,8 @@ static inline uint64_t clock_rdtsc_on_cpu(uint32_t *aux)
 /*
  * Measuring builds (meson -Dclock_floor=tx or all; TMT_CLOCK_FLOOR 1 or 2):
  * an untraced transaction reads the clock where a traced one would (its
- * start and its commit; at 2 also each read and write) and records nothing,
+ * start and its commit, on every path: software, serial, hardware, a lone
+ * thread's in place; at 2 also each read and write) and records nothing,
  * so that its slowdown against a normal build is what the clock reads
  * alone cost, the floor under any tracing that stamps those events
  * (docs/tracer.md, "The clock's floor"). The value is kept live by an empty

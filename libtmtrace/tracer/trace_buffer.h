@@ -620,13 +620,14 @@ static inline void tb_ev_fallback(struct tb_thread *t, unsigned why, uint32_t ht
 
 /* The attempt runs in serial mode from here (all others excluded) until its
  * COMMIT or ABORT; `why` is enum tf_serial_reason, `conflicts` the conflict
- * aborts of the transaction before it. */
-static inline void tb_ev_serial(struct tb_thread *t, unsigned why, uint64_t conflicts)
+ * aborts of the transaction before it, `value` TF_SERIAL_UNCOUNTED or 0.
+ * `ordered` when it waited for other transactions: the stamp must follow
+ * that wait. */
+static inline void tb_ev_serial(struct tb_thread *t, unsigned why, uint64_t conflicts, uint64_t value, int ordered)
 {
     if (t->level == CONFIG_EVENTS_OFF)
         return;
-    /* Ordered: the stamp must follow the wait for every other transaction. */
-    tb_emit(t, 1, TF_EV_SERIAL, why, conflicts, 0);
+    tb_emit(t, ordered, TF_EV_SERIAL, why, conflicts, value);
 }
 
 #endif

@@ -848,6 +848,33 @@ static void per_site_table_counts_attempts_wasted_time_retries_and_sets(void **s
     assert_true(tg_json_num(out, s, "write_set_max") == 2);
 }
 
+/* A serial attempt whose SERIAL says TF_SERIAL_UNCOUNTED (in place, reads
+ * not counted) has a 0 for its reads, not a read-set size: it is left out
+ * of the read-set figures, and its writes are not. A serial attempt that
+ * counted its reads is in them. */
+static void a_serial_attempt_that_counted_no_reads_is_left_out_of_the_read_set_figures(void **st)
+{
+    (void)st;
+    struct tg_thread th[1] = { 0 };
+    tg_ev(&th[0], 0, TF_EV_START, 0, 3, 1, 0);
+    tg_ev(&th[0], 10, TF_EV_COMMIT, 0, 3, 1, 3 | (1ull << 32));
+    tg_ev(&th[0], 20, TF_EV_START, 0, 3, 2, TF_START_SERIAL);
+    tg_ev(&th[0], 21, TF_EV_SERIAL, TF_SERIAL_ALONE, 3, 0, TF_SERIAL_UNCOUNTED);
+    tg_ev(&th[0], 30, TF_EV_COMMIT, 0, 3, 2, 0 | (4ull << 32));
+    tg_ev(&th[0], 40, TF_EV_START, 0, 3, 3, TF_START_SERIAL);
+    tg_ev(&th[0], 41, TF_EV_SERIAL, TF_SERIAL_ALONE, 3, 0, 0);
+    tg_ev(&th[0], 50, TF_EV_COMMIT, 0, 3, 3, 7 | (1ull << 32));
+    assert_int_equal(check("uncounted.bin", th, 1, 0, NULL), 0);
+    const char *s = strstr(out, "\"sites\":[");
+    assert_non_null(s);
+    assert_true(tg_json_num(out, s, "commits") == 3);
+    assert_true(tg_json_num(out, s, "read_set_counted") == 2);
+    assert_true(tg_json_num(out, s, "read_set_mean") == 5.0);
+    assert_true(tg_json_num(out, s, "read_set_max") == 7);
+    assert_true(tg_json_num(out, s, "write_set_mean") == 2.0);
+    assert_true(tg_json_num(out, s, "write_set_max") == 4);
+}
+
 static void hardware_aborts_are_classified_by_status_bits(void **st)
 {
     (void)st;
@@ -1057,6 +1084,7 @@ int main(void)
         cmocka_unit_test(the_time_breakdown_splits_the_wall_time_into_its_parts),
         cmocka_unit_test(a_missing_object_file_degrades_names_to_object_offsets_with_a_note),
         cmocka_unit_test(per_site_table_counts_attempts_wasted_time_retries_and_sets),
+        cmocka_unit_test(a_serial_attempt_that_counted_no_reads_is_left_out_of_the_read_set_figures),
         cmocka_unit_test(serial_attempts_and_their_time_alone_are_reported),
         cmocka_unit_test(a_serial_attempt_met_by_another_transaction_made_it_wait),
         cmocka_unit_test(hardware_aborts_are_classified_by_status_bits),

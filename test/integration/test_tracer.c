@@ -236,6 +236,76 @@ static void serial_attempts_are_recorded_with_their_reason(void **state)
     free(t.ev);
 }
 
+/* A lone thread's transactions: three reads, two writes; whether each
+ * attempt ran in place (the head's flag) is the exit status's bits. */
+static int body_lone(void)
+{
+    tx_lone_in_place = 1; /* off for the other tests (main) */
+    tmt_tx *tx = tmt_thread_enter();
+    if (tx == NULL)
+        return 100;
+    const struct tmt_tx_head *head = (const struct tmt_tx_head *)(const void *)tx;
+    int in_place = 0;
+    for (int i = 0; i < 3; i++) {
+        volatile int flag = 0;
+        TMT_ATOMIC(tx, "lone") {
+            flag = head->in_place != 0;
+            long a = tmt_read_long(tx, &cells[0]) + tmt_read_long(tx, &cells[1]) + tmt_read_long(tx, &cells[2]);
+            tmt_write_long(tx, &cells[3], a + i);
+            tmt_write_long(tx, &cells[4], a - i);
+        } TMT_END;
+        in_place |= flag << i;
+    }
+    tmt_thread_exit();
+    return in_place;
+}
+
+/* The events of body_lone at `level`, each attempt START, SERIAL, its
+ * accesses when recorded, COMMIT; returns the child's exit status. */
+static int lone_trace(const char *level, struct trace *t)
+{
+    char file[300], events[64];
+    snprintf(file, sizeof file, "TMTRACE_FILE=%s", tu_path("lone.bin"));
+    snprintf(events, sizeof events, "TMTRACE_EVENTS=%s", level);
+    const char *env[] = { file, events, "TMTRACE_SAMPLE_MS=5", NULL };
+    int status = run_child(env, body_lone);
+    assert_true(WIFEXITED(status));
+    load(tu_path("lone.bin"), t);
+    return WEXITSTATUS(status);
+}
+
+/* A thread alone at `tx` runs in place (its reads are plain loads): each
+ * attempt's START says serial, its SERIAL says alone and that its reads are
+ * not counted, and its COMMIT gives 0 reads and both writes. At `all` the
+ * thread reads through the barrier, and the same attempts record their
+ * reads and writes, with counted reads. */
+static void a_lone_thread_at_tx_runs_in_place_and_its_serial_says_its_reads_are_uncounted(void **state)
+{
+    (void)state;
+    for (int all = 0; all <= 1; all++) {
+        struct trace t;
+        int in_place = lone_trace(all ? "all" : "tx", &t);
+        assert_int_equal(in_place, all ? 0 : 7);
+        size_t per = all ? 2 + 5 + 1 : 3; /* START, SERIAL, (3 reads, 2 writes), COMMIT */
+        assert_int_equal(t.n, 3 * per);
+        for (size_t a = 0; a < 3; a++) {
+            const struct tf_event *e = &t.ev[a * per];
+            assert_int_equal(e[0].kind, TF_EV_START);
+            assert_true(e[0].value & TF_START_SERIAL);
+            assert_int_equal(e[1].kind, TF_EV_SERIAL);
+            assert_int_equal(e[1].reason, TF_SERIAL_ALONE);
+            assert_int_equal(e[1].value, all ? 0 : TF_SERIAL_UNCOUNTED);
+            assert_int_equal(e[per - 1].kind, TF_EV_COMMIT);
+            assert_int_equal(e[per - 1].value, (all ? 3 : 0) | (uint64_t)2 << 32);
+            if (all) {
+                assert_int_equal(e[2].kind, TF_EV_READ);
+                assert_int_equal(e[6].kind, TF_EV_WRITE);
+            }
+        }
+        free(t.ev);
+    }
+}
+
 /* ---- the hardware path ---------------------------------------------------- */
 
 static int body_htm(void)
@@ -1072,6 +1142,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(stm_transactions_read_back_in_program_order),
         cmocka_unit_test(serial_attempts_are_recorded_with_their_reason),
+        cmocka_unit_test(a_lone_thread_at_tx_runs_in_place_and_its_serial_says_its_reads_are_uncounted),
         cmocka_unit_test(hardware_attempts_have_no_accesses_and_carry_status_and_fallbacks),
         cmocka_unit_test(each_thread_has_its_own_id_and_end_counts_match),
         cmocka_unit_test(exit_from_a_worker_while_others_run_transactions_is_clean),

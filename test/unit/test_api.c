@@ -745,14 +745,14 @@ static int begin_as_tl2(tmt_tx *tx, int t, int by_begin[2])
  * thread's first (which joins the threads in transactions): a software
  * attempt among others, traced or not, in place when an untraced thread is
  * alone; never a retry, nor a traced thread's alone (tmt_tx_start starts
- * that one). */
+ * that one, in place too at `tx`, which records no access). */
 static void begins_start_only_plain_first_attempts(tmt_tx *tx, int among, int level)
 {
     for (int t = 0; t < 3; t++) {
         int by_begin[2] = { -1, -1 };
         int in_place = begin_as_tl2(tx, t, by_begin);
         int plain = t > 0 && (among || level == CONFIG_EVENTS_OFF);
-        if (in_place != (!among && level == CONFIG_EVENTS_OFF))
+        if (in_place != !among)
             fail_msg("among=%d level=%d transaction %d: in place %d", among, level, t, in_place);
         if (by_begin[0] != plain || (t == 2 && by_begin[1] != 0))
             fail_msg("among=%d level=%d transaction %d: started by tmt_tx_begin %d then %d, not %d then 0", among,

@@ -132,6 +132,7 @@ struct ca_site {
     uint64_t retried_commits;  /* commits counted for retries */
     uint64_t retries_sum, retries_max;
     uint64_t rs_sum, rs_max, ws_sum, ws_max, sets_n;  /* from COMMIT records */
+    uint64_t rs_n;             /* of those, the ones that counted their reads (not TF_SERIAL_UNCOUNTED) */
     uint64_t conflict_free, true_conflicts, false_conflicts;
     uint64_t cls[CA_CLASSES];  /* every abort of the site, by class */
     double cls_wasted_ns[CA_CLASSES];

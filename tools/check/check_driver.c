@@ -146,6 +146,7 @@ static void on_serial(struct ca_state *s, struct th *t, const struct tf_event *e
     s->t.serial_by_reason[ev->reason < TF_SERIAL_REASONS ? ev->reason : 0]++;
     t->serial = 1;
     t->serial_ts = ev->ts;
+    t->serial_uncounted = (ev->value & TF_SERIAL_UNCOUNTED) != 0;
     t->serial_overlap = 0;
     s->serial_open++;
     serial_meets(s, t);
@@ -172,6 +173,7 @@ static int on_start(struct ca_state *s, struct th *t, const struct tf_event *ev)
     t->htm = (ev->value & (TF_START_HTM | TF_START_HTM_EMU)) != 0;
     t->htm_emu = (ev->value & TF_START_HTM_EMU) != 0;
     t->serial = 0;
+    t->serial_uncounted = 0;
     serial_meets(s, t);
     t->nacc = 0;
     t->wset_left = 0; /* a write set cut short (dropped) waits no longer */

@@ -231,7 +231,7 @@ static void text_sites(FILE *f, const struct cr_input *in)
                 site_name(in->ix, s[i].site, nb, sizeof nb), (unsigned long long)s[i].attempts,
                 (unsigned long long)s[i].commits, (unsigned long long)s[i].aborts, pct(s[i].aborts, s[i].attempts),
                 s[i].wasted_ns, mean(s[i].retries_sum, s[i].retried_commits), (unsigned long long)s[i].retries_max,
-                mean(s[i].rs_sum, s[i].sets_n), (unsigned long long)s[i].rs_max, mean(s[i].ws_sum, s[i].sets_n),
+                mean(s[i].rs_sum, s[i].rs_n), (unsigned long long)s[i].rs_max, mean(s[i].ws_sum, s[i].sets_n),
                 (unsigned long long)s[i].ws_max);
         for (unsigned r = 1; r < TMT_ABORT_REASONS; r++)
             if (s[i].aborts_by_reason[r])
@@ -406,7 +406,8 @@ static void json_site(struct jw *w, const struct cr_input *in, const struct ca_s
     jw_knum(w, "wasted_ns", s->wasted_ns, 0);
     jw_knum(w, "retries_per_commit_mean", mean(s->retries_sum, s->retried_commits), 4);
     jw_ku64(w, "retries_per_commit_max", s->retries_max);
-    jw_knum(w, "read_set_mean", mean(s->rs_sum, s->sets_n), 3);
+    jw_knum(w, "read_set_mean", mean(s->rs_sum, s->rs_n), 3);
+    jw_ku64(w, "read_set_counted", s->rs_n);
     jw_ku64(w, "read_set_max", s->rs_max);
     jw_knum(w, "write_set_mean", mean(s->ws_sum, s->sets_n), 3);
     jw_ku64(w, "write_set_max", s->ws_max);
@@ -575,7 +576,7 @@ int cr_csv(const char *dir, const struct cr_input *in)
             fprintf(f, ",%llu", (unsigned long long)s[i].aborts_by_reason[r]);
         fprintf(f, ",%.0f,%.4f,%llu,%.3f,%llu,%.3f,%llu,%llu,%llu,%llu\n", s[i].wasted_ns,
                 mean(s[i].retries_sum, s[i].retried_commits), (unsigned long long)s[i].retries_max,
-                mean(s[i].rs_sum, s[i].sets_n), (unsigned long long)s[i].rs_max, mean(s[i].ws_sum, s[i].sets_n),
+                mean(s[i].rs_sum, s[i].rs_n), (unsigned long long)s[i].rs_max, mean(s[i].ws_sum, s[i].sets_n),
                 (unsigned long long)s[i].ws_max, (unsigned long long)s[i].conflict_free,
                 (unsigned long long)s[i].true_conflicts, (unsigned long long)s[i].false_conflicts);
     }

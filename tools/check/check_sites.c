@@ -47,11 +47,16 @@ int ca_site_commit(struct ca_state *s, const struct th *t, const struct tf_event
         return -1;
     st->commits++;
     uint64_t rs = tf_commit_read_set(ev->value), ws = tf_commit_write_set(ev->value);
-    st->rs_sum += rs;
     st->ws_sum += ws;
     st->sets_n++;
-    if (rs > st->rs_max)
-        st->rs_max = rs;
+    /* A serial attempt that ran in place without counting its reads has a
+     * 0 there, not a read-set size: left out of the read-set figures. */
+    if (!t->serial_uncounted) {
+        st->rs_sum += rs;
+        st->rs_n++;
+        if (rs > st->rs_max)
+            st->rs_max = rs;
+    }
     if (ws > st->ws_max)
         st->ws_max = ws;
     st->retried_commits++;

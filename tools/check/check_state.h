@@ -106,6 +106,7 @@ struct th {
     int in_tx, late, has_ops, htm, htm_emu, serial;
     int serial_overlap;  /* the serial attempt met another thread's transaction */
     uint64_t serial_ts;  /* the open attempt's SERIAL stamp (time alone) */
+    int serial_uncounted; /* the open attempt's SERIAL says its reads were not counted (TF_SERIAL_UNCOUNTED) */
     uint64_t start_ts, op_max, instance;
     uint32_t site;
     struct access *acc;

@@ -148,7 +148,8 @@ static void dump_details(FILE *out, const struct dump_meta *m, const struct tf_e
         fprintf(out, " why=%s status=0x%08" PRIx64, tf_fallback_reason_name(e->reason), e->value & 0xffffffffu);
         break;
     case TF_EV_SERIAL:
-        fprintf(out, " why=%s conflicts=%" PRIu64, tf_serial_reason_name(e->reason), e->addr);
+        fprintf(out, " why=%s conflicts=%" PRIu64 "%s", tf_serial_reason_name(e->reason), e->addr,
+                (e->value & TF_SERIAL_UNCOUNTED) ? " reads=uncounted" : "");
         break;
     case TF_EV_ALLOC:
         fprintf(out, " addr=0x%" PRIx64 " size=%" PRIu64 "%s pc=0x%" PRIx64, e->addr, tf_alloc_size(e->value),
