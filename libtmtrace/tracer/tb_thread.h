@@ -55,8 +55,9 @@ struct tb_thread {
     uint32_t detail;           /* TMTRACE_DETAIL's N when `sampled` */
     uint64_t *truth;           /* truth column of the current chunk, per slot (injecting only) */
     struct tf_slot *base;      /* first slot of the current chunk */
-    struct tf_slot *carry;     /* a COMMIT filled and not yet published, which is to carry the write set
-                                * tb_ev_wset records next (tb_ev_commit_carry), or NULL */
+    struct tf_slot *carry;     /* the slot of a COMMIT stamped and not yet published, which is to carry
+                                * the write set tb_ev_wset records next (tb_ev_commit_carry), or NULL */
+    struct tf_slot carry_rec;  /* that COMMIT, kept here until then (see tb_ev_commit_carry) */
 
     /* Cold: the slow path's. */
     struct tb_chunk *chunk;

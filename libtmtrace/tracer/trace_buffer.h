@@ -415,8 +415,12 @@ static inline void tb_ev_commit_carry(struct tb_thread *t, uint64_t write_versio
         tb_boundary_late(t, TF_EV_COMMIT, head, write_version, tf_commit_value(read_set, write_set), tsc, aux);
         return;
     }
-    s->head = head | step << 8;
-    s->value = write_version;
+    /* Kept in the thread's own (cached) line, not stored into the chunk:
+     * inside the commit's locked window a store to a chunk line not yet in
+     * the cache would hold back the release stores behind it (x86 keeps
+     * stores in order) while other attempts wait on the stripes. */
+    t->carry_rec.head = head | step << 8;
+    t->carry_rec.value = write_version;
     t->carry = s;
 }
 
@@ -537,18 +541,20 @@ static inline int tb_wset_carry(struct tb_thread *t, const uint64_t *words, cons
     struct tf_slot *c = t->carry;
     uint64_t *out = (uint64_t *)(void *)(c + 1);
     t->carry = NULL;
+    c->value = t->carry_rec.value;
     uint32_t e;
     if (n <= 2)
         e = tb_wset_pack_small(out, words, masks, stride, n) < TF_WSET_RUN_WORDS ? n : 0;
     else
         e = tb_wset_pack_runs(out, words, masks, stride, n);
     if (TB_UNLIKELY(e == 0 || e > TF_COMMIT_CARRY_MAX)) {
+        c->head = t->carry_rec.head;
         tb_publish(t, c + 1);
         return 0;
     }
     if (e & 1)
         out[e] = 0;
-    c->head = tf_commit_carry(c->head, e);
+    c->head = tf_commit_carry(t->carry_rec.head, e);
     __atomic_store_n(&t->fulls, t->fulls + (int64_t)tf_wset_slots(e) - (int64_t)n, __ATOMIC_RELAXED);
     tb_publish(t, c + 1 + tf_wset_slots(e));
     return 1;
