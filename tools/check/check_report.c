@@ -227,12 +227,17 @@ static void text_sites(FILE *f, const struct cr_input *in)
             "attempts", "commits", "aborts", "rate%", "wasted_ns", "retries", "max", "rs_mean", "max", "ws_mean",
             "max");
     for (size_t i = 0; i < ns; i++) {
-        fprintf(f, "  %-*s %9llu %9llu %9llu %7.2f %12.0f %8.2f %6llu %8.1f %6llu %8.1f %6llu\n", w,
+        /* "-" where no commit counted its reads (in place, TF_SERIAL_UNCOUNTED) */
+        char rs[2][24] = { "-", "-" };
+        if (s[i].rs_n != 0) {
+            snprintf(rs[0], sizeof rs[0], "%.1f", mean(s[i].rs_sum, s[i].rs_n));
+            snprintf(rs[1], sizeof rs[1], "%llu", (unsigned long long)s[i].rs_max);
+        }
+        fprintf(f, "  %-*s %9llu %9llu %9llu %7.2f %12.0f %8.2f %6llu %8s %6s %8.1f %6llu\n", w,
                 site_name(in->ix, s[i].site, nb, sizeof nb), (unsigned long long)s[i].attempts,
                 (unsigned long long)s[i].commits, (unsigned long long)s[i].aborts, pct(s[i].aborts, s[i].attempts),
                 s[i].wasted_ns, mean(s[i].retries_sum, s[i].retried_commits), (unsigned long long)s[i].retries_max,
-                mean(s[i].rs_sum, s[i].rs_n), (unsigned long long)s[i].rs_max, mean(s[i].ws_sum, s[i].sets_n),
-                (unsigned long long)s[i].ws_max);
+                rs[0], rs[1], mean(s[i].ws_sum, s[i].sets_n), (unsigned long long)s[i].ws_max);
         for (unsigned r = 1; r < TMT_ABORT_REASONS; r++)
             if (s[i].aborts_by_reason[r])
                 fprintf(f, "      %-16s %llu\n", tf_abort_reason_name(r), (unsigned long long)s[i].aborts_by_reason[r]);
