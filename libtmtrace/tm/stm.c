@@ -726,8 +726,11 @@ void stm_serial_begin(struct tmt_tx *tx, int alone)
     s->nundo = 0;
     s->serial_reads = 0;
     s->rv = __atomic_load_n(&stm_clock.now, __ATOMIC_ACQUIRE);
-    /* Memory reclamation (txmem.c) must not free what this attempt reads. */
-    __atomic_store_n(&s->active_rv, s->rv, __ATOMIC_SEQ_CST);
+    /* Memory reclamation (txmem.c) must not free what this attempt reads.
+     * The same announcement as stm_begin's: its xchg was a fifth of a lone
+     * thread's in-place transaction in tmbench bank (docs/design.md, "A
+     * thread alone"). */
+    stm_announce(s, s->rv);
 }
 
 void stm_serial_write(struct tmt_tx *tx, uintptr_t addr, uint64_t value, unsigned size)

@@ -88,6 +88,25 @@ static inline uint64_t stm_pair(uint32_t first, uint32_t second)
  * 0 when the tracer records accesses, whose path runs stm_read/stm_write.
  * The sets are allocated (stm_thread_enter) and no lock is held (every
  * commit and rollback released its locks). */
+/* Announces the attempt's start version `rv` (s->active_rv) to memory
+ * reclamation (txmem.c) and the serial drain. It must be ordered before the
+ * loads that follow (a full fence): either a reclaiming thread sees this
+ * attempt running, or this attempt's reads see the commit that unlinked
+ * what the reclaimer frees (and abort on it). With membarrier those threads
+ * fence every CPU (stm_fence_others) before they look, so a store the
+ * compiler keeps in place is enough here: a sequentially consistent store
+ * (an xchg) also waits for every store before it, a trace record's among
+ * them. */
+static inline void stm_announce(struct tx_stm *s, uint64_t rv)
+{
+    if (TX_LIKELY(stm_asym_fence)) {
+        __atomic_store_n(&s->active_rv, rv, __ATOMIC_RELEASE);
+        __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    } else {
+        __atomic_store_n(&s->active_rv, rv, __ATOMIC_SEQ_CST);
+    }
+}
+
 static inline void stm_begin(struct tmt_tx *tx, int read_only, int fast)
 {
     struct tx_stm *s = &tx->stm;
@@ -98,18 +117,7 @@ static inline void stm_begin(struct tmt_tx *tx, int read_only, int fast)
     s->bloom = 0;
     s->gate = fast ? 0 : UINT64_MAX;
     s->rv = __atomic_load_n(&stm_clock.now, __ATOMIC_ACQUIRE);
-    /* The announcement must be ordered before the loads that follow (a full
-     * fence): either a reclaiming thread sees this attempt running, or this
-     * attempt's reads see the commit that unlinked what the reclaimer frees
-     * (and abort on it), see txmem.c; the same holds for the serial drain.
-     * With membarrier those threads fence every CPU (stm_fence_others) before
-     * they look, so a store the compiler keeps in place is enough here. */
-    if (TX_LIKELY(stm_asym_fence)) {
-        __atomic_store_n(&s->active_rv, s->rv, __ATOMIC_RELEASE);
-        __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    } else {
-        __atomic_store_n(&s->active_rv, s->rv, __ATOMIC_SEQ_CST);
-    }
+    stm_announce(s, s->rv);
     /* Dekker with the serial drain: announce (above), then look at the lock;
      * the drain takes the lock, fences, then waits for announced attempts. */
     if (TX_UNLIKELY(stm_serial_owner(__ATOMIC_SEQ_CST) != 0))
