@@ -392,19 +392,21 @@ static inline void tb_ev_commit(struct tb_thread *t, uint64_t write_version, uin
                 write_version, tf_commit_value(read_set, write_set));
 }
 
-/* The COMMIT of a software commit whose write set tb_ev_wset records
- * next, after the locks are released: at `tx`, where that COMMIT can carry
- * it (trace_format.h), the COMMIT is filled and stamped here and made part
- * of the chunk with its write set, in one publication (a snapshot never
- * sees one without the other); nothing else may be recorded in between.
- * Else tb_ev_commit's. The room for the write set in its longest form is
- * kept now, so that tb_ev_wset finds it. */
+/* The COMMIT of a software update commit, whose tb_ev_wset follows after
+ * the locks are released: the COMMIT is stamped here and made part of the
+ * chunk there, at `tx` with the write set it carries (trace_format.h), in
+ * one publication (a snapshot never sees one without the other), at `all`
+ * alone; nothing else may be recorded in between. Else (a COMMIT that is
+ * not compact, a chunk without room) tb_ev_commit's. At `tx` the room for
+ * the write set in its longest form is kept now, so that tb_ev_wset finds
+ * it. */
 static inline void tb_ev_commit_carry(struct tb_thread *t, uint64_t write_version, uint32_t read_set,
                                       uint32_t write_set)
 {
     struct tf_slot *s = t->cur;
-    if (t->level != CONFIG_EVENTS_TX || write_set == 0 || s >= t->bend || (read_set >> 16) != 0 ||
-        write_set > TF_WSET_MAX || (size_t)(t->end - s) < 1 + tf_wset_slots(write_set)) {
+    size_t room = t->level == CONFIG_EVENTS_TX ? 1 + tf_wset_slots(write_set) : 1;
+    if (t->level == CONFIG_EVENTS_OFF || write_set == 0 || s >= t->bend || (read_set >> 16) != 0 ||
+        write_set > TF_WSET_MAX || (size_t)(t->end - s) < room) {
         tb_ev_commit(t, write_version, read_set, write_set);
         return;
     }
@@ -567,7 +569,15 @@ static inline int tb_wset_carry(struct tb_thread *t, const uint64_t *words, cons
 static inline void tb_ev_wset(struct tb_thread *t, const uint64_t *words, const uint32_t *masks, size_t stride,
                               uint32_t n)
 {
-    if (t->level != CONFIG_EVENTS_TX || n == 0)
+    if (t->level != CONFIG_EVENTS_TX) {
+        if (t->carry != NULL) { /* at `all`: the COMMIT alone, its writes recorded before it */
+            *t->carry = t->carry_rec;
+            tb_publish(t, t->carry + 1);
+            t->carry = NULL;
+        }
+        return;
+    }
+    if (n == 0)
         return;
     if (t->carry != NULL && tb_wset_carry(t, words, masks, stride, n))
         return;
