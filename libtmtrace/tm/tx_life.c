@@ -560,8 +560,8 @@ __attribute__((noinline)) static void tx_commit_other(struct tmt_tx *tx)
 /* A software commit's COMMIT record, or a measuring build's clock read
  * where its stamp would be: at the linearisation point, the write version
  * taken and the locks still held, so every attempt that sees this commit's
- * version aborts after this stamp. At `tx` the record carries the write
- * set that tx_commit_stm records after the release. */
+ * version aborts after this stamp. The record joins the chunk after the
+ * release (tx_commit_stm), at `tx` with the write set it carries. */
 static inline void tx_commit_stamp(struct tmt_tx *tx, uint64_t wv, int traced)
 {
     if (traced)
@@ -604,7 +604,10 @@ static inline void tx_commit_stm(struct tmt_tx *tx, int traced)
         tx_commit_stamp(tx, wv, traced);
         stm_commit_finish(tx, wv);
     }
-    if (traced && s->wn) /* at tx: its write set, the locks released (the log stays until the next start) */
+    /* The COMMIT stamped in the window joins the chunk now, the locks
+     * released: at tx with its write set (the log stays until the next
+     * start), at all alone. */
+    if (traced && s->wn)
         tb_ev_wset(&tx->trace, &tx->stm.wset[0].addr, &tx->stm.wset[0].mask, sizeof *tx->stm.wset, tx->stm.wn);
     htm_sw_leave(tx);
     tx_committed(tx, wv, traced);
