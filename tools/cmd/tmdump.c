@@ -417,7 +417,7 @@ static void dump_print_header(const char *path, const struct tf_header *h)
     printf("pid: %u\n", h->pid);
     printf("events level: %s\n", h->events_level == 0 ? "off" : h->events_level == 1 ? "tx" : "all");
     if (h->version >= 4 && h->events_level == 1)
-        printf("write sets: recorded at each update commit\n");
+        printf("write sets: recorded at each software update commit (serial and hardware ones record none)\n");
     if (h->detail)
         printf("detail: one attempt in %u recorded with its reads and writes (TMTRACE_DETAIL)\n", h->detail);
     static const char *const stamp[] = { "not recorded", "ordered (rdtscp)", "unordered (rdpid; rdtsc; rdpid)",
