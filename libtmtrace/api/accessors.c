@@ -152,8 +152,8 @@ static inline uint64_t api_read(tmt_tx *tx, const volatile void *addr, unsigned 
         return stm_read_slow(tx, a, size);
     }
     /* Behind the gate, where the STM's path does not reach: an attempt in
-     * place that records nothing (tmt_tx_head.in_place: an untraced serial
-     * attempt, a lone thread's mostly, tx_life.h) reads here, with no
+     * place that records no access (tmt_tx_head.in_place: a serial attempt
+     * untraced or at `tx`, a lone thread's mostly, tx_life.h) reads here, with no
      * second call, and counts nothing (the count is for the COMMIT record;
      * an increment in memory per read would chain the reads). What
      * tmtrace.h's inline readers do in the program, for callers that do
@@ -248,8 +248,8 @@ static inline __attribute__((always_inline)) void api_write_slow(tmt_tx *tx, vol
 
 API_WRITE_COPIES(api_write_slow)
 
-/* A write of an attempt in place that records nothing (tmt_tx_head's
- * in_place: an untraced serial attempt, a lone thread's mostly): the old
+/* A write of an attempt in place that records no access (tmt_tx_head's
+ * in_place: a serial attempt untraced or at `tx`, a lone thread's mostly): the old
  * bytes to the undo log, then the store. One copy per size
  * (api_write_in_place_N), out of line and apart from api_write_slow_N, and
  * a leaf: a full log grows in api_write_in_place_grow, reached by a tail

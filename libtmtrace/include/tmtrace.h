@@ -66,9 +66,10 @@ typedef struct tmt_tx tmt_tx;
 struct tmt_tx_head {
     /* Nonzero while the running attempt reads shared memory in place and
      * records no access: then a read is a plain load. Set when a serial
-     * attempt of an untraced thread (a thread alone's, mostly) starts,
-     * cleared when it commits or aborts; 0 in every other state (no
-     * attempt, software and hardware attempts, any traced thread). */
+     * attempt (a thread alone's, mostly) starts at a trace level that
+     * records no access (untraced or `tx`), cleared when it commits or
+     * aborts; 0 in every other state (no attempt, software and hardware
+     * attempts, an attempt whose reads and writes are recorded). */
     uint32_t in_place;
     /* What the runtime must see of this thread's allocations, two bits:
      * TMT_ALLOC_WATCH_TX inside a transaction (from an outermost start until

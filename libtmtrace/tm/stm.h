@@ -83,11 +83,6 @@ static inline uint64_t stm_pair(uint32_t first, uint32_t second)
     return u.word;
 }
 
-/* Starts a software attempt: takes the start version, empties the sets.
- * `fast`: the accessors' inline paths serve the attempt (opens the gate);
- * 0 when the tracer records accesses, whose path runs stm_read/stm_write.
- * The sets are allocated (stm_thread_enter) and no lock is held (every
- * commit and rollback released its locks). */
 /* Announces the attempt's start version `rv` (s->active_rv) to memory
  * reclamation (txmem.c) and the serial drain. It must be ordered before the
  * loads that follow (a full fence): either a reclaiming thread sees this
@@ -107,6 +102,11 @@ static inline void stm_announce(struct tx_stm *s, uint64_t rv)
     }
 }
 
+/* Starts a software attempt: takes the start version, empties the sets.
+ * `fast`: the accessors' inline paths serve the attempt (opens the gate);
+ * 0 when the tracer records accesses, whose path runs stm_read/stm_write.
+ * The sets are allocated (stm_thread_enter) and no lock is held (every
+ * commit and rollback released its locks). */
 static inline void stm_begin(struct tmt_tx *tx, int read_only, int fast)
 {
     struct tx_stm *s = &tx->stm;
