@@ -51,10 +51,11 @@ static void api_fork_prepare(void)
 {
     struct tmt_tx *self = txreg_self();
     uint32_t me = self ? self->thread_id : UINT32_MAX;
-    api_fork_serial = stm_serial_holder() != me; /* a serial attempt may fork */
+    /* A serial attempt may fork, a lone one too (it holds the mark). */
+    api_fork_serial = stm_serial_holder() != me && !(self != NULL && self->stm.serial_marked);
     if (api_fork_serial) {
         stm_serial_lock(me);
-        stm_fence_others(); /* the drain below sees every announced begin */
+        stm_lone_wait_out(); /* fenced: the drain below sees every announced begin; no lone attempt runs */
     }
     htm_fork_prepare();
     txreg_drain_others(self);

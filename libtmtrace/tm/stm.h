@@ -58,10 +58,13 @@ struct stm_clock_line {
     char pad[56];
 } __attribute__((aligned(64)));
 /* The serial lock: trace thread id of the serial attempt, 0 when none. Read
- * by every software begin, written twice per serial attempt. */
+ * by every software begin, written twice per serial attempt. `lone`: 1
+ * while a lone thread's attempt runs in place without the lock
+ * (stm_lone_mark). */
 struct stm_serial_line {
     uint32_t owner;
-    char pad[60];
+    uint32_t lone;
+    char pad[56];
 } __attribute__((aligned(64)));
 extern struct stm_clock_line stm_clock __attribute__((visibility("hidden")));
 extern struct stm_serial_line stm_serial __attribute__((visibility("hidden")));
@@ -69,6 +72,23 @@ extern struct stm_serial_line stm_serial __attribute__((visibility("hidden")));
 extern int stm_asym_fence __attribute__((visibility("hidden")));
 
 static inline uint32_t stm_serial_owner(int order) { return __atomic_load_n(&stm_serial.owner, order); }
+/* A lone thread's attempt in place (tx_life.h, "A thread alone") excludes
+ * the others without the lock's locked instruction, a seventh of its time
+ * in tmbench bank at 1 thread, where membarrier is registered: it marks
+ * `lone` with a plain store, then looks (the caller's test: no other thread
+ * joined, no one holds the lock). A thread that joins, or that takes the
+ * lock to fork, makes itself seen first and then fences every CPU
+ * (stm_lone_wait_out), so either the lone thread sees it and takes the
+ * lock's way, or it sees the mark and waits for its release: the Dekker of
+ * stm_announce, with the fence on the rare side. Without membarrier the lone
+ * attempt takes the lock. */
+static inline void stm_lone_mark(uint32_t on)
+{
+    __atomic_store_n(&stm_serial.lone, on, on ? __ATOMIC_RELAXED : __ATOMIC_RELEASE);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST); /* the caller's look comes after the mark */
+}
+/* Fences every CPU, then waits until no lone attempt holds the mark. */
+void stm_lone_wait_out(void);
 /* A serial attempt holds the lock: stm_begin's wait, out of line. */
 __attribute__((noinline, cold)) void stm_serial_wait(struct tx_stm *s);
 

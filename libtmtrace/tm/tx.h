@@ -141,6 +141,8 @@ struct tx_stm {
     uint32_t serial_reads;
     int serial_alone;            /* the serial attempt drained no one: no other thread had
                                   * started a transaction (its commit stamps no stripe) */
+    int serial_marked;           /* a lone attempt holds the exclusion by stm_serial.lone,
+                                  * not by the lock (stm_lone_mark) */
 };
 
 /* An idle thread's announcement (tx_stm.active_rv): the flag with a floor,

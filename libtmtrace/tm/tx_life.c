@@ -231,7 +231,12 @@ static void tx_end_serial(struct tmt_tx *tx)
 {
     tx->head.in_place = 0;
     htm_sw_leave(tx);
-    stm_serial_unlock();
+    if (tx->stm.serial_marked) {
+        tx->stm.serial_marked = 0;
+        stm_lone_mark(0);
+    } else {
+        stm_serial_unlock();
+    }
 }
 
 void tx_serial_now(struct tmt_tx *tx, unsigned why)
@@ -331,6 +336,7 @@ __attribute__((noinline)) static int tx_start_general(struct tmt_tx *tx, int pat
     }
     if (TX_UNLIKELY(!tx->joined)) {
         txreg_join(tx); /* before this attempt announces itself, so a lone one sees it (tx_registry.h) */
+        stm_lone_wait_out(); /* and then no lone attempt runs (stm_lone_mark) */
         tx->attempt = 0;
     }
     tx_enters(tx, tx_traced(tx));
@@ -363,11 +369,21 @@ __attribute__((noinline)) static int tx_start_general(struct tmt_tx *tx, int pat
     return 1;
 }
 
-/* The serial lock for a lone thread's attempt in place: 1 when the thread
- * is still alone under it, else 0 with the lock given back (another thread
- * joined since the caller looked). */
+/* The serial exclusion for a lone thread's attempt in place: 1 when the
+ * thread is still alone under it, else 0 with it given back (another
+ * thread joined since the caller looked, or holds the lock to fork). With
+ * membarrier, the mark (stm_lone_mark) instead of the lock. */
 static inline int tx_lock_alone(struct tmt_tx *tx)
 {
+    if (TX_LIKELY(stm_asym_fence)) {
+        stm_lone_mark(1);
+        if (TX_LIKELY(txreg_alone_self(tx) && stm_serial_owner(__ATOMIC_SEQ_CST) == 0)) {
+            tx->stm.serial_marked = 1;
+            return 1;
+        }
+        stm_lone_mark(0);
+        return 0;
+    }
     stm_serial_lock(tx->thread_id);
     if (TX_LIKELY(txreg_alone_self(tx)))
         return 1;

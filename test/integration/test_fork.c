@@ -205,6 +205,42 @@ static void children_of_a_busy_multithreaded_process_never_hang(void **state)
     assert_int_equal(scenario(env, fork_many), 0);
 }
 
+/* One transactional thread runs in place (alone, its attempts hold the
+ * lone mark, not the serial lock), and a thread with no transaction forks:
+ * each child must inherit whole transfers and run its own transactions. */
+static int fork_beside_lone(void)
+{
+    workers_start(1);
+    int hung = 0, bad = 0;
+    for (int k = 0; k < FORKS; k++) {
+        pid_t pid = fork();
+        if (pid < 0)
+            return 82;
+        if (pid == 0)
+            _exit(grandchild());
+        int rc = wait_bounded(pid, 10000);
+        hung += rc == -1;
+        bad += rc > 0;
+        if (hung >= 3)
+            break;
+    }
+    workers_stop(1);
+    if (hung || bad)
+        fprintf(stderr, "fork_beside_lone: %d of %d children hung, %d failed\n", hung, FORKS, bad);
+    return hung ? 1 : bad ? 2 : 0;
+}
+
+static void a_fork_beside_a_lone_thread_in_place_copies_no_half_transaction(void **state)
+{
+    (void)state;
+    char file[300];
+    snprintf(file, sizeof file, "TMTRACE_FILE=%s", tu_path("fork-lone.bin"));
+    const char *traced[] = { file, "TMTRACE_SAMPLE_MS=2", NULL };
+    const char *untraced[] = { "TMTRACE_EVENTS=off", NULL };
+    assert_int_equal(scenario(traced, fork_beside_lone), 0);
+    assert_int_equal(scenario(untraced, fork_beside_lone), 0);
+}
+
 /* ---- the child's own trace --------------------------------------------------- */
 
 static int fork_traced(void)
@@ -400,6 +436,7 @@ int main(int argc, char **argv)
     }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(children_of_a_busy_multithreaded_process_never_hang),
+        cmocka_unit_test(a_fork_beside_a_lone_thread_in_place_copies_no_half_transaction),
         cmocka_unit_test(a_pid_pattern_gives_the_child_a_trace_of_its_own),
         cmocka_unit_test(without_a_pid_pattern_the_child_records_nothing_and_says_so_once),
         cmocka_unit_test(fork_waits_for_one_chunk_write_not_the_writers_backlog),

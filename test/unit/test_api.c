@@ -378,17 +378,26 @@ static void *lone_second(void *arg)
 
 /* The lone thread's attempt in flight starts a second thread, whose
  * transaction must wait for that attempt's end and then see its outcome:
- * the committed value, or after a cancel the value from before. */
+ * the committed value, or after a cancel the value from before. The
+ * thread's first transaction takes the serial lock; a later one (`warm`)
+ * only marks itself (stm_lone_mark), and the thread that joins must still
+ * wait. */
 static void test_a_thread_arriving_waits_for_the_lone_in_place_attempt(void **s)
 {
     (void)s;
-    for (int cancel = 0; cancel < 2; cancel++) {
+    for (int way = 0; way < 4; way++) {
+        int cancel = way & 1, warm = way >> 1;
         tmt_tx *tx = tmt_thread_enter();
         lone_cell = 0;
         lone_b_started = lone_b_inside = 0;
         lone_b_saw = -1;
         pthread_t b;
         volatile int in_place = 0, inside_during = -1;
+        if (warm) {
+            TMT_ATOMIC(tx, "lone-warm") {
+                tmt_write_long(tx, &lone_cell, 0);
+            } TMT_END;
+        }
         TMT_ATOMIC(tx, "lone-first") {
             in_place = tx->mode == TX_MODE_SERIAL;
             tmt_write_long(tx, &lone_cell, 1);
