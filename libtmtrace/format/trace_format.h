@@ -22,7 +22,7 @@
 #include "tmtrace.h" /* enum tmt_abort_reason: the ABORT record's reason */
 
 #define TF_MAGIC "TMTRACE\0"           /* 8 bytes at offset 0 */
-#define TF_VERSION 4                   /* bump on any incompatible change; readers keep reading 1-3 */
+#define TF_VERSION 5                   /* bump on any incompatible change; readers keep reading 1-4 */
 #define TF_CHUNK_MAGIC 0x4b4e4843u     /* "CHNK" little-endian */
 
 /* ---- event kinds and their reasons -------------------------------------- */
@@ -467,10 +467,20 @@ static inline uint64_t tf_abort_holder_instance(uint64_t value)
 /*
  * The lock stripe an address maps to, in a table of 2^log2 stripes each
  * covering 2^shift bytes. The STM locks with it and the tools attribute
- * conflicts with it, so it lives here, once. Blocks (addr >> shift) fold their
- * high bits in, so that arrays placed a multiple of the table's reach apart do
- * not share every stripe. Traces before version 3 hashed 8-byte words.
+ * conflicts with it, so it lives here, once. Blocks (addr >> shift) go in
+ * groups of 2^log2, the table's reach: a block's stripe is its place in its
+ * group XORed with the top log2 bits of the group number times an odd
+ * constant. Consecutive blocks take consecutive stripes (a table line
+ * serves an array's neighbours), and two groups take unrelated offsets
+ * however far apart they lie. Version 4 and before XORed the group number
+ * itself (tf_stripe_index_v4): two regions a small multiple of the reach
+ * apart then collided block for block at a small fixed distance, and
+ * glibc's thread heaps are 64 MiB apart, four reaches of the default
+ * table, so each thread's allocations shared stripes with the other's
+ * neighbouring ones (docs/design.md, "TL2 as built"). Traces before
+ * version 3 hashed 8-byte words.
  */
+#define TF_STRIPE_MIX UINT64_C(0x9E3779B97F4A7C15)
 #define TF_STRIPE_SHIFT_V2 3u
 /* The widths a run may record (TMTRACE_STRIPE_SHIFT): one 8-byte word to
  * one 4 KiB page. */
@@ -480,6 +490,11 @@ static inline uint64_t tf_abort_holder_instance(uint64_t value)
 #define TF_STRIPES_LOG2_MIN 10u
 #define TF_STRIPES_LOG2_MAX 28u
 static inline uint64_t tf_stripe_index(uint64_t addr, unsigned log2, unsigned shift)
+{
+    uint64_t w = addr >> shift;
+    return (w ^ (w >> log2) * TF_STRIPE_MIX >> (64 - log2)) & ((UINT64_C(1) << log2) - 1);
+}
+static inline uint64_t tf_stripe_index_v4(uint64_t addr, unsigned log2, unsigned shift)
 {
     uint64_t w = addr >> shift;
     return (w ^ (w >> log2)) & ((UINT64_C(1) << log2) - 1);

@@ -39,14 +39,13 @@ extern int stm_prefetchw __attribute__((visibility("hidden")));
  * a stripe, so the table takes fewer cache misses, and since malloc aligns
  * blocks to 16 bytes which words share one depends on an object's layout,
  * never on where the allocator put it) hash onto stripes;
- * folding the bits above the table size back in keeps arrays placed a
- * multiple of the table's reach apart from sharing every stripe.
- * tf_stripe_index with the mask kept ready (one AND instead of four
- * instructions on every access). */
+ * mixing the bits above the table size back in keeps regions placed a
+ * multiple of the table's reach apart (two threads' heaps) from sharing
+ * stripes in a pattern. tf_stripe_index with the mask kept ready. */
 static inline uint64_t stm_hash_with(uintptr_t addr, unsigned shift, unsigned log2, uint64_t mask)
 {
     uint64_t w = addr >> shift;
-    return (w ^ (w >> log2)) & mask;
+    return (w ^ (w >> log2) * TF_STRIPE_MIX >> (64 - log2)) & mask;
 }
 static inline uint64_t stm_hash(uintptr_t addr) { return stm_hash_with(addr, stm_shift, stm_log2, stm_mask); }
 static inline uintptr_t *stm_stripe(uintptr_t addr) { return &stm_stripes[stm_hash(addr)]; }

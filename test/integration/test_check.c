@@ -225,14 +225,22 @@ static int conflict_case(const char *name, uint64_t vaddr, uint64_t caddr, uint6
  * version 3 on, 8-byte words before. */
 static unsigned gen_shift(void) { return fmt >= 3 ? TG_STRIPE_SHIFT : TF_STRIPE_SHIFT_V2; }
 
+/* The stripe of `a` in the generated trace, by its version's hash. */
+static uint64_t gen_stripe(uint64_t a)
+{
+    return fmt <= 4 ? tf_stripe_index_v4(a, TG_STRIPES_LOG2, gen_shift())
+                    : tf_stripe_index(a, TG_STRIPES_LOG2, gen_shift());
+}
+
 /* An address on the same stripe as `a` (the generated trace's stripes), in
- * another block, so another word: its high bits fold back onto a's. */
+ * the next group of blocks, so another word: its place in the group is a's
+ * stripe XORed with what that group's number adds. */
 static uint64_t same_stripe_other_word(uint64_t a)
 {
-    uint64_t w = a >> gen_shift(), w2 = (1ull << TG_STRIPES_LOG2) + (w ^ 1);
-    uint64_t other = w2 << gen_shift();
-    assert_true(tf_stripe_index(other, TG_STRIPES_LOG2, gen_shift()) ==
-                tf_stripe_index(a, TG_STRIPES_LOG2, gen_shift()));
+    uint64_t mask = (1ull << TG_STRIPES_LOG2) - 1, g = (a >> gen_shift() >> TG_STRIPES_LOG2) + 1;
+    uint64_t add = fmt <= 4 ? g : g * TF_STRIPE_MIX >> (64 - TG_STRIPES_LOG2);
+    uint64_t other = (g << TG_STRIPES_LOG2 | ((gen_stripe(a) ^ add) & mask)) << gen_shift();
+    assert_true(gen_stripe(other) == gen_stripe(a));
     return other;
 }
 
@@ -253,6 +261,33 @@ static void a_neighbouring_word_conflicts_falsely_only_within_the_recorded_strip
     assert_int_equal(rc2, 0);
     assert_true(J("false_conflicts") == 0);
     assert_true(J("conflict_free_aborts") == 1);
+}
+
+/* From version 5 the runtime mixes a block's group into its stripe
+ * (tf_stripe_index): tmcheck attributes a version 5 trace with that hash and
+ * an older one with the fold it was recorded with, so the partner that
+ * shares A1's stripe under one hash is a different stripe under the other. */
+static void stripes_are_attributed_with_the_hash_of_the_traces_version(void **st)
+{
+    (void)st;
+    fmt = 3;
+    uint64_t partner_v4 = same_stripe_other_word(A1);
+    fmt = TF_VERSION;
+    uint64_t partner = same_stripe_other_word(A1);
+    int rc_mix = conflict_case("hash-mix.bin", A1, partner, 150, NULL);
+    double mix_false = J("false_conflicts");
+    int rc_old = conflict_case("hash-old.bin", A1, partner_v4, 150, NULL);
+    double old_false = J("false_conflicts"), old_free = J("conflict_free_aborts");
+    fmt = 3;
+    int rc_v3 = conflict_case("hash-v3.bin", A1, partner_v4, 150, NULL);
+    fmt = 1;
+    assert_true(partner != partner_v4);
+    assert_int_equal(rc_mix, 0);
+    assert_true(mix_false == 1);
+    assert_int_equal(rc_old, 0);
+    assert_true(old_false == 0 && old_free == 1);
+    assert_int_equal(rc_v3, 0);
+    assert_true(J("false_conflicts") == 1);
 }
 
 /* A width no runtime writes (a crafted header, CRC and all) is analysed and
@@ -357,7 +392,7 @@ static int validate_case(const char *name, uint64_t caddr)
     struct tg_thread th[2] = { 0 };
     tg_ev(&th[0], 100, TF_EV_START, 0, 1, 1, 0);
     tg_ev(&th[0], 110, TF_EV_READ, 8, 1, A1, 0);
-    tg_ev(&th[0], 200, TF_EV_ABORT, TMT_ABORT_COMMIT_VALIDATE, 1, tf_stripe_index(A1, TG_STRIPES_LOG2, gen_shift()), 0);
+    tg_ev(&th[0], 200, TF_EV_ABORT, TMT_ABORT_COMMIT_VALIDATE, 1, gen_stripe(A1), 0);
     tg_ev(&th[0], 210, TF_EV_START, 0, 1, 2, TF_START_RETRY);
     tg_ev(&th[0], 230, TF_EV_COMMIT, 0, 1, 3, 0);
     tg_ev(&th[1], 130, TF_EV_START, 0, 2, 7, 0);
@@ -1066,6 +1101,7 @@ int main(void)
         cmocka_unit_test(attribution_false_conflict_is_same_stripe_other_address),
         cmocka_unit_test(a_failed_validation_is_true_when_the_culprit_wrote_the_word_read),
         cmocka_unit_test(a_neighbouring_word_conflicts_falsely_only_within_the_recorded_stripe_width),
+        cmocka_unit_test(stripes_are_attributed_with_the_hash_of_the_traces_version),
         cmocka_unit_test(a_recorded_stripe_width_out_of_range_is_the_default_in_analysis_and_report),
         cmocka_unit_test(abort_without_conflicting_commit_in_window_is_conflict_free),
         cmocka_unit_test(a_read_locked_abort_is_caused_by_the_holder_committing_after_it),

@@ -382,41 +382,44 @@ static void *lone_second(void *arg)
  * thread's first transaction takes the serial lock; a later one (`warm`)
  * only marks itself (stm_lone_mark), and the thread that joins must still
  * wait. */
+static void arriving_beside_lone(int cancel, int warm)
+{
+    tmt_tx *tx = tmt_thread_enter();
+    lone_cell = 0;
+    lone_b_started = lone_b_inside = 0;
+    lone_b_saw = -1;
+    pthread_t b;
+    volatile int in_place = 0, inside_during = -1;
+    if (warm) {
+        TMT_ATOMIC(tx, "lone-warm") {
+            tmt_write_long(tx, &lone_cell, 0);
+        } TMT_END;
+    }
+    TMT_ATOMIC(tx, "lone-first") {
+        in_place = tx->mode == TX_MODE_SERIAL;
+        tmt_write_long(tx, &lone_cell, 1);
+        assert_int_equal(pthread_create(&b, NULL, lone_second, NULL), 0);
+        while (!__atomic_load_n(&lone_b_started, __ATOMIC_SEQ_CST))
+            sched_yield();
+        nanosleep(&(struct timespec){ 0, 50 * 1000 * 1000 }, NULL); /* time for it to reach its begin */
+        inside_during = __atomic_load_n(&lone_b_inside, __ATOMIC_SEQ_CST);
+        tmt_write_long(tx, &lone_cell, 2);
+        if (cancel)
+            tmt_tx_cancel(tx);
+    } TMT_END;
+    assert_int_equal(pthread_join(b, NULL), 0);
+    assert_int_equal(in_place, 1);
+    assert_int_equal(inside_during, 0);
+    assert_int_equal(lone_b_saw, cancel ? 0 : 2);
+    assert_int_equal(lone_cell, cancel ? 0 : 2);
+    tmt_thread_exit();
+}
+
 static void test_a_thread_arriving_waits_for_the_lone_in_place_attempt(void **s)
 {
     (void)s;
-    for (int way = 0; way < 4; way++) {
-        int cancel = way & 1, warm = way >> 1;
-        tmt_tx *tx = tmt_thread_enter();
-        lone_cell = 0;
-        lone_b_started = lone_b_inside = 0;
-        lone_b_saw = -1;
-        pthread_t b;
-        volatile int in_place = 0, inside_during = -1;
-        if (warm) {
-            TMT_ATOMIC(tx, "lone-warm") {
-                tmt_write_long(tx, &lone_cell, 0);
-            } TMT_END;
-        }
-        TMT_ATOMIC(tx, "lone-first") {
-            in_place = tx->mode == TX_MODE_SERIAL;
-            tmt_write_long(tx, &lone_cell, 1);
-            assert_int_equal(pthread_create(&b, NULL, lone_second, NULL), 0);
-            while (!__atomic_load_n(&lone_b_started, __ATOMIC_SEQ_CST))
-                sched_yield();
-            nanosleep(&(struct timespec){ 0, 50 * 1000 * 1000 }, NULL); /* time for it to reach its begin */
-            inside_during = __atomic_load_n(&lone_b_inside, __ATOMIC_SEQ_CST);
-            tmt_write_long(tx, &lone_cell, 2);
-            if (cancel)
-                tmt_tx_cancel(tx);
-        } TMT_END;
-        assert_int_equal(pthread_join(b, NULL), 0);
-        assert_int_equal(in_place, 1);
-        assert_int_equal(inside_during, 0);
-        assert_int_equal(lone_b_saw, cancel ? 0 : 2);
-        assert_int_equal(lone_cell, cancel ? 0 : 2);
-        tmt_thread_exit();
-    }
+    for (int way = 0; way < 4; way++)
+        arriving_beside_lone(way & 1, way >> 1);
 }
 
 /* ---- the public header's inline reads -------------------------------------- */

@@ -312,9 +312,12 @@ void ca_listen(struct ca_state *s, void (*fn)(void *, const struct ca_attributio
  * callers use ca_listen. */
 void ca_on_attribution(struct ca_state *s, void (*fn)(void *, const struct ca_attribution *), void *ctx);
 
-/* The runtime's stripe of an address: the one function the STM locks with. */
+/* The runtime's stripe of an address: the one function the STM locks with
+ * (version 4 and before: the one it locked with then). */
 static inline uint64_t ca_stripe(const struct ca_opts *o, uint64_t addr)
 {
+    if (o->format_version != 0 && o->format_version <= 4)
+        return tf_stripe_index_v4(addr, o->stripes_log2, o->stripe_shift);
     return tf_stripe_index(addr, o->stripes_log2, o->stripe_shift);
 }
 
