@@ -469,8 +469,9 @@ static inline uint64_t tf_abort_holder_instance(uint64_t value)
  * covering 2^shift bytes. The STM locks with it and the tools attribute
  * conflicts with it, so it lives here, once. Blocks (addr >> shift) go in
  * groups of 2^log2, the table's reach: a block's stripe is its place in its
- * group XORed with the top log2 bits of the group number times an odd
- * constant. Consecutive blocks take consecutive stripes (a table line
+ * group XORed with the group number times an odd constant, from bit 36 of
+ * the product (a fixed shift: no variable one on every access; the widest
+ * table, 2^28, still takes every bit of the group). Consecutive blocks take consecutive stripes (a table line
  * serves an array's neighbours), and two groups take unrelated offsets
  * however far apart they lie. Version 4 and before XORed the group number
  * itself (tf_stripe_index_v4): two regions a small multiple of the reach
@@ -481,6 +482,7 @@ static inline uint64_t tf_abort_holder_instance(uint64_t value)
  * version 3 hashed 8-byte words.
  */
 #define TF_STRIPE_MIX UINT64_C(0x9E3779B97F4A7C15)
+#define TF_STRIPE_MIX_SHIFT 36u
 #define TF_STRIPE_SHIFT_V2 3u
 /* The widths a run may record (TMTRACE_STRIPE_SHIFT): one 8-byte word to
  * one 4 KiB page. */
@@ -492,7 +494,7 @@ static inline uint64_t tf_abort_holder_instance(uint64_t value)
 static inline uint64_t tf_stripe_index(uint64_t addr, unsigned log2, unsigned shift)
 {
     uint64_t w = addr >> shift;
-    return (w ^ (w >> log2) * TF_STRIPE_MIX >> (64 - log2)) & ((UINT64_C(1) << log2) - 1);
+    return (w ^ (w >> log2) * TF_STRIPE_MIX >> TF_STRIPE_MIX_SHIFT) & ((UINT64_C(1) << log2) - 1);
 }
 static inline uint64_t tf_stripe_index_v4(uint64_t addr, unsigned log2, unsigned shift)
 {

@@ -45,7 +45,7 @@ extern int stm_prefetchw __attribute__((visibility("hidden")));
 static inline uint64_t stm_hash_with(uintptr_t addr, unsigned shift, unsigned log2, uint64_t mask)
 {
     uint64_t w = addr >> shift;
-    return (w ^ (w >> log2) * TF_STRIPE_MIX >> (64 - log2)) & mask;
+    return (w ^ (w >> log2) * TF_STRIPE_MIX >> TF_STRIPE_MIX_SHIFT) & mask;
 }
 static inline uint64_t stm_hash(uintptr_t addr) { return stm_hash_with(addr, stm_shift, stm_log2, stm_mask); }
 static inline uintptr_t *stm_stripe(uintptr_t addr) { return &stm_stripes[stm_hash(addr)]; }

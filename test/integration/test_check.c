@@ -238,7 +238,7 @@ static uint64_t gen_stripe(uint64_t a)
 static uint64_t same_stripe_other_word(uint64_t a)
 {
     uint64_t mask = (1ull << TG_STRIPES_LOG2) - 1, g = (a >> gen_shift() >> TG_STRIPES_LOG2) + 1;
-    uint64_t add = fmt <= 4 ? g : g * TF_STRIPE_MIX >> (64 - TG_STRIPES_LOG2);
+    uint64_t add = fmt <= 4 ? g : g * TF_STRIPE_MIX >> TF_STRIPE_MIX_SHIFT;
     uint64_t other = (g << TG_STRIPES_LOG2 | ((gen_stripe(a) ^ add) & mask)) << gen_shift();
     assert_true(gen_stripe(other) == gen_stripe(a));
     return other;
