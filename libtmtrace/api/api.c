@@ -75,6 +75,7 @@ static void api_fork_child(void)
 {
     struct tmt_tx *self = txreg_self();
     txreg_fork_child(self);
+    stm_lone_fork_child(self != NULL && self->stm.serial_marked);
     htm_fork_child(self != NULL && self->htm.sw_counted);
     site_fork_child();
     txreg_unlock();

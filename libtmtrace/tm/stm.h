@@ -89,6 +89,14 @@ static inline void stm_lone_mark(uint32_t on)
 }
 /* Fences every CPU, then waits until no lone attempt holds the mark. */
 void stm_lone_wait_out(void);
+/* fork()'s child: the mark is the forking thread's own (`mine`: it forked
+ * inside its lone attempt) or nobody's. Another thread may have marked for
+ * an instant before it saw the fork's lock and cleared it; the child
+ * inherits that instant, and the thread that would clear it is gone. */
+static inline void stm_lone_fork_child(int mine)
+{
+    __atomic_store_n(&stm_serial.lone, mine ? 1u : 0u, __ATOMIC_RELAXED);
+}
 /* A serial attempt holds the lock: stm_begin's wait, out of line. */
 __attribute__((noinline, cold)) void stm_serial_wait(struct tx_stm *s);
 
