@@ -471,15 +471,15 @@ static inline uint64_t tf_abort_holder_instance(uint64_t value)
  * groups of 2^log2, the table's reach: a block's stripe is its place in its
  * group XORed with the group number times an odd constant, from bit 36 of
  * the product (a fixed shift: no variable one on every access; the widest
- * table, 2^28, still takes every bit of the group). Consecutive blocks take consecutive stripes (a table line
- * serves an array's neighbours), and two groups take unrelated offsets
- * however far apart they lie. Version 4 and before XORed the group number
- * itself (tf_stripe_index_v4): two regions a small multiple of the reach
- * apart then collided block for block at a small fixed distance, and
- * glibc's thread heaps are 64 MiB apart, four reaches of the default
- * table, so each thread's allocations shared stripes with the other's
- * neighbouring ones (docs/design.md, "TL2 as built"). Traces before
- * version 3 hashed 8-byte words.
+ * table, 2^28, still takes every bit of the group). Consecutive blocks take
+ * consecutive stripes (a table line serves an array's neighbours), and two
+ * groups take unrelated offsets however far apart they lie. Version 4 and
+ * before XORed the group number itself (tf_stripe_index_v4): two regions a
+ * small multiple of the reach apart then collided block for block at a
+ * small fixed distance, and glibc's thread heaps are 64 MiB apart, four
+ * reaches of the default table, so each thread's allocations shared
+ * stripes with the other's neighbouring ones (docs/design.md, "TL2 as
+ * built"). Traces before version 3 hashed 8-byte words.
  */
 #define TF_STRIPE_MIX UINT64_C(0x9E3779B97F4A7C15)
 #define TF_STRIPE_MIX_SHIFT 36u
