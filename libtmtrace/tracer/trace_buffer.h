@@ -532,6 +532,14 @@ static inline void tb_wset_fill(struct tb_thread *t, struct tf_slot *s, const ui
     tb_publish(t, s + 2 + tf_wset_slots(entries));
 }
 
+/* The COMMIT stashed by tb_ev_commit_carry joins the chunk in its slot `c`
+ * alone, without a write set. */
+static inline void tb_carry_publish(struct tb_thread *t, struct tf_slot *c)
+{
+    *c = t->carry_rec;
+    tb_publish(t, c + 1);
+}
+
 /* The write set of the COMMIT tb_ev_commit_carry filled, `n` words (its
  * write-set size), in the slots after it, and both join the chunk; 0 when
  * the COMMIT cannot carry it (a word too high for runs, too many entries):
@@ -550,8 +558,7 @@ static inline int tb_wset_carry(struct tb_thread *t, const uint64_t *words, cons
     else
         e = tb_wset_pack_runs(out, words, masks, stride, n);
     if (TB_UNLIKELY(e == 0 || e > TF_COMMIT_CARRY_MAX)) {
-        c->head = t->carry_rec.head;
-        tb_publish(t, c + 1);
+        tb_carry_publish(t, c);
         return 0;
     }
     if (e & 1)
@@ -571,8 +578,7 @@ static inline void tb_ev_wset(struct tb_thread *t, const uint64_t *words, const 
 {
     if (t->level != CONFIG_EVENTS_TX) {
         if (t->carry != NULL) { /* at `all`: the COMMIT alone, its writes recorded before it */
-            *t->carry = t->carry_rec;
-            tb_publish(t, t->carry + 1);
+            tb_carry_publish(t, t->carry);
             t->carry = NULL;
         }
         return;
