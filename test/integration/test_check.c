@@ -234,11 +234,12 @@ static uint64_t gen_stripe(uint64_t a)
 
 /* An address on the same stripe as `a` (the generated trace's stripes), in
  * the next group of blocks, so another word: its place in the group is a's
- * stripe XORed with what that group's number adds. */
+ * stripe XORed with what that group's number adds, which is the stripe of
+ * the group's first block. */
 static uint64_t same_stripe_other_word(uint64_t a)
 {
     uint64_t mask = (1ull << TG_STRIPES_LOG2) - 1, g = (a >> gen_shift() >> TG_STRIPES_LOG2) + 1;
-    uint64_t add = fmt <= 4 ? g : g * TF_STRIPE_MIX >> TF_STRIPE_MIX_SHIFT;
+    uint64_t add = gen_stripe(g << TG_STRIPES_LOG2 << gen_shift());
     uint64_t other = (g << TG_STRIPES_LOG2 | ((gen_stripe(a) ^ add) & mask)) << gen_shift();
     assert_true(gen_stripe(other) == gen_stripe(a));
     return other;

@@ -316,7 +316,7 @@ void ca_on_attribution(struct ca_state *s, void (*fn)(void *, const struct ca_at
  * (version 4 and before: the one it locked with then). */
 static inline uint64_t ca_stripe(const struct ca_opts *o, uint64_t addr)
 {
-    if (o->format_version != 0 && o->format_version <= 4)
+    if (o->format_version <= 4)
         return tf_stripe_index_v4(addr, o->stripes_log2, o->stripe_shift);
     return tf_stripe_index(addr, o->stripes_log2, o->stripe_shift);
 }
