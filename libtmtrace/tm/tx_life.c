@@ -100,6 +100,31 @@ static inline void tx_leaves(struct tmt_tx *tx, int traced)
     tx->head.alloc_watch = tx_alloc_watch(0, traced);
 }
 
+/* ---- the attempt_pad measuring build ------------------------------------------ */
+
+/* meson -Dattempt_pad (docs/tracer.md, "What moves the abort rates"): every
+ * attempt spins TMT_ATTEMPT_PAD_SPINS iterations, either outside its window
+ * (1: after its commit, where a tracer's work after the release lies) or
+ * inside it (2: after its snapshot, before the body). Time added outside
+ * makes the other threads commit less often per attempt of this one, so
+ * an attempt meets fewer conflicting commits; time added inside also
+ * widens the window that meets them. Each iteration depends on the one
+ * before, so the loop takes at least one cycle per iteration however the
+ * compiler unrolls it. */
+#ifndef TMT_ATTEMPT_PAD
+#define TMT_ATTEMPT_PAD 0
+#define TMT_ATTEMPT_PAD_SPINS 0
+#endif
+enum { TX_PAD_OUTSIDE = 1, TX_PAD_INSIDE = 2 };
+
+static inline void tx_pad(int where)
+{
+    if (TMT_ATTEMPT_PAD != where)
+        return;
+    for (unsigned long n = TMT_ATTEMPT_PAD_SPINS; n != 0; n--)
+        __asm__ volatile("" : "+r"(n));
+}
+
 /* ---- START and ABORT records ------------------------------------------------- */
 
 /* The START record of the attempt that starts now (`flags`: enum
@@ -224,6 +249,7 @@ __attribute__((noinline)) static void tx_start_serial(struct tmt_tx *tx)
     /* Alone, the attempt waited for no one: its SERIAL needs no ordered
      * stamp (an rdtscp was most of a lone traced start). */
     tb_ev_serial(&tx->trace, why, tx->conflicts, tx_serial_counts(tx), !alone);
+    tx_pad(TX_PAD_INSIDE);
 }
 
 /* Ends the serial attempt's exclusion (commit or undo already done). */
@@ -291,6 +317,7 @@ static inline void tx_start_stm(struct tmt_tx *tx, int path, int rec)
             tb_ev_start(&tx->trace, tx->site_id, tx->instance, flags, 0);
     }
     stm_begin(tx, ro, rec == TX_REC_OFF || !tb_records_accesses(&tx->trace));
+    tx_pad(TX_PAD_INSIDE);
 }
 
 /* Hardware attempts for the transaction, under htm.c's policy: RUNNING
@@ -408,6 +435,7 @@ __attribute__((noinline)) static int tx_start_in_place(struct tmt_tx *tx, uintpt
     tx->frame = frame;
     tx->serial_next = TF_SERIAL_ALONE;
     tx_serial_begins(tx, 1);
+    tx_pad(TX_PAD_INSIDE);
     return 1;
 }
 
@@ -534,6 +562,7 @@ jmp_buf *tx_begin(struct tmt_tx *tx, tmt_site *site, unsigned flags, uintptr_t f
 static inline void tx_committed(struct tmt_tx *tx, uint64_t wv, int traced)
 {
     txmem_commit(tx, wv);
+    tx_pad(TX_PAD_OUTSIDE);
     tx_leaves(tx, traced);
     tx->mode = TX_MODE_NONE;
     tx_count(&tx->site_stats[tx->site_id].commits); /* the totals are their sums (txreg_sum) */

@@ -264,17 +264,25 @@ int config_load_from(const char *(*get)(const char *name, void *ctx), void *ctx,
             return -1;
         }
     }
+    /* A measuring build traces nothing. One that stamps in its untraced
+     * paths (clock.h) would carry their cost twice in a trace; a padded one
+     * (tx_life.c, tx_pad) is slower by design, so its trace would explain a
+     * program that is not the user's. */
+    const char *measuring = NULL, *does = NULL;
 #if defined(TMT_CLOCK_FLOOR) && TMT_CLOCK_FLOOR
-    /* A measuring build (clock.h) takes stamps in its untraced paths: a
-     * trace it wrote would carry their cost twice. */
-    if (config.events != CONFIG_EVENTS_OFF) {
+    measuring = TMT_CLOCK_FLOOR >= 2 ? "-Dclock_floor=all" : "-Dclock_floor=tx";
+    does = "reads the clock";
+#elif defined(TMT_ATTEMPT_PAD) && TMT_ATTEMPT_PAD
+    measuring = TMT_ATTEMPT_PAD == 1 ? "-Dattempt_pad=outside" : "-Dattempt_pad=inside";
+    does = "spins in every attempt";
+#endif
+    if (measuring != NULL && config.events != CONFIG_EVENTS_OFF) {
         int events = config.events;
         config_reset();
-        return error_set("TMTRACE_EVENTS=%s: this library is a measuring build (-Dclock_floor=%s) that reads the "
-                         "clock and records nothing; set TMTRACE_EVENTS=off",
-                         events == CONFIG_EVENTS_TX ? "tx" : "all", TMT_CLOCK_FLOOR >= 2 ? "all" : "tx");
+        return error_set("TMTRACE_EVENTS=%s: this library is a measuring build (%s) that %s and records nothing; "
+                         "set TMTRACE_EVENTS=off",
+                         events == CONFIG_EVENTS_TX ? "tx" : "all", measuring, does);
     }
-#endif
     return 0;
 }
 

@@ -102,16 +102,21 @@ def build_option(build, name):
     return values[0] if values else None
 
 
-def clock_floor_level(build):
-    """The -Dclock_floor level ("tx", "all", or "records": the record-only
-    build) of the meson build tree BUILD; a ScriptError (exit 2) naming
-    BUILD when it is not a configured tree or not a measuring build
-    (docs/tracer.md, "The clock's floor")."""
+def measuring_level(build):
+    """The level under which the measuring build BUILD (a meson build tree)
+    runs: floor-tx, floor-all or floor-records for -Dclock_floor=tx, all or
+    records (docs/tracer.md, "The clock's floor"), pad-outside or pad-inside
+    for -Dattempt_pad=outside or inside ("What moves the abort rates"); a
+    ScriptError (exit 2) naming BUILD when it is not a configured tree or
+    not a measuring build."""
+    pad = build_option(build, "attempt_pad")
+    if pad in ("outside", "inside"):
+        return "pad-" + pad
     level = build_option(build, "clock_floor")
     if level not in ("tx", "all", "records"):
-        raise cli.ScriptError("%s: not a measuring build (configure it with meson -Dclock_floor=tx, all or records)"
-                              % build, cli.EXIT_USAGE)
-    return level
+        raise cli.ScriptError("%s: not a measuring build (configure it with meson -Dclock_floor=tx, all or records, "
+                              "or -Dattempt_pad=outside or inside)" % build, cli.EXIT_USAGE)
+    return "floor-" + level
 
 
 def cpu_model():

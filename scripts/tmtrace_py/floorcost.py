@@ -131,8 +131,11 @@ def abort_rows(runs, levels):
     """For each cell whose untraced median abort rate is >= ABORT_MIN_PCT:
     dict cell, off (median), off_ci, spread_ok (the interval within
     +-SPREAD_PCT % of the median), notes (abort_notes) and levels [(level,
-    ratio, ci, band, meets)], band None where the issue sets none (meets then
-    None)."""
+    ratio, ci, band, meets, time)], band None where the issue sets none
+    (meets then None), time the level's median ns/op over off's (None
+    without both): an abort rate that moves as 1/time is what time added
+    outside the attempts' windows does (docs/tracer.md, "What moves the
+    abort rates")."""
     rows = []
     for c in cells_of(runs):
         off = samples(runs, c, "off", "abort_rate")
@@ -148,7 +151,8 @@ def abort_rows(runs, levels):
             band = ABORT_BAND.get(level.split("@")[0].split("/")[0])
             meets = None if band is None else (lci is not None and row["spread_ok"] and
                                                band[0] <= lci[0] and lci[1] <= band[1])
-            row["levels"].append((level, median_ratio(num, off), lci, band, meets))
+            time = median_ratio(samples(runs, c, level, "ns_per_op"), samples(runs, c, "off", "ns_per_op"))
+            row["levels"].append((level, median_ratio(num, off), lci, band, meets, time))
         rows.append(row)
     return rows
 
@@ -202,7 +206,9 @@ def abort_text(rows):
     """The lines of the abort-rate ratio table."""
     out = ["abort rate, traced/untraced median, 95 %% bootstrap interval (cells with an untraced rate >= %g %%; "
            "the interval must lie in the level's band; floors: what the clock reads alone, or with %s and %s the "
-           "records alone, move it):" % (ABORT_MIN_PCT, RECORDS_FLOOR, RECORDS_ALL_FLOOR)]
+           "records alone, move it; pads: time added outside or inside each attempt), beside the time ratio: "
+           "a rate near 1/time is what time added outside the attempts' windows does:"
+           % (ABORT_MIN_PCT, RECORDS_FLOOR, RECORDS_ALL_FLOOR)]
     if not rows:
         return out + ["  no cell's untraced rate reaches %g %%" % ABORT_MIN_PCT]
     for r in rows:
@@ -212,8 +218,9 @@ def abort_text(rows):
             ": within +-%g %% of the median" % SPREAD_PCT if r["spread_ok"]
             else ": spread too wide (beyond +-%g %% of the median), not judged" % SPREAD_PCT,
             "".join("; " + n for n in r["notes"])))
-        for level, ratio, ci, band, meets in r["levels"]:
+        for level, ratio, ci, band, meets, time in r["levels"]:
             verdict = "" if band is None else "  band [%.2f, %.2f]: %s" % (
                 band[0], band[1], "not judged" if not r["spread_ok"] else _met(meets))
-            out.append(("    %-16s %s %-16s%s" % (level, _num(ratio), _ci(ci), verdict)).rstrip())
+            out.append(("    %-16s %s %-16s time %s (1/time %s)%s" % (
+                level, _num(ratio), _ci(ci), _num(time), _num(None if not time else 1 / time), verdict)).rstrip())
     return out

@@ -81,7 +81,7 @@ class MedianOps(unittest.TestCase):
             bench.median_ops([])
 
 
-class ClockFloorLevel(unittest.TestCase):
+class MeasuringLevel(unittest.TestCase):
     def setUp(self):
         self.dir = support.temp_dir(self)
 
@@ -92,7 +92,7 @@ class ClockFloorLevel(unittest.TestCase):
 
     def assert_usage_error(self, text):
         with self.assertRaises(cli.ScriptError) as ctx:
-            bench.clock_floor_level(self.dir)
+            bench.measuring_level(self.dir)
         self.assertEqual(ctx.exception.status, cli.EXIT_USAGE)
         self.assertIn(self.dir, str(ctx.exception))
         self.assertIn(text, str(ctx.exception))
@@ -100,14 +100,18 @@ class ClockFloorLevel(unittest.TestCase):
 
     def test_a_measuring_build_gives_its_level(self):
         self.configured([{"name": "buildtype", "value": "release"}, {"name": "clock_floor", "value": "all"}])
-        self.assertEqual(bench.clock_floor_level(self.dir), "all")
+        self.assertEqual(bench.measuring_level(self.dir), "floor-all")
 
     def test_the_record_only_build_gives_records(self):
         self.configured([{"name": "clock_floor", "value": "records"}])
-        self.assertEqual(bench.clock_floor_level(self.dir), "records")
+        self.assertEqual(bench.measuring_level(self.dir), "floor-records")
+
+    def test_an_attempt_pad_build_gives_where_it_pads(self):
+        self.configured([{"name": "clock_floor", "value": "none"}, {"name": "attempt_pad", "value": "outside"}])
+        self.assertEqual(bench.measuring_level(self.dir), "pad-outside")
 
     def test_a_normal_build_is_a_usage_error(self):
-        self.configured([{"name": "clock_floor", "value": "none"}])
+        self.configured([{"name": "clock_floor", "value": "none"}, {"name": "attempt_pad", "value": "none"}])
         self.assert_usage_error("not a measuring build")
 
     def test_any_option_reads_back_and_an_absent_one_is_none(self):

@@ -98,8 +98,17 @@ class AbortRows(unittest.TestCase):
             runs_of("all", [1] * 9, [x * 2 for x in self.OFF])
         (row,) = floorcost.abort_rows(rs, ["default", "all"])
         self.assertTrue(row["spread_ok"])
-        got = {lv: meets for lv, _, _, _, meets in row["levels"]}
+        got = {lv: meets for lv, _, _, _, meets, _ in row["levels"]}
         self.assertEqual(got, {"default": True, "all": False})
+
+    def test_each_level_gives_its_time_ratio_beside_its_abort_ratio(self):
+        rs = runs_of("off", [100] * 9, self.OFF) + runs_of("pad-outside", [125] * 9, [x * 0.8 for x in self.OFF])
+        (row,) = floorcost.abort_rows(rs, ["pad-outside"])
+        level, ratio, _, band, _, time = row["levels"][0]
+        self.assertEqual((level, band), ("pad-outside", None))
+        self.assertAlmostEqual(ratio, 0.8)
+        self.assertAlmostEqual(time, 1.25)
+        self.assertIn("time 1.250 (1/time 0.800)", floorcost.abort_text([row])[2])
 
     def test_a_wide_untraced_spread_is_not_judged(self):
         off = [0.22, 0.8, 0.3, 0.7, 0.35, 0.28, 0.5]
