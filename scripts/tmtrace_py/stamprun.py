@@ -11,7 +11,7 @@ its exit status: a failed run says why; its page faults and CPU time), the check
 violation, no open attempt, and as many commits and transactions as the
 runtime counted at exit), the machine line of a report (CPU model, load
 average), the order of the runs (every configuration in
-each repetition, the order rotated from one repetition to the next), the
+each repetition, in an order drawn anew for each repetition), the
 CSV of the runs, and medians, ratios and geometric means.
 Never: knows an application, a backend or a level (stamp, gcctm and the
 harnesses do).
@@ -19,6 +19,7 @@ harnesses do).
 import csv
 import gzip
 import os
+import random
 import re
 import resource
 import shutil
@@ -142,13 +143,19 @@ def check_trace(build, trace, commits, work):
     return problems
 
 
-def rotations(reps, configs):
+def orders(reps, configs, seed=0):
     """(repetition, configurations in the order of that repetition): each
-    repetition runs every configuration, starting one later than the one
-    before, so that none always runs first."""
+    repetition runs every configuration once, in an order drawn at random
+    for it (the same SEED gives the same orders). On this kind of VM whole
+    stretches of seconds run at half speed, and a fixed or rotated order
+    gives each configuration the same neighbours in every repetition, so
+    such a stretch can fall on some configurations more than on others
+    (docs/tracer.md, "What moves rbtree's abort rate")."""
+    rng = random.Random(seed)
     for rep in range(reps):
-        k = rep % len(configs) if configs else 0
-        yield rep + 1, configs[k:] + configs[:k]
+        order = list(configs)
+        rng.shuffle(order)
+        yield rep + 1, order
 
 
 class Runs:

@@ -100,9 +100,20 @@ class CheckTrace(unittest.TestCase):
 
 
 class Order(unittest.TestCase):
-    def test_each_repetition_runs_every_configuration_starting_one_later(self):
-        self.assertEqual(list(stamprun.rotations(3, ["a", "b"])),
-                         [(1, ["a", "b"]), (2, ["b", "a"]), (3, ["a", "b"])])
+    CONFIGS = ["a", "b", "c", "d", "e"]
+
+    def test_each_repetition_runs_every_configuration_once(self):
+        reps = list(stamprun.orders(21, self.CONFIGS))
+        self.assertEqual([rep for rep, _ in reps], list(range(1, 22)))
+        for _, order in reps:
+            self.assertEqual(sorted(order), self.CONFIGS)
+
+    def test_the_orders_vary_between_repetitions_and_the_same_seed_repeats_them(self):
+        orders = [tuple(order) for _, order in stamprun.orders(21, self.CONFIGS, seed=7)]
+        self.assertGreater(len(set(orders)), 10)
+        self.assertGreater(len({order[0] for order in orders}), 1)
+        self.assertEqual(orders, [tuple(order) for _, order in stamprun.orders(21, self.CONFIGS, seed=7)])
+        self.assertNotEqual(orders, [tuple(order) for _, order in stamprun.orders(21, self.CONFIGS, seed=8)])
 
 
 class Medians(unittest.TestCase):
