@@ -127,13 +127,23 @@ def abort_notes(off, seconds):
     return notes
 
 
+def _time_ratio(runs, cell, level):
+    """LEVEL's median ns/op over off's in CELL, or its median seconds' over off's where the runs give no ns/op."""
+    for key in ("ns_per_op", "seconds"):
+        num, off = samples(runs, cell, level, key), samples(runs, cell, "off", key)
+        if num and off:
+            return median_ratio(num, off)
+    return None
+
+
 def abort_rows(runs, levels):
     """For each cell whose untraced median abort rate is >= ABORT_MIN_PCT:
     dict cell, off (median), off_ci, spread_ok (the interval within
     +-SPREAD_PCT % of the median), notes (abort_notes) and levels [(level,
     ratio, ci, band, meets, time)], band None where the issue sets none
-    (meets then None), time the level's median ns/op over off's (None
-    without both): an abort rate that moves as 1/time is what time added
+    (meets then None), time the level's median ns/op over off's (the
+    median seconds' ratio for runs of fixed work without ns/op, as
+    STAMP's; None without either): an abort rate that moves as 1/time is what time added
     outside the attempts' windows does (docs/tracer.md, "What moves the
     abort rates")."""
     rows = []
@@ -151,7 +161,7 @@ def abort_rows(runs, levels):
             band = ABORT_BAND.get(level.split("@")[0].split("/")[0])
             meets = None if band is None else (lci is not None and row["spread_ok"] and
                                                band[0] <= lci[0] and lci[1] <= band[1])
-            time = median_ratio(samples(runs, c, level, "ns_per_op"), samples(runs, c, "off", "ns_per_op"))
+            time = _time_ratio(runs, c, level)
             row["levels"].append((level, median_ratio(num, off), lci, band, meets, time))
         rows.append(row)
     return rows

@@ -110,6 +110,13 @@ class AbortRows(unittest.TestCase):
         self.assertAlmostEqual(time, 1.25)
         self.assertIn("time 1.250 (1/time 0.800)", floorcost.abort_text([row])[2])
 
+    def test_runs_without_ns_per_op_give_the_ratio_of_their_seconds(self):
+        rs = runs_of("off", [None] * 9, self.OFF) + runs_of("default", [None] * 9, self.OFF)
+        for r, secs in zip(rs, [0.2] * 9 + [0.25] * 9):
+            r["seconds"] = secs
+        (row,) = floorcost.abort_rows(rs, ["default"])
+        self.assertAlmostEqual(row["levels"][0][5], 1.25)
+
     def test_a_wide_untraced_spread_is_not_judged(self):
         off = [0.22, 0.8, 0.3, 0.7, 0.35, 0.28, 0.5]
         rs = runs_of("off", [1] * 7, off) + runs_of("default", [1] * 7, off)
