@@ -77,7 +77,9 @@ THREAD_OPTION = {"kmeans": "-p", "vacation": "-c"}  # the others take -t
 # The measuring builds (-Dclock_floor) tmbench/stamp/run runs as backends of these names: untraced,
 # but the record-only build at the settings of floorcost.RECORDS_AS and, where `all` is measured,
 # of floorcost.RECORDS_ALL_AS (floor_env).
-FLOORS = ("floor-tx", "floor-all", floorcost.RECORDS_FLOOR, floorcost.RECORDS_ALL_FLOOR)
+# The attempt_pad builds (pad-outside, pad-inside) run untraced as well,
+# and join the abort table only.
+FLOORS = ("floor-tx", "floor-all", floorcost.RECORDS_FLOOR, floorcost.RECORDS_ALL_FLOOR, "pad-outside", "pad-inside")
 # The issue judges the cost above the floor on apps whose untraced parallel
 # phase lasts at least this long; bayes and labyrinth, whose runs vary most,
 # it lets be reported apart. Both are out of the geomean.
