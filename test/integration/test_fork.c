@@ -39,28 +39,17 @@ static int workers_running;
  * fork interceptor): a child of a process whose other threads were inside
  * its allocator at that instant inherits a size class's lock held for
  * ever. Two ways of waiting on it were seen, each in about 1 of 15 runs of
- * this test under load, with gdb:
- * - LeakSanitizer's check at exit, which locks every size class (a child
- *   of fork_untraced, in LockAllocator). So the children that a scenario
- *   process forks beside its threads leave that check out
- *   (__lsan_is_turned_off, LeakSanitizer's documented hook). The scenario
- *   processes, forked from this single-threaded test before they start
- *   any thread, keep it, and so does every other test.
- * - A new thread's start, whose empty cache refills from the allocator
- *   (grandchild's thread, in AsanThread::Init's calloc). So under ASan the
- *   grandchild runs its transactions on its own thread only; the build
- *   without ASan starts the second thread in every child. */
-static int lsan_off;
+ * this test under load, with gdb: LeakSanitizer's check at exit (which
+ * test_util.c leaves out in such children), and a new thread's start,
+ * whose empty cache refills from the allocator (grandchild's thread, in
+ * AsanThread::Init's calloc). So under ASan the grandchild runs its
+ * transactions on its own thread only; the build without ASan starts the
+ * second thread in every child. */
 #ifdef __SANITIZE_ADDRESS__
 #define CHILD_SECOND_THREAD 0
 #else
 #define CHILD_SECOND_THREAD 1
 #endif
-int __lsan_is_turned_off(void);
-int __lsan_is_turned_off(void) { return lsan_off; }
-static void forked_beside_threads(void) { lsan_off = 1; }
-/* In a scenario process, before it starts a thread. */
-static void scenario_starts(void) { (void)pthread_atfork(NULL, NULL, forked_beside_threads); }
 
 static uint64_t now_ns(void)
 {
@@ -138,7 +127,7 @@ static int grandchild(void)
         return 4; /* inherited half a commit */
     for (int k = 0; k < 5; k++)
         add_one(tx, &bank[k % ACCTS], 1);
-#if CHILD_SECOND_THREAD /* none under GCC 12's libasan: see lsan_off */
+#if CHILD_SECOND_THREAD /* none under GCC 12's libasan: see above */
     stop_workers = 0;
     workers_running = 0;
     pthread_t th;
@@ -188,7 +177,6 @@ static int scenario(const char *const *env, int (*body)(void))
         for (; *env; env++)
             putenv((char *)*env);
         setenv("TMT_KEEP_TMP", "1", 1);
-        scenario_starts();
         if (tmt_init() != 0) {
             fprintf(stderr, "scenario: %s\n", tmt_error());
             _exit(90);
@@ -326,7 +314,6 @@ static void a_pid_pattern_gives_the_child_a_trace_of_its_own(void **state)
         for (const char *const *e = env; *e; e++)
             putenv((char *)*e);
         setenv("TMT_KEEP_TMP", "1", 1);
-        scenario_starts();
         if (tmt_init() != 0)
             _exit(90);
         exit(fork_traced());
@@ -467,7 +454,6 @@ int main(int argc, char **argv)
 {
     /* Scenarios that need their own environment run as this program again. */
     if (argc == 2 && (strcmp(argv[1], "--untraced-child") == 0 || strcmp(argv[1], "--busy-writer") == 0)) {
-        scenario_starts();
         if (tmt_init() != 0) {
             fprintf(stderr, "%s\n", tmt_error());
             return 90;
