@@ -31,7 +31,12 @@ run_suite() { # name dir
             grep -v -E '^(Fail|Timeout):' | head -40 | sed "s/^/[$name] /" || true
         sed -n '/^Summary of Failures/,$p' "$log" | head -80
     fi
-    summary+=("$name: $(grep -E '^Ok:' "$log" | awk '{print $2}') ok, $(grep -E '^Fail:' "$log" | awk '{print $2}') failed")
+    # A test that timed out failed too (meson counts it apart).
+    local passed failed timedout
+    passed=$(grep -E '^Ok:' "$log" | awk '{print $2}')
+    failed=$(grep -E '^Fail:' "$log" | awk '{print $2}')
+    timedout=$(grep -E '^Timeout:' "$log" | awk '{print $2}')
+    summary+=("$name: ${passed:-0} ok, $((${failed:-0} + ${timedout:-0})) failed")
     rm -f "$log"
 }
 
