@@ -453,16 +453,18 @@ static inline __attribute__((always_inline)) uint8_t *codec_boundary_row(uint8_t
 
 /* A compact START or COMMIT alone: its row, and `r`, the previous record,
  * becomes it (tf_compact_apply's boundary cases, on the branch the row
- * took). */
+ * took). A folded START's row is the START's, whose instance is the last
+ * one's plus one (trace_format.h). */
 static inline __attribute__((always_inline)) uint8_t *codec_slot_boundary(uint8_t *p, struct codec_pred *st,
                                                                          struct tf_record *r,
                                                                          const struct tf_slot *s)
 {
     uint64_t h = s->head;
-    p = codec_boundary_row(p, st, h, s->value);
+    uint64_t v = tf_start_folded(s) ? st->tp->instance + 1 : s->value;
+    p = codec_boundary_row(p, st, h, v);
     r->tsc = st->tsc += h >> 8 & TF_BOUNDARY_STEP_MAX;
     r->reason = 0;
-    r->addr = s->value;
+    r->addr = v;
     if ((h & 3u) == TF_COMPACT_START) {
         r->kind = TF_EV_START;
         r->site = (uint16_t)(h >> 32);
@@ -500,8 +502,8 @@ static inline __attribute__((always_inline)) uint8_t *codec_compact_run(uint8_t 
         if (!(h & TF_COMPACT_TAG))
             break;
         if (h & 2u) { /* a START or a COMMIT: rarer, through the predictors in memory */
-            if (tf_commit_carried(s))
-                break; /* codec_slot_carry's */
+            if (tf_commit_carried(s) || tf_start_folded(s))
+                break; /* the loop's, which counts the records beyond the slot */
             tsc += h >> 8 & TF_BOUNDARY_STEP_MAX;
             p = codec_boundary_row(p, st, h, s->value);
             if ((h & 3u) == TF_COMPACT_START) {
@@ -661,6 +663,46 @@ static uint8_t *codec_slot_carried(uint8_t *p, struct codec_pred *st, struct cod
     return codec_slot_wset(p, st, it, s + 1, fl);
 }
 
+/* The COMMIT that the folded START at s holds, after that START's row,
+ * which `r` holds and which becomes the COMMIT: its row (as a compact
+ * COMMIT's in a slot of its own), then its truth, the slot's. */
+static inline __attribute__((always_inline)) uint8_t *codec_slot_fold_commit(uint8_t *p, struct codec_pred *st,
+                                                                            struct tf_record *r,
+                                                                            const struct tf_slot *s,
+                                                                            uint64_t truth, unsigned fl)
+{
+    struct tf_slot c = { tf_fold_commit_head(s), 0 };
+    p = codec_slot_boundary(p, st, r, &c);
+    if (fl & CODEC_EV_TRUTH)
+        p = codec_put_varint(p, codec_zz(truth - r->tsc));
+    return p;
+}
+
+/* A compact START or COMMIT alone (codec_slots_loop's), stamped `truth`:
+ * its row, then those of the records beyond its slot, the words of the
+ * write set a COMMIT carries or a folded START's COMMIT. `r`, the previous
+ * record, becomes the last of them; *instance follows a START. */
+static inline __attribute__((always_inline)) uint8_t *codec_slot_boundary_whole(uint8_t *p, struct codec_pred *st,
+                                                                               struct codec_item *it,
+                                                                               struct tf_record *r,
+                                                                               const struct tf_slot *s,
+                                                                               uint64_t truth, uint64_t *instance,
+                                                                               unsigned fl)
+{
+    p = codec_slot_boundary(p, st, r, s);
+    if (r->kind == TF_EV_START)
+        *instance = r->addr;
+    if (fl & CODEC_EV_TRUTH)
+        p = codec_put_varint(p, codec_zz(truth - r->tsc));
+    if (tf_start_folded(s))
+        return codec_slot_fold_commit(p, st, r, s, truth, fl);
+    if (tf_commit_carried(s)) {
+        codec_item_of(it, r, truth);
+        p = codec_slot_carried(p, st, it, s, fl);
+    }
+    return p;
+}
+
 /* The row or rows of the record `r` read from slot s by tf_slot_read (not
  * a compact one after another of the piece): a write set's words, or the
  * record, then, when it `carries` one, the words of the write set the
@@ -701,8 +743,10 @@ static inline __attribute__((always_inline)) long codec_slots_loop(uint8_t *out,
              * set, or a boundary alone (at `tx`, where a run's set-up costs
              * more than its one row), with the words it carries */
             uint32_t carried = tf_commit_carried(s);
-            if (!carried && (tf_compact_is_access(s) || (left > 1 && max - k > 1 && tf_slot_is_compact(s + 1) &&
-                                                         !tf_commit_carried(s + 1)))) {
+            int folded = tf_start_folded(s);
+            if (!carried && !folded &&
+                (tf_compact_is_access(s) || (left > 1 && max - k > 1 && tf_slot_is_compact(s + 1) &&
+                                             !tf_commit_carried(s + 1) && !tf_start_folded(s + 1)))) {
                 size_t took;
                 p = codec_compact_run(p, &st, &r, &s, &truth, max - k < left ? max - k : left, &took, &instance,
                                       fl);
@@ -711,21 +755,14 @@ static inline __attribute__((always_inline)) long codec_slots_loop(uint8_t *out,
                 continue;
             }
             size_t took = carried ? tf_commit_carry_slots(s, left) : 1;
-            uint64_t words = carried ? tf_commit_carried_words(s) : 0;
-            if (took == 0 || k + 1 + words > max) {
+            /* the records after the slot's first: a write set's words, a folded START's COMMIT */
+            uint64_t beyond = carried ? tf_commit_carried_words(s) : (uint64_t)folded;
+            if (took == 0 || k + 1 + beyond > max) {
                 whole = took == 0; /* malformed, or the next piece takes the write set whole */
                 break;
             }
-            p = codec_slot_boundary(p, &st, &r, s);
-            if (r.kind == TF_EV_START)
-                instance = r.addr;
-            if (fl & CODEC_EV_TRUTH)
-                p = codec_put_varint(p, codec_zz(*truth - r.tsc));
-            if (carried) {
-                codec_item_of(&it, &r, (fl & CODEC_EV_TRUTH) ? *truth : 0);
-                p = codec_slot_carried(p, &st, &it, s, fl);
-                k += words;
-            }
+            p = codec_slot_boundary_whole(p, &st, &it, &r, s, (fl & CODEC_EV_TRUTH) ? *truth : 0, &instance, fl);
+            k += beyond;
             s += took;
             left -= took;
             if (fl & CODEC_EV_TRUTH)
@@ -733,13 +770,14 @@ static inline __attribute__((always_inline)) long codec_slots_loop(uint8_t *out,
             continue;
         }
         struct tf_record before = r; /* the next piece's previous record, if this one is left to it */
-        unsigned took = tf_slot_read(s, left, have, &r);
+        unsigned took = tf_slot_read(s, left, have, instance, &r);
         if (took == 0)
             break;
         /* The records it stands for: a write set's words, a COMMIT's and
-         * those of the write set it carries */
+         * those of the write set it carries, a folded START and its COMMIT */
         int carries = took > 1 && tf_slot_is_compact(s);
-        uint64_t records = r.kind == TF_EV_WSET ? r.addr : carries ? 1 + tf_commit_carried_words(s) : 1;
+        int folded = tf_slot_is_compact(s) && tf_start_folded(s);
+        uint64_t records = r.kind == TF_EV_WSET ? r.addr : carries ? 1 + tf_commit_carried_words(s) : 1u + folded;
         if (k + records > max) {
             r = before;
             whole = 0; /* the next piece takes the write set whole */
@@ -750,6 +788,8 @@ static inline __attribute__((always_inline)) long codec_slots_loop(uint8_t *out,
         k += records - 1;
         if (r.kind == TF_EV_START)
             instance = r.addr;
+        if (folded)
+            p = codec_slot_fold_commit(p, &st, &r, s, (fl & CODEC_EV_TRUTH) ? *truth : 0, fl);
         s += took;
         left -= took;
         if (fl & CODEC_EV_TRUTH)

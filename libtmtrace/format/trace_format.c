@@ -58,7 +58,7 @@ size_t tf_slots_records(const struct tf_slot *s, size_t n)
     for (size_t i = 0; i < n;) {
         if (tf_slot_is_compact(&s[i])) {
             uint32_t e = tf_commit_carried(&s[i]);
-            k += e ? 1 + tf_commit_carried_words(&s[i]) : 1;
+            k += e ? 1 + tf_commit_carried_words(&s[i]) : tf_start_folded(&s[i]) ? 2 : 1;
             i += e ? 1 + tf_wset_slots(e) : 1;
             continue;
         }

@@ -180,7 +180,8 @@ _Static_assert(sizeof(struct tf_record) == 32, "tf_record is 32 bytes");
  *     head   bits 2-6 the start flags, bits 8-31 the step (at most
  *            TF_BOUNDARY_STEP_MAX), bits 32-47 the site, bits 48-63 the
  *            attempt
- *     value  the instance id
+ *     value  the instance id (below 2^63), or, with bit 63 set, the
+ *            read-only COMMIT that ended the attempt (tf_start_fold, below)
  *   COMMIT (class 3)
  *     head   bits 2-6 the entries of the write set it carries (below; 0:
  *            none), bits 8-31 the step, bits 32-47 the read-set size, bits
@@ -322,6 +323,40 @@ static inline void tf_compact_apply(const struct tf_slot *s, struct tf_record *r
     }
 }
 
+/* A compact START whose attempt ended in a read-only commit with nothing
+ * recorded in between (no write version, no write set) holds that COMMIT
+ * too: the runtime rewrites the START's value in place at the commit
+ * (one 8-byte store, so that a snapshot copies one form or the other)
+ * instead of taking a slot for it. The value then says TF_START_FOLDED,
+ * the COMMIT's stamp step after the START (bits 0-23) and its read-set
+ * size (bits 32-47); the START's instance id is the one before it in the
+ * stream plus one (the previous START's, or the chunk's first instance),
+ * which the runtime checks before it folds. The slot stands for the START
+ * and the COMMIT: two records, the COMMIT with the START's CPU and site. */
+#define TF_START_FOLDED (UINT64_C(1) << 63)
+static inline uint64_t tf_start_fold(uint64_t step, uint32_t read_set)
+{
+    return TF_START_FOLDED | (uint64_t)read_set << 32 | step;
+}
+/* Whether the compact slot s is a START that holds its COMMIT. */
+static inline int tf_start_folded(const struct tf_slot *s)
+{
+    return (s->head & 3u) == TF_COMPACT_START && (s->value & TF_START_FOLDED) != 0;
+}
+/* The head and value of a compact COMMIT that the folded START at s holds:
+ * what the slot would hold had the COMMIT taken one of its own. */
+static inline uint64_t tf_fold_commit_head(const struct tf_slot *s)
+{
+    return ((s->value >> 32 & 0xffffu) << 32) | (s->value & TF_BOUNDARY_STEP_MAX) << 8 | TF_COMPACT_TAG |
+           TF_COMPACT_COMMIT;
+}
+/* The START record `r` read from the folded slot s becomes its COMMIT. */
+static inline void tf_fold_commit(const struct tf_slot *s, struct tf_record *r)
+{
+    struct tf_slot c = { tf_fold_commit_head(s), 0 };
+    tf_compact_apply(&c, r);
+}
+
 /*
  * A write set in the slot stream: a full record of kind TF_EV_WSET whose
  * `addr` is the count of words n (1 to TF_WSET_MAX; a longer write set, or
@@ -381,19 +416,24 @@ static inline size_t tf_commit_carry_slots(const struct tf_slot *s, size_t left)
 
 /* Reads the record that starts at s[0], with `n` slots left, into *r, which
  * holds the record before it on entry when `have_prev` (a compact record
- * takes its CPU, site and stamp from there). Returns the slots the record
- * takes (1, 2, a write set's 2 + tf_wset_slots, or a COMMIT's with the
- * write set it carries: tf_commit_carry_slots; *r is the COMMIT), or 0
+ * takes its CPU, site and stamp from there); `instance` is the instance id
+ * in force before it (a folded START's is one more). Returns the slots the
+ * record takes (1, 2, a write set's 2 + tf_wset_slots, or a COMMIT's with the
+ * write set it carries: tf_commit_carry_slots; *r is the COMMIT; a folded
+ * START's 1: *r is the START, tf_fold_commit makes the COMMIT), or 0
  * where the stream is not well formed: a compact record with no record
  * before it, a full record cut at the end, a kind out of range, a write
  * set's count 0, too large or cut at the end. */
-static inline unsigned tf_slot_read(const struct tf_slot *s, size_t n, int have_prev, struct tf_record *r)
+static inline unsigned tf_slot_read(const struct tf_slot *s, size_t n, int have_prev, uint64_t instance,
+                                    struct tf_record *r)
 {
     if (tf_slot_is_compact(s)) {
         unsigned took = tf_commit_carried(s) ? (unsigned)tf_commit_carry_slots(s, n) : 1;
         if (!have_prev || took == 0)
             return 0;
         tf_compact_apply(s, r);
+        if (tf_start_folded(s))
+            r->addr = instance + 1;
         return took;
     }
     const struct tf_record *f = (const struct tf_record *)(const void *)s;

@@ -58,6 +58,8 @@ struct tb_thread {
     struct tf_slot *carry;     /* the slot of a COMMIT stamped and not yet published, which is to carry
                                 * the write set tb_ev_wset records next (tb_ev_commit_carry), or NULL */
     struct tf_slot carry_rec;  /* that COMMIT, kept here until then (see tb_ev_commit_carry) */
+    struct tf_slot *fold_end;  /* the slot after a compact START that a read-only COMMIT may fold into
+                                * (trace_format.h, tf_start_fold) while `cur` is still there, or NULL */
 
     /* Cold: the slow path's. */
     struct tb_chunk *chunk;

@@ -231,6 +231,7 @@ static void set_chunk(struct tb_thread *t, struct tb_chunk *c)
         __atomic_store_n(&t->cur, NULL, __ATOMIC_RELAXED); /* a snapshot on another thread loads it */
         __atomic_store_n(&t->base, NULL, __ATOMIC_RELAXED); /* and the thread table (discard_pending) */
         t->end = NULL;
+        t->fold_end = NULL;
         tb_set_compact(t, 0);
         t->truth = NULL;
         return;
@@ -242,6 +243,7 @@ static void set_chunk(struct tb_thread *t, struct tb_chunk *c)
     __atomic_store_n(&t->cur, c->slots, __ATOMIC_RELAXED);
     t->end = c->slots + c->cap - 1; /* a full record needs two slots */
     t->truth = c->truth;
+    t->fold_end = NULL;
     __atomic_store_n(&t->fulls, 0, __ATOMIC_RELAXED);
     tb_set_compact(t, 0); /* the chunk's first record is a full one */
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
@@ -339,6 +341,7 @@ static struct tf_slot *discard_start(struct tb_thread *t)
     __atomic_store_n(&t->base, t->discard, __ATOMIC_RELAXED);
     t->end = t->discard + TB_DISCARD_SLOTS - 1; /* a full record needs two slots */
     t->truth = tb_truth ? (uint64_t *)(void *)(t->discard + TB_DISCARD_SLOTS) : NULL;
+    t->fold_end = NULL;
     tb_set_compact(t, 0);
     return t->cur;
 }

@@ -318,9 +318,14 @@ static inline void tb_ev_start(struct tb_thread *t, uint32_t site, uint64_t inst
         flags |= chosen ? TF_START_DETAIL : 0;
     }
     t->site = (uint16_t)site; /* site ids fit 16 bits (SITE_MAX), as in a full record */
+    struct tf_slot *s = t->cur;
+    /* A read-only COMMIT may fold into a compact START (it took one slot,
+     * `s`) whose instance the reader can tell from the one before it. */
+    uint64_t next = t->instance + 1;
     t->instance = instance;
-    tb_boundary(t, TF_EV_START, tf_start_head(flags, 0, t->site, attempt), (flags >> 5 | attempt >> 16) == 0,
-                instance, tf_start_value(flags, attempt));
+    tb_boundary(t, TF_EV_START, tf_start_head(flags, 0, t->site, attempt),
+                (flags >> 5 | attempt >> 16 | instance >> 63) == 0, instance, tf_start_value(flags, attempt));
+    t->fold_end = instance == next && (uintptr_t)t->cur - (uintptr_t)s == sizeof *s ? t->cur : NULL;
 }
 
 /* The out-of-line halves of tb_access (trace_buffer.c); both return
@@ -373,6 +378,25 @@ static inline void tb_ev_write(struct tb_thread *t, const volatile void *addr, u
     (void)tb_access(t, TF_EV_WRITE, size, (uint64_t)(uintptr_t)addr, value);
 }
 
+/* A read-only COMMIT folded into the compact START just before `cur`
+ * (trace_format.h, tf_start_fold): one 8-byte store rewrites the START's
+ * value, so that a snapshot copies the START alone or both, and the chunk
+ * counts one record more in the same slots. A stamp that the common case
+ * of tb_stamp_next does not take makes a COMMIT of its own. */
+static inline void tb_commit_fold(struct tb_thread *t, uint32_t read_set)
+{
+    uint32_t aux;
+    uint64_t tsc, step;
+    t->fold_end = NULL;
+    if (TB_UNLIKELY(!tb_stamp_next(t, TF_BOUNDARY_STEP_MAX, &tsc, &aux, &step))) {
+        tb_boundary_late(t, TF_EV_COMMIT, tf_commit_head(0, read_set, 0), 0, tf_commit_value(read_set, 0), tsc,
+                         aux);
+        return;
+    }
+    __atomic_store_n(&t->cur[-1].value, tf_start_fold(step, read_set), __ATOMIC_RELAXED);
+    __atomic_store_n(&t->fulls, t->fulls - 1, __ATOMIC_RELAXED);
+}
+
 /* At the commit's linearisation point: software commits with the write
  * version taken and the locks still held; hardware commits after _xend.
  * The stamp is unordered. It cannot be taken after the write-back that
@@ -388,6 +412,12 @@ static inline void tb_ev_commit(struct tb_thread *t, uint64_t write_version, uin
 {
     if (t->level == CONFIG_EVENTS_OFF)
         return;
+    /* Right after its compact START (`cur` one slot past it, before the
+     * chunk's end): a read-only commit folds into that slot. */
+    if ((write_version | write_set | read_set >> 16) == 0 && t->cur == t->fold_end && t->cur < t->bend) {
+        tb_commit_fold(t, read_set);
+        return;
+    }
     tb_boundary(t, TF_EV_COMMIT, tf_commit_head(0, read_set, write_set), ((read_set | write_set) >> 16) == 0,
                 write_version, tf_commit_value(read_set, write_set));
 }

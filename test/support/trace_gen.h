@@ -133,15 +133,15 @@ static inline struct tf_writer *tg_begin(const char *path, const struct tf_heade
  * Expands slots into at most `max` records, as a reader of the stream sees
  * them: from s[0] on, until `n` slots are used or `max` records made; *used
  * gets the slots used. `ref` is the record before s[0] in the stream (NULL
- * at its start). The truth column, when `truth_in` is given, has one value
+ * at its start), `instance` the instance id in force there. The truth column, when `truth_in` is given, has one value
  * per slot in and gets one per record out. Returns the number of records,
  * or -1 when the stream is not well formed (a compact record with no record
  * before it, a full record cut at the end, a kind out of range): *used then
  * gets the bad slot's index.
  */
 static inline long tg_slots_expand(const struct tf_slot *s, size_t n, const uint64_t *truth_in,
-                                   const struct tf_record *ref, struct tf_record *out, uint64_t *truth_out,
-                                   size_t max, size_t *used)
+                                   const struct tf_record *ref, uint64_t instance, struct tf_record *out,
+                                   uint64_t *truth_out, size_t max, size_t *used)
 {
     size_t i = 0, k = 0;
     int whole = 1; /* 0: stopped before a write set that would pass `max` (the writer's pieces do too) */
@@ -150,15 +150,27 @@ static inline long tg_slots_expand(const struct tf_slot *s, size_t n, const uint
             out[k] = out[k - 1];
         else if (ref)
             out[k] = *ref;
-        unsigned took = tf_slot_read(&s[i], n - i, k || ref, &out[k]);
+        unsigned took = tf_slot_read(&s[i], n - i, k || ref, instance, &out[k]);
         if (took == 0)
             break;
+        if (out[k].kind == TF_EV_START)
+            instance = out[k].addr;
         /* A COMMIT that carries its write set: the COMMIT, then the write
-         * set as a WSET record after it would be. */
+         * set as a WSET record after it would be. A folded START: the
+         * START, then its COMMIT. */
         uint32_t carried = tf_slot_is_compact(&s[i]) ? tf_commit_carried(&s[i]) : 0;
-        if (k + (carried ? 1 + tf_commit_carried_words(&s[i]) : out[k].kind == TF_EV_WSET ? out[k].addr : 1) > max) {
+        int folded = tf_slot_is_compact(&s[i]) && tf_start_folded(&s[i]);
+        if (k + (carried ? 1 + tf_commit_carried_words(&s[i]) : out[k].kind == TF_EV_WSET ? out[k].addr : 1) +
+                (size_t)folded > max) {
             whole = 0;
             break;
+        }
+        if (folded) {
+            if (truth_out)
+                truth_out[k] = truth_in[i];
+            k++;
+            out[k] = out[k - 1];
+            tf_fold_commit(&s[i], &out[k]);
         }
         const struct tf_slot *entries = &s[i] + 2;
         if (carried) {

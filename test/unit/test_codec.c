@@ -185,6 +185,11 @@ static size_t fill_slots(struct tf_slot *sl, uint64_t *truth, size_t cap)
                                   (uint32_t)(rnd() % 65536));
         sl[i].head = head;
         sl[i].value = wild();
+        /* A START's instance is below 2^63; with that bit, the START holds
+         * its read-only COMMIT (its instance the one before it plus one) */
+        if (pick == 6)
+            sl[i].value = rnd() % 2 ? tf_start_fold(rnd() % (TF_BOUNDARY_STEP_MAX + 1), (uint32_t)(rnd() % 65536))
+                                    : sl[i].value & ~TF_START_FOLDED;
         truth[i] = wild();
         after_full = 0;
         i++;
@@ -213,7 +218,7 @@ static void test_slots_encode_to_the_bytes_of_their_expanded_records(void **s)
         uint64_t seq = 77, inst = 5;
         while (i < n) {
             size_t max = 128 + rnd() % 3000, used, got; /* room for the largest write set fill_slots makes */
-            long m = tg_slots_expand(sl + i, n - i, truth + i, i ? &ref : NULL, rec, rtruth, max, &used);
+            long m = tg_slots_expand(sl + i, n - i, truth + i, i ? &ref : NULL, inst, rec, rtruth, max, &used);
             assert_true(m > 0);
             unsigned fa, fb;
             size_t la = codec_encode_records(a, rec, with_truth ? rtruth : NULL, (size_t)m, seq, inst, &fa);

@@ -23,6 +23,7 @@
 #include "tmtrace.h"
 #include "test_util.h"
 #include "trace_file.h"
+#include "tb_pool.h"
 #include "trace_gen.h"
 #include "tx.h"
 #include "tx_life.h"
@@ -349,7 +350,7 @@ static struct recs since(tmt_tx *tx, const struct tf_slot *from)
     static struct tf_record out[1 << 16];
     const struct tb_thread *t = &tx->trace;
     size_t n = (size_t)(t->cur - t->base), used;
-    long k = tg_slots_expand(t->base, n, NULL, NULL, out, NULL, 1 << 16, &used);
+    long k = tg_slots_expand(t->base, n, NULL, NULL, t->chunk ? t->chunk->first_instance : 0, out, NULL, 1 << 16, &used);
     assert_true(k >= 0 && used == n);
     size_t before = tf_slots_records(t->base, (size_t)(from - t->base));
     struct recs got = { out + before, (size_t)k - before };

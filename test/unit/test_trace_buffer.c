@@ -318,7 +318,8 @@ static uint64_t chunk_truth[1 << 17];
 static size_t chunk_records(const struct tb_thread *t)
 {
     size_t used;
-    long n = tg_slots_expand(t->base, (size_t)(t->cur - t->base), t->truth, NULL, chunk_recs,
+    long n = tg_slots_expand(t->base, (size_t)(t->cur - t->base), t->truth, NULL,
+                             t->chunk ? t->chunk->first_instance : 0, chunk_recs,
                              t->truth ? chunk_truth : NULL, sizeof chunk_recs / sizeof chunk_recs[0], &used);
     return n < 0 ? 0 : (size_t)n;
 }
@@ -495,14 +496,14 @@ static void a_slot_stream_that_starts_compact_or_ends_mid_record_is_refused(void
     s[2].value = 6;
     struct tf_record out[3];
     size_t used;
-    assert_int_equal(tg_slots_expand(s, 3, NULL, NULL, out, NULL, 3, &used), 2);
+    assert_int_equal(tg_slots_expand(s, 3, NULL, NULL, 0, out, NULL, 3, &used), 2);
     assert_true(out[1].kind == TF_EV_WRITE && out[1].reason == 4 && out[1].tsc == 117 && out[1].aux == 1 &&
                 out[1].site == 2 && out[1].addr == 0x1000 && out[1].value == 6);
     assert_int_equal(tf_slots_records(s, 3), 2);
-    assert_int_equal(tg_slots_expand(&s[2], 1, NULL, NULL, out, NULL, 3, &used), -1); /* no record before */
+    assert_int_equal(tg_slots_expand(&s[2], 1, NULL, NULL, 0, out, NULL, 3, &used), -1); /* no record before */
     assert_int_equal(used, 0);
-    assert_int_equal(tg_slots_expand(&s[2], 1, NULL, &full, out, NULL, 3, &used), 1); /* given one */
-    assert_int_equal(tg_slots_expand(s, 1, NULL, NULL, out, NULL, 3, &used), -1);     /* cut */
+    assert_int_equal(tg_slots_expand(&s[2], 1, NULL, &full, 0, out, NULL, 3, &used), 1); /* given one */
+    assert_int_equal(tg_slots_expand(s, 1, NULL, NULL, 0, out, NULL, 3, &used), -1);     /* cut */
     /* compact START and COMMIT after a full record */
     s[1].head = tf_start_head(TF_START_RETRY, 1000, 7, 3);
     s[1].value = 6;
@@ -512,13 +513,13 @@ static void a_slot_stream_that_starts_compact_or_ends_mid_record_is_refused(void
     memcpy(t3, &full, sizeof full);
     t3[2] = s[1];
     t3[3] = s[2];
-    assert_int_equal(tg_slots_expand(t3, 4, NULL, NULL, out, NULL, 3, &used), 3);
+    assert_int_equal(tg_slots_expand(t3, 4, NULL, NULL, 0, out, NULL, 3, &used), 3);
     assert_true(out[1].kind == TF_EV_START && out[1].tsc == 1100 && out[1].site == 7 && out[1].addr == 6 &&
                 out[1].value == tf_start_value(TF_START_RETRY, 3) && out[1].aux == 1 && out[1].reason == 0);
     assert_true(out[2].kind == TF_EV_COMMIT && out[2].tsc == 1100 + TF_BOUNDARY_STEP_MAX && out[2].site == 7 &&
                 out[2].addr == 99 && out[2].value == tf_commit_value(65535, 1));
     s[0].head = 0; /* kind 0 */
-    assert_int_equal(tg_slots_expand(s, 3, NULL, NULL, out, NULL, 3, &used), -1);
+    assert_int_equal(tg_slots_expand(s, 3, NULL, NULL, 0, out, NULL, 3, &used), -1);
 }
 
 /* Under an injected clock 10% slow, stamps a tick apart must still strictly
@@ -585,6 +586,75 @@ static void level_tx_records_no_reads_or_writes(void **state)
     free_trace(&rb);
 }
 
+/* At tx, 300 attempts that each end in a read-only commit right after
+ * their START: the COMMIT folds into the START's slot, unless the START's
+ * instance is not the one before it plus one (attempt 150), the read set
+ * has 65536 entries or more (attempt 200: a full COMMIT) or the commit's
+ * stamp is not the common case (another CPU, too far: rare, pinned). An
+ * update commit never folds. Returns 0, or 11-14 on a slot or record
+ * count that breaks those rules. */
+static uint64_t fold_instance(uint64_t i) { return i < 150 ? i : i + 850; }
+static uint32_t fold_read_set(uint64_t i) { return i == 200 ? 70000u : (uint32_t)i; }
+
+static int body_fold(void *arg)
+{
+    (void)arg;
+    struct tb_thread t;
+    int pinned = pin_and_attach(&t);
+    if (pinned != 0)
+        return pinned;
+    tb_ev_abort(&t, TMT_ABORT_READ_VERSION, 8, 9); /* the chunk's first record: full */
+    size_t folded = 0;
+    for (uint64_t i = 1; i <= 300; i++) {
+        const struct tf_slot *s = t.cur;
+        int64_t fulls = t.fulls;
+        tb_ev_start(&t, 3, fold_instance(i), TF_START_READ_ONLY, 0);
+        tb_ev_commit(&t, 0, fold_read_set(i), 0);
+        int one = t.cur == s + 1;
+        if (one && (i == 150 || i == 200 || t.fulls != fulls - 1))
+            return 11;
+        folded += (size_t)one;
+    }
+    const struct tf_slot *s = t.cur;
+    tb_ev_start(&t, 3, 1151, 0, 0);
+    tb_ev_commit(&t, 77, 1, 0);
+    if (t.cur != s + 2)
+        return 12; /* a COMMIT with a write version takes a slot of its own */
+    /* What the writer counts of a chunk it cannot write is what the thread counted */
+    size_t slots = (size_t)(t.cur - t.base);
+    if (tf_slots_records(t.base, slots) != slots - (size_t)t.fulls)
+        return 14;
+    tb_detach(&t);
+    return folded >= 250 ? 0 : 13;
+}
+
+static void a_read_only_commit_right_after_its_start_shares_its_slot_and_reads_back_as_both(void **state)
+{
+    (void)state;
+    assert_child_ok(trace_child("fold.bin", "TMTRACE_EVENTS=tx", "TMTRACE_RESAMPLE_MS=0", NULL, body_fold, NULL));
+    struct readback rb;
+    read_trace(tu_path("fold.bin"), &rb);
+    assert_false(rb.error);
+    assert_int_equal(rb.nev, 1 + 600 + 2);
+    for (uint64_t i = 1; i <= 300; i++) {
+        const struct tf_event *st = &rb.ev[2 * i - 1], *c = &rb.ev[2 * i];
+        assert_int_equal(st->kind, TF_EV_START);
+        assert_int_equal(st->addr, fold_instance(i));
+        assert_int_equal(st->instance, fold_instance(i));
+        assert_int_equal(st->value, tf_start_value(TF_START_READ_ONLY, 0));
+        assert_int_equal(st->site, 3);
+        assert_int_equal(c->kind, TF_EV_COMMIT);
+        assert_int_equal(c->addr, 0);
+        assert_int_equal(c->value, tf_commit_value(fold_read_set(i), 0));
+        assert_int_equal(c->instance, fold_instance(i));
+        assert_int_equal(c->site, 3);
+        assert_int_equal(c->seq, st->seq + 1);
+        assert_true(c->ts > st->ts);
+    }
+    assert_int_equal(rb.ev[602].addr, 77);
+    free_trace(&rb);
+}
+
 /* A redo log as the runtime keeps it: word address, value, byte mask. */
 struct wlog {
     uint64_t addr, value;
@@ -617,7 +687,7 @@ static size_t wset_on_scratch(const struct wlog *log, uint32_t n, struct tf_reco
     size_t used = (size_t)(t.cur - s), got = 0;
     struct tf_record ref = { 0 };
     ref.kind = TF_EV_COMMIT;
-    long m = tg_slots_expand(s, used, NULL, &ref, out, NULL, 4096, &got);
+    long m = tg_slots_expand(s, used, NULL, &ref, 0, out, NULL, 4096, &got);
     assert_int_equal(m, (long)n);
     assert_int_equal(got, used);
     return used;
@@ -643,7 +713,7 @@ static size_t commit_on_scratch(const struct wlog *log, uint32_t n, struct tf_re
     size_t used = (size_t)(t.cur - s), got = 0;
     struct tf_record ref;
     memcpy(&ref, buf, sizeof ref);
-    long m = tg_slots_expand(s, used, NULL, &ref, out, NULL, 4096, &got);
+    long m = tg_slots_expand(s, used, NULL, &ref, 0, out, NULL, 4096, &got);
     assert_int_equal(m, (long)n + 1);
     assert_int_equal(got, used);
     assert_null(t.carry);
@@ -1394,6 +1464,7 @@ int main(void)
         cmocka_unit_test(a_slot_stream_that_starts_compact_or_ends_mid_record_is_refused),
         cmocka_unit_test(an_injected_slow_clock_keeps_a_cpus_stamps_increasing),
         cmocka_unit_test(level_tx_records_no_reads_or_writes),
+        cmocka_unit_test(a_read_only_commit_right_after_its_start_shares_its_slot_and_reads_back_as_both),
         cmocka_unit_test(detail_records_one_attempt_in_n_with_its_accesses_and_flags_it),
         cmocka_unit_test(level_off_writes_no_trace_file),
         cmocka_unit_test(stream_mode_writes_every_event_through_small_chunks),
