@@ -350,7 +350,8 @@ static struct recs since(tmt_tx *tx, const struct tf_slot *from)
     static struct tf_record out[1 << 16];
     const struct tb_thread *t = &tx->trace;
     size_t n = (size_t)(t->cur - t->base), used;
-    long k = tg_slots_expand(t->base, n, NULL, NULL, t->chunk ? t->chunk->first_instance : 0, out, NULL, 1 << 16, &used);
+    uint64_t first = t->chunk ? t->chunk->first_instance : 0;
+    long k = tg_slots_expand(t->base, n, NULL, NULL, first, out, NULL, 1 << 16, &used);
     assert_true(k >= 0 && used == n);
     size_t before = tf_slots_records(t->base, (size_t)(from - t->base));
     struct recs got = { out + before, (size_t)k - before };
