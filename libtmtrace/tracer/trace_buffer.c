@@ -89,14 +89,17 @@ static void boundary_done(struct tb_thread *t, unsigned kind, uint64_t tsc)
         tb_tick(t, tsc);
 }
 
+/* No read-only COMMIT folds into a START made here (tb_boundary's note). */
 void tb_boundary_slow(struct tb_thread *t, unsigned kind, uint64_t head, int fits, uint64_t addr, uint64_t value)
 {
+    t->fold_end = NULL;
     boundary_done(t, kind, tb_emit_as(t, 0, kind, 0, head, fits, addr, value));
 }
 
 void tb_boundary_late(struct tb_thread *t, unsigned kind, uint64_t head, uint64_t addr, uint64_t value, uint64_t tsc,
                       uint32_t aux)
 {
+    t->fold_end = NULL;
     boundary_done(t, kind, tb_emit_as_at(t, t->cur, kind, 0, head, 1, addr, value, tsc, aux));
 }
 

@@ -243,9 +243,11 @@ void tb_boundary_late(struct tb_thread *t, unsigned kind, uint64_t head, uint64_
  * injected, a stamp that is the common case of tb_stamp_next; everything
  * else goes to
  * tb_boundary_slow / tb_boundary_late as a tail call, so that the callers'
- * path saves no registers. */
-static inline void tb_boundary(struct tb_thread *t, unsigned kind, uint64_t head, int fits, uint64_t addr,
-                               uint64_t value)
+ * path saves no registers. A START made here notes whether a read-only
+ * COMMIT may fold into it (`fold`: its instance is the one before it plus
+ * one; tb_commit_fold); the out-of-line halves leave no such note. */
+static inline void tb_boundary(struct tb_thread *t, unsigned kind, uint64_t head, int fits, int fold,
+                               uint64_t addr, uint64_t value)
 {
     struct tf_slot *s = t->cur;
     if (TB_UNLIKELY(s >= t->bend || !fits)) {
@@ -261,7 +263,10 @@ static inline void tb_boundary(struct tb_thread *t, unsigned kind, uint64_t head
     s->head = head | step << 8;
     s->value = addr;
     tb_publish(t, s + 1);
-    if (kind == TF_EV_START && TB_UNLIKELY(tsc >= t->tick_tsc))
+    if (kind != TF_EV_START)
+        return;
+    t->fold_end = fold ? s + 1 : NULL;
+    if (TB_UNLIKELY(tsc >= t->tick_tsc))
         tb_tick(t, tsc);
 }
 
@@ -318,14 +323,12 @@ static inline void tb_ev_start(struct tb_thread *t, uint32_t site, uint64_t inst
         flags |= chosen ? TF_START_DETAIL : 0;
     }
     t->site = (uint16_t)site; /* site ids fit 16 bits (SITE_MAX), as in a full record */
-    struct tf_slot *s = t->cur;
-    /* A read-only COMMIT may fold into a compact START (it took one slot,
-     * `s`) whose instance the reader can tell from the one before it. */
-    uint64_t next = t->instance + 1;
+    /* A read-only COMMIT may fold into this START if the reader can tell
+     * its instance from the one before it. */
+    int fold = instance == t->instance + 1;
     t->instance = instance;
     tb_boundary(t, TF_EV_START, tf_start_head(flags, 0, t->site, attempt),
-                (flags >> 5 | attempt >> 16 | instance >> 63) == 0, instance, tf_start_value(flags, attempt));
-    t->fold_end = instance == next && (uintptr_t)t->cur - (uintptr_t)s == sizeof *s ? t->cur : NULL;
+                (flags >> 5 | attempt >> 16 | instance >> 63) == 0, fold, instance, tf_start_value(flags, attempt));
 }
 
 /* The out-of-line halves of tb_access (trace_buffer.c); both return
@@ -418,7 +421,7 @@ static inline void tb_ev_commit(struct tb_thread *t, uint64_t write_version, uin
         tb_commit_fold(t, read_set);
         return;
     }
-    tb_boundary(t, TF_EV_COMMIT, tf_commit_head(0, read_set, write_set), ((read_set | write_set) >> 16) == 0,
+    tb_boundary(t, TF_EV_COMMIT, tf_commit_head(0, read_set, write_set), ((read_set | write_set) >> 16) == 0, 0,
                 write_version, tf_commit_value(read_set, write_set));
 }
 
