@@ -133,8 +133,10 @@ static inline struct tf_writer *tg_begin(const char *path, const struct tf_heade
  * Expands slots into at most `max` records, as a reader of the stream sees
  * them: from s[0] on, until `n` slots are used or `max` records made; *used
  * gets the slots used. `ref` is the record before s[0] in the stream (NULL
- * at its start), `instance` the instance id in force there. The truth column, when `truth_in` is given, has one value
- * per slot in and gets one per record out. Returns the number of records,
+ * at its start), `instance` the instance id in force there (a folded
+ * START's is one more). The truth column, when `truth_in` is given, has one
+ * value per slot in and gets one per record out (a folded START's COMMIT
+ * repeats its slot's). Returns the number of records,
  * or -1 when the stream is not well formed (a compact record with no record
  * before it, a full record cut at the end, a kind out of range): *used then
  * gets the bad slot's index.
