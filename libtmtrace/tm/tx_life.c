@@ -531,6 +531,24 @@ __attribute__((noinline)) static jmp_buf *tx_begin_alone(struct tmt_tx *tx, uint
     return &tx->env;
 }
 
+/* tx_begin's start for a traced thread's plain first software attempt
+ * among others (the head's alloc_watch says traced and nothing else):
+ * tx_begin's own path with the START inline, in a function of its own so
+ * that the common traced start does not pass through tx_begin_other's
+ * tests of every other state or save the registers they need. */
+__attribute__((noinline)) static jmp_buf *tx_begin_traced(struct tmt_tx *tx, tmt_site *site, unsigned flags,
+                                                          uint32_t id)
+{
+    tx->site_id = id;
+    tx->restart = NULL;
+    tx->flags = flags;
+    tx->serial_next = 0;
+    if (TX_UNLIKELY(txreg_lone_hint()))
+        return tx_begin_other(tx, site, flags);
+    tx_start_traced_here(tx);
+    return &tx->env;
+}
+
 jmp_buf *tx_begin(struct tmt_tx *tx, tmt_site *site, unsigned flags, uintptr_t frame)
 {
     uint32_t id = __atomic_load_n(&site->id, __ATOMIC_ACQUIRE);
@@ -540,8 +558,12 @@ jmp_buf *tx_begin(struct tmt_tx *tx, tmt_site *site, unsigned flags, uintptr_t f
      * yet; an irrevocable block; a new site) and the hardware path, one for
      * a thread that may be alone. */
     uint32_t odd = tx->head.alloc_watch | (uint32_t)tx->retried | tx->attempt | (flags & TMT_TX_IRREVOCABLE);
-    if (TX_UNLIKELY(odd != 0 || id == 0 || id >= tx->nsite_stats) || htm_path() != TX_MODE_NONE)
+    if (TX_UNLIKELY(odd != 0 || id == 0 || id >= tx->nsite_stats) || htm_path() != TX_MODE_NONE) {
+        if (odd == TMT_ALLOC_WATCH_TRACED && id != 0 && id < tx->nsite_stats && htm_path() == TX_MODE_NONE &&
+            tx_traced(tx))
+            return tx_begin_traced(tx, site, flags, id);
         return tx_begin_other(tx, site, flags);
+    }
     tx->site_id = id;
     tx->restart = NULL;
     tx->flags = flags;
@@ -690,6 +712,18 @@ __attribute__((noinline)) static void tx_commit_untraced(struct tmt_tx *tx)
  * tx_start_traced is. */
 __attribute__((noinline)) static void tx_commit_traced(struct tmt_tx *tx) { tx_commit_stm(tx, 1); }
 
+/* A traced thread's read-only software commit: tx_commit_stm's first way,
+ * in a function of its own, so that the most common traced commit saves
+ * only the descriptor for its record's out-of-line half, not the
+ * registers that an update's locking and write set need. */
+__attribute__((noinline)) static void tx_commit_traced_read_only(struct tmt_tx *tx)
+{
+    stm_idle(&tx->stm, tx->stm.rv); /* stm_commit_read_only's */
+    tb_ev_commit(&tx->trace, 0, tx->stm.rn, 0);
+    htm_sw_leave(tx);
+    tx_committed(tx, 0, 1);
+}
+
 /* An outermost in-place commit (a lone untraced thread's, mostly): a
  * serial commit with nothing to record, in a function of its own for the
  * reason tx_start_in_place is. A traced attempt in place (at `tx`) ends as
@@ -717,7 +751,10 @@ void tx_commit(struct tmt_tx *tx)
         return;
     }
     if (TX_UNLIKELY(tx_traced(tx))) {
-        tx_commit_traced(tx);
+        if (tx->stm.wn == 0)
+            tx_commit_traced_read_only(tx);
+        else
+            tx_commit_traced(tx);
         return;
     }
     tx_commit_untraced(tx);

@@ -417,7 +417,7 @@ static inline void tb_ev_commit(struct tb_thread *t, uint64_t write_version, uin
         return;
     /* Right after its compact START (`cur` one slot past it, before the
      * chunk's end): a read-only commit folds into that slot. */
-    if ((write_version | write_set | read_set >> 16) == 0 && t->cur == t->fold_end && t->cur < t->bend) {
+    if (TB_LIKELY((write_version | write_set | read_set >> 16) == 0 && t->cur == t->fold_end && t->cur < t->bend)) {
         tb_commit_fold(t, read_set);
         return;
     }
