@@ -17,7 +17,8 @@ length, for the abort table's notes).
 """
 import statistics
 
-from .stats import bootstrap_geomean_ratio_ci, bootstrap_median_ci, bootstrap_ratio_ci, geomean, median_ratio
+from .stats import (bootstrap_geomean_ratio_ci, bootstrap_median_ci, bootstrap_ratio_ci, geomean, median_ratio,
+                    paired_ratios)
 
 # A level's key (see level_key) -> (the floor it is held to, the most its
 # median time may be over that floor's).
@@ -42,6 +43,8 @@ RECORDS_RATIOS = ((RECORDS_FLOOR, "off", "the record work alone"),
                   (RECORDS_ALL_FLOOR, "off", "all's record work alone"),
                   ("floor-all", "off", "all's clock reads alone"),
                   (RECORDS_ALL_AS, RECORDS_ALL_FLOOR, "what the clock adds to all's records"))
+PAIRED_NOTE = ("paired: the median of each repetition's ratio, whose interval leaves out what slowed the whole "
+               "machine for a while; the verdict is the ratio of medians'")
 ABORT_MIN_PCT = 0.1      # cells whose untraced median rate is below this are not judged
 SPREAD_PCT = 25.0        # an untraced interval wider than +-this % of its median: spread too wide to judge
 ABORT_MIN_RUNS = 21      # the issue's runs per configuration for the abort rates
@@ -58,6 +61,14 @@ def samples(runs, cell, level, key):
     """The values of KEY over the runs of CELL (workload, threads) at LEVEL, None and missing left out."""
     return [r[key] for r in runs if (r["workload"], r["threads"]) == cell and r["level"] == level
             and r.get(key) is not None]
+
+
+def samples_by_rep(runs, cell, level, key):
+    """{rep: value of KEY} over the runs of CELL at LEVEL that carry a
+    repetition number, None and missing values left out (one run per
+    repetition: the harnesses run each configuration once in each)."""
+    return {r["rep"]: r[key] for r in runs if (r["workload"], r["threads"]) == cell and r["level"] == level
+            and r.get(key) is not None and r.get("rep") is not None}
 
 
 def cells_of(runs):
@@ -82,7 +93,8 @@ def floor_rows(runs, levels, key="ns_per_op", apart=None):
             continue
         g, ci, per = ratio_over_cells(runs, cells, level, floor, key, apart, bound)
         rows.append(dict(level=level, floor=floor, bound=bound, ratio=g, cells=per, apart=apart, ci=ci,
-                         meets=g is not None and g <= bound))
+                         meets=g is not None and g <= bound,
+                         paired=paired_over_cells(runs, cells, level, floor, key, apart)))
     return rows
 
 
@@ -99,6 +111,18 @@ def ratio_over_cells(runs, cells, num, den, key, apart, bound=None):
     return g, bootstrap_geomean_ratio_ci([pairs[c] for c in counted]), per
 
 
+def paired_over_cells(runs, cells, num, den, key, apart):
+    """The same ratio from paired runs (stats.paired_ratios: a repetition's
+    run at NUM over its run at DEN): (geomean over the CELLS not APART of
+    each cell's median paired ratio, its 95 % bootstrap interval, {cell:
+    (median, interval)}); None for a cell without pairs."""
+    ratios = {c: paired_ratios(samples_by_rep(runs, c, num, key), samples_by_rep(runs, c, den, key)) for c in cells}
+    per = {c: ((statistics.median(r), bootstrap_median_ci(r)) if r else None) for c, r in ratios.items()}
+    counted = [c for c in cells if c not in apart and ratios[c]]
+    g = geomean(per[c][0] for c in counted)
+    return g, bootstrap_geomean_ratio_ci([(ratios[c], [1.0]) for c in counted]), per
+
+
 def records_rows(runs, key="ns_per_op", apart=None):
     """With a record-only floor measured: for each of RECORDS_RATIOS whose two
     levels were run, dict num, den, what, ratio (geomean over the cells not
@@ -112,7 +136,8 @@ def records_rows(runs, key="ns_per_op", apart=None):
     for num, den, what in RECORDS_RATIOS:
         if num in levels and den in levels:
             g, ci, per = ratio_over_cells(runs, cells, num, den, key, apart)
-            rows.append(dict(num=num, den=den, what=what, ratio=g, ci=ci, cells=[p[:3] for p in per]))
+            rows.append(dict(num=num, den=den, what=what, ratio=g, ci=ci, cells=[p[:3] for p in per],
+                             paired=paired_over_cells(runs, cells, num, den, key, apart)))
     return rows
 
 
@@ -175,6 +200,10 @@ def _num(v, spec="%.3f"):
     return "n/a" if v is None else spec % v
 
 
+def _paired(x, ci):
+    return "" if x is None else "  paired %s %s" % (_num(x), _ci(ci))
+
+
 def _met(ok):
     return "met" if ok else "not met"
 
@@ -183,18 +212,19 @@ def floor_text(rows):
     """The lines of the cost-above-the-floor table: per level its geomean,
     then each cell's ratio and verdict."""
     out = ["cost above the floor (median time over the floor build's, 95 % bootstrap interval; "
-           "geomean over the cells not reported apart):"]
+           "geomean over the cells not reported apart; " + PAIRED_NOTE + "):"]
     if not rows:
         return out + ["  no floor measured (give --floor-build for a -Dclock_floor=tx and =all build, and =records "
                       "for the record work)"]
     for r in rows:
-        out.append("  %-14s / %-9s geomean %s %s  bound %.2f: %s" % (
-            r["level"], r["floor"], _num(r["ratio"]), _ci(r["ci"]), r["bound"],
+        g, gci, per = r["paired"]
+        out.append("  %-14s / %-9s geomean %s %s%s  bound %.2f: %s" % (
+            r["level"], r["floor"], _num(r["ratio"]), _ci(r["ci"]), _paired(g, gci), r["bound"],
             _met(r["meets"]) if r["ratio"] is not None else "no cell counted"))
         for c, x, ci, ok in r["cells"]:
             why = r["apart"].get(c)
-            out.append("    %-16s %s %-16s %s%s" % ("%s/%d" % c, _num(x), _ci(ci), _met(ok),
-                                                    " (apart: %s)" % why if why else ""))
+            out.append("    %-16s %s %-16s%s  %s%s" % ("%s/%d" % c, _num(x), _ci(ci), _paired(*(per[c] or (None, None))),
+                                                      _met(ok), " (apart: %s)" % why if why else ""))
     return out
 
 
@@ -204,11 +234,14 @@ def records_text(rows):
         return []
     out = ["the record work beside the clock's floor (%s: the record-only build at %s's settings, no clock "
            "read; %s: the same at %s, a record per access; median time ratios, 95 %% bootstrap interval; geomean "
-           "over the cells not reported apart):" % (RECORDS_FLOOR, RECORDS_AS, RECORDS_ALL_FLOOR, RECORDS_ALL_AS)]
+           "over the cells not reported apart; %s):" % (RECORDS_FLOOR, RECORDS_AS, RECORDS_ALL_FLOOR, RECORDS_ALL_AS,
+                                                        PAIRED_NOTE)]
     for r in rows:
-        out.append("  %-17s / %-17s geomean %s %s  %s" % (r["num"], r["den"], _num(r["ratio"]), _ci(r["ci"]),
-                                                           r["what"]))
-        out += ["    %-16s %s %s" % ("%s/%d" % c, _num(x), _ci(ci)) for c, x, ci in r["cells"]]
+        g, gci, per = r["paired"]
+        out.append("  %-17s / %-17s geomean %s %s%s  %s" % (r["num"], r["den"], _num(r["ratio"]), _ci(r["ci"]),
+                                                             _paired(g, gci), r["what"]))
+        out += ["    %-16s %s %-16s%s" % ("%s/%d" % c, _num(x), _ci(ci), _paired(*(per[c] or (None, None))))
+                for c, x, ci in r["cells"]]
     return out
 
 

@@ -201,9 +201,10 @@ def abort_rate(rec):
 def floor_runs(records):
     """The runs of libtmtrace and of its floor builds among RECORDS (tmbench/stamp/run's
     passed runs) as floorcost reads them: the app as workload, a floor build's untraced
-    runs as its level (floor-tx, floor-all), the parallel phase's seconds, the abort rate."""
+    runs as its level (floor-tx, floor-all), the parallel phase's seconds, the abort rate,
+    the repetition (for floorcost's paired ratios)."""
     return [dict(workload=r["app"], threads=r["threads"], seconds=r["seconds"], abort_rate=abort_rate(r),
-                 level=r["level"] if r["backend"] == "libtmtrace" else r["backend"])
+                 level=r["level"] if r["backend"] == "libtmtrace" else r["backend"], rep=r.get("rep"))
             for r in records if r["backend"] == "libtmtrace" or r["backend"] in FLOORS]
 
 

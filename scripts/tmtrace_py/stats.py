@@ -1,7 +1,8 @@
 """stats - the statistics the benchmark scripts report.
 
-Owns: the geometric mean of ratios, and the bootstrap confidence intervals
-of a median, of a ratio of two medians and of the geomean of such ratios (each sample resampled with replacement on its
+Owns: the geometric mean of ratios, the ratios of paired runs, and the
+bootstrap confidence intervals of a median, of a ratio of two medians and of
+the geomean of such ratios (each sample resampled with replacement on its
 own, from a seeded generator, so that a report can be repeated exactly).
 Never: runs anything or decides a verdict (the scripts compare the figures
 with their targets).
@@ -31,6 +32,17 @@ def bootstrap_ratio_ci(num, den, level=0.95, rounds=2000, seed=1):
     Why the percentile method: run times are skewed and few (tens of runs),
     and the ratio of medians has no usable closed form."""
     return bootstrap_geomean_ratio_ci([(num, den)], level, rounds, seed)
+
+
+def paired_ratios(num, den):
+    """NUM[k] / DEN[k] for every key k of both dicts (a repetition's run of
+    each of two configurations), in key order; a pair whose DEN is 0 or
+    either value None is left out. Interleaved runs that share a repetition
+    ran seconds apart, so the ratio of a pair cancels whatever slowed the
+    whole machine for a while, which a ratio of medians carries into its
+    interval."""
+    return [num[k] / den[k] for k in sorted(set(num) & set(den))
+            if num[k] is not None and den[k] is not None and den[k] != 0]
 
 
 def bootstrap_median_ci(xs, level=0.95, rounds=2000, seed=1):

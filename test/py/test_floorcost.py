@@ -62,6 +62,27 @@ class FloorRows(unittest.TestCase):
         self.assertIn("no floor measured", floorcost.floor_text([])[1])
 
 
+class PairedRatio(unittest.TestCase):
+    def test_a_slow_stretch_that_slows_both_runs_of_a_repetition_cancels_in_the_paired_ratio(self):
+        # every other repetition ran at half speed, both configurations alike
+        speed = [1.0, 2.0] * 6
+        rs = [dict(run("floor-tx", 100 * f, 1), rep=k) for k, f in enumerate(speed)] + \
+            [dict(run("default", 110 * f, 1), rep=k) for k, f in enumerate(speed)]
+        row = floorcost.floor_rows(rs, [("default", "boundary")])[0]
+        g, gci, per = row["paired"]
+        self.assertAlmostEqual(g, 1.1)
+        self.assertAlmostEqual(gci[0], 1.1)
+        self.assertAlmostEqual(gci[1], 1.1)
+        self.assertGreater(row["ci"][1] / row["ci"][0], 1.5)  # the ratio of medians' interval carries the stretch
+        self.assertIn("paired 1.100 [1.100, 1.100]", "\n".join(floorcost.floor_text([row])))
+
+    def test_runs_without_repetition_numbers_print_no_paired_ratio(self):
+        rs = runs_of("floor-tx", [100, 101, 99], [1] * 3) + runs_of("default", [105, 106, 104], [1] * 3)
+        row = floorcost.floor_rows(rs, [("default", "boundary")])[0]
+        self.assertIsNone(row["paired"][0])
+        self.assertNotIn("paired 1", "\n".join(floorcost.floor_text([row])))
+
+
 class RecordsRows(unittest.TestCase):
     def check(self, times, ratios, phrase):
         """Runs at the levels and median times of TIMES give exactly RATIOS

@@ -15,6 +15,14 @@ class Geomean(unittest.TestCase):
         self.assertIsNone(stats.geomean([None]))
 
 
+class PairedRatios(unittest.TestCase):
+    def test_runs_pair_by_repetition_and_a_run_without_its_partner_is_left_out(self):
+        self.assertEqual(stats.paired_ratios({0: 110.0, 1: 220.0, 2: 50.0}, {1: 200.0, 0: 100.0, 3: 7.0}), [1.1, 1.1])
+
+    def test_a_zero_or_missing_denominator_is_left_out(self):
+        self.assertEqual(stats.paired_ratios({0: 3.0, 1: 4.0, 2: None}, {0: 0.0, 1: 2.0, 2: 1.0}), [2.0])
+
+
 class BootstrapRatio(unittest.TestCase):
     def test_the_interval_holds_the_ratio_of_the_medians(self):
         num = [11.0, 12.0, 10.5, 11.5, 12.5, 11.2, 10.9]
