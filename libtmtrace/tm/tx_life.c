@@ -539,6 +539,11 @@ __attribute__((noinline)) static jmp_buf *tx_begin_alone(struct tmt_tx *tx, uint
 __attribute__((noinline)) static jmp_buf *tx_begin_traced(struct tmt_tx *tx, tmt_site *site, unsigned flags,
                                                           uint32_t id)
 {
+    /* tx_begin tested the head's flags, `retried` and `attempt` as one
+     * word, cheap for its untraced path: a count whose bits lay within the
+     * traced flag's would pass that test, so the counts are asked again. */
+    if (TX_UNLIKELY(((uint32_t)tx->retried | tx->attempt) != 0))
+        return tx_begin_other(tx, site, flags);
     tx->site_id = id;
     tx->restart = NULL;
     tx->flags = flags;
