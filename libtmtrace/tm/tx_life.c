@@ -531,6 +531,18 @@ __attribute__((noinline)) static jmp_buf *tx_begin_alone(struct tmt_tx *tx, uint
     return &tx->env;
 }
 
+/* A plain first attempt's begin (tx_begin's, tx_begin_traced's): the
+ * transaction's site and flags, nothing to restart from; returns whether
+ * the thread may be alone (the caller then starts another way). */
+static inline int tx_begin_plain(struct tmt_tx *tx, uint32_t id, unsigned flags)
+{
+    tx->site_id = id;
+    tx->restart = NULL;
+    tx->flags = flags;
+    tx->serial_next = 0;
+    return txreg_lone_hint();
+}
+
 /* tx_begin's start for a traced thread's plain first software attempt
  * among others (the head's alloc_watch says traced and nothing else):
  * tx_begin's own path with the START inline, in a function of its own so
@@ -544,11 +556,7 @@ __attribute__((noinline)) static jmp_buf *tx_begin_traced(struct tmt_tx *tx, tmt
      * traced flag's would pass that test, so the counts are asked again. */
     if (TX_UNLIKELY(((uint32_t)tx->retried | tx->attempt) != 0))
         return tx_begin_other(tx, site, flags);
-    tx->site_id = id;
-    tx->restart = NULL;
-    tx->flags = flags;
-    tx->serial_next = 0;
-    if (TX_UNLIKELY(txreg_lone_hint()))
+    if (TX_UNLIKELY(tx_begin_plain(tx, id, flags)))
         return tx_begin_other(tx, site, flags);
     tx_start_traced_here(tx);
     return &tx->env;
@@ -569,11 +577,7 @@ jmp_buf *tx_begin(struct tmt_tx *tx, tmt_site *site, unsigned flags, uintptr_t f
             return tx_begin_traced(tx, site, flags, id);
         return tx_begin_other(tx, site, flags);
     }
-    tx->site_id = id;
-    tx->restart = NULL;
-    tx->flags = flags;
-    tx->serial_next = 0;
-    if (TX_UNLIKELY(txreg_lone_hint()))
+    if (TX_UNLIKELY(tx_begin_plain(tx, id, flags)))
         return tx_begin_alone(tx, frame);
     tx_enters(tx, 0);
     if (TMT_CLOCK_FLOOR)
