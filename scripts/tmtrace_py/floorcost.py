@@ -57,18 +57,22 @@ def level_key(level, stamp):
     return "all/boundary" if base == "all" and stamp == "boundary" else base
 
 
+def _runs_with(runs, cell, level, key):
+    """The runs of CELL (workload, threads) at LEVEL that have a value of KEY."""
+    return (r for r in runs if (r["workload"], r["threads"]) == cell and r["level"] == level
+            and r.get(key) is not None)
+
+
 def samples(runs, cell, level, key):
     """The values of KEY over the runs of CELL (workload, threads) at LEVEL, None and missing left out."""
-    return [r[key] for r in runs if (r["workload"], r["threads"]) == cell and r["level"] == level
-            and r.get(key) is not None]
+    return [r[key] for r in _runs_with(runs, cell, level, key)]
 
 
 def samples_by_rep(runs, cell, level, key):
-    """{rep: value of KEY} over the runs of CELL at LEVEL that carry a
-    repetition number, None and missing values left out (one run per
-    repetition: the harnesses run each configuration once in each)."""
-    return {r["rep"]: r[key] for r in runs if (r["workload"], r["threads"]) == cell and r["level"] == level
-            and r.get(key) is not None and r.get("rep") is not None}
+    """{rep: value of KEY} over the runs of samples() that carry a
+    repetition number (one run per repetition: the harnesses run each
+    configuration once in each)."""
+    return {r["rep"]: r[key] for r in _runs_with(runs, cell, level, key) if r.get("rep") is not None}
 
 
 def cells_of(runs):
@@ -223,7 +227,7 @@ def floor_text(rows):
             _met(r["meets"]) if r["ratio"] is not None else "no cell counted"))
         for c, x, ci, ok in r["cells"]:
             why = r["apart"].get(c)
-            out.append("    %-16s %s %-16s%s  %s%s" % ("%s/%d" % c, _num(x), _ci(ci), _paired(*(per[c] or (None, None))),
+            out.append("    %-16s %s %-16s%s  %s%s" % ("%s/%d" % c, _num(x), _ci(ci), _paired(*(per[c] or (None,) * 2)),
                                                       _met(ok), " (apart: %s)" % why if why else ""))
     return out
 
