@@ -116,9 +116,9 @@ static const struct config_var vars[] = {
     { "TMTRACE_PREFAULT", VAR_SIZE, OFF(prefault_bytes), 0, 1LL << 40, { 0 }, "0",
       "bytes of trace buffers mapped with their pages populated at tmt_init, so no event takes a page fault; "
       "0 = 256M at every level (at most TMTRACE_MEMORY/4), populated after tmt_init's clock sampling: what is not "
-      "populated before the run is populated during it, on the program's CPUs; after tmt_init the refill thread keeps a reserve "
-      "of free buffers ahead of demand (4 per traced thread, more at a high recording rate, at most TMTRACE_MEMORY/8); never "
-      "more than TMTRACE_MEMORY", NULL },
+      "populated before the run is populated during it; after tmt_init the refill thread keeps a reserve of free "
+      "buffers ahead of demand (4 per traced thread, more at a high recording rate, at most TMTRACE_MEMORY/8), "
+      "within TMTRACE_WRITER_SHARE while every CPU is busy; never more than TMTRACE_MEMORY", NULL },
     { "TMTRACE_WRITER_CPU", VAR_INT, OFF(writer_cpu), -1, CPU_SETSIZE - 1, { 0 }, "-1",
       "CPU the writer thread is pinned to (it must be in the affinity mask); -1 = a CPU of the mask that no "
       "traced thread used lately, the whole mask when every one is busy", NULL },
@@ -133,10 +133,12 @@ static const struct config_var vars[] = {
       "TMTRACE_WRITER_SHARE; it writes them 100 ms after the CPUs stop being all busy, or at the end; "
       "0 = write at once", NULL },
     { "TMTRACE_WRITER_SHARE", VAR_INT, OFF(writer_share), 1, 100, { 0 }, "10",
-      "stream mode: percent of one CPU the writer may take (over 100 ms windows) while every CPU the process may "
-      "use runs a traced thread; past it, it sleeps and full buffers stay queued in memory, up to TMTRACE_MEMORY, "
-      "then events are dropped (a fast program at TMTRACE_EVENTS=all may need a higher share, a larger "
-      "TMTRACE_MEMORY, TMTRACE_STAMP=boundary or a spare CPU); 100 = no cap", NULL },
+      "stream mode: percent of one CPU each of the tracer's two threads may take (over 100 ms windows) while "
+      "every CPU the process may use runs a traced thread: the writer, past which it sleeps and full buffers stay "
+      "queued in memory, up to TMTRACE_MEMORY, and the refill thread, past which it maps no more buffers; the "
+      "program's threads never map one then, and a thread that finds none free drops its events (counted) "
+      "rather than take the program's CPU (a fast program at TMTRACE_EVENTS=all may need a higher share, a larger "
+      "TMTRACE_PREFAULT, TMTRACE_STAMP=boundary or a spare CPU for a whole trace); 100 = no cap", NULL },
 };
 
 #define NVARS (sizeof vars / sizeof vars[0])

@@ -36,6 +36,8 @@ static uint64_t pool_inline;            /* atomic: chunks mapped on a recording 
 static uint64_t pool_late;              /* atomic: of those, the ones mapped TB_LATE_NS after setup */
 static uint64_t pool_setup_ns;          /* CLOCK_MONOTONIC at tb_pool_setup */
 static uint64_t pool_bytes_last;        /* atomic: the most pool_bytes held before it last fell */
+static int pool_held;                   /* atomic: tb_pool_hold */
+static uint64_t pool_held_refusals;     /* atomic: chunks refused to a recording thread because the pool was held */
 
 /* The reserve: chunks kept free ahead of demand. */
 static size_t pool_threads;  /* atomic: threads attached */
@@ -202,12 +204,6 @@ static void pool_bytes_keep_peak(void)
         ;
 }
 
-int tb_pool_may_give(void)
-{
-    return __atomic_load_n(&pool_nfree, __ATOMIC_RELAXED) != 0 ||
-           __atomic_load_n(&pool_bytes, __ATOMIC_RELAXED) + (int64_t)chunk_bytes() <= pool_limit;
-}
-
 /* ---- the reserve and its refill policy ------------------------------------ */
 
 /* Free chunks the pool keeps ahead of demand, so that a thread that hands
@@ -216,7 +212,8 @@ int tb_pool_may_give(void)
  * at least TB_RESERVE per attached thread, and at each pass (the refill
  * thread's, trace_writer.c) twice the chunks taken since the previous pass
  * (what the threads consumed while it was away), so at a steady rate the threads never map a
- * chunk themselves; a chunk a thread still had to map doubles it, up to
+ * chunk themselves; a chunk a thread still had to map (or, the pool held, went
+ * without) doubles it, up to
  * the chunks taken so far (so it stays within what the run uses). It never
  * shrinks during a run (the chunks it asked for stay mapped anyway) and
  * never exceeds an eighth of TMTRACE_MEMORY. In stream mode chunks queued
@@ -256,16 +253,54 @@ static size_t pool_want(void)
     return adapt > base ? adapt : base;
 }
 
+/* A recording thread found the reserve dry: the reserve doubles now rather
+ * than at the refill thread's next pass, but never past the chunks taken
+ * so far (the same rule whether the thread then maps a chunk itself or,
+ * the pool being held, drops). */
+static void pool_ran_dry(void)
+{
+    size_t taken = (size_t)__atomic_load_n(&pool_taken, __ATOMIC_RELAXED);
+    size_t twice = 2 * pool_want();
+    pool_reserve_raise(twice < taken ? twice : taken);
+}
+
+/* A recording thread found the reserve dry while the pool is held. */
+static void pool_refuse_held(void)
+{
+    __atomic_fetch_add(&pool_held_refusals, 1, __ATOMIC_RELAXED);
+    pool_ran_dry();
+}
+
+int tb_pool_may_give(void)
+{
+    if (__atomic_load_n(&pool_nfree, __ATOMIC_RELAXED) != 0)
+        return 1;
+    if (__atomic_load_n(&pool_held, __ATOMIC_RELAXED)) {
+        pool_refuse_held();
+        return 0;
+    }
+    return __atomic_load_n(&pool_bytes, __ATOMIC_RELAXED) + (int64_t)chunk_bytes() <= pool_limit;
+}
+
+void tb_pool_hold(int on)
+{
+    if (__atomic_load_n(&pool_held, __ATOMIC_RELAXED) != on)
+        __atomic_store_n(&pool_held, on, __ATOMIC_RELAXED);
+}
+
 /* Maps populated chunks until `want` are ahead of demand or the next would
- * pass TMTRACE_MEMORY, adding at most what the reserve lacked on entry:
+ * pass TMTRACE_MEMORY, adding at most what the reserve lacked on entry and
+ * at most `most`; returns how many it mapped:
  * threads that take chunks as fast as they are mapped must not keep the
  * writer here, away from the chunks it has to write (and from a signal's
  * flush, which stops it). Runs at init, at attach and on the writer's
  * threads: never on the event path. */
-static void pool_fill(size_t want)
+static size_t pool_fill(size_t want, size_t most)
 {
     size_t added = 0, ahead = pool_ahead();
     size_t need = want > ahead ? want - ahead : 0;
+    if (need > most)
+        need = most;
     int64_t one = (int64_t)chunk_bytes();
     while (added < need && pool_ahead() < want && !__atomic_load_n(&pool_halt, __ATOMIC_ACQUIRE)) {
         if (!pool_charge(one))
@@ -281,6 +316,7 @@ static void pool_fill(size_t want)
         pthread_mutex_unlock(&pool_lock);
         added++;
     }
+    return added;
 }
 
 #ifdef TMT_TEST_HOOKS
@@ -288,15 +324,17 @@ static int pool_test_no_refill;
 void tb_pool_test_no_refill(int on) { pool_test_no_refill = on; }
 #endif
 
-/* Tops the reserve up while hand-over is open. */
-static void pool_refill(void)
+/* Tops the reserve up while hand-over is open, by at most TB_POOL_STEP
+ * chunks; returns how many it mapped. */
+static size_t pool_refill(void)
 {
 #ifdef TMT_TEST_HOOKS
     if (pool_test_no_refill)
-        return;
+        return 0;
 #endif
     if (__atomic_load_n(&pool_is_open, __ATOMIC_ACQUIRE))
-        pool_fill(pool_want());
+        return pool_fill(pool_want(), TB_POOL_STEP);
+    return 0;
 }
 
 /* Whether one more chunk fits within TMTRACE_MEMORY and leaves the pool
@@ -310,13 +348,14 @@ static int pool_can_grow(uint64_t beyond_init)
 
 struct tb_pool_advice tb_pool_service(enum tb_pool_call call, struct tb_chunk *written, uint64_t backlog)
 {
+    size_t mapped = 0;
     switch (call) {
     case TB_POOL_PASS: {
         uint64_t taken = __atomic_load_n(&pool_taken, __ATOMIC_RELAXED);
         /* Below the mark when chunks taken before it came straight back. */
         pool_reserve_raise(taken > pool_mark ? (size_t)(2 * (taken - pool_mark)) : 0);
         pool_mark = taken;
-        pool_refill();
+        mapped = pool_refill();
         break;
     }
     case TB_POOL_WRITTEN:
@@ -329,10 +368,10 @@ struct tb_pool_advice tb_pool_service(enum tb_pool_call call, struct tb_chunk *w
          * is topped up between its chunks, so that they do not map chunks
          * themselves while they wait for these. */
         if (pool_ahead() < pool_want())
-            pool_refill();
+            mapped = pool_refill();
         break;
     case TB_POOL_TOPUP:
-        pool_refill();
+        mapped = pool_refill();
         break;
     case TB_POOL_HALT:
         __atomic_store_n(&pool_halt, 1, __ATOMIC_RELEASE);
@@ -344,13 +383,14 @@ struct tb_pool_advice tb_pool_service(enum tb_pool_call call, struct tb_chunk *w
     a.low = pool_ahead() < pool_want();
     a.full = a.low && !pool_can_grow(backlog);
     a.threads = __atomic_load_n(&pool_threads, __ATOMIC_RELAXED);
+    a.mapped = mapped;
     return a;
 }
 
 void tb_pool_thread_join(void)
 {
     __atomic_fetch_add(&pool_threads, 1, __ATOMIC_RELAXED);
-    pool_fill(pool_want());
+    (void)pool_fill(pool_want(), SIZE_MAX);
 }
 
 void tb_pool_thread_leave(void) { __atomic_fetch_sub(&pool_threads, 1, __ATOMIC_RELAXED); }
@@ -371,10 +411,9 @@ static uint64_t pool_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* The reserve ran dry (the writer could not refill it in time): the
- * recording thread maps the chunk itself, its bytes already charged, and
- * the reserve doubles now rather than at the writer's next pass, but never
- * past the chunks taken so far. */
+/* The reserve ran dry (the writer could not refill it in time) and the
+ * pool is not held: the recording thread maps the chunk itself, its bytes
+ * already charged, and the reserve doubles (pool_ran_dry). */
 static struct tb_chunk *pool_grow_inline(void)
 {
     struct tb_chunk *c = chunk_alloc(chunk_cap, pool_truth);
@@ -386,9 +425,7 @@ static struct tb_chunk *pool_grow_inline(void)
     __atomic_fetch_add(&pool_inline, 1, __ATOMIC_RELAXED);
     if (pool_now_ns() - pool_setup_ns >= TB_LATE_NS)
         __atomic_fetch_add(&pool_late, 1, __ATOMIC_RELAXED);
-    size_t taken = (size_t)__atomic_load_n(&pool_taken, __ATOMIC_RELAXED);
-    size_t twice = 2 * pool_want();
-    pool_reserve_raise(twice < taken ? twice : taken);
+    pool_ran_dry();
     return c;
 }
 
@@ -403,6 +440,8 @@ struct tb_chunk *tb_pool_get(void)
         c = pool_free;
         pool_free = c->next;
         __atomic_store_n(&pool_nfree, pool_nfree - 1, __ATOMIC_RELAXED);
+    } else if (__atomic_load_n(&pool_held, __ATOMIC_RELAXED)) {
+        pool_refuse_held();
     } else {
         grow = pool_charge((int64_t)chunk_bytes()); /* allocated outside the lock */
     }
@@ -446,6 +485,8 @@ void tb_pool_setup(int truth)
     __atomic_store_n(&pool_bytes_last, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&pool_inline, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&pool_late, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&pool_held, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&pool_held_refusals, 0, __ATOMIC_RELAXED);
     pool_free = NULL;
     pool_nfree = 0;
     int64_t prefault = config.prefault_bytes;
@@ -456,7 +497,7 @@ void tb_pool_setup(int truth)
     }
     /* The arena recording starts in, populated before the first event. */
     __atomic_store_n(&pool_halt, 0, __ATOMIC_RELEASE);
-    pool_fill((size_t)(prefault / (int64_t)chunk_bytes()));
+    (void)pool_fill((size_t)(prefault / (int64_t)chunk_bytes()), SIZE_MAX);
     pool_at_init = __atomic_load_n(&pool_bytes, __ATOMIC_RELAXED);
     pool_setup_ns = pool_now_ns();
     __atomic_store_n(&pool_is_open, 1, __ATOMIC_RELEASE);
@@ -512,6 +553,10 @@ uint64_t tb_pool_bytes(void)
     uint64_t last = __atomic_load_n(&pool_bytes_last, __ATOMIC_RELAXED);
     return now > last ? now : last;
 }
+
+uint64_t tb_pool_held_refusals(void) { return __atomic_load_n(&pool_held_refusals, __ATOMIC_RELAXED); }
+
+int tb_pool_reached_limit(void) { return (int64_t)tb_pool_bytes() + (int64_t)chunk_bytes() > pool_limit; }
 
 uint64_t tb_inline_growths(void) { return __atomic_load_n(&pool_inline, __ATOMIC_RELAXED); }
 

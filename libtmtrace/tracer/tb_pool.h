@@ -57,12 +57,19 @@ int tb_pool_open(void);
 void tb_pool_teardown(void);
 
 /* A free chunk for a recording thread (mapped by the caller itself when the
- * reserve ran dry, counted), or NULL when hand-over is closed or another
- * chunk would pass TMTRACE_MEMORY. Its count, samples and `copied` are 0. */
+ * reserve ran dry and the pool is not held, counted), or NULL when
+ * hand-over is closed, another chunk would pass TMTRACE_MEMORY, or the
+ * reserve ran dry while the pool is held. Its count, samples and `copied`
+ * are 0. */
 struct tb_chunk *tb_pool_get(void);
 /* Whether tb_pool_get may give a chunk: cheap, so that a thread that drops
  * does not take the pool's lock on every event. */
 int tb_pool_may_give(void);
+/* Holds the pool (on = 1) or lets it go: while held, a recording thread
+ * that finds no free chunk drops its events rather than map one itself.
+ * The refill thread holds it while the tracer's share of a CPU binds
+ * (trace_writer.c, tw_keep_share): it alone maps then, within its share. */
+void tb_pool_hold(int on);
 /* A chunk back: to the free list when pooled, else freed (and its bytes
  * leave TMTRACE_MEMORY). */
 void tb_chunk_release(struct tb_chunk *c);
@@ -105,7 +112,13 @@ struct tb_pool_advice {
                      * tb_pool_setup mapped (or TMTRACE_MEMORY is reached): only writing chunks
                      * frees one */
     size_t threads; /* threads attached (what the reserve is sized from) */
+    size_t mapped;  /* chunks this call mapped: TB_POOL_STEP when the reserve may lack more */
 };
+
+/* The most chunks one call of tb_pool_service maps, so that the caller can
+ * account for its CPU time between steps (the tracer's share of a CPU,
+ * trace_writer.c): with the default 1 MiB chunks, a few milliseconds. */
+#define TB_POOL_STEP 8u
 
 /* The writer's one call on the pool: does what `call` asks (mapping runs on
  * the caller's thread, never on the event path) and returns the advice
@@ -126,6 +139,12 @@ uint64_t tb_pool_capacity(void);
  * run, also after teardown), and how many chunks a recording thread had to
  * map itself because the reserve ran dry. */
 uint64_t tb_pool_bytes(void);
+/* How often a recording thread found no free chunk while the pool was held
+ * (tb_pool_hold), and whether the pool ever held so many bytes that one
+ * more chunk would have passed TMTRACE_MEMORY: the two reasons for drops
+ * (tracer.c names them at exit). */
+uint64_t tb_pool_held_refusals(void);
+int tb_pool_reached_limit(void);
 uint64_t tb_inline_growths(void);
 /* Of those, the chunks mapped at least a second after tb_pool_setup. */
 uint64_t tb_late_growths(void);

@@ -4,7 +4,8 @@
  *
  * Owns: the queue, the writer thread, where it runs, when it defers, and
  * its counts; the refill thread, which keeps the pool's reserve populated
- * at the program's priority while the writer encodes at its own. The queue is a lock-free LIFO list: producers push with one
+ * at the program's priority while the writer encodes at its own; and the
+ * share of a CPU each of the two keeps to while every CPU is busy. The queue is a lock-free LIFO list: producers push with one
  * CAS, the writer takes the whole list with one exchange and reverses it,
  * so each thread's chunks are written in the order they were handed over.
  *
@@ -614,24 +615,37 @@ int tw_offer(struct tb_chunk *c)
     return 0;
 }
 
-/* The most of one CPU the writer takes while every CPU the process may use
- * runs a traced thread (tw_cpus_busy), TMTRACE_WRITER_SHARE percent of
- * wall time over windows of TW_SHARE_WINDOW_NS: past it, it sleeps between chunks and
- * what it has not written stays in memory (the threads go on in fresh
- * chunks the refill thread maps, up to TMTRACE_MEMORY, then drop). At its
- * nice alone the scheduler gave it about a quarter of a CPU against two
- * busy threads on two CPUs (docs/tracer.md, "The writer's share of a
- * CPU"). Not at stop nor for a signal's flush, nor with a CPU to spare,
- * nor at 100 (no cap). */
+/* The most of one CPU each of the tracer's two threads takes while every
+ * CPU the process may use runs a traced thread (tw_cpus_busy):
+ * TMTRACE_WRITER_SHARE percent of wall time over windows of
+ * TW_SHARE_WINDOW_NS, for the writer's encoding and, apart, for the refill
+ * thread's mapping. Past it, the writer sleeps between chunks (what it has
+ * not written stays in memory) and the refill thread between steps of
+ * TB_POOL_STEP chunks. While the share binds the pool is held
+ * (tb_pool_hold): only the refill thread maps chunks, and a recording
+ * thread that finds none free drops its events (counted) instead of
+ * mapping one on the program's CPU. Populating fresh chunks is not free:
+ * at `all` a fast program on every CPU made the refill thread take a third
+ * of a CPU and more, and the program's abort rate fell with the CPU it lost
+ * (docs/tracer.md, "The tracer's share of a CPU"). Two budgets, not one:
+ * mapping costs a fraction of encoding per record, and a writer that spent
+ * the refill thread's time would drop more records than it wrote. At its
+ * nice alone the scheduler gave the writer about a quarter of a CPU against
+ * two busy threads on two CPUs. Not at stop nor for a signal's flush, nor
+ * with a CPU to spare, nor at 100 (no cap), nor in memory mode. */
 #define TW_SHARE_WINDOW_NS 100000000u
-/* Writer only: a budget of CPU time that grows by the share of the wall
- * time that passes, up to one window's worth, and shrinks by the CPU time
- * the writer spends; in debt, the writer sleeps until it is repaid. A debt
- * carries over (a chunk that takes longer than a window is paid for in
- * full), so over any run the writer's CPU stays within the share plus one
- * window's worth. */
-static int64_t tw_share_budget;
-static uint64_t tw_share_wall0, tw_share_cpu0; /* when and at what CPU time the budget was last brought up to date */
+/* One thread's budget, in CPU ns: it grows by the share of the wall time
+ * that passes, up to one window's worth, and shrinks by the CPU time the
+ * thread spends; in debt, the thread sleeps until it is repaid. A debt
+ * carries over (a chunk or a step that takes longer than a window is paid
+ * for in full), so over any run the thread's CPU stays within the share
+ * plus one window's worth. Each is touched by its own thread only. */
+struct tw_share {
+    int64_t budget;
+    uint64_t wall0; /* when the budget was last brought up to date, 0 before the first look */
+    uint64_t cpu0;  /* the thread's CPU time then */
+};
+static struct tw_share tw_share_writer, tw_share_refill;
 
 static uint64_t tw_thread_cpu_now(void)
 {
@@ -645,34 +659,45 @@ static int tw_flush_asked(void)
     return __atomic_load_n(&tw_stop_req, __ATOMIC_ACQUIRE) || __atomic_load_n(&tw_sig_req, __ATOMIC_ACQUIRE);
 }
 
-/* After a chunk written on the writer thread: sleeps, in steps that watch
- * for a stop or a signal's flush, until its CPU time in the window is
- * within TMTRACE_WRITER_SHARE of the wall time, while every CPU is busy. */
-static void tw_keep_share(void)
+/* Whether the share binds now (the rule above). */
+static int tw_share_binds(void)
+{
+    return tw_mode == CONFIG_MODE_STREAM && config.writer_share < 100 && !tw_flush_asked() &&
+           tw_cpus_busy(tb_pool_service(TB_POOL_ASK, NULL, 0).threads);
+}
+
+/* Called by its thread (the writer after each chunk, the refill thread
+ * before each step): charges the CPU time spent since the last call to
+ * `sh` and, while it is in debt, sleeps in steps that watch `stop` (and
+ * the share ceasing to bind) until it is repaid. Returns whether the share
+ * binds; when it does not, the budget starts again full. */
+static int tw_keep_share(struct tw_share *sh, int (*stop)(void))
 {
     uint64_t now = tw_now_ns(), cpu = tw_thread_cpu_now();
     int64_t full = (int64_t)TW_SHARE_WINDOW_NS * config.writer_share / 100;
-    if (tw_mode != CONFIG_MODE_STREAM || config.writer_share >= 100 || tw_flush_asked() || tw_share_wall0 == 0 ||
-        !tw_cpus_busy(tb_pool_service(TB_POOL_ASK, NULL, 0).threads)) {
-        tw_share_budget = full;
-        tw_share_wall0 = now;
-        tw_share_cpu0 = cpu;
-        return;
+    int64_t spent = (int64_t)(cpu - sh->cpu0);
+    sh->cpu0 = cpu;
+    if (sh->wall0 == 0 || !tw_share_binds()) {
+        sh->budget = full;
+        sh->wall0 = now;
+        return 0;
     }
-    tw_share_budget += (int64_t)(now - tw_share_wall0) * config.writer_share / 100;
-    if (tw_share_budget > full)
-        tw_share_budget = full;
-    tw_share_budget -= (int64_t)(cpu - tw_share_cpu0);
-    tw_share_cpu0 = cpu;
-    tw_share_wall0 = now;
-    while (tw_share_budget < 0 && !tw_flush_asked()) {
-        uint64_t left = (uint64_t)(-tw_share_budget) * 100u / (uint64_t)config.writer_share;
+    sh->budget += (int64_t)(now - sh->wall0) * config.writer_share / 100;
+    if (sh->budget > full)
+        sh->budget = full;
+    sh->budget -= spent;
+    sh->wall0 = now;
+    while (sh->budget < 0) {
+        if (stop() || !tw_share_binds())
+            return 0;
+        uint64_t left = (uint64_t)(-sh->budget) * 100u / (uint64_t)config.writer_share;
         struct timespec ts = { 0, (long)(left < 5000000u ? left : 5000000u) };
         nanosleep(&ts, NULL);
         now = tw_now_ns();
-        tw_share_budget += (int64_t)(now - tw_share_wall0) * config.writer_share / 100;
-        tw_share_wall0 = now;
+        sh->budget += (int64_t)(now - sh->wall0) * config.writer_share / 100;
+        sh->wall0 = now;
     }
+    return 1;
 }
 
 /* Takes the queue (sealing it if asked) and writes it oldest first. */
@@ -701,7 +726,7 @@ static void tw_take_and_write(int seal, int writer)
          * drain, and the CPU time would lag the records for all of it. */
         if (writer) {
             tw_note_cpu();
-            tw_keep_share();
+            (void)tw_keep_share(&tw_share_writer, tw_flush_asked);
         }
         rev = next;
     }
@@ -726,6 +751,11 @@ static void tw_wait(sem_t *sem, uint64_t ns)
         ;
 }
 
+static int tw_refill_stopping(void)
+{
+    return __atomic_load_n(&tw_refill_stop, __ATOMIC_ACQUIRE) || tw_flush_asked();
+}
+
 /* The refill thread: every TW_REFILL_PERIOD_NS it sizes the reserve from
  * what the threads took since its last pass, and between passes it tops
  * the reserve up whenever a hand-over finds it low (tw_offer). */
@@ -737,16 +767,23 @@ static void *tw_refill_main(void *arg)
     (void)pthread_setname_np(pthread_self(), "tmt-refill");
     uint64_t pass_at = 0;
     while (!__atomic_load_n(&tw_refill_stop, __ATOMIC_ACQUIRE)) {
+        /* The last step's mapping, paid for before the next one; while the
+         * share binds, the threads map nothing themselves. */
+        tb_pool_hold(tw_keep_share(&tw_share_refill, tw_refill_stopping));
         uint64_t now = tw_now_ns();
+        struct tb_pool_advice a;
         if (now - pass_at >= TW_REFILL_PERIOD_NS) {
-            (void)tb_pool_service(TB_POOL_PASS, NULL, 0);
+            a = tb_pool_service(TB_POOL_PASS, NULL, 0);
             pass_at = now;
         } else {
-            (void)tb_pool_service(TB_POOL_TOPUP, NULL, 0);
+            a = tb_pool_service(TB_POOL_TOPUP, NULL, 0);
         }
         tw_note_thread_cpu(&tw_refill_cpu);
-        tw_wait(&tw_refill_wake, TW_REFILL_PERIOD_NS);
+        /* A step at a time, each charged to the share before the next. */
+        if (a.mapped < TB_POOL_STEP || !a.low)
+            tw_wait(&tw_refill_wake, TW_REFILL_PERIOD_NS);
     }
+    tb_pool_hold(0);
     if (__atomic_load_n(&tw_refill_detach, __ATOMIC_ACQUIRE))
         pthread_detach(pthread_self());
     return NULL;
@@ -759,6 +796,7 @@ static void tw_refill_start(void)
     __atomic_store_n(&tw_refill_stop, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&tw_refill_detach, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&tw_refill_cpu, 0, __ATOMIC_RELAXED);
+    tw_share_refill = (struct tw_share){ 0, 0, 0 };
     if (sem_init(&tw_refill_wake, 0, 0) != 0)
         return;
     if (pthread_create(&tw_refill_tid, NULL, tw_refill_main, NULL) != 0) {
@@ -851,6 +889,7 @@ int tw_start(struct tf_writer *w, int mode, void (*on_signal)(void), const char 
     __atomic_store_n(&tw_nrecords, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&tw_cpu, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&tw_nbytes, 0, __ATOMIC_RELAXED);
+    tw_share_writer = (struct tw_share){ 0, 0, 0 }; /* a new writer thread: its CPU clock starts at 0 */
     tw_note_bytes();
     tw_failed = failed != NULL;
     snprintf(tw_errmsg, sizeof tw_errmsg, "%s", failed ? failed : "");

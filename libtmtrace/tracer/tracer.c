@@ -168,13 +168,13 @@ static void tr_size_text(int64_t bytes, char *out, size_t cap)
 }
 
 /* At exit, one line when the threads dropped `n` events while the trace
- * was open (tb_chunk_full): how many, and what to change. The pool refuses
- * a chunk only beyond TMTRACE_MEMORY, so that is the one to raise (or the
- * writer's share of a CPU, which decides how fast the buffers drain while
- * every CPU is busy), unless
- * not even one buffer of TMTRACE_BUFFER fits it: then every event was
- * dropped, and either names the cause. (What threads still running record
- * after the trace closed is lost whatever the variables say.) */
+ * was open (tb_chunk_full): how many, why, and what to change. A thread
+ * drops when no populated buffer is free and none may be mapped: beyond
+ * TMTRACE_MEMORY, or while the tracer's threads are over their share of a
+ * CPU with every CPU busy (the pool is held, trace_writer.c), or both;
+ * when not even one buffer of TMTRACE_BUFFER fits TMTRACE_MEMORY, every
+ * event was dropped. (What threads still running record after the trace
+ * closed is lost whatever the variables say.) */
 static void tr_report_drops(uint64_t n)
 {
     if (n == 0)
@@ -182,15 +182,24 @@ static void tr_report_drops(uint64_t n)
     char memory[32], buffer[32];
     tr_size_text(config.memory_bytes, memory, sizeof memory);
     tr_size_text(config.buffer_bytes, buffer, sizeof buffer);
-    if (tb_pool_capacity() == 0)
+    if (tb_pool_capacity() == 0) {
         fprintf(stderr, "libtmtrace: %s: %llu events dropped: TMTRACE_MEMORY=%s cannot hold one buffer of "
                         "TMTRACE_BUFFER=%s; raise TMTRACE_MEMORY or lower TMTRACE_BUFFER\n", tr_path,
                 (unsigned long long)n, memory, buffer);
+        return;
+    }
+    int held = tb_pool_held_refusals() != 0, full = tb_pool_reached_limit() || !held;
+    char why[160];
+    if (held)
+        snprintf(why, sizeof why, "%sno buffer was free while the tracer's threads kept to TMTRACE_WRITER_SHARE=%lld%% "
+                 "of a CPU", full ? " and " : "", (long long)config.writer_share);
     else
-        fprintf(stderr, "libtmtrace: %s: %llu events dropped: the trace buffers reached TMTRACE_MEMORY=%s while the "
-                        "writer kept to TMTRACE_WRITER_SHARE=%lld%% of a CPU; raise TMTRACE_MEMORY or "
-                        "TMTRACE_WRITER_SHARE, or record less (TMTRACE_EVENTS=tx, TMTRACE_DETAIL)\n",
-                tr_path, (unsigned long long)n, memory, (long long)config.writer_share);
+        snprintf(why, sizeof why, " while the writer kept to TMTRACE_WRITER_SHARE=%lld%% of a CPU",
+                 (long long)config.writer_share);
+    fprintf(stderr, "libtmtrace: %s: %llu events dropped: %s%s%s; raise %s%sTMTRACE_WRITER_SHARE, leave a CPU "
+                    "free, or record less (TMTRACE_EVENTS=tx, TMTRACE_DETAIL)\n", tr_path, (unsigned long long)n,
+            full ? "the trace buffers reached TMTRACE_MEMORY=" : "", full ? memory : "", why,
+            full ? "TMTRACE_MEMORY, " : "", held ? "TMTRACE_PREFAULT (buffers populated before the run), " : "");
 }
 
 /* The signals that end a process, which the tracer handles: SIGTERM and

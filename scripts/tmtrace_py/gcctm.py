@@ -106,13 +106,16 @@ def configs(threads, levels, variants):
 def run_env(base, backend, level, trace, itm_lib, exit_lib):
     """The environment of one run: BASE without its TMTRACE_EVENTS and
     TMTRACE_FILE; for libtmtrace-itm, the level's TMTRACE_EVENTS (none at
-    default), the trace file and the preloaded libraries (EXIT_LIB, and
-    ITM_LIB first when preloaded)."""
+    default; at all, no cap on the tracer's share of a CPU), the trace file
+    and the preloaded libraries (EXIT_LIB, and ITM_LIB first when
+    preloaded)."""
     env = {k: v for k, v in base.items() if k not in ("TMTRACE_EVENTS", "TMTRACE_FILE", "LD_PRELOAD")}
     if backend == "libitm":
         return env
     if level != "default":
         env["TMTRACE_EVENTS"] = level
+    if level == "all":
+        env["TMTRACE_WRITER_SHARE"] = "100"  # every record, for the trace's check (stamp.level_env)
     env["TMTRACE_FILE"] = trace
     env["LD_PRELOAD"] = " ".join(([itm_lib] if backend == "preload" else []) + [exit_lib])
     return env

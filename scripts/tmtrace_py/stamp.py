@@ -133,9 +133,17 @@ def level_list(text):
 
 
 def level_env(level):
-    """The TMTRACE_* variables a traced level runs with (None: unset)."""
+    """The TMTRACE_* variables a traced level runs with (None: unset). A
+    level that records every access also lifts the tracer's share of a CPU
+    (TMTRACE_WRITER_SHARE=100): the harness checks that each traced run's
+    trace holds every record, and at that rate, with every CPU busy, the
+    default share drops what its tenth of a CPU cannot map (docs/tracer.md,
+    "The tracer's share of a CPU")."""
     events, stamp, detail = LEVELS[level]
-    return {"TMTRACE_EVENTS": events, "TMTRACE_STAMP": stamp, "TMTRACE_DETAIL": detail}
+    env = {"TMTRACE_EVENTS": events, "TMTRACE_STAMP": stamp, "TMTRACE_DETAIL": detail}
+    if events == "all":
+        env["TMTRACE_WRITER_SHARE"] = "100"
+    return env
 
 
 def floor_env(backend):

@@ -71,7 +71,7 @@ def timed(cmd):
 def record(a, path):
     """The tmbench run that writes the trace at PATH."""
     env = dict(os.environ, TMTRACE_FILE=path, TMTRACE_EVENTS="all", TMTRACE_SKEW=a.skew,
-               TMTRACE_MIGRATE=str(a.migrate))
+               TMTRACE_MIGRATE=str(a.migrate), TMTRACE_WRITER_SHARE="100")  # the tools read a whole trace
     cmd = [a.tmbench, a.workload, "--threads", str(a.threads), "--duration", str(a.duration)] + a.extra
     r = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     if r.returncode != 0:

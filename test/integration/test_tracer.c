@@ -920,6 +920,18 @@ static void one_cpu_no_refill(void)
     tb_pool_test_no_refill(1); /* the writer's CPU time is then its writing alone */
 }
 
+/* body_share's figures, once its child (exit `status`) is done. */
+static struct share_run *share_stats(int status)
+{
+    child_pre_init = NULL;
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    size_t len;
+    struct share_run *sr = (struct share_run *)tu_read_file(tu_path("share-stats.bin"), &len);
+    assert_non_null(sr);
+    assert_int_equal(len, sizeof *sr);
+    return sr;
+}
+
 /* The share is TMTRACE_WRITER_SHARE, here under a third of the default's,
  * over a run long enough that the default's tenth would break the bound
  * (the bound's slack absorbs a loaded machine's scheduling). */
@@ -937,13 +949,7 @@ static void with_no_cpu_to_spare_the_writer_takes_at_most_TMTRACE_WRITER_SHARE_o
                           "TMTRACE_EVENTS=all", "TMTRACE_BUFFER=64k", "TMTRACE_MEMORY=128M",
                           "TMTRACE_WRITER_DEFER=0", "TMTRACE_STAMP=boundary", "TMTRACE_WRITER_NICE=0", NULL };
     child_pre_init = one_cpu_no_refill;
-    int status = run_child(env, body_share);
-    child_pre_init = NULL;
-    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-    size_t len;
-    struct share_run *sr = (struct share_run *)tu_read_file(tu_path("share-stats.bin"), &len);
-    assert_non_null(sr);
-    assert_int_equal(len, sizeof *sr);
+    struct share_run *sr = share_stats(run_child(env, body_share));
     assert_true(sr->during.writer_events > 0);
     /* The share of the wall time, and one window's worth of slack (the
      * chunk that crosses the share, the writer's start). */
@@ -1106,6 +1112,37 @@ static void drop_run(const char *name, const char *const memory[3], char *err, s
     assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
+/* The same run with the refill thread on and the writer deferring (its
+ * backlog may grow to 256M beyond a 1M arena populated at init): the
+ * chunks the thread fills must be mapped and populated during the run, which
+ * takes the refill thread more than the share (29 % of the CPU here without
+ * it). The refill thread keeps to a share of its own, the writer to its
+ * own, and what the refill thread cannot map the thread drops; it never
+ * maps a chunk itself once the first second is over. */
+static void with_no_cpu_to_spare_the_refill_threads_mapping_counts_in_the_share_and_the_thread_drops(void **state)
+{
+    (void)state;
+    char file[300], share[64], err[4096];
+    snprintf(file, sizeof file, "TMTRACE_FILE=%s", tu_path("share-refill.bin"));
+    snprintf(share, sizeof share, "TMTRACE_WRITER_SHARE=%d", SHARE_PCT);
+    const char *env[] = { file, share, "TMTRACE_SAMPLE_MS=5", "TMTRACE_HTM=off", "TMTRACE_MODE=stream",
+                          "TMTRACE_EVENTS=all", "TMTRACE_BUFFER=64k", "TMTRACE_PREFAULT=1M", "TMTRACE_MEMORY=2G",
+                          "TMTRACE_WRITER_DEFER=256M", "TMTRACE_STAMP=boundary", "TMTRACE_WRITER_NICE=0", NULL };
+    child_pre_init = one_cpu;
+    struct share_run *sr = share_stats(run_child_stderr(env, body_share, err, sizeof err));
+    if (sr->during.writer_cpu_ns > (uint64_t)(sr->wall_ns * 2 * SHARE_PCT / 100 + 2 * 150000000ll))
+        fail_msg("writer and refill CPU %llu ns over %lld ns of wall time",
+                 (unsigned long long)sr->during.writer_cpu_ns, (long long)sr->wall_ns);
+    assert_true(sr->during.events_dropped > 0);
+    assert_int_equal(sr->during.buffer_late_maps, 0);
+    /* The exit line names the share, not TMTRACE_MEMORY, which was never reached. */
+    const char *line = drop_line(err);
+    assert_non_null(strstr(line, "kept to TMTRACE_WRITER_SHARE=3% of a CPU"));
+    assert_non_null(strstr(line, "raise TMTRACE_PREFAULT"));
+    assert_null(strstr(line, "TMTRACE_MEMORY"));
+    free(sr);
+}
+
 static void a_process_that_dropped_events_names_the_count_and_the_variable_at_exit(void **state)
 {
     (void)state;
@@ -1153,6 +1190,7 @@ int main(void)
         cmocka_unit_test(buffers_a_thread_maps_a_second_after_init_count_as_late_maps),
         cmocka_unit_test(the_tracers_cpu_time_counts_the_writing_at_exit),
         cmocka_unit_test(with_no_cpu_to_spare_the_writer_takes_at_most_TMTRACE_WRITER_SHARE_of_one),
+        cmocka_unit_test(with_no_cpu_to_spare_the_refill_threads_mapping_counts_in_the_share_and_the_thread_drops),
         cmocka_unit_test(while_every_cpu_runs_a_traced_thread_the_writer_defers_until_one_exits),
         cmocka_unit_test(a_deferring_writer_maps_buffers_while_memory_allows_and_writes_when_it_does_not),
         cmocka_unit_test(an_attached_thread_that_records_nothing_leaves_the_writer_free),

@@ -92,6 +92,11 @@ class Runs(unittest.TestCase):
         env = gcctm.run_env(self.BASE, "preload", "tx", "t.bin", "itm.so", "exit.so")
         self.assertEqual((env["TMTRACE_EVENTS"], env["LD_PRELOAD"]), ("tx", "itm.so exit.so"))
 
+    def test_level_all_lifts_the_tracers_share_so_that_its_trace_is_whole(self):
+        self.assertEqual(gcctm.run_env(self.BASE, "linked", "all", "t.bin", "itm.so", "exit.so")
+                         ["TMTRACE_WRITER_SHARE"], "100")
+        self.assertNotIn("TMTRACE_WRITER_SHARE", gcctm.run_env(self.BASE, "linked", "tx", "t.bin", "i.so", "e.so"))
+
     def test_only_libtmtrace_itm_above_off_writes_a_trace(self):
         self.assertTrue(gcctm.traced("preload", "default"))
         self.assertFalse(gcctm.traced("linked", "off"))

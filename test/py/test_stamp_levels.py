@@ -31,6 +31,13 @@ class LevelEnv(unittest.TestCase):
         self.assertIn("floor-records-all", [r["level"] for r in stamp.floor_runs([rec("floor-records-all", "off",
                                                                                         0.3)])])
 
+    def test_a_level_that_records_every_access_lifts_the_tracers_share_so_that_its_trace_is_whole(self):
+        for level in ("all", "all/boundary"):
+            self.assertEqual(self.env(level)["TMTRACE_WRITER_SHARE"], "100")
+        for level in ("tx", "detail16", "default"):  # the caller's own share stands
+            self.assertEqual(stamp.apply_env(dict(self.CALLER, TMTRACE_WRITER_SHARE="5"),
+                                             stamp.level_env(level)).get("TMTRACE_WRITER_SHARE"), "5")
+
     def test_a_level_without_detail_drops_the_callers(self):
         self.assertNotIn("TMTRACE_DETAIL", self.env("all"))
         self.assertEqual(self.env("all")["TMTRACE_STAMP"], "each")
