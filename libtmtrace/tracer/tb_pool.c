@@ -284,6 +284,8 @@ int tb_pool_may_give(void)
 
 void tb_pool_hold(int on)
 {
+    /* A store only on a change: the refill thread calls this every pass,
+     * and the recording threads read the line on their drop path. */
     if (__atomic_load_n(&pool_held, __ATOMIC_RELAXED) != on)
         __atomic_store_n(&pool_held, on, __ATOMIC_RELAXED);
 }

@@ -67,6 +67,15 @@ def abort_rate_pct(rec):
     return 100.0 * aborts / (commits + aborts) if aborts is not None and commits + aborts > 0 else None
 
 
+def dropped_pct(rec):
+    """events dropped / events produced (recorded + dropped) in % of a
+    tmbench line; None when it counts no events (untraced, another backend)."""
+    dropped, recorded = rec.get("events_dropped"), rec.get("events_recorded")
+    if dropped is None or recorded is None or dropped + recorded == 0:
+        return None
+    return 100.0 * dropped / (dropped + recorded)
+
+
 def run_tmbench(cmd, env, cwd, doc=schema.TMBENCH, clean_env=False):
     """Runs one tmbench command with ENV added to the environment (with
     clean_env, to it without its TMTRACE_* variables), in CWD, and

@@ -89,8 +89,7 @@ def level_env(events, stamp, trace):
 
 def timed_line(name, rec):
     """One run's figures as a table row."""
-    recorded = rec["events_recorded"] + rec["events_dropped"]
-    dropped = 100.0 * rec["events_dropped"] / recorded if recorded else 0.0
+    dropped = bench.dropped_pct(rec) or 0.0
     ns = rec["tracer_ns_per_event"]
     return "%-10s %-13s %8.1f %6s %7.3f %8.1f %6.2f %7d %6.2f" % (
         name[0], name[1], ns, "ok" if ns <= BOUND_NS else "miss", rec["writer_cpu_share"],

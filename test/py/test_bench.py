@@ -64,6 +64,11 @@ class AbortRate(unittest.TestCase):
     def test_abort_rate_is_a_percentage_of_attempts(self):
         self.assertEqual(bench.abort_rate_pct(dict(LINE, commits=75, aborts=25)), 25.0)
 
+    def test_dropped_is_a_percentage_of_the_events_produced(self):
+        self.assertEqual(bench.dropped_pct(dict(LINE, events_recorded=75, events_dropped=25)), 25.0)
+        self.assertIsNone(bench.dropped_pct(dict(LINE, events_recorded=0, events_dropped=0)))
+        self.assertIsNone(bench.dropped_pct({"commits": 1}))
+
     def test_no_rate_without_abort_counts_or_attempts(self):
         self.assertIsNone(bench.abort_rate_pct(dict(LINE, aborts=None)))
         self.assertIsNone(bench.abort_rate_pct(dict(LINE, commits=0, aborts=0)))
