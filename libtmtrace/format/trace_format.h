@@ -69,8 +69,12 @@ enum tf_start_flags {
     TF_START_READ_ONLY = 1u << 2,
     TF_START_RETRY = 1u << 3,    /* a retry of an aborted attempt of the same transaction */
     TF_START_SERIAL = 1u << 4,   /* serial (irrevocable) attempt; a SERIAL record follows (v2) */
-    TF_START_DETAIL = 1u << 5    /* TMTRACE_DETAIL chose this attempt: its reads and writes are
+    TF_START_DETAIL = 1u << 5,   /* TMTRACE_DETAIL chose this attempt: its reads and writes are
                                   * recorded, the others' are not (v4; a START with it is full) */
+    TF_START_SHED = 1u << 6      /* level all: this attempt was recorded as at level tx (no reads or
+                                  * writes; its commit's write set follows it), because buffers ran
+                                  * short while the tracer kept to its share of a CPU (v4 from this
+                                  * flag's introduction; a START with it is full) */
 };
 
 /* The reason of an ABORT record is the public enum tmt_abort_reason
@@ -138,7 +142,8 @@ const char *tf_codec_name(unsigned codec);
  * before them (no clock read). The WSET records after a COMMIT, up to the thread's next
  * START, are that commit's write set, recorded after its locks were
  * released, by an attempt whose reads and writes were not recorded (level
- * tx, or an attempt TMTRACE_DETAIL did not choose). In the event path's
+ * tx, an attempt TMTRACE_DETAIL did not choose, or one shed at level all:
+ * TF_START_SHED). In the event path's
  * slot stream they are stored in bulk (tf_wset_*, below).
  *
  * `reason`: READ/WRITE access size in bytes; ABORT enum tmt_abort_reason;

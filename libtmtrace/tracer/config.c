@@ -49,7 +49,9 @@ static const struct config_var vars[] = {
       "copied after its locks are released) and, for an abort found at a read, the program's code address of "
       "that read (linked statically or shared), "
       "which is what explains every software abort (class, culprit, word) at about the cost of the two clock "
-      "reads per attempt; all = also every read and write (value, stamp per TMTRACE_STAMP); off = nothing", NULL },
+      "reads per attempt; all = also every read and write (value, stamp per TMTRACE_STAMP), except that while "
+      "buffers run short under TMTRACE_WRITER_SHARE (below 100) a thread records its attempts as at tx (shed: "
+      "their STARTs say so, the tools count them) rather than drop records; off = nothing", NULL },
     { "TMTRACE_DETAIL", VAR_INT, OFF(detail), 0, 65535, { 0 }, "0",
       "at TMTRACE_EVENTS=tx: one attempt in N, chosen at random per thread, is recorded with its reads and "
       "writes as at all (its START says so); the tools scale what they estimate from these samples; 0 = none",
@@ -137,8 +139,10 @@ static const struct config_var vars[] = {
       "every CPU the process may use runs a traced thread: the writer, past which it sleeps and full buffers stay "
       "queued in memory, up to TMTRACE_MEMORY, and the refill thread, past which it maps no more buffers; the "
       "program's threads never map one then, and a thread that finds none free drops its events (counted) "
-      "rather than take the program's CPU (a fast program at TMTRACE_EVENTS=all may need a higher share, a larger "
-      "TMTRACE_PREFAULT, TMTRACE_STAMP=boundary or a spare CPU for a whole trace); 100 = no cap", NULL },
+      "rather than take the program's CPU; at TMTRACE_EVENTS=all the threads first shed their attempts' reads and "
+      "writes (see TMTRACE_EVENTS) once the free buffers fall below half of the reserve, until it is whole again "
+      "(a fast program at TMTRACE_EVENTS=all may need a higher share, a larger "
+      "TMTRACE_PREFAULT, TMTRACE_STAMP=boundary or a spare CPU for a whole trace); 100 = no cap and no shedding", NULL },
 };
 
 #define NVARS (sizeof vars / sizeof vars[0])

@@ -282,6 +282,17 @@ int tb_pool_may_give(void)
     return __atomic_load_n(&pool_bytes, __ATOMIC_RELAXED) + (int64_t)chunk_bytes() <= pool_limit;
 }
 
+int tb_pool_short(int was)
+{
+    size_t ahead = pool_ahead(), want = pool_want();
+    int64_t lack = ahead < want ? (int64_t)(want - ahead) * (int64_t)chunk_bytes() : 0;
+    int held = __atomic_load_n(&pool_held, __ATOMIC_RELAXED);
+    if (!held && __atomic_load_n(&pool_bytes, __ATOMIC_RELAXED) + lack <= pool_limit)
+        return 0; /* the reserve can be topped up at once: nothing to shed */
+    /* Short below half the reserve, and again once it is whole. */
+    return ahead < (was ? want : want / 2);
+}
+
 void tb_pool_hold(int on)
 {
     /* A store only on a change: the refill thread calls this every pass,

@@ -65,6 +65,12 @@ struct tb_chunk *tb_pool_get(void);
 /* Whether tb_pool_get may give a chunk: cheap, so that a thread that drops
  * does not take the pool's lock on every event. */
 int tb_pool_may_give(void);
+/* Whether the recording threads should shed (tb_thread.h, `shedding`):
+ * the reserve cannot be topped up at once (the pool is held, or topping it
+ * up would pass TMTRACE_MEMORY) and holds less than half of what it wants;
+ * `was`: the caller sheds already, and then goes on until the reserve is
+ * whole again. Cheap: relaxed loads, no lock. */
+int tb_pool_short(int was);
 /* Holds the pool (on = 1) or lets it go: while held, a recording thread
  * that finds no free chunk drops its events rather than map one itself.
  * The refill thread holds it while the tracer's share of a CPU binds

@@ -41,7 +41,10 @@ struct tb_thread {
     uint8_t stamp_each;        /* 1: reads/writes take their own stamp (TMTRACE_STAMP=each) */
     uint8_t fast_stamp;        /* 1: unordered stamps (rdpid; rdtsc; rdpid) where order is not needed */
     uint8_t compact;           /* 1: the chunk holds a record the next one can be compact against */
-    uint8_t sampled;           /* 1: level tx with TMTRACE_DETAIL; each START sets `level` for its attempt */
+    uint8_t sampled;           /* 1: each START sets `level` for its attempt: level tx with TMTRACE_DETAIL,
+                                * or level all that may shed (tb_may_shed) */
+    uint8_t shedding;          /* level all: buffers run short (tb_pool_short), so each START records its
+                                * attempt as at level tx (TF_START_SHED); set at each chunk taken */
     int64_t fulls;             /* slots of the current chunk beyond one per record: 1 per full record,
                                 * 2 + tf_wset_slots(e) - n per write set of n words in e entries,
                                 * tf_wset_slots(e) - n when a COMMIT carries it (may be below 0) */

@@ -346,12 +346,29 @@ static struct tf_slot *discard_start(struct tb_thread *t)
     return t->cur;
 }
 
+/* Level all, with the tracer's threads kept to a share of a CPU
+ * (TMTRACE_WRITER_SHARE below 100): a thread's attempts may be shed
+ * (tb_thread.h, `shedding`). At 100 the user asked for every record the
+ * memory holds, and gets them or the documented drops. */
+static int tb_may_shed(void) { return config.events == CONFIG_EVENTS_ALL && config.writer_share < 100; }
+
+/* Whether the attempts `t` starts from now on are shed: decided at each
+ * chunk it takes, from the pool's state (tb_pool_short), with the
+ * pool's hysteresis so that a thread does not flip at every chunk. */
+static void shed_decide(struct tb_thread *t, int no_chunk)
+{
+    if (t->sampled && t->detail == 0)
+        t->shedding = (uint8_t)(no_chunk || tb_pool_short(t->shedding));
+}
+
 struct tf_slot *tb_chunk_full(struct tb_thread *t)
 {
     if (TB_UNLIKELY(tb_untraced_child))
         return tb_untraced(t);
     discard_count(t);
-    if ((t->chunk != NULL || tb_pool_may_give()) && hand_over(t, 1))
+    int got = (t->chunk != NULL || tb_pool_may_give()) && hand_over(t, 1);
+    shed_decide(t, !got);
+    if (got)
         return t->cur;
     struct tf_slot *s = discard_start(t);
     if (s != NULL)
@@ -387,8 +404,8 @@ int tb_attach(struct tb_thread *t)
     t->next_sample_tsc = now;  /* first START takes a sample at once */
     t->next_migrate_tsc = now + t->migrate_period;
     t->tick_tsc = (t->tick_period || t->migrate_period) ? now : UINT64_MAX;
-    t->sampled = config.events == CONFIG_EVENTS_TX && config.detail > 0;
-    t->detail = (uint32_t)config.detail;
+    t->detail = config.events == CONFIG_EVENTS_TX ? (uint32_t)config.detail : 0;
+    t->sampled = t->detail > 0 || tb_may_shed();
     t->rng = (now ^ (uint64_t)t->os_tid << 32) | 1; /* per thread, never 0 */
     tb_pool_thread_join();
     set_chunk(t, tb_pool_get());

@@ -303,6 +303,29 @@ static inline void tb_full(struct tb_thread *t, unsigned kind, unsigned reason, 
     tb_publish(t, s + 2);
 }
 
+/* Sets the level of the attempt that starts (`sampled` threads) and
+ * returns its START flags. TMTRACE_DETAIL: a xorshift64 step, whose high
+ * half scaled to [0, N) is 0 for one attempt in N, whatever came before.
+ * Level all while buffers run short: the attempt is recorded as at level tx
+ * (its write set and abort address explain it, at a fraction of the
+ * records), which keeps whole attempts in the trace where the alternative
+ * is to drop records (docs/tracer.md, "Shedding accesses"). */
+static inline unsigned tb_start_choose(struct tb_thread *t, unsigned flags)
+{
+    if (t->detail == 0) {
+        t->level = t->shedding ? CONFIG_EVENTS_TX : CONFIG_EVENTS_ALL;
+        return flags | (t->shedding ? TF_START_SHED : 0);
+    }
+    uint64_t x = t->rng;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    t->rng = x;
+    int chosen = ((x >> 32) * t->detail) >> 32 == 0;
+    t->level = chosen ? CONFIG_EVENTS_ALL : CONFIG_EVENTS_TX;
+    return flags | (chosen ? TF_START_DETAIL : 0);
+}
+
 /* A transaction attempt starts (take the stamp before _xbegin). `flags` are
  * enum tf_start_flags; `attempt` counts retries of this transaction from 0. */
 static inline void tb_ev_start(struct tb_thread *t, uint32_t site, uint64_t instance, unsigned flags,
@@ -310,18 +333,8 @@ static inline void tb_ev_start(struct tb_thread *t, uint32_t site, uint64_t inst
 {
     if (t->level == CONFIG_EVENTS_OFF)
         return;
-    if (TB_UNLIKELY(t->sampled)) {
-        /* TMTRACE_DETAIL: a xorshift64 step; its high half scaled to
-         * [0, N) is 0 for one attempt in N, whatever came before. */
-        uint64_t x = t->rng;
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        t->rng = x;
-        int chosen = ((x >> 32) * t->detail) >> 32 == 0;
-        t->level = chosen ? CONFIG_EVENTS_ALL : CONFIG_EVENTS_TX;
-        flags |= chosen ? TF_START_DETAIL : 0;
-    }
+    if (TB_UNLIKELY(t->sampled))
+        flags = tb_start_choose(t, flags);
     t->site = (uint16_t)site; /* site ids fit 16 bits (SITE_MAX), as in a full record */
     /* A read-only COMMIT may fold into this START if the reader can tell
      * its instance from the one before it. */

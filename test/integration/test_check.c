@@ -749,17 +749,20 @@ static void version_2_attributes_without_reads_and_writes(void **st)
     assert_true(tg_json_num(out, strstr(out, "\"word-unknown\""), "count") == 1);
 }
 
-/* A version 4 trace at tx: the culprit's commit with its write set, the
- * word `wrote` (0: none recorded). Returns tmcheck's status. */
-static int wset_case(const char *name, uint64_t wrote)
+/* A version 4 trace at tx (`lvl` 1), or at all (2) with the culprit's
+ * attempt shed (TF_START_SHED): the culprit's commit with its write set,
+ * the word `wrote` (0: none recorded). Returns tmcheck's status. */
+static int wset_case_at(const char *name, unsigned lvl, uint64_t wrote)
 {
-    level = 1;
+    level = lvl;
     struct tg_thread th[2] = { 0 };
     tg_ev(&th[0], 100, TF_EV_START, 0, 1, 1, 0);
+    if (lvl == 2)
+        tg_ev(&th[0], 120, TF_EV_READ, 8, 1, A1, 0);
     tg_ev(&th[0], 200, TF_EV_ABORT, TMT_ABORT_READ_VERSION, 1, A1, 9);
     tg_ev(&th[0], 210, TF_EV_START, 0, 1, 2, TF_START_RETRY);
     tg_ev(&th[0], 230, TF_EV_COMMIT, 0, 1, 0, 1);
-    tg_ev(&th[1], 130, TF_EV_START, 0, 2, 7, 0);
+    tg_ev(&th[1], 130, TF_EV_START, 0, 2, 7, lvl == 2 ? TF_START_SHED : 0);
     tg_ev(&th[1], 150, TF_EV_COMMIT, 0, 2, 9, 1ull << 32);
     if (wrote)
         tg_ev(&th[1], 150, TF_EV_WSET, 0, 2, wrote, 0xff);
@@ -769,6 +772,7 @@ static int wset_case(const char *name, uint64_t wrote)
     level = 2;
     return rc;
 }
+static int wset_case(const char *name, uint64_t wrote) { return wset_case_at(name, 1, wrote); }
 
 static void version_4_at_tx_classifies_by_the_culprits_write_set(void **st)
 {
@@ -784,6 +788,22 @@ static void version_4_at_tx_classifies_by_the_culprits_write_set(void **st)
     assert_int_equal(wset_case("wset-none.bin", 0), 0);
     assert_true(J("true_conflicts") == 0);
     assert_true(tg_json_num(out, strstr(out, "\"word-unknown\""), "count") == 1);
+}
+
+/* Level all with an attempt the tracer shed (recorded as at tx while its
+ * buffers ran short): its write set classifies the aborts it caused, and
+ * the report counts it. */
+static void a_shed_attempt_at_level_all_classifies_by_its_write_set_and_is_counted(void **st)
+{
+    (void)st;
+    assert_int_equal(wset_case_at("shed-true.bin", 2, A1), 0);
+    assert_true(J("true_conflicts") == 1);
+    assert_true(J("shed_attempts") == 1);
+    assert_int_equal(wset_case_at("shed-false.bin", 2, A1 + 8), 0);
+    assert_true(J("true_conflicts") == 0);
+    assert_true(J("false_conflicts") == 1);
+    assert_int_equal(run_check(tu_path("shed-false.bin"), 0, NULL), 0);
+    expect_out("shed: 1 of 3 attempts recorded as at level tx");
 }
 
 static void a_missing_object_file_degrades_names_to_object_offsets_with_a_note(void **st)
@@ -1118,6 +1138,7 @@ int main(void)
         cmocka_unit_test(an_unordered_commit_stamp_may_follow_the_abort_it_caused_by_the_reorder_window),
         cmocka_unit_test(version_2_attributes_without_reads_and_writes),
         cmocka_unit_test(version_4_at_tx_classifies_by_the_culprits_write_set),
+        cmocka_unit_test(a_shed_attempt_at_level_all_classifies_by_its_write_set_and_is_counted),
         cmocka_unit_test(the_time_breakdown_splits_the_wall_time_into_its_parts),
         cmocka_unit_test(a_missing_object_file_degrades_names_to_object_offsets_with_a_note),
         cmocka_unit_test(per_site_table_counts_attempts_wasted_time_retries_and_sets),

@@ -1102,12 +1102,15 @@ static void check_drop_count(const char *line, const char *trace)
 }
 
 /* body_drop into the trace `name` with the settings `memory` (mode, buffer,
- * memory); its stderr in `err`. */
+ * memory); its stderr in `err`. At share 100 no attempt is shed (recorded
+ * with fewer events), so that every event is either in the trace or
+ * counted dropped. */
 static void drop_run(const char *name, const char *const memory[3], char *err, size_t cap)
 {
     char file[300];
     snprintf(file, sizeof file, "TMTRACE_FILE=%s", tu_path(name));
-    const char *env[] = { file, "TMTRACE_SAMPLE_MS=5", "TMTRACE_HTM=off", memory[0], memory[1], memory[2], NULL };
+    const char *env[] = { file, "TMTRACE_SAMPLE_MS=5", "TMTRACE_HTM=off", "TMTRACE_WRITER_SHARE=100",
+                          memory[0], memory[1], memory[2], NULL };
     int status = run_child_stderr(env, body_drop, err, cap);
     assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
@@ -1119,8 +1122,11 @@ static void drop_run(const char *name, const char *const memory[3], char *err, s
  * it). The refill thread keeps to a share of its own, the writer to its
  * own, and what the refill thread cannot map the thread drops; it never
  * maps a chunk itself once the first second is over (with the share not
- * held to, here, it maps thousands). */
-static void with_no_cpu_to_spare_the_refill_threads_mapping_counts_in_the_share_and_the_thread_drops(void **state)
+ * held to, here, it maps thousands). At level all it sheds its attempts'
+ * reads and writes before it drops: the attempts it records without them
+ * carry their write sets, and a thread that dropped had shed first. */
+static void with_no_cpu_to_spare_the_refill_threads_mapping_counts_in_the_share_and_the_thread_sheds_then_drops(
+    void **state)
 {
     (void)state;
     char file[300], share[64], err[4096];
@@ -1147,6 +1153,13 @@ static void with_no_cpu_to_spare_the_refill_threads_mapping_counts_in_the_share_
     } else if (strstr(err, "dropped") != NULL) {
         fail_msg("nothing dropped, but stderr says: %s", err);
     }
+    struct tu_trace_counts tc;
+    assert_int_equal(tu_count_trace(tu_path("share-refill.bin"), &tc), 0);
+    if (sr->during.events_dropped > 0)
+        assert_true(tc.shed > 0);
+    if (tc.shed > 0)
+        assert_true(tc.shed_wsets > 0);
+    assert_int_equal(tc.shed_accesses, 0);
     free(sr);
 }
 
@@ -1197,7 +1210,8 @@ int main(void)
         cmocka_unit_test(buffers_a_thread_maps_a_second_after_init_count_as_late_maps),
         cmocka_unit_test(the_tracers_cpu_time_counts_the_writing_at_exit),
         cmocka_unit_test(with_no_cpu_to_spare_the_writer_takes_at_most_TMTRACE_WRITER_SHARE_of_one),
-        cmocka_unit_test(with_no_cpu_to_spare_the_refill_threads_mapping_counts_in_the_share_and_the_thread_drops),
+        cmocka_unit_test(
+            with_no_cpu_to_spare_the_refill_threads_mapping_counts_in_the_share_and_the_thread_sheds_then_drops),
         cmocka_unit_test(while_every_cpu_runs_a_traced_thread_the_writer_defers_until_one_exits),
         cmocka_unit_test(a_deferring_writer_maps_buffers_while_memory_allows_and_writes_when_it_does_not),
         cmocka_unit_test(an_attached_thread_that_records_nothing_leaves_the_writer_free),

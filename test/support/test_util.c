@@ -200,6 +200,20 @@ int tu_fork_piped(int fds[2])
     return (int)pid;
 }
 
+/* One event of a thread's program order; `shed` is its state (1: inside a
+ * shed attempt). */
+static void count_event(struct tu_trace_counts *out, const struct tf_event *e, uint8_t *shed)
+{
+    out->commits += e->kind == TF_EV_COMMIT;
+    out->allocs += e->kind == TF_EV_ALLOC;
+    if (e->kind == TF_EV_START) {
+        *shed = (tf_start_flags(e->value) & TF_START_SHED) != 0;
+        out->shed += *shed;
+    }
+    out->shed_accesses += *shed && (e->kind == TF_EV_READ || e->kind == TF_EV_WRITE);
+    out->shed_wsets += *shed && e->kind == TF_EV_WSET;
+}
+
 int tu_count_trace(const char *path, struct tu_trace_counts *out)
 {
     *out = (struct tu_trace_counts){ 0 };
@@ -209,14 +223,12 @@ int tu_count_trace(const char *path, struct tu_trace_counts *out)
     out->pid = tf_reader_header(r)->pid;
     struct tf_chunk c;
     int rc;
+    uint8_t shed[256] = { 0 }; /* by thread id (mod 256): in a shed attempt, or after its COMMIT */
     while ((rc = tf_next(r, &c)) == 1) {
         if (c.kind == TF_CHUNK_EVENTS) {
             out->records += c.count;
             for (size_t i = 0; i < c.count; i++)
-            {
-                out->commits += c.events[i].kind == TF_EV_COMMIT;
-                out->allocs += c.events[i].kind == TF_EV_ALLOC;
-            }
+                count_event(out, &c.events[i], &shed[c.thread & 255]);
         } else if (c.kind == TF_CHUNK_END) {
             out->have_end = 1;
             out->end_signal = c.end_signal;

@@ -44,6 +44,9 @@ struct tu_trace_counts {
     int have_end;         /* an END chunk */
     unsigned end_signal;  /* the signal END names, 0 none */
     uint32_t pid;         /* the header's process id */
+    uint64_t shed;        /* STARTs flagged TF_START_SHED (level all, recorded as at tx) */
+    uint64_t shed_accesses; /* READ and WRITE records inside those attempts (none is expected) */
+    uint64_t shed_wsets;  /* WSET records after their COMMITs */
 };
 /* Counts the trace at `path` into *out; 0, or -1 when it cannot be read
  * (error_get() says why). */

@@ -163,6 +163,7 @@ struct ca_totals {
     uint64_t stm_aborts, htm_aborts, user_aborts, fallbacks;
     uint64_t serial;     /* attempts that ran in serial mode (SERIAL records) */
     uint64_t detailed;   /* attempts TMTRACE_DETAIL chose (START flag DETAIL) */
+    uint64_t shed;       /* attempts of a level-all trace recorded as at level tx (START flag SHED) */
     uint64_t accesses;   /* READ and WRITE records */
     uint64_t serial_by_reason[TF_SERIAL_REASONS];   /* by enum tf_serial_reason (0: other) */
     uint64_t serial_overlapped;   /* of them, attempts while another thread was in a transaction */

@@ -344,8 +344,8 @@ static int holder_open(const struct ca_state *s, const struct pending *p)
  * set to come (its thread records them after the COMMIT). */
 static int version_wset_open(const struct ca_state *s, const struct pending *p)
 {
-    if (!s->o.have_wsets || p->held || p->version == 0)
-        return 0;
+    if (p->held || p->version == 0)
+        return 0; /* (wset_left is 0 in a trace without write sets) */
     const struct ventry *v = version_find(s, p->version);
     if (!v || v->thread >= s->nth)
         return 0;
@@ -545,12 +545,13 @@ int ca_culprit_commit(struct ca_state *s, struct th *t, const struct tf_event *e
         return -1;
     /* Level tx, version 4: an update commit whose writes were not recorded
      * one by one (TMTRACE_DETAIL did not choose it) records its write set
-     * next, one WSET per redo-log entry. Serial commits write in place and
-     * record none. */
+     * next, one WSET per redo-log entry; so does one shed at level all.
+     * Serial commits write in place and record none. */
     int wrote = 0;
     for (size_t i = 0; i < t->nacc && !wrote; i++)
         wrote = t->acc[i].write;
-    t->wset_left = s->o.have_wsets && ev->addr != 0 && !wrote && !t->serial ? tf_commit_write_set(ev->value) : 0;
+    int wsets = s->o.have_wsets || t->shed;
+    t->wset_left = wsets && ev->addr != 0 && !wrote && !t->serial ? tf_commit_write_set(ev->value) : 0;
     t->wset_commit = ev->ts;
     return 0;
 }

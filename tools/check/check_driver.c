@@ -163,6 +163,8 @@ static int on_start(struct ca_state *s, struct th *t, const struct tf_event *ev)
         return -1;
     s->t.attempts++;
     s->t.detailed += (tf_start_flags(ev->value) & TF_START_DETAIL) != 0;
+    t->shed = (tf_start_flags(ev->value) & TF_START_SHED) != 0;
+    s->t.shed += (uint64_t)t->shed;
     t->pub.attempts++;
     t->in_tx = 1;
     t->late = t->has_ops = 0;

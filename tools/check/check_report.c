@@ -79,6 +79,10 @@ static void text_level(FILE *f, const struct cr_input *in, const struct ca_total
                 "writes; their %llu accesses scale to an estimated %.0f for the run\n", h->detail,
                 (unsigned long long)t->detailed, (unsigned long long)t->attempts, (unsigned long long)t->accesses,
                 detail_scaled(t));
+    if (t->shed)
+        fprintf(f, "shed: %llu of %llu attempts recorded as at level tx (their write sets, not their reads and "
+                "writes): buffers ran short while the tracer kept to TMTRACE_WRITER_SHARE\n",
+                (unsigned long long)t->shed, (unsigned long long)t->attempts);
 }
 
 /* Trace, totals, consistency. */
@@ -319,6 +323,7 @@ static void json_totals(struct jw *w, const struct cr_input *in, const struct ca
         jw_knum(w, "accesses_estimated", detail_scaled(t), 0);
         jw_object_end(w);
     }
+    jw_ku64(w, "shed_attempts", t->shed);
     jw_ku64(w, "serial_attempts", t->serial);
     jw_ku64(w, "serial_requested", t->serial_by_reason[TF_SERIAL_REQUESTED]);
     jw_ku64(w, "serial_contention", t->serial_by_reason[TF_SERIAL_CONTENTION]);

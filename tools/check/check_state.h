@@ -104,6 +104,7 @@ struct th {
     int live;            /* the thread has had an event */
     /* the open attempt, in program order */
     int in_tx, late, has_ops, htm, htm_emu, serial;
+    int shed;            /* the open attempt was shed (TF_START_SHED): its write set follows its commit */
     int serial_overlap;  /* the serial attempt met another thread's transaction */
     uint64_t serial_ts;  /* the open attempt's SERIAL stamp (time alone) */
     int serial_uncounted; /* the open attempt's SERIAL says its reads were not counted (TF_SERIAL_UNCOUNTED) */

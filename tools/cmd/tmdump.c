@@ -167,6 +167,8 @@ static void dump_details(FILE *out, const struct dump_meta *m, const struct tf_e
     case TF_EV_START:
         if (tf_start_flags(e->value) & TF_START_DETAIL)
             fprintf(out, " detail");
+        if (tf_start_flags(e->value) & TF_START_SHED)
+            fprintf(out, " shed");
         break;
     default:
         break;
