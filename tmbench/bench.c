@@ -555,6 +555,7 @@ static void json_runtime(struct jw *w, const struct bench_counts *d, double seco
     jw_ku64(w, "buffer_bytes", d->stats.buffer_bytes);
     jw_ku64(w, "buffer_inline_maps", d->stats.buffer_inline_maps);
     jw_ku64(w, "stamps_raised", d->stats.stamps_raised);
+    jw_ku64(w, "attempts_shed", d->stats.attempts_shed);
     json_tracer_cost(w, d, seconds);
 #else
     (void)w;

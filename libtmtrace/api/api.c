@@ -283,6 +283,7 @@ TMT_API int tmt_stats_get(tmt_stats *out)
     out->stamps_raised = tracer_stamps_raised();
     out->buffer_late_maps = tracer_buffer_late_maps();
     out->tracer_cpu_ns = tracer_cpu_ns();
+    out->attempts_shed = tracer_attempts_shed();
     return 0;
 }
 

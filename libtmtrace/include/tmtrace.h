@@ -335,6 +335,9 @@ typedef struct tmt_stats {
     uint64_t buffer_late_maps;                 /* of buffer_inline_maps, those mapped a second or more after tmt_init */
     uint64_t tracer_cpu_ns;                    /* the tracer's own CPU time (ns): init, writer thread, and after
                                                   tmt_shutdown its work at exit (last drain, the trace's tail) */
+    uint64_t attempts_shed;                    /* TMTRACE_EVENTS=all: attempts recorded without their reads and
+                                                  writes (as at tx) while buffers ran short under
+                                                  TMTRACE_WRITER_SHARE */
 } tmt_stats;
 
 typedef struct tmt_site_stats {

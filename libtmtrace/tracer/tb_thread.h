@@ -78,6 +78,7 @@ struct tb_thread {
     uint64_t next_migrate_tsc;
     uint64_t next_sample_tsc;
     uint64_t raised;           /* stamps raised to keep one CPU's stamps increasing */
+    uint64_t shed;             /* attempts recorded shed (TF_START_SHED) */
     struct tf_slot *discard;   /* where records go while no chunk is to be had, counted dropped per
                                 * area filled (tb_threads.c); NULL until the thread's first drop */
 };

@@ -63,6 +63,7 @@ struct tb_reg {
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
 /* Raised stamps of detached threads; live threads' are summed on demand. */
 static uint64_t raised_exited; /* guarded by reg_lock */
+static uint64_t shed_exited;   /* the same for attempts shed; guarded by reg_lock */
 static struct tb_reg *reg;      /* index = thread id - 1 */
 static size_t nreg, capreg;
 
@@ -111,6 +112,7 @@ static void reg_remove(struct tb_thread *t)
         reg[t->thread_id - 1].live = NULL;
         reg[t->thread_id - 1].dropped = t->dropped;
         raised_exited += t->raised;
+        shed_exited += t->shed;
     }
     pthread_mutex_unlock(&reg_lock);
 }
@@ -200,16 +202,22 @@ uint64_t tb_total_dropped(void)
     return n;
 }
 
-uint64_t tb_total_raised(void)
+/* A count each thread keeps of its own (the uint64_t at `field` of struct
+ * tb_thread), over the threads that left (`*exited`) and the live ones. */
+static uint64_t threads_sum(const uint64_t *exited, size_t field)
 {
     pthread_mutex_lock(&reg_lock);
-    uint64_t n = raised_exited;
+    uint64_t n = *exited;
     for (size_t i = 0; i < nreg; i++)
         if (reg[i].live)
-            n += __atomic_load_n(&reg[i].live->raised, __ATOMIC_RELAXED);
+            n += __atomic_load_n((const uint64_t *)(const void *)((const char *)reg[i].live + field),
+                                 __ATOMIC_RELAXED);
     pthread_mutex_unlock(&reg_lock);
     return n;
 }
+
+uint64_t tb_total_raised(void) { return threads_sum(&raised_exited, offsetof(struct tb_thread, raised)); }
+uint64_t tb_total_shed(void) { return threads_sum(&shed_exited, offsetof(struct tb_thread, shed)); }
 
 /* ---- hand-over ------------------------------------------------------------ */
 

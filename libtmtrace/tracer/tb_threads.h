@@ -69,5 +69,7 @@ uint64_t tb_total_recorded(void);
 uint64_t tb_total_dropped(void);
 /* Stamps raised above the previous one of their thread on the same CPU. */
 uint64_t tb_total_raised(void);
+/* Attempts recorded shed at level all (tb_thread.h, `shedding`). */
+uint64_t tb_total_shed(void);
 
 #endif

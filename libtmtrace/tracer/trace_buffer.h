@@ -314,7 +314,10 @@ static inline unsigned tb_start_choose(struct tb_thread *t, unsigned flags)
 {
     if (t->detail == 0) {
         t->level = t->shedding ? CONFIG_EVENTS_TX : CONFIG_EVENTS_ALL;
-        return flags | (t->shedding ? TF_START_SHED : 0);
+        if (!t->shedding)
+            return flags;
+        __atomic_store_n(&t->shed, t->shed + 1, __ATOMIC_RELAXED); /* the thread table sums it */
+        return flags | TF_START_SHED;
     }
     uint64_t x = t->rng;
     x ^= x << 13;

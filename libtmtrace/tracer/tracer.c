@@ -175,6 +175,19 @@ static void tr_size_text(int64_t bytes, char *out, size_t cap)
  * when not even one buffer of TMTRACE_BUFFER fits TMTRACE_MEMORY, every
  * event was dropped. (What threads still running record after the trace
  * closed is lost whatever the variables say.) */
+/* At exit, when attempts were shed at level all: how many, why, and what
+ * gives every access. */
+static void tr_report_shed(uint64_t n)
+{
+    if (n == 0)
+        return;
+    fprintf(stderr, "libtmtrace: %s: %llu attempts recorded without their reads and writes (shed, as at "
+                    "TMTRACE_EVENTS=tx: tmcheck still explains their aborts): buffers ran short while the tracer's "
+                    "threads kept to TMTRACE_WRITER_SHARE=%lld%% of a CPU; for every access raise "
+                    "TMTRACE_WRITER_SHARE (100: no shedding), TMTRACE_PREFAULT, or leave a CPU free\n",
+            tr_path, (unsigned long long)n, (long long)config.writer_share);
+}
+
 static void tr_report_drops(uint64_t n)
 {
     if (n == 0)
@@ -635,7 +648,7 @@ int tracer_shutdown(void)
      * as on a signal, hand-over closes and the queue is written and sealed
      * before their partial chunks are copied, so a chunk they hand over
      * later is counted as dropped instead of repeating the copied records. */
-    uint64_t dropped = tb_total_dropped();
+    uint64_t dropped = tb_total_dropped(), shed = tb_total_shed();
     tb_close();
     tw_stop();
     tb_snapshot_all(tw_write_now);
@@ -658,6 +671,7 @@ int tracer_shutdown(void)
         tw_note_error(0, 0);
     tr_file = NULL;
     tr_report_errors();
+    tr_report_shed(shed);
     tr_report_drops(dropped);
     if (tw_errors() != 0 && rc == 0)
         rc = error_set("libtmtrace: %s: write failed: %s; %llu events lost", tr_path, tw_first_error(),
@@ -688,3 +702,4 @@ uint64_t tracer_cpu_ns(void)
            __atomic_load_n(&tr_exit_cpu, __ATOMIC_RELAXED);
 }
 uint64_t tracer_stamps_raised(void) { return tb_total_raised(); }
+uint64_t tracer_attempts_shed(void) { return tb_total_shed(); }

@@ -45,5 +45,8 @@ uint64_t tracer_buffer_late_maps(void);
 uint64_t tracer_cpu_ns(void);
 /* Stamps raised to keep a thread's stamps on one CPU increasing. */
 uint64_t tracer_stamps_raised(void);
+/* Attempts recorded as at level tx at level all while buffers ran short
+ * (shed: their reads and writes not recorded). */
+uint64_t tracer_attempts_shed(void);
 
 #endif

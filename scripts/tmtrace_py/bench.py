@@ -76,6 +76,16 @@ def dropped_pct(rec):
     return 100.0 * dropped / (dropped + recorded)
 
 
+def shed_pct(rec):
+    """attempts shed (recorded without their reads and writes at level all)
+    / attempts (commits + aborts) in % of a tmbench line; None when it does
+    not count them (untraced, another backend, an older build)."""
+    shed, commits, aborts = rec.get("attempts_shed"), rec.get("commits"), rec.get("aborts")
+    if shed is None or commits is None or aborts is None or commits + aborts == 0:
+        return None
+    return 100.0 * shed / (commits + aborts)
+
+
 def run_tmbench(cmd, env, cwd, doc=schema.TMBENCH, clean_env=False):
     """Runs one tmbench command with ENV added to the environment (with
     clean_env, to it without its TMTRACE_* variables), in CWD, and

@@ -90,17 +90,18 @@ def level_env(events, stamp, trace):
 def timed_line(name, rec):
     """One run's figures as a table row."""
     dropped = bench.dropped_pct(rec) or 0.0
+    shed = bench.shed_pct(rec) or 0.0
     ns = rec["tracer_ns_per_event"]
-    return "%-10s %-13s %8.1f %6s %7.3f %8.1f %6.2f %7d %6.2f" % (
+    return "%-10s %-13s %8.1f %6s %7.3f %8.1f %6.2f %6.2f %7d %6.2f" % (
         name[0], name[1], ns, "ok" if ns <= BOUND_NS else "miss", rec["writer_cpu_share"],
-        rec["events_recorded"] / 1e6, dropped, rec["buffer_late_maps"], rec["bytes_per_event"])
+        rec["events_recorded"] / 1e6, dropped, shed, rec["buffer_late_maps"], rec["bytes_per_event"])
 
 
 def run_timed(a, work):
     print("tracer CPU per event, %d thread(s), %g s runs, %s, load %.2f" % (
         a.threads, a.duration, bench.cpu_model(), os.getloadavg()[0]))
-    print("%-10s %-13s %8s %6s %7s %8s %6s %7s %6s" % ("workload", "level", "ns/event", "<=15", "share",
-                                                      "M events", "drop%", "late", "B/ev"))
+    print("%-10s %-13s %8s %6s %7s %8s %6s %6s %7s %6s" % ("workload", "level", "ns/event", "<=15", "share",
+                                                           "M events", "drop%", "shed%", "late", "B/ev"))
     rows = {}
     for _ in range(a.reps):
         for w in a.workloads:

@@ -1160,6 +1160,13 @@ static void with_no_cpu_to_spare_the_refill_threads_mapping_counts_in_the_share_
     if (tc.shed > 0)
         assert_true(tc.shed_wsets > 0);
     assert_int_equal(tc.shed_accesses, 0);
+    /* Counted as they start (those that went to the discard area too), and
+     * named at exit. */
+    assert_true(sr->during.attempts_shed >= tc.shed);
+    if (sr->during.attempts_shed > 0)
+        assert_non_null(strstr(err, "attempts recorded without their reads and writes (shed"));
+    else
+        assert_null(strstr(err, "shed"));
     free(sr);
 }
 

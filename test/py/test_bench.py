@@ -69,6 +69,11 @@ class AbortRate(unittest.TestCase):
         self.assertIsNone(bench.dropped_pct(dict(LINE, events_recorded=0, events_dropped=0)))
         self.assertIsNone(bench.dropped_pct({"commits": 1}))
 
+    def test_shed_attempts_are_a_share_of_the_attempts_commits_and_aborts(self):
+        self.assertEqual(bench.shed_pct(dict(LINE, commits=70, aborts=10, attempts_shed=20)), 25.0)
+        self.assertIsNone(bench.shed_pct(dict(LINE, commits=0, aborts=0, attempts_shed=0)))
+        self.assertIsNone(bench.shed_pct({"commits": 1, "aborts": 0}))
+
     def test_no_rate_without_abort_counts_or_attempts(self):
         self.assertIsNone(bench.abort_rate_pct(dict(LINE, aborts=None)))
         self.assertIsNone(bench.abort_rate_pct(dict(LINE, commits=0, aborts=0)))

@@ -38,11 +38,12 @@ class Counted(unittest.TestCase):
 
 class Timed(unittest.TestCase):
     REC = {"tracer_ns_per_event": 16.0, "writer_cpu_share": 0.1, "events_recorded": 90_000_000,
-           "events_dropped": 10_000_000, "buffer_late_maps": 3, "bytes_per_event": 2.5}
+           "events_dropped": 10_000_000, "buffer_late_maps": 3, "bytes_per_event": 2.5,
+           "commits": 900, "aborts": 100, "attempts_shed": 250}
 
-    def test_a_row_gives_the_ns_per_event_against_15_the_share_drops_and_late_maps(self):
+    def test_a_row_gives_the_ns_per_event_against_15_the_share_drops_shed_attempts_and_late_maps(self):
         row = writercost.timed_line(("hash", "all/each"), self.REC).split()
-        self.assertEqual(row, ["hash", "all/each", "16.0", "miss", "0.100", "90.0", "10.00", "3", "2.50"])
+        self.assertEqual(row, ["hash", "all/each", "16.0", "miss", "0.100", "90.0", "10.00", "25.00", "3", "2.50"])
         ok = writercost.timed_line(("hash", "tx"), dict(self.REC, tracer_ns_per_event=15.0)).split()
         self.assertEqual(ok[3], "ok")
 
