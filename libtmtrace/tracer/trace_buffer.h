@@ -309,7 +309,7 @@ static inline void tb_full(struct tb_thread *t, unsigned kind, unsigned reason, 
  * Level all while buffers run short: the attempt is recorded as at level tx
  * (its write set and abort address explain it, at a fraction of the
  * records), which keeps whole attempts in the trace where the alternative
- * is to drop records (docs/tracer.md, "Shedding accesses"). */
+ * is to drop records (docs/tracer.md, "Shedding accesses at `all`"). */
 static inline unsigned tb_start_choose(struct tb_thread *t, unsigned flags)
 {
     if (t->detail == 0) {

@@ -167,14 +167,6 @@ static void tr_size_text(int64_t bytes, char *out, size_t cap)
     snprintf(out, cap, "%lld", (long long)bytes);
 }
 
-/* At exit, one line when the threads dropped `n` events while the trace
- * was open (tb_chunk_full): how many, why, and what to change. A thread
- * drops when no populated buffer is free and none may be mapped: beyond
- * TMTRACE_MEMORY, or while the tracer's threads are over their share of a
- * CPU with every CPU busy (the pool is held, trace_writer.c), or both;
- * when not even one buffer of TMTRACE_BUFFER fits TMTRACE_MEMORY, every
- * event was dropped. (What threads still running record after the trace
- * closed is lost whatever the variables say.) */
 /* At exit, when attempts were shed at level all: how many, why, and what
  * gives every access. */
 static void tr_report_shed(uint64_t n)
@@ -188,6 +180,14 @@ static void tr_report_shed(uint64_t n)
             tr_path, (unsigned long long)n, (long long)config.writer_share);
 }
 
+/* At exit, one line when the threads dropped `n` events while the trace
+ * was open (tb_chunk_full): how many, why, and what to change. A thread
+ * drops when no populated buffer is free and none may be mapped: beyond
+ * TMTRACE_MEMORY, or while the tracer's threads are over their share of a
+ * CPU with every CPU busy (the pool is held, trace_writer.c), or both;
+ * when not even one buffer of TMTRACE_BUFFER fits TMTRACE_MEMORY, every
+ * event was dropped. (What threads still running record after the trace
+ * closed is lost whatever the variables say.) */
 static void tr_report_drops(uint64_t n)
 {
     if (n == 0)

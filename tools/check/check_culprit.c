@@ -344,8 +344,8 @@ static int holder_open(const struct ca_state *s, const struct pending *p)
  * set to come (its thread records them after the COMMIT). */
 static int version_wset_open(const struct ca_state *s, const struct pending *p)
 {
-    if (p->held || p->version == 0)
-        return 0; /* (wset_left is 0 in a trace without write sets) */
+    if (!(s->o.have_wsets || s->t.shed) || p->held || p->version == 0)
+        return 0; /* no write set can be still to come */
     const struct ventry *v = version_find(s, p->version);
     if (!v || v->thread >= s->nth)
         return 0;
