@@ -371,6 +371,7 @@ struct tb_pool_advice tb_pool_service(enum tb_pool_call call, struct tb_chunk *w
         mapped = pool_refill();
         break;
     }
+    case TB_POOL_RETURN:
     case TB_POOL_WRITTEN:
         /* After a fatal signal the interrupted thread may hold the pool's
          * lock; the process is about to die, so the chunk is not recycled. */
@@ -380,7 +381,7 @@ struct tb_pool_advice tb_pool_service(enum tb_pool_call call, struct tb_chunk *w
         /* A backlog takes a while to write: the recording threads' reserve
          * is topped up between its chunks, so that they do not map chunks
          * themselves while they wait for these. */
-        if (pool_ahead() < pool_want())
+        if (call == TB_POOL_WRITTEN && pool_ahead() < pool_want())
             mapped = pool_refill();
         break;
     case TB_POOL_TOPUP:

@@ -106,6 +106,7 @@ enum tb_pool_call {
     TB_POOL_PASS,    /* once per writer pass, before it writes: size the reserve from the chunks
                       * taken since the previous pass and top it up */
     TB_POOL_WRITTEN, /* `written` was written: take it back and top the reserve up if it is short */
+    TB_POOL_RETURN,  /* `written` was written: take it back (the refill thread tops the reserve up) */
     TB_POOL_TOPUP,   /* top the reserve up if it is short */
     TB_POOL_HALT,    /* a fatal signal's flush: no more mapping, and no chunk taken back (the
                       * interrupted thread may hold the pool's lock), for the rest of the process */

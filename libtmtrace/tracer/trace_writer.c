@@ -369,6 +369,7 @@ void tw_write_new_sites(void)
 
 static int tw_flush_asked(void);
 static int tw_cpus_busy(size_t attached);
+static int tw_share_binds(void);
 
 /* TMTRACE_CODEC=auto: the writer's CPU time per record of the chunks
  * written stored as encoded [0] and compressed [1], encoding and writing
@@ -442,6 +443,37 @@ static int tw_write_slots(const struct tb_chunk *c, size_t *records)
     return 0;
 }
 
+/* A written chunk goes back to the pool. With a CPU to spare (or no refill
+ * thread) the pool also tops its reserve up on the writer's time if it is
+ * short: between the chunks of a backlog, so that the recording threads do
+ * not map chunks themselves while they wait for these. While the share
+ * binds the refill thread alone maps, on its own budget, and the writer
+ * spends all of its own on encoding: populating fresh memory cost more per
+ * record than encoding it (2026-11-28, docs/tracer.md "The tracer's share
+ * of a CPU": at `all` the writer had spent two thirds of its share mapping
+ * and recycled few chunks, so both threads' time went on memory that was
+ * encoded only at exit). */
+#ifdef TMT_TEST_HOOKS
+static uint64_t tw_mapped_in_share; /* atomic */
+uint64_t tw_test_mapped_in_share(void) { return __atomic_load_n(&tw_mapped_in_share, __ATOMIC_RELAXED); }
+#endif
+
+static void tw_give_back(struct tb_chunk *c)
+{
+    int binds = tw_share_binds();
+    if (binds && __atomic_load_n(&tw_refill_running, __ATOMIC_ACQUIRE)) {
+        if (tb_pool_service(TB_POOL_RETURN, c, 0).low)
+            sem_post(&tw_refill_wake);
+        return;
+    }
+    struct tb_pool_advice a = tb_pool_service(TB_POOL_WRITTEN, c, 0);
+#ifdef TMT_TEST_HOOKS
+    if (binds)
+        __atomic_fetch_add(&tw_mapped_in_share, a.mapped, __ATOMIC_RELAXED);
+#endif
+    (void)a;
+}
+
 void tw_write_now(struct tb_chunk *c)
 {
     tw_announce();
@@ -463,10 +495,7 @@ void tw_write_now(struct tb_chunk *c)
         tw_staged_add(c->thread, records);
     }
     tw_note_bytes(); /* also after a failure: a partial write still grew the file */
-    /* Back to the pool, which tops its reserve up on the writer's time if it
-     * is short (between the chunks of a backlog, so that the recording
-     * threads do not map chunks themselves while they wait for these). */
-    (void)tb_pool_service(TB_POOL_WRITTEN, c, 0);
+    tw_give_back(c);
 }
 
 /* The queue's head once the tail of the trace is being written: a chunk

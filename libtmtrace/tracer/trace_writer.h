@@ -41,6 +41,9 @@ int tw_offer(struct tb_chunk *c);
  * may not map more (tb_pool_service's advice), `cpus_busy` whether every
  * CPU ran a traced thread lately. */
 int tw_test_defer_rule(uint64_t queued, uint64_t limit, int pool_full, int cpus_busy);
+/* Test builds only: the chunks the writer mapped as it gave written ones
+ * back while the share bound (the refill thread's work then: 0). */
+uint64_t tw_test_mapped_in_share(void);
 #endif
 /* Writes everything queued and seals the queue (tail of the trace, on the
  * writer thread or after it stopped). */

@@ -890,6 +890,7 @@ static int body_idle(void)
 struct share_run {
     tmt_stats during;
     int64_t wall_ns;
+    uint64_t writer_mapped_in_share; /* tw_test_mapped_in_share, during the run */
 };
 
 static int64_t mono_ns(void)
@@ -910,6 +911,7 @@ static int body_share(void)
         pass_counter(tx, 2048);
     tmt_stats_get(&sr.during);
     sr.wall_ns = mono_ns() - t0;
+    sr.writer_mapped_in_share = tw_test_mapped_in_share();
     tmt_thread_exit();
     return save_for_parent("share-stats.bin", &sr, sizeof sr);
 }
@@ -936,20 +938,33 @@ static struct share_run *share_stats(int status)
  * over a run long enough that the default's tenth would break the bound
  * (the bound's slack absorbs a loaded machine's scheduling). */
 #define SHARE_PCT 3
+static int run_child_stderr(const char *const *env, int (*body)(void), char *err, size_t cap);
+
+/* body_share in a child (`pre` runs before tmt_init) at level all with
+ * boundary stamps, 64k buffers, the writer at nice 0 and a share of
+ * SHARE_PCT, the trace in `trace`, with the settings `memory` (prefault,
+ * memory, deferral); its figures, and its stderr in `err` unless NULL. */
+static struct share_run *share_run_at_all(const char *trace, const char *const memory[3], void (*pre)(void),
+                                          char *err, size_t cap)
+{
+    char file[300], share[64];
+    snprintf(file, sizeof file, "TMTRACE_FILE=%s", tu_path(trace));
+    snprintf(share, sizeof share, "TMTRACE_WRITER_SHARE=%d", SHARE_PCT);
+    const char *env[] = { file, share, "TMTRACE_SAMPLE_MS=5", "TMTRACE_HTM=off", "TMTRACE_MODE=stream",
+                          "TMTRACE_EVENTS=all", "TMTRACE_BUFFER=64k", memory[0], memory[1], memory[2],
+                          "TMTRACE_STAMP=boundary", "TMTRACE_WRITER_NICE=0", NULL };
+    child_pre_init = pre;
+    return share_stats(err ? run_child_stderr(env, body_share, err, cap) : run_child(env, body_share));
+}
+
 static void with_no_cpu_to_spare_the_writer_takes_at_most_TMTRACE_WRITER_SHARE_of_one(void **state)
 {
     (void)state;
-    char file[300], share[64];
-    snprintf(file, sizeof file, "TMTRACE_FILE=%s", tu_path("share.bin"));
-    snprintf(share, sizeof share, "TMTRACE_WRITER_SHARE=%d", SHARE_PCT);
     /* Recording every access with boundary stamps, without a pause, gives
      * the writer more to do than a tenth of a CPU can: at the thread's own
      * priority, with no share kept, it took 29 % of the wall time. */
-    const char *env[] = { file, share, "TMTRACE_SAMPLE_MS=5", "TMTRACE_HTM=off", "TMTRACE_MODE=stream",
-                          "TMTRACE_EVENTS=all", "TMTRACE_BUFFER=64k", "TMTRACE_MEMORY=128M",
-                          "TMTRACE_WRITER_DEFER=0", "TMTRACE_STAMP=boundary", "TMTRACE_WRITER_NICE=0", NULL };
-    child_pre_init = one_cpu_no_refill;
-    struct share_run *sr = share_stats(run_child(env, body_share));
+    static const char *const memory[3] = { "TMTRACE_PREFAULT=0", "TMTRACE_MEMORY=128M", "TMTRACE_WRITER_DEFER=0" };
+    struct share_run *sr = share_run_at_all("share.bin", memory, one_cpu_no_refill, NULL, 0);
     assert_true(sr->during.writer_events > 0);
     /* The share of the wall time, and one window's worth of slack (the
      * chunk that crosses the share, the writer's start). */
@@ -1129,14 +1144,9 @@ static void with_no_cpu_to_spare_the_refill_threads_mapping_counts_in_the_share_
     void **state)
 {
     (void)state;
-    char file[300], share[64], err[4096];
-    snprintf(file, sizeof file, "TMTRACE_FILE=%s", tu_path("share-refill.bin"));
-    snprintf(share, sizeof share, "TMTRACE_WRITER_SHARE=%d", SHARE_PCT);
-    const char *env[] = { file, share, "TMTRACE_SAMPLE_MS=5", "TMTRACE_HTM=off", "TMTRACE_MODE=stream",
-                          "TMTRACE_EVENTS=all", "TMTRACE_BUFFER=64k", "TMTRACE_PREFAULT=1M", "TMTRACE_MEMORY=2G",
-                          "TMTRACE_WRITER_DEFER=256M", "TMTRACE_STAMP=boundary", "TMTRACE_WRITER_NICE=0", NULL };
-    child_pre_init = one_cpu;
-    struct share_run *sr = share_stats(run_child_stderr(env, body_share, err, sizeof err));
+    char err[4096];
+    static const char *const memory[3] = { "TMTRACE_PREFAULT=1M", "TMTRACE_MEMORY=2G", "TMTRACE_WRITER_DEFER=256M" };
+    struct share_run *sr = share_run_at_all("share-refill.bin", memory, one_cpu, err, sizeof err);
     if (sr->during.writer_cpu_ns > (uint64_t)(sr->wall_ns * 2 * SHARE_PCT / 100 + 2 * 150000000ll))
         fail_msg("writer and refill CPU %llu ns over %lld ns of wall time",
                  (unsigned long long)sr->during.writer_cpu_ns, (long long)sr->wall_ns);
@@ -1167,6 +1177,25 @@ static void with_no_cpu_to_spare_the_refill_threads_mapping_counts_in_the_share_
         assert_non_null(strstr(err, "attempts recorded without their reads and writes (shed"));
     else
         assert_null(strstr(err, "shed"));
+    free(sr);
+}
+
+/* The writer past its deferral (TMTRACE_WRITER_DEFER=0), a thread that
+ * records faster than a share of 3 encodes, one CPU: the writer gives each
+ * chunk it wrote back to the pool and leaves the mapping of fresh ones to
+ * the refill thread, spending its own share on encoding. When it mapped
+ * too (a pool topped up after each chunk written), it spent two thirds of
+ * its share at `all` populating fresh memory (docs/tracer.md, "The
+ * tracer's share of a CPU"). */
+static void with_no_cpu_to_spare_the_writer_spends_its_share_writing_and_the_refill_thread_maps(void **state)
+{
+    (void)state;
+    static const char *const memory[3] = { "TMTRACE_PREFAULT=1M", "TMTRACE_MEMORY=2G", "TMTRACE_WRITER_DEFER=0" };
+    struct share_run *sr = share_run_at_all("share-give-back.bin", memory, one_cpu, NULL, 0);
+    assert_true(sr->during.writer_events > 0);
+    if (sr->writer_mapped_in_share != 0)
+        fail_msg("the writer mapped %llu chunks while the share bound",
+                 (unsigned long long)sr->writer_mapped_in_share);
     free(sr);
 }
 
@@ -1219,6 +1248,7 @@ int main(void)
         cmocka_unit_test(with_no_cpu_to_spare_the_writer_takes_at_most_TMTRACE_WRITER_SHARE_of_one),
         cmocka_unit_test(
             with_no_cpu_to_spare_the_refill_threads_mapping_counts_in_the_share_and_the_thread_sheds_then_drops),
+        cmocka_unit_test(with_no_cpu_to_spare_the_writer_spends_its_share_writing_and_the_refill_thread_maps),
         cmocka_unit_test(while_every_cpu_runs_a_traced_thread_the_writer_defers_until_one_exits),
         cmocka_unit_test(a_deferring_writer_maps_buffers_while_memory_allows_and_writes_when_it_does_not),
         cmocka_unit_test(an_attached_thread_that_records_nothing_leaves_the_writer_free),
