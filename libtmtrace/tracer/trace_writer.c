@@ -370,6 +370,7 @@ void tw_write_new_sites(void)
 static int tw_flush_asked(void);
 static int tw_cpus_busy(size_t attached);
 static int tw_share_binds(void);
+static uint64_t tw_defer_limit(void);
 
 /* TMTRACE_CODEC=auto: the writer's CPU time per record of the chunks
  * written stored as encoded [0] and compressed [1], encoding and writing
@@ -443,16 +444,20 @@ static int tw_write_slots(const struct tb_chunk *c, size_t *records)
     return 0;
 }
 
-/* A written chunk goes back to the pool. With a CPU to spare (or no refill
- * thread) the pool also tops its reserve up on the writer's time if it is
- * short: between the chunks of a backlog, so that the recording threads do
- * not map chunks themselves while they wait for these. While the share
- * binds the refill thread alone maps, on its own budget, and the writer
- * spends all of its own on encoding: populating fresh memory cost more per
- * record than encoding it (2026-11-28, docs/tracer.md "The tracer's share
- * of a CPU": at `all` the writer had spent two thirds of its share mapping
- * and recycled few chunks, so both threads' time went on memory that was
- * encoded only at exit). */
+/* A written chunk goes back to the pool, which also tops its reserve up on
+ * the writer's time if it is short: between the chunks of a backlog, so
+ * that the recording threads do not map chunks themselves while they wait
+ * for these. Not while the share binds and the pool has grown by the
+ * deferral's room (TMTRACE_WRITER_DEFER beyond what tmt_init populated,
+ * the advice's `full`): the refill thread alone maps then, on its own
+ * budget, and the writer spends all of its own on encoding. A chunk
+ * populated during the run is encoded at exit anyway; a chunk written and
+ * given back is refilled without populating anything. At `all` the writer
+ * had spent two thirds of its share populating and recycled few chunks,
+ * and a 10 s run cost twice the tracer's CPU per event (docs/tracer.md,
+ * "The tracer's share of a CPU"). Within the room a short run keeps what
+ * it did: populating warm memory holds a record for less of the share than
+ * encoding it. */
 #ifdef TMT_TEST_HOOKS
 static uint64_t tw_mapped_in_share; /* atomic */
 uint64_t tw_test_mapped_in_share(void) { return __atomic_load_n(&tw_mapped_in_share, __ATOMIC_RELAXED); }
@@ -461,7 +466,8 @@ uint64_t tw_test_mapped_in_share(void) { return __atomic_load_n(&tw_mapped_in_sh
 static void tw_give_back(struct tb_chunk *c)
 {
     int binds = tw_share_binds();
-    if (binds && __atomic_load_n(&tw_refill_running, __ATOMIC_ACQUIRE)) {
+    if (binds && __atomic_load_n(&tw_refill_running, __ATOMIC_ACQUIRE) &&
+        tb_pool_service(TB_POOL_ASK, NULL, tw_defer_limit()).full) {
         if (tb_pool_service(TB_POOL_RETURN, c, 0).low)
             sem_post(&tw_refill_wake);
         return;

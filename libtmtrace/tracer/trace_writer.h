@@ -42,7 +42,8 @@ int tw_offer(struct tb_chunk *c);
  * CPU ran a traced thread lately. */
 int tw_test_defer_rule(uint64_t queued, uint64_t limit, int pool_full, int cpus_busy);
 /* Test builds only: the chunks the writer mapped as it gave written ones
- * back while the share bound (the refill thread's work then: 0). */
+ * back while the share bound (beyond the deferral's room, the refill
+ * thread's work alone: then 0). */
 uint64_t tw_test_mapped_in_share(void);
 #endif
 /* Writes everything queued and seals the queue (tail of the trace, on the

@@ -1180,10 +1180,11 @@ static void with_no_cpu_to_spare_the_refill_threads_mapping_counts_in_the_share_
     free(sr);
 }
 
-/* The writer past its deferral (TMTRACE_WRITER_DEFER=0), a thread that
- * records faster than a share of 3 encodes, one CPU: the writer gives each
- * chunk it wrote back to the pool and leaves the mapping of fresh ones to
- * the refill thread, spending its own share on encoding. When it mapped
+/* The writer past its deferral and its room (TMTRACE_WRITER_DEFER=0: the
+ * pool may not grow beyond what tmt_init populated before it writes), a
+ * thread that records faster than a share of 3 encodes, one CPU: the
+ * writer gives each chunk it wrote back to the pool and leaves the mapping
+ * of fresh ones to the refill thread, spending its own share on encoding. When it mapped
  * too (a pool topped up after each chunk written), it spent two thirds of
  * its share at `all` populating fresh memory (docs/tracer.md, "The
  * tracer's share of a CPU"). */
