@@ -132,8 +132,8 @@ static const struct config_var vars[] = {
       "queued (they stay in memory) instead of taking CPU time from the program to encode them, while the "
       "refill thread maps fresh buffers for the threads, as long as the buffers queued and those mapped beyond "
       "TMTRACE_PREFAULT each stay below this many bytes (at most TMTRACE_MEMORY/4); past that it writes, within "
-      "TMTRACE_WRITER_SHARE, and leaves the mapping of fresh buffers to the refill thread; it writes them 100 ms after the CPUs stop being all busy, or at the end; "
-      "0 = write at once", NULL },
+      "TMTRACE_WRITER_SHARE, and leaves the mapping of fresh buffers to the refill thread; it writes them "
+      "100 ms after the CPUs stop being all busy, or at the end; 0 = write at once", NULL },
     { "TMTRACE_WRITER_SHARE", VAR_INT, OFF(writer_share), 1, 100, { 0 }, "10",
       "stream mode: percent of one CPU each of the tracer's two threads may take (over 100 ms windows) while "
       "every CPU the process may use runs a traced thread: the writer, past which it sleeps and full buffers stay "

@@ -444,6 +444,11 @@ static int tw_write_slots(const struct tb_chunk *c, size_t *records)
     return 0;
 }
 
+#ifdef TMT_TEST_HOOKS
+static uint64_t tw_mapped_in_share; /* atomic */
+uint64_t tw_test_mapped_in_share(void) { return __atomic_load_n(&tw_mapped_in_share, __ATOMIC_RELAXED); }
+#endif
+
 /* A written chunk goes back to the pool, which also tops its reserve up on
  * the writer's time if it is short: between the chunks of a backlog, so
  * that the recording threads do not map chunks themselves while they wait
@@ -458,11 +463,6 @@ static int tw_write_slots(const struct tb_chunk *c, size_t *records)
  * "The tracer's share of a CPU"). Within the room a short run keeps what
  * it did: populating warm memory holds a record for less of the share than
  * encoding it. */
-#ifdef TMT_TEST_HOOKS
-static uint64_t tw_mapped_in_share; /* atomic */
-uint64_t tw_test_mapped_in_share(void) { return __atomic_load_n(&tw_mapped_in_share, __ATOMIC_RELAXED); }
-#endif
-
 static void tw_give_back(struct tb_chunk *c)
 {
     int binds = tw_share_binds();
