@@ -94,6 +94,8 @@ static int cs_push(struct cs_set *set, const struct tf_sample *s)
 static void *cs_worker(void *arg)
 {
     struct cs_job *j = arg;
+    /* Named, so that a profile tells the phases' CPU apart (tmbench/writer-cost --perf). */
+    (void)pthread_setname_np(pthread_self(), "tmt-sample");
     cpu_set_t set;
     CPU_ZERO(&set);
     CPU_SET(j->cpu, &set);

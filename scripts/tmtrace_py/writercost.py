@@ -170,9 +170,10 @@ PERF_MS = 1  # one sample per millisecond of CPU time
 
 def perf_split(script):
     """Milliseconds by thread group and writer part from `perf script -F
-    comm,ip,sym,dso` output: {writer, refill, program, and the writer's
-    compress, encode, crc, kernel, rest}."""
-    out = dict.fromkeys(("writer", "refill", "program", "compress", "encode", "crc", "kernel", "rest"), 0)
+    comm,ip,sym,dso` output: {writer, refill, sampling (the clock sampling
+    phases' threads), program, and the writer's compress, encode, crc,
+    kernel, rest}."""
+    out = dict.fromkeys(("writer", "refill", "sampling", "program", "compress", "encode", "crc", "kernel", "rest"), 0)
     for line in script.splitlines():
         f = line.split()
         if not f:
@@ -180,6 +181,8 @@ def perf_split(script):
         comm = f[0]
         if comm == "tmt-refill":
             out["refill"] += PERF_MS
+        elif comm == "tmt-sample":
+            out["sampling"] += PERF_MS
         elif comm != "tmt-writer":
             out["program"] += PERF_MS
         else:
@@ -192,12 +195,14 @@ def perf_split(script):
 
 def perf_line(name, rec, ms):
     """One cell's tracer CPU by thread: the writer (and its parts), the
-    refill thread, and the rest (tmt_init and tmt_shutdown on the program's
-    threads: the tracer's total less the two threads), in seconds."""
+    refill thread, the clock sampling phases' threads (in tmt_init and
+    tmt_shutdown), and the rest of tmt_init and tmt_shutdown (the tracer's
+    total less those threads), in seconds."""
     ev = max(rec["events_recorded"], 1)
     tracer = rec["tracer_cpu_s"] or 0.0
-    rest = max(tracer - (ms["writer"] + ms["refill"]) / 1e3, 0.0)
-    vals = [ms[k] / 1e3 for k in ("writer", "encode", "compress", "crc", "kernel", "rest", "refill")] + [rest]
+    rest = max(tracer - (ms["writer"] + ms["refill"] + ms["sampling"]) / 1e3, 0.0)
+    vals = [ms[k] / 1e3 for k in ("writer", "encode", "compress", "crc", "kernel", "rest", "refill", "sampling")]
+    vals.append(rest)
     return "%-10s %-13s %8.1f %8.1f " % (name[0], name[1], ev / 1e6, rec["tracer_ns_per_event"]) + " ".join(
         "%8.3f" % v for v in vals) + " %8.3f" % tracer
 
@@ -206,8 +211,8 @@ def run_perf(a, work):
     print("tracer CPU by thread (perf record -e cpu-clock, s), %d thread(s), %g s runs, %s, load %.2f" % (
         a.threads, a.duration, bench.cpu_model(), os.getloadavg()[0]))
     print("%-10s %-13s %8s %8s " % ("workload", "level", "M events", "ns/event") + " ".join(
-        "%8s" % h for h in ("writer", "encode", "compress", "crc", "kernel", "w.rest", "refill", "init+exit",
-                            "tracer")))
+        "%8s" % h for h in ("writer", "encode", "compress", "crc", "kernel", "w.rest", "refill", "sampling",
+                            "init+exit", "tracer")))
     for w in a.workloads:
         for name, events, stamp in LEVELS:
             trace, data = os.path.join(work, "t.trace"), os.path.join(work, "perf.data")

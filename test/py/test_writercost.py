@@ -57,20 +57,23 @@ class Perf(unittest.TestCase):
       tmt-writer ffffffff813a4413 copy_folio_from_iter_atomic ([kernel.kallsyms])
       tmt-writer 7f4476caa433 tw_take_and_write (/b/tmbench)
       tmt-refill ffffffff813a4413 clear_page_erms ([kernel.kallsyms])
+      tmt-sample 7f4476caa433 cs_worker (/b/tmbench)
+      tmt-sample 7f4476caa433 cs_worker (/b/tmbench)
          tmbench 7f4476caa433 intset_worker (/b/tmbench)
 """
 
-    def test_samples_split_into_the_writers_parts_the_refill_thread_and_the_program(self):
+    def test_samples_split_into_the_writers_parts_the_refill_and_sampling_threads_and_the_program(self):
         ms = writercost.perf_split(self.SCRIPT)
         self.assertEqual((ms["writer"], ms["compress"], ms["encode"], ms["crc"], ms["kernel"], ms["rest"]),
                          (6, 2, 1, 1, 1, 1))
-        self.assertEqual((ms["refill"], ms["program"]), (1, 1))
+        self.assertEqual((ms["refill"], ms["sampling"], ms["program"]), (1, 2, 1))
 
-    def test_init_and_exit_are_the_tracers_cpu_less_its_two_threads(self):
+    def test_init_and_exit_are_the_tracers_cpu_less_its_threads_and_the_sampling_phases(self):
         rec = {"events_recorded": 1_000_000, "tracer_ns_per_event": 20.0, "tracer_cpu_s": 0.02}
         row = writercost.perf_line(("hash", "tx"), rec, writercost.perf_split(self.SCRIPT)).split()
         self.assertEqual(row[:4], ["hash", "tx", "1.0", "20.0"])
-        self.assertEqual([float(x) for x in row[4:]], [0.006, 0.001, 0.002, 0.001, 0.001, 0.001, 0.001, 0.013, 0.02])
+        self.assertEqual([float(x) for x in row[4:]],
+                         [0.006, 0.001, 0.002, 0.001, 0.001, 0.001, 0.001, 0.002, 0.011, 0.02])
 
 
 class Options(unittest.TestCase):
