@@ -88,8 +88,8 @@ static uint64_t tw_nbytes;    /* atomic: copy of the file's size; the tf_writer'
  * encodes; a reserve refilled only between its chunks fell behind on a
  * machine with no spare CPU, and the threads mapped their chunks
  * themselves (in the middle of a transaction, at a page fault per 4 KiB).
- * Mapping is the urgent part and costs a fraction of encoding, so this
- * thread runs at the program's own priority and does nothing else: what
+ * Mapping is the urgent part and, on memory the kernel has at hand, costs
+ * about half of encoding the records it holds, so this thread runs at the program's own priority and does nothing else: what
  * it maps is what the threads would otherwise map on their own CPUs. */
 static pthread_t tw_refill_tid;
 static int tw_refill_running;
@@ -553,7 +553,10 @@ static void tw_count_active(void)
  * The threads meanwhile take their chunks from the pool, and when its
  * reserve runs low the writer maps more (tb_pool_service, in tw_main)
  * rather than writing queued chunks to recycle them: populating a chunk
- * costs a fraction of encoding its records (docs/tracer.md, "Modes"). Only
+ * costs about half of encoding its records where the kernel has the memory
+ * at hand (more where it must fault it in from a hypervisor: docs/tracer.md,
+ * "Beyond the deferral's room"), and what waits is encoded once a CPU is
+ * free or at the end. Only
  * when the pool may not grow by the limit beyond what tmt_init populated
  * (or TMTRACE_MEMORY is reached) does writing become the way to free one.
  * Both bounds count memory, not records: a chunk handed over holds its
@@ -663,8 +666,9 @@ int tw_offer(struct tb_chunk *c)
  * at `all` a fast program on every CPU made the refill thread take a third
  * of a CPU and more, and the program's abort rate fell with the CPU it lost
  * (docs/tracer.md, "The tracer's share of a CPU"). Two budgets, not one:
- * mapping costs a fraction of encoding per record, and a writer that spent
- * the refill thread's time would drop more records than it wrote. At its
+ * mapping costs less than encoding per record on memory at hand, and a
+ * writer that spent the refill thread's time would drop more records than
+ * it wrote. At its
  * nice alone the scheduler gave the writer about a quarter of a CPU against
  * two busy threads on two CPUs. Not at stop nor for a signal's flush, nor
  * with a CPU to spare, nor at 100 (no cap), nor in memory mode. */

@@ -999,8 +999,8 @@ static void a_deferring_writer_maps_buffers_while_memory_allows_and_writes_when_
     const uint64_t limit = 64u << 20;
     /* The CPUs are the program's and the backlog is small: defer as long as
      * the pool may map another chunk (its advice says whether it is short
-     * of chunks with no room left; mapping one costs a fraction of encoding
-     * it). */
+     * of chunks with no room left; on memory the kernel has at hand, mapping
+     * one costs less than encoding it). */
     assert_int_equal(tw_test_defer_rule(1u << 20, limit, 0, 1), 1);
     /* Short of chunks with TMTRACE_MEMORY reached: only writing frees one. */
     assert_int_equal(tw_test_defer_rule(1u << 20, limit, 1, 1), 0);
