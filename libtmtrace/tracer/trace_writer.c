@@ -828,6 +828,25 @@ static void *tw_refill_main(void *arg)
     return NULL;
 }
 
+/* The refill thread's semaphore is initialised once and never destroyed:
+ * the threads that post it (tw_offer on the recording threads, tw_give_back
+ * on the writer) test tw_refill_running first, and one may post just after
+ * tw_refill_end has joined the thread. A restart drains what such a post
+ * left. 0 or -1 (not initialised: no refill thread). */
+static int tw_refill_sem_ready;
+
+static int tw_refill_sem(void)
+{
+    if (!tw_refill_sem_ready) {
+        if (sem_init(&tw_refill_wake, 0, 0) != 0)
+            return -1;
+        tw_refill_sem_ready = 1;
+    }
+    while (sem_trywait(&tw_refill_wake) == 0)
+        ;
+    return 0;
+}
+
 /* Starts the refill thread; without it (pthread_create failed) the writer
  * refills the reserve itself, as it did before the refill thread. */
 static void tw_refill_start(void)
@@ -836,12 +855,8 @@ static void tw_refill_start(void)
     __atomic_store_n(&tw_refill_detach, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&tw_refill_cpu, 0, __ATOMIC_RELAXED);
     tw_share_refill = (struct tw_share){ 0, 0, 0 };
-    if (sem_init(&tw_refill_wake, 0, 0) != 0)
+    if (tw_refill_sem() != 0 || pthread_create(&tw_refill_tid, NULL, tw_refill_main, NULL) != 0)
         return;
-    if (pthread_create(&tw_refill_tid, NULL, tw_refill_main, NULL) != 0) {
-        sem_destroy(&tw_refill_wake);
-        return;
-    }
     __atomic_store_n(&tw_refill_running, 1, __ATOMIC_RELEASE);
 }
 
@@ -853,7 +868,6 @@ static void tw_refill_end(void)
     sem_post(&tw_refill_wake);
     pthread_join(tw_refill_tid, NULL);
     __atomic_store_n(&tw_refill_running, 0, __ATOMIC_RELEASE);
-    sem_destroy(&tw_refill_wake);
 }
 
 static void *tw_main(void *arg)
@@ -1016,6 +1030,7 @@ void tw_fork_child(void)
     __atomic_store_n(&tw_forking, 0, __ATOMIC_RELEASE);
     tw_running = 0; /* the writer thread stayed in the parent, and so did the refill thread */
     __atomic_store_n(&tw_refill_running, 0, __ATOMIC_RELAXED);
+    tw_refill_sem_ready = 0; /* its copy may count the parent's waiter: a tracer started anew initialises it */
     __atomic_store_n(&tw_queue, NULL, __ATOMIC_RELEASE);
     __atomic_store_n(&tw_queued, 0, __ATOMIC_RELAXED);
 }
