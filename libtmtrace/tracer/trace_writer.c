@@ -5,9 +5,10 @@
  * Owns: the queue, the writer thread, where it runs, when it defers, and
  * its counts; the refill thread, which keeps the pool's reserve populated
  * at the program's priority while the writer encodes at its own; and the
- * share of a CPU each of the two keeps to while every CPU is busy. The queue is a lock-free LIFO list: producers push with one
- * CAS, the writer takes the whole list with one exchange and reverses it,
- * so each thread's chunks are written in the order they were handed over.
+ * share of a CPU each of the two keeps to while every CPU is busy. The
+ * queue is a lock-free LIFO list: producers push with one CAS, the writer
+ * takes the whole list with one exchange and reverses it, so each
+ * thread's chunks are written in the order they were handed over.
  *
  * Never: prints during the run (its failures are counted and the tracer
  * reports them once at exit and in the END chunk), or maps, recycles or
@@ -89,8 +90,9 @@ static uint64_t tw_nbytes;    /* atomic: copy of the file's size; the tf_writer'
  * machine with no spare CPU, and the threads mapped their chunks
  * themselves (in the middle of a transaction, at a page fault per 4 KiB).
  * Mapping is the urgent part and, on memory the kernel has at hand, costs
- * about half of encoding the records it holds, so this thread runs at the program's own priority and does nothing else: what
- * it maps is what the threads would otherwise map on their own CPUs. */
+ * about half of encoding the records it holds, so this thread runs at the
+ * program's own priority and does nothing else: what it maps is what the
+ * threads would otherwise map on their own CPUs. */
 static pthread_t tw_refill_tid;
 static int tw_refill_running;
 static int tw_refill_stop;      /* atomic */
@@ -556,9 +558,9 @@ static void tw_count_active(void)
  * costs about half of encoding its records where the kernel has the memory
  * at hand (more where it must fault it in from a hypervisor: docs/tracer.md,
  * "Beyond the deferral's room"), and what waits is encoded once a CPU is
- * free or at the end. Only
- * when the pool may not grow by the limit beyond what tmt_init populated
- * (or TMTRACE_MEMORY is reached) does writing become the way to free one.
+ * free or at the end. Only when the pool may not grow by the limit beyond
+ * what tmt_init populated (or TMTRACE_MEMORY is reached) does writing
+ * become the way to free one.
  * Both bounds count memory, not records: a chunk handed over holds its
  * whole mapping however few records it has. */
 static int tw_defer_rule(uint64_t queued, uint64_t limit, int pool_full, int cpus_busy)
@@ -668,9 +670,8 @@ int tw_offer(struct tb_chunk *c)
  * (docs/tracer.md, "The tracer's share of a CPU"). Two budgets, not one:
  * mapping costs less than encoding per record on memory at hand, and a
  * writer that spent the refill thread's time would drop more records than
- * it wrote. At its
- * nice alone the scheduler gave the writer about a quarter of a CPU against
- * two busy threads on two CPUs. Not at stop nor for a signal's flush, nor
+ * it wrote. At its nice alone the scheduler gave the writer about a quarter
+ * of a CPU against two busy threads on two CPUs. Not at stop nor for a signal's flush, nor
  * with a CPU to spare, nor at 100 (no cap), nor in memory mode. */
 #define TW_SHARE_WINDOW_NS 100000000u
 /* One thread's budget, in CPU ns: it grows by the share of the wall time
