@@ -74,8 +74,9 @@ static const struct config_var vars[] = {
       "per-thread buffer (one chunk) in bytes; units k, M, G", NULL },
     { "TMTRACE_MEMORY", VAR_SIZE, OFF(memory_bytes), 1LL << 16, 1LL << 40, { 0 }, "2G",
       "most memory held by full buffers waiting for the writer; beyond it events are dropped and counted", NULL },
-    { "TMTRACE_SAMPLE_MS", VAR_INT, OFF(sample_ms), 1, 60000, { 0 }, "50",
-      "length of each pre-run and post-run clock sampling phase, in ms", NULL },
+    { "TMTRACE_SAMPLE_MS", VAR_INT, OFF(sample_ms), 1, 60000, { 0 }, "10",
+      "length of each pre-run and post-run clock sampling phase, in ms (one thread spins on every CPU for it, at "
+      "init and again at exit)", NULL },
     { "TMTRACE_RESAMPLE_MS", VAR_INT, OFF(resample_ms), 0, 60000, { 0 }, "10",
       "least time between two in-run clock samples of a thread, in ms; 0 disables them", NULL },
     { "TMTRACE_CLOCK", VAR_CHOICE, OFF(clock), 0, 0, { "monotonic", "monotonic_raw" }, "monotonic",
