@@ -31,10 +31,13 @@ enum codec_event_flags {
 /* Worst-case encoded size of one event, and of the chunk preamble. */
 #define CODEC_EVENT_MAX_BYTES 96u
 #define CODEC_PREAMBLE_MAX_BYTES 32u
+/* Bytes the encoder may store past the end of what it encodes (a wide
+ * varint is written with one 8-byte store). */
+#define CODEC_STORE_SLACK 8u
 
 static inline size_t codec_events_bound(size_t n)
 {
-    return CODEC_PREAMBLE_MAX_BYTES + n * CODEC_EVENT_MAX_BYTES;
+    return CODEC_PREAMBLE_MAX_BYTES + n * CODEC_EVENT_MAX_BYTES + CODEC_STORE_SLACK;
 }
 
 /* Encodes raw records of one thread. `truth` NULL or one stamp per record.
