@@ -1150,21 +1150,26 @@ static int tf_raw_room(struct tf_writer *w, size_t need)
     return 0;
 }
 
-_Static_assert(TF_WSET_MAX <= TF_SLOTS_PIECE, "a write-set record fits one piece");
+_Static_assert(TF_WSET_MAX + 2 <= TF_SLOTS_PIECE, "a write set and its COMMIT fit one piece");
 
 int tf_write_slots(struct tf_writer *w, uint32_t thread, struct tf_slot_stream *ss, int codec, int level)
 {
     while (ss->left) {
-        /* Room for the records the piece can hold (no more than twice its
-         * slots: a write set packs two words a slot): a short chunk does
-         * not grow the buffers to a full piece. */
+        /* Room for the records the piece may hold, and a piece of no more
+         * records: twice its slots (a write set packs two words a slot),
+         * so that a short chunk does not grow the buffers to a full piece,
+         * but at least a whole write set and its COMMIT, since a write set
+         * in runs takes a few slots for up to TF_WSET_MAX words and is
+         * never split between pieces. */
         size_t most = ss->left < TF_SLOTS_PIECE / 2 ? 2 * ss->left : TF_SLOTS_PIECE;
+        if (most < TF_WSET_MAX + 2)
+            most = TF_WSET_MAX + 2;
         if (tf_raw_room(w, codec_events_bound(most)) != 0)
             return -1;
         uint64_t seq = ss->seq;
         size_t m;
         unsigned fl;
-        long len = codec_encode_slots(w->raw, ss, TF_SLOTS_PIECE, &m, &fl);
+        long len = codec_encode_slots(w->raw, ss, most, &m, &fl);
         if (len < 0) {
             char why[256];
             snprintf(why, sizeof why, "%s", error_get());

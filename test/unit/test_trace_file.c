@@ -470,6 +470,47 @@ static void test_long_runs_are_split_and_keep_seq_and_instance(void **s)
     free(r);
 }
 
+/* A write set in runs takes a few slots for thousands of words: a short
+ * stream of them expands to many more records than it has slots, and the
+ * writer's buffer, sized for the records a piece may hold, must hold them
+ * all (under ASan an undersized buffer is an overflow; without, a crash or
+ * damaged records). */
+static void test_a_short_stream_of_long_write_set_runs_fits_the_writers_buffer(void **s)
+{
+    (void)s;
+    enum { SETS = 8, PER = 3 }; /* a full WSET record (two slots), its one entry (one slot) */
+    const char *path = tu_path("runs.bin");
+    struct tf_slot sl[SETS * PER];
+    memset(sl, 0, sizeof sl);
+    for (size_t k = 0; k < SETS; k++) {
+        struct tf_record h = { .tsc = 1000 + k, .kind = TF_EV_WSET, .site = 1, .addr = TF_WSET_MAX, .value = 1 };
+        memcpy(&sl[k * PER], &h, sizeof h);
+        uint64_t entry = tf_wset_pack_run(0x10000 + k * 0x100000, 0xff, TF_WSET_MAX - 1);
+        memcpy(&sl[k * PER + 2], &entry, sizeof entry);
+    }
+    struct tf_header h = make_header();
+    struct tf_writer *w = tf_create(path, &h, 0);
+    assert_non_null(w);
+    struct tf_slot_stream ss = { .s = sl, .left = SETS * PER, .seq = 1 };
+    assert_int_equal(tf_write_slots(w, 2, &ss, TF_CODEC_NONE, 1), 0);
+    assert_int_equal(tf_finish(w, 0), 0);
+    struct tf_reader *rd = tf_open(path, 0);
+    assert_non_null(rd);
+    struct tf_chunk c;
+    size_t seen = 0;
+    while (tf_next(rd, &c) == 1) {
+        for (size_t i = 0; i < c.count; i++, seen++) {
+            size_t set = seen / TF_WSET_MAX, word = seen % TF_WSET_MAX;
+            assert_int_equal(c.events[i].kind, TF_EV_WSET);
+            assert_int_equal(c.events[i].ts, 1000 + set);
+            assert_int_equal(c.events[i].addr, 0x10000 + set * 0x100000 + 8 * word);
+            assert_int_equal(c.events[i].value, 0xff);
+        }
+    }
+    assert_int_equal(seen, (size_t)SETS * TF_WSET_MAX);
+    tf_close(rd);
+}
+
 /* The library's writer stores metadata chunks as they are, but the format
  * lets any chunk be compressed: a SAMPLES chunk rewritten with zlib reads
  * as the samples it holds. */
@@ -1069,6 +1110,7 @@ int main(void)
         cmocka_unit_test(test_every_chunk_kind_round_trips_with_zlib),
         cmocka_unit_test(test_every_chunk_kind_round_trips_with_lz4),
         cmocka_unit_test(test_long_runs_are_split_and_keep_seq_and_instance),
+        cmocka_unit_test(test_a_short_stream_of_long_write_set_runs_fits_the_writers_buffer),
         cmocka_unit_test(test_a_compressed_metadata_chunk_reads_as_the_records_it_holds),
         cmocka_unit_test(test_skip_events_gives_counts_without_payloads),
         cmocka_unit_test(test_truncation_at_a_chunk_boundary_reads_every_complete_chunk),
