@@ -110,6 +110,7 @@ static inline struct codec_fields *codec_f(struct codec_pred *st, unsigned flags
 static inline uint64_t codec_zz(uint64_t delta) { return (delta << 1) ^ (uint64_t)((int64_t)delta >> 63); }
 static inline uint64_t codec_unzz(uint64_t v) { return (v >> 1) ^ (uint64_t)-(int64_t)(v & 1); }
 
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "a wide varint's store puts group i in byte i");
 /* A varint of 4 to 8 bytes (v below 2^56): its 7-bit groups spread to
  * bytes and the continuation bits set in registers, then one 8-byte store
  * (the bytes past the varint are scratch: CODEC_STORE_SLACK). Heap
