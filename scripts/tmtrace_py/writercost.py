@@ -58,6 +58,8 @@ def parse_args(argv, prog):
     p.add_argument("--threads", type=cli.positive_int, default=2, help="worker threads (default 2)")
     p.add_argument("--duration", type=cli.positive_float, default=10.0, help="seconds per run (default 10)")
     p.add_argument("--reps", type=cli.positive_int, default=1, help="runs per cell, interleaved (default 1)")
+    p.add_argument("--levels", type=cli.choice_list([n for n, _, _ in LEVELS]), default=[n for n, _, _ in LEVELS],
+                   help="comma-separated levels to run, of tx, all/boundary, all/each (default all three)")
     p.add_argument("--callgrind", action="store_true",
                    help="count instructions under callgrind instead of timing (one run per cell, --ops)")
     p.add_argument("--perf", action="store_true",
@@ -67,6 +69,7 @@ def parse_args(argv, prog):
                    help="with --callgrind: operations per run (default vacation 30000, hash 600000, others 100000)")
     p.add_argument("extra", nargs="*", help="options passed to every tmbench run, after --")
     a = p.parse_args(argv)
+    a.levels = [lv for lv in LEVELS if lv[0] in a.levels]
     a.tmbench = bench.need_program(a.build, "tmbench")
     if a.perf and shutil.which("perf") is None:
         raise cli.ScriptError("--perf needs perf, which is not on PATH", cli.EXIT_USAGE)
@@ -105,7 +108,7 @@ def run_timed(a, work):
     rows = {}
     for _ in range(a.reps):
         for w in a.workloads:
-            for name, events, stamp in LEVELS:
+            for name, events, stamp in a.levels:
                 trace = os.path.join(work, "t.trace")
                 cmd = [a.tmbench, w, "--threads", str(a.threads), "--duration", str(a.duration)] + a.extra
                 rec = bench.run_tmbench(cmd, level_env(events, stamp, trace), work)
@@ -147,7 +150,7 @@ def run_counted(a, work):
         "%8s" % h for h in ("encode", "compress", "crc", "rest", "init", "total")) + " %6s" % "B/ev")
     for w in a.workloads:
         ops = a.ops or DEFAULT_OPS.get(w, 100000)
-        for name, events, stamp in LEVELS:
+        for name, events, stamp in a.levels:
             trace, out = os.path.join(work, "t.trace"), os.path.join(work, "callgrind.out")
             env = dict(level_env(events, stamp, trace), TMTRACE_WRITER_SHARE="100")
             cmd = icount.valgrind_command(out) + [a.tmbench, w, "--threads", str(a.threads), "--ops",
@@ -214,7 +217,7 @@ def run_perf(a, work):
         "%8s" % h for h in ("writer", "encode", "compress", "crc", "kernel", "w.rest", "refill", "sampling",
                             "init+exit", "tracer")))
     for w in a.workloads:
-        for name, events, stamp in LEVELS:
+        for name, events, stamp in a.levels:
             trace, data = os.path.join(work, "t.trace"), os.path.join(work, "perf.data")
             cmd = ["perf", "record", "-q", "-e", "cpu-clock", "-c", str(PERF_MS * 1000000), "-o", data, "--",
                    a.tmbench, w, "--threads", str(a.threads), "--duration", str(a.duration)] + a.extra

@@ -1,5 +1,7 @@
 """tmtrace_py.writercost: the rows of its timed table and of its callgrind
 table (instructions per event by part), and its options."""
+import contextlib
+import io
 import unittest
 
 import support
@@ -92,7 +94,19 @@ class Options(unittest.TestCase):
     def test_the_defaults_are_the_issues_runs(self):
         a = writercost.parse_args(["--build", support.build_root()], "writer-cost")
         self.assertEqual((a.workloads, a.threads, a.duration), (["vacation", "hash"], 2, 10.0))
-        self.assertEqual([n for n, _, _ in writercost.LEVELS], ["tx", "all/boundary", "all/each"])
+        self.assertEqual([n for n, _, _ in a.levels], ["tx", "all/boundary", "all/each"])
+
+    def test_levels_picks_some_in_the_tables_order_with_their_settings(self):
+        a = writercost.parse_args(["--build", support.build_root(), "--levels", "all/each,tx"], "writer-cost")
+        self.assertEqual(a.levels, [("tx", "tx", "boundary"), ("all/each", "all", "each")])
+
+    def test_an_unknown_level_is_a_one_line_error_with_exit_2(self):
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err), self.assertRaises(SystemExit) as e:
+            writercost.parse_args(["--build", support.build_root(), "--levels", "tx,al"], "writer-cost")
+        self.assertEqual(e.exception.code, 2)
+        self.assertIn("'al' is not one of tx,all/boundary,all/each", err.getvalue())
+        self.assertEqual(err.getvalue().count("\n"), 1)
 
 
 if __name__ == "__main__":
