@@ -671,8 +671,9 @@ int tw_offer(struct tb_chunk *c)
  * mapping costs less than encoding per record on memory at hand, and a
  * writer that spent the refill thread's time would drop more records than
  * it wrote. At its nice alone the scheduler gave the writer about a quarter
- * of a CPU against two busy threads on two CPUs. Not at stop nor for a signal's flush, nor
- * with a CPU to spare, nor at 100 (no cap), nor in memory mode. */
+ * of a CPU against two busy threads on two CPUs. Not at stop nor for a
+ * signal's flush, nor with a CPU to spare, nor at 100 (no cap), nor in
+ * memory mode. */
 #define TW_SHARE_WINDOW_NS 100000000u
 /* One thread's budget, in CPU ns: it grows by the share of the wall time
  * that passes, up to one window's worth, and shrinks by the CPU time the

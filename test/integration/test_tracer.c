@@ -1184,10 +1184,10 @@ static void with_no_cpu_to_spare_the_refill_threads_mapping_counts_in_the_share_
  * pool may not grow beyond what tmt_init populated before it writes), a
  * thread that records faster than a share of 3 encodes, one CPU: the
  * writer gives each chunk it wrote back to the pool and leaves the mapping
- * of fresh ones to the refill thread, spending its own share on encoding. When it mapped
- * too (a pool topped up after each chunk written), it spent two thirds of
- * its share at `all` populating fresh memory (docs/tracer.md, "The
- * tracer's share of a CPU"). */
+ * of fresh ones to the refill thread, spending its own share on encoding.
+ * When it mapped too (a pool topped up after each chunk written), it spent
+ * two thirds of its share at `all` populating fresh memory (docs/tracer.md,
+ * "The tracer's share of a CPU"). */
 static void with_no_cpu_to_spare_the_writer_spends_its_share_writing_and_the_refill_thread_maps(void **state)
 {
     (void)state;
