@@ -973,6 +973,82 @@ static void dropped_events_make_the_trace_incomplete_with_the_checks_they_affect
     assert_true(tg_json_num(out, strstr(out, "\"incomplete\":"), "dropped_events") == 7);
 }
 
+/* Thread th's records as a raw trace whose program order has holes: hole
+ * k of dropped[k] events before record at[k] (the tracer numbers what it
+ * drops: the records after a hole carry sequence numbers past it), the END
+ * chunk counting them; tmcheck --json on it. */
+static int check_with_holes(const char *name, struct tg_thread *th, const size_t *at, const uint64_t *dropped,
+                            size_t nholes)
+{
+    struct tf_header h = tg_header(HZ, level, 0);
+    h.version = 2;
+    const char *path = tu_path(name);
+    struct tf_thread_info ti[1];
+    uint64_t ev = th->n, inst = 0, seq = 0, lost = 0;
+    struct tf_writer *w = tg_begin(path, &h, 1, &ev, NULL, 0, ti);
+    assert_non_null(w);
+    for (size_t k = 0, from = 0; k <= nholes; k++) {
+        size_t to = k < nholes ? at[k] : th->n;
+        assert_int_equal(tg_write_records(w, 1, seq, inst, th->r + from, th->truth + from, to - from, TF_CODEC_NONE,
+                                          0), 0);
+        for (size_t i = from; i < to; i++)
+            if (th->r[i].kind == TF_EV_START)
+                inst = th->r[i].addr;
+        seq += to - from + (k < nholes ? dropped[k] : 0);
+        lost += k < nholes ? dropped[k] : 0;
+        from = to;
+    }
+    ti[0].dropped = lost;
+    assert_int_equal(tg_end(w, ti, 1), 0);
+    tg_free(th);
+    return run_check(path, 1, NULL);
+}
+
+/* Dropped events leave holes in their thread's program order: the attempt
+ * open at a hole lost its end, one whose events follow a hole lost its
+ * START. They are cut attempts, not breaks of the grammar nor attempts
+ * without an end, and the time from the first hole to the next START is
+ * the dropped events', not a deschedule of the attempt it cut. */
+static void holes_left_by_dropped_events_cut_attempts_without_a_violation_or_a_deschedule(void **st)
+{
+    (void)st;
+    const uint64_t far = 50000000; /* 50 ms */
+    struct tg_thread th[1] = { 0 };
+    tg_ev(&th[0], 1000, TF_EV_START, 0, 1, 1, 0);
+    tg_ev(&th[0], 1010, TF_EV_READ, 8, 1, A1, 0);
+    tg_ev(&th[0], 1030, TF_EV_COMMIT, 0, 1, 0, 1);
+    tg_ev(&th[0], 1100, TF_EV_START, 0, 1, 2, 0);                        /* its end is dropped */
+    tg_ev(&th[0], 1110, TF_EV_READ, 8, 1, A1, 0);
+    tg_ev(&th[0], far, TF_EV_READ, 8, 1, A1 + 8, 0);                     /* hole 1: START 4 dropped */
+    tg_ev(&th[0], far + 10, TF_EV_ABORT, TMT_ABORT_READ_VERSION, 1, A1 + 8, 7);
+    tg_ev(&th[0], 2 * far, TF_EV_WRITE, 8, 1, A1, 1);                    /* hole 2: START 6 dropped */
+    tg_ev(&th[0], 2 * far + 10, TF_EV_COMMIT, 0, 1, 9, 1);
+    tg_ev(&th[0], 2 * far + 100, TF_EV_START, 0, 2, 8, 0);
+    tg_ev(&th[0], 2 * far + 110, TF_EV_READ, 8, 2, A1, 0);
+    tg_ev(&th[0], 2 * far + 130, TF_EV_COMMIT, 0, 2, 0, 1);
+    const size_t at[2] = { 5, 7 };
+    const uint64_t dropped[2] = { 6, 3 };
+    assert_int_equal(check_with_holes("hole.bin", th, at, dropped, 2), 4); /* incomplete, nothing violated */
+    assert_true(J("grammar_violations") == 0);
+    assert_true(J("temporal_inconsistencies") == 0);
+    assert_true(J("cut_attempts") == 3);
+    assert_true(J("open_attempts") == 0);
+    assert_true(J("commits") == 2);
+    assert_true(J("aborts") == 0);
+    assert_true(J("dropped_events") == 9);
+    const char *t1 = strstr(out, "\"thread\":1");
+    assert_non_null(t1 = strstr(t1, "\"wall_ns\""));
+    assert_true(tg_json_num(out, t1, "descheduled_attempts") == 0);
+    assert_true(tg_json_num(out, t1, "dropped_ns") == (double)(2 * far + 100 - 1100));
+    assert_true(tg_json_num(out, t1, "outside_ns") == 70);
+    assert_true(tg_json_num(out, t1, "committed_ns") == 30 + 30);
+    assert_true(tg_json_num(out, t1, "wall_ns") == (double)(2 * far + 130 - 1000));
+    /* the text says what the holes cut, and the time table has their column */
+    assert_int_equal(run_check(tu_path("hole.bin"), 0, NULL), 4);
+    expect_out("cut attempts 3 (");
+    expect_out("    dropped ");
+}
+
 /* A trace cut before its END chunk (the writer died) or whose END names
  * the signal that killed the program lost records: tmcheck says which in
  * one line on stderr, in the report and in the JSON, and exits 4 however
@@ -1147,6 +1223,7 @@ int main(void)
         cmocka_unit_test(a_serial_attempt_met_by_another_transaction_made_it_wait),
         cmocka_unit_test(hardware_aborts_are_classified_by_status_bits),
         cmocka_unit_test(dropped_events_make_the_trace_incomplete_with_the_checks_they_affect),
+        cmocka_unit_test(holes_left_by_dropped_events_cut_attempts_without_a_violation_or_a_deschedule),
         cmocka_unit_test(a_truncated_or_killed_trace_is_incomplete_exit_4_saying_why),
         cmocka_unit_test(violations_outrank_incompleteness_which_is_still_said),
         cmocka_unit_test(csv_files_hold_sites_conflicts_and_threads),

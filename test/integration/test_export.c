@@ -80,6 +80,16 @@ static struct tf_event ev(uint64_t ts, uint32_t thread, uint8_t kind, uint32_t s
     return e;
 }
 
+/* Numbers events (threads 1 and 2) in their thread's program order, as a
+ * trace's sequence numbers are: a number skipped is a hole (dropped
+ * events). */
+static void number_in_program_order(struct tf_event *e, size_t n)
+{
+    uint64_t next[3] = { 0 };
+    for (size_t i = 0; i < n; i++)
+        e[i].seq = next[e[i].thread]++;
+}
+
 /* A merged, synchronised trace: thread 1 commits a write to A; thread 2's
  * attempt that read A aborts at A (culprit: thread 1); thread 2 retries and
  * commits; thread 1 runs a hardware attempt that aborts, falls back and
@@ -105,8 +115,7 @@ static const struct tf_event *demo_events(size_t *n)
     e[k++] = ev(2300, 1, TF_EV_WRITE, 1, 3, ADDR_B, 2, 8);
     e[k++] = ev(2400, 1, TF_EV_COMMIT, 1, 3, 9, 0 | (1ull << 32), 0);
     e[k++] = ev(2500, 2, TF_EV_START, 2, 3, 0, 0, 0); /* no end: cut off */
-    for (size_t i = 0; i < k; i++)
-        e[i].seq = i;
+    number_in_program_order(e, k);
     *n = k;
     return e;
 }
@@ -170,6 +179,30 @@ static void one_slice_per_finished_attempt_and_valid_json(void **state)
     assert_int_equal(c.meta, 2 * 2 + 1);
 }
 
+/* Events dropped between an attempt's START and the end of a later one
+ * (its START dropped too) leave no slice spanning the hole: the end is
+ * another attempt's. */
+static void an_end_after_dropped_events_closes_no_other_attempts_slice(void **state)
+{
+    (void)state;
+    struct tf_event e[5];
+    e[0] = ev(1000, 1, TF_EV_START, 1, 1, 0, 0, 0);
+    e[1] = ev(1100, 1, TF_EV_READ, 1, 1, ADDR_A, 5, 8);
+    e[2] = ev(50000000, 1, TF_EV_COMMIT, 1, 3, 7, 0, 0); /* attempt 3's: 1's end and 3's START dropped */
+    e[3] = ev(50000100, 1, TF_EV_START, 1, 4, 0, 0, 0);
+    e[4] = ev(50000200, 1, TF_EV_COMMIT, 1, 4, 8, 0, 0);
+    for (size_t i = 0; i < 5; i++)
+        e[i].seq = i < 2 ? i : i + 4;
+    const char *trace = tu_path("hole.sync.bin"), *json = tu_path("hole.json");
+    write_trace(trace, TF_HDR_SYNCED, e, 5);
+    char err[512];
+    assert_int_equal(export(trace, json, "", err, sizeof err), 0);
+    struct counts c;
+    assert_int_equal(parse_json(json, &c), 0);
+    assert_int_equal(c.x, 1);
+    assert_int_equal(c.x_commit, 1);
+}
+
 static void abort_gets_arrow_from_the_commit_that_wrote_its_address(void **state)
 {
     (void)state;
@@ -205,8 +238,7 @@ static void no_arrow_when_the_writer_committed_after_the_abort(void **state)
     e[2] = ev(200, 1, TF_EV_START, 1, 1, 0, 0, 0);
     e[3] = ev(250, 1, TF_EV_WRITE, 1, 1, ADDR_A, 1, 8);
     e[4] = ev(300, 1, TF_EV_COMMIT, 1, 1, 3, 1ull << 32, 0);
-    for (size_t i = 0; i < 5; i++)
-        e[i].seq = i;
+    number_in_program_order(e, 5);
     const char *trace = tu_path("late.sync.bin"), *json = tu_path("late.json");
     write_trace(trace, TF_HDR_SYNCED, e, 5);
     char err[512];
@@ -318,8 +350,7 @@ static const struct tf_event *held_events(size_t *n)
     e[k++] = ev(1150, 2, TF_EV_READ, 2, 1, ADDR_A, 5, 8);
     e[k++] = ev(1200, 2, TF_EV_ABORT, 2, 1, ADDR_A, tf_abort_held(1, 1), TMT_ABORT_READ_LOCKED);
     e[k++] = ev(1001100, 1, TF_EV_COMMIT, 1, 1, 7, 1ull << 32, 0);
-    for (size_t i = 0; i < k; i++)
-        e[i].seq = i;
+    number_in_program_order(e, k);
     *n = k;
     return e;
 }
@@ -395,6 +426,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(one_slice_per_finished_attempt_and_valid_json),
+        cmocka_unit_test(an_end_after_dropped_events_closes_no_other_attempts_slice),
         cmocka_unit_test(abort_gets_arrow_from_the_commit_that_wrote_its_address),
         cmocka_unit_test(no_arrow_when_the_writer_committed_after_the_abort),
         cmocka_unit_test(empty_trace_is_still_valid_json),

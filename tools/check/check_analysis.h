@@ -107,6 +107,7 @@ struct ca_opts {
  * those. Sites have no wall or outside time. */
 struct ca_time {
     double wall_ns, committed_ns, wasted_ns, backoff_ns, outside_ns, serial_ns, tracer_ns;
+    double dropped_ns;           /* from a hole in program order (dropped events) to the next START */
     uint64_t committed_n, aborted_n;
     uint64_t desched_n;          /* attempts that spanned a deschedule or a migration */
     double desched_ns;           /* their wall time (inside committed_ns and wasted_ns) */
@@ -119,7 +120,7 @@ struct ca_time {
 struct ca_thread {
     uint32_t thread;
     uint64_t events, temporal, grammar, out_of_place, late_starts, premature_ends;
-    uint64_t attempts, commits, aborts, open_at_end, window_overflows;
+    uint64_t attempts, commits, aborts, open_at_end, window_overflows, cut_attempts;
     struct ca_time time;
 };
 
@@ -171,6 +172,7 @@ struct ca_totals {
     double serial_ns;    /* time they ran alone: SERIAL to their commit or abort */
     uint64_t temporal, grammar, out_of_place, late_starts, premature_ends;
     uint64_t open_at_end, window_overflows;
+    uint64_t cut_attempts;   /* attempts a hole in program order cut: their START or their end is missing */
     uint64_t conflict_free, true_conflicts, false_conflicts;
     uint64_t htm_class[CA_HTM_CLASSES];
     uint64_t cls[CA_CLASSES];          /* every abort, by class */

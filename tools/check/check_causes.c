@@ -204,6 +204,7 @@ static struct ca_time threads_time(const struct cr_input *in)
         all.wasted_ns += x->wasted_ns;
         all.backoff_ns += x->backoff_ns;
         all.outside_ns += x->outside_ns;
+        all.dropped_ns += x->dropped_ns;
         all.serial_ns += x->serial_ns;
         all.tracer_ns += x->tracer_ns;
         all.desched_n += x->desched_n;
@@ -215,12 +216,17 @@ static struct ca_time threads_time(const struct cr_input *in)
     return all;
 }
 
-static void time_row(FILE *f, const char *who, const struct ca_time *x)
+/* One row of the time table; the dropped events' column only when some
+ * thread has any (`dropped`). */
+static void time_row(FILE *f, const char *who, const struct ca_time *x, int dropped)
 {
-    double sum = x->committed_ns + x->wasted_ns + x->backoff_ns + x->outside_ns;
-    fprintf(f, "  %6s %10.3f %10.3f %10.3f %10.3f %9.3f %10.3f %9.3f %9.3f %7.2f%%  %llu (%.3f)\n", who,
-            ms(x->wall_ns), ms(x->committed_ns), ms(x->wasted_ns), ms(x->wasted_oncpu_ns), ms(x->backoff_ns), ms(x->outside_ns), ms(x->serial_ns),
-            ms(x->tracer_ns), share(sum, x->wall_ns), (unsigned long long)x->desched_n, ms(x->desched_ns));
+    double sum = x->committed_ns + x->wasted_ns + x->backoff_ns + x->outside_ns + x->dropped_ns;
+    fprintf(f, "  %6s %10.3f %10.3f %10.3f %10.3f %9.3f %10.3f", who, ms(x->wall_ns), ms(x->committed_ns),
+            ms(x->wasted_ns), ms(x->wasted_oncpu_ns), ms(x->backoff_ns), ms(x->outside_ns));
+    if (dropped)
+        fprintf(f, " %10.3f", ms(x->dropped_ns));
+    fprintf(f, " %9.3f %9.3f %7.2f%%  %llu (%.3f)\n", ms(x->serial_ns), ms(x->tracer_ns), share(sum, x->wall_ns),
+            (unsigned long long)x->desched_n, ms(x->desched_ns));
 }
 
 /* Per thread: the parts of its wall time, and their sum against it; a
@@ -229,21 +235,25 @@ static void text_time_threads(FILE *f, const struct cr_input *in)
 {
     size_t nt;
     const struct ca_thread *th = ca_threads(in->st, &nt);
-    fprintf(f, "\nwhere the time goes (ms; tracer = events x %.1f ns %s, an estimate inside the others)\n"
-            "  %6s %10s %10s %10s %10s %9s %10s %9s %9s %8s  %s\n", in->event_cost_ns,
-            in->event_cost_measured ? "(measured at init)" : "(assumed: the trace has no calibration)", "thread",
-            "wall", "committed", "wasted", "on-CPU", "backoff", "outside", "serial", "tracer", "sum/wall",
-            "descheduled attempts (ms)");
+    struct ca_time all = threads_time(in);
+    int dropped = all.dropped_ns > 0;
+    fprintf(f, "\nwhere the time goes (ms; tracer = events x %.1f ns %s, an estimate inside the others%s)\n"
+            "  %6s %10s %10s %10s %10s %9s %10s", in->event_cost_ns,
+            in->event_cost_measured ? "(measured at init)" : "(assumed: the trace has no calibration)",
+            dropped ? "; dropped = from where the tracer dropped events to the next start" : "", "thread", "wall",
+            "committed", "wasted", "on-CPU", "backoff", "outside");
+    if (dropped)
+        fprintf(f, " %10s", "dropped");
+    fprintf(f, " %9s %9s %8s  %s\n", "serial", "tracer", "sum/wall", "descheduled attempts (ms)");
     char id[16];
     for (size_t i = 0; i < nt && i < CX_TIME_THREADS; i++) {
         snprintf(id, sizeof id, "%u", th[i].thread);
-        time_row(f, id, &th[i].time);
+        time_row(f, id, &th[i].time, dropped);
     }
     if (nt > CX_TIME_THREADS)
         fprintf(f, "  ... %zu more threads (--json lists all)\n", nt - CX_TIME_THREADS);
-    struct ca_time all = threads_time(in);
     if (nt > 1)
-        time_row(f, "all", &all);
+        time_row(f, "all", &all, dropped);
 }
 
 /* Per site, by wasted time: sums beside medians per attempt. */
@@ -353,6 +363,7 @@ static void json_time(struct jw *w, const struct ca_time *x)
     jw_knum(w, "wasted_ns", x->wasted_ns, 0);
     jw_knum(w, "backoff_ns", x->backoff_ns, 0);
     jw_knum(w, "outside_ns", x->outside_ns, 0);
+    jw_knum(w, "dropped_ns", x->dropped_ns, 0);
     jw_knum(w, "serial_ns", x->serial_ns, 0);
     jw_knum(w, "tracer_ns", x->tracer_ns, 0);
     jw_ku64(w, "committed_attempts", x->committed_n);

@@ -239,6 +239,41 @@ static void attempt_progress(const struct ca_state *s, struct th *t, const struc
     t->last_cpu = ev->cpu;
 }
 
+/* A hole in t's program order before `ev`: its sequence number is not the
+ * one after the thread's last event (its first event's is 0). The tracer
+ * numbers the events it drops (no buffer was free) and the writer those it
+ * failed to write; --salvage skips chunks. The attempt open at the hole
+ * lost its end there, and until the next START the events are those of an
+ * attempt whose START was lost: both are cut attempts, counted apart and
+ * left out of the attempts' analyses and times (not breaks of the grammar,
+ * not attempts without an end, and the time the hole spans is no
+ * deschedule: check_time.c keeps it as the dropped events' time). */
+static void thread_hole(struct ca_state *s, struct th *t, const struct tf_event *ev)
+{
+    ca_time_hole(t, ev->ts);
+    if (t->in_tx) {
+        t->pub.cut_attempts++;
+        s->t.cut_attempts++;
+        serial_end(s, t, ev->ts);
+        t->in_tx = 0;
+    }
+    t->headless = 1;
+    t->instance = ev->instance; /* an ABORT_PC after the hole is its attempt's (check_culprit.c, pending_now) */
+    t->wset_left = 0;
+    t->nacc = 0;
+}
+
+/* An end in t's program order that no START of the trace opened: after a
+ * hole, the end of an attempt whose START was lost (thread_hole). */
+static void headless_end(struct ca_state *s, struct th *t)
+{
+    if (!t->headless)
+        return;
+    t->pub.cut_attempts++;
+    s->t.cut_attempts++;
+    t->headless = 0;
+}
+
 static int on_commit(struct ca_state *s, struct th *t, const struct tf_event *ev)
 {
     serial_end(s, t, ev->ts);
@@ -320,6 +355,9 @@ int ca_event(struct ca_state *s, const struct tf_event *ev)
     struct th *t = thread_of(s, ev->thread);
     if (!t)
         return -1;
+    if (ev->seq != (t->pub.events ? t->next_seq : 0))
+        thread_hole(s, t, ev);
+    t->next_seq = ev->seq + 1;
     s->t.events++;
     t->pub.events++;
     if (ev->ts > s->now)
@@ -335,6 +373,7 @@ int ca_event(struct ca_state *s, const struct tf_event *ev)
     int rc = 0;
     switch (ev->kind) {
     case TF_EV_START:
+        t->headless = 0;
         rc = on_start(s, t, ev);
         break;
     case TF_EV_READ:
@@ -348,10 +387,14 @@ int ca_event(struct ca_state *s, const struct tf_event *ev)
     case TF_EV_COMMIT:
         if (t->in_tx)
             rc = on_commit(s, t, ev);
+        else
+            headless_end(s, t);
         break;
     case TF_EV_ABORT:
         if (t->in_tx)
             rc = on_abort(s, t, ev);
+        else
+            headless_end(s, t);
         break;
     case TF_EV_FALLBACK:
         s->t.fallbacks++;

@@ -4,7 +4,8 @@
  * Owns: the temporal check (a thread's stamps must grow in program order),
  * the bounded timestamp-ordered view of each thread (its last
  * CA_REORDER_WINDOW events: a sorted ring and a heap) through which the grammar
- * (S (R|W)* (C|A))* and the out-of-place count are checked, and the late
+ * (S (R|W)* (C|A))* and the out-of-place count are checked (the grammar
+ * starts again at the next S after a hole in program order), and the late
  * starts and premature ends of an attempt; the views (struct ca_view) of
  * one source's threads (all of them in ca_event, or one source's in the
  * merge's threads: check_driver.c), which add their counts at the end.
@@ -54,12 +55,17 @@ static inline int kind_in(uint64_t mask, unsigned kind) { return kind < 64 && (m
 
 CA_HOT void emit(struct ca_view *v, const struct ro_ent *e)
 {
-    uint64_t prog = e->prog & ((UINT64_C(1) << 56) - 1);
+    uint64_t prog = e->prog & CA_PROG_INDEX;
     unsigned kind = (unsigned)(e->prog >> 56);
     v->out_of_place += prog != v->emitted;
     v->emitted++;
     v->window_overflows += e->ts < v->last_emit_ts;   /* 0 before the first: no stamp is below */
     v->last_emit_ts = e->ts;
+    /* After a hole the attempt it cut, or the one whose S it holds, is
+     * not a break of the grammar: wait for the next S (the driver counts
+     * them as cut_attempts). */
+    if (e->prog & CA_PROG_HOLE)
+        v->gstate = G_SKIP;
     if (!kind_in(NOT_GRAMMAR, kind))
         grammar_step(v, kind);
 }
@@ -68,10 +74,9 @@ CA_HOT void emit(struct ca_view *v, const struct ro_ent *e)
  * sorted ring that inserts an equal stamp after the ones before it. */
 static inline int ro_before(const struct ro_ent *a, const struct ro_ent *b)
 {
-    const uint64_t mask = (UINT64_C(1) << 56) - 1;
     if (a->ts != b->ts)
         return a->ts < b->ts;
-    return (a->prog & mask) < (b->prog & mask);
+    return (a->prog & CA_PROG_INDEX) < (b->prog & CA_PROG_INDEX);
 }
 
 /* The view's out-of-order part: a binary min-heap of n entries in the
@@ -151,9 +156,11 @@ CA_HOT void view_event(struct ca_view *v, uint64_t repeating, const struct tf_ev
 {
     int repeats = kind_in(repeating, ev->kind);
     v->temporal += v->seen && (ev->ts < v->last_ts || (ev->ts == v->last_ts && !repeats));
+    uint64_t hole = ev->seq != (v->seen ? v->next_seq : 0) ? CA_PROG_HOLE : 0;
     v->seen = 1;
     v->last_ts = ev->ts;
-    view_push(v, ev->ts, v->prog++, ev->kind);
+    v->next_seq = ev->seq + 1;
+    view_push(v, ev->ts, v->prog++ | hole, ev->kind);
 }
 
 /* The view of thread `id` among a source's (made on its first event). */

@@ -51,11 +51,13 @@ static void csv_str(FILE *f, const char *s)
 static double pct(uint64_t a, uint64_t b) { return b ? 100.0 * (double)a / (double)b : 0.0; }
 static double mean(uint64_t sum, uint64_t n) { return n ? (double)sum / (double)n : 0.0; }
 
-/* Which results the dropped events could have changed. */
+/* Which results the dropped events could have changed. The checks of
+ * order and grammar start again after each hole they leave in a thread's
+ * program order, and the attempts a hole cuts are counted apart. */
 static const char *dropped_note(void)
 {
-    return "temporal inconsistencies, grammar violations, out-of-place events, late starts, premature ends "
-           "and abort attribution may be affected by the dropped events";
+    return "the counts and times of attempts, commits and aborts lack the dropped ones, an abort whose culprit's "
+           "commit was dropped has no culprit, and the attempts the drops cut are left out (cut attempts)";
 }
 
 /* The accesses of the run estimated from those of the attempts
@@ -111,6 +113,9 @@ static void text_totals(FILE *f, const struct cr_input *in, const struct ca_tota
                 (unsigned long long)t->serial_overlapped,
                 t->serial_overlapped ? " (it waited)" : ": nothing waited");
     fprintf(f, "dropped events %llu%s\n", (unsigned long long)in->dropped, in->ix->have_end ? "" : " (no END chunk)");
+    if (t->cut_attempts)
+        fprintf(f, "cut attempts %llu (their start or their end is among the missing events: no commit or abort "
+                "counted for them, and not analysed)\n", (unsigned long long)t->cut_attempts);
     if (in->dropped)
         fprintf(f, "note: %s\n", dropped_note());
     if (in->skipped_chunks)
@@ -346,6 +351,7 @@ static void json_totals(struct jw *w, const struct cr_input *in, const struct ca
     jw_ku64(w, "late_starts", t->late_starts);
     jw_ku64(w, "premature_ends", t->premature_ends);
     jw_ku64(w, "open_attempts", t->open_at_end);
+    jw_ku64(w, "cut_attempts", t->cut_attempts);
     jw_ku64(w, "reorder_window_overflows", t->window_overflows);
     jw_knum(w, "uncertainty_ns", in->uncertainty_ns, 3);
     jw_ku64(w, "stripes_log2", in->stripes_log2);
@@ -610,18 +616,19 @@ int cr_csv(const char *dir, const struct cr_input *in)
     const struct ca_thread *th = ca_threads(in->st, &nt);
     f = o[2].f;
     fprintf(f, "thread,events,temporal_inconsistencies,grammar_violations,out_of_place_events,late_starts,"
-            "premature_ends,attempts,commits,aborts,dropped_events\n");
+            "premature_ends,attempts,commits,aborts,dropped_events,cut_attempts\n");
     for (size_t i = 0; i < nt; i++) {
         uint64_t dropped = 0;
         for (size_t k = 0; k < in->ix->nend; k++)
             if (in->ix->end[k].id == th[i].thread)
                 dropped = in->ix->end[k].dropped;
-        fprintf(f, "%u,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu\n", th[i].thread,
+        fprintf(f, "%u,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu\n", th[i].thread,
                 (unsigned long long)th[i].events, (unsigned long long)th[i].temporal,
                 (unsigned long long)th[i].grammar, (unsigned long long)th[i].out_of_place,
                 (unsigned long long)th[i].late_starts, (unsigned long long)th[i].premature_ends,
                 (unsigned long long)th[i].attempts, (unsigned long long)th[i].commits,
-                (unsigned long long)th[i].aborts, (unsigned long long)dropped);
+                (unsigned long long)th[i].aborts, (unsigned long long)dropped,
+                (unsigned long long)th[i].cut_attempts);
     }
     for (int k = 0; k < 3; k++)
         if (tool_out_commit(&o[k]) < 0) {

@@ -52,8 +52,13 @@ enum { G_OUT = 0, G_IN, G_SKIP };
 
 struct ro_ent {
     uint64_t ts;
-    uint64_t prog;      /* program-order index | kind << 56 */
+    uint64_t prog;      /* program-order index | CA_PROG_HOLE | kind << 56 */
 };
+/* In ro_ent.prog: the event follows a hole in its thread's program order
+ * (a sequence number skipped: events dropped before it, or chunks skipped
+ * with --salvage); below it, the index. */
+#define CA_PROG_HOLE (UINT64_C(1) << 55)
+#define CA_PROG_INDEX (CA_PROG_HOLE - 1)
 
 struct access {
     uint64_t addr;
@@ -68,6 +73,7 @@ struct ca_view {
     uint32_t id;         /* the thread's slot */
     int seen;
     uint64_t last_ts;
+    uint64_t next_seq;   /* the sequence number that follows the last event's */
     uint64_t prog;
     /* timestamp-ordered view of the last CA_REORDER_WINDOW events: a sorted
      * ring, and behind it (ring + CA_REORDER_WINDOW) a heap of those that
@@ -116,6 +122,9 @@ struct th {
     uint64_t wset_commit;
     uint32_t wset_left;
     uint64_t retries;   /* aborted attempts since this thread's last commit or cancel */
+    /* holes in the thread's program order (check_driver.c, thread_hole) */
+    uint64_t next_seq;  /* the sequence number that follows the last event's */
+    int headless;       /* since a hole, no START yet: an end that comes is of an attempt whose START was lost */
     /* the open attempt's deschedules: longest gap between its events, the sum
      * of its gaps of a deschedule's length, core change */
     uint64_t last_ev_ts, max_gap, off_sum;
@@ -141,6 +150,8 @@ struct th {
     /* check_time.c: the thread's timeline */
     uint64_t tl_first, tl_last, tl_end;
     int have_first, end_was_abort;
+    int in_hole;        /* since a hole, no START yet: the time from hole_ts on is the dropped events' */
+    uint64_t hole_ts;
     struct ca_dur_hist *hist;
 };
 
@@ -328,6 +339,7 @@ void ca_alloc_free(struct ca_state *s);
 
 /* check_time.c (0, or -1 with the message set: out of memory) */
 int ca_time_event(struct ca_state *s, struct th *t, const struct tf_event *ev);
+void ca_time_hole(struct th *t, uint64_t ts);
 int ca_time_finish(struct ca_state *s);
 void ca_time_free(struct ca_state *s);
 

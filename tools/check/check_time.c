@@ -109,6 +109,26 @@ double ca_attempt_off_ns(const struct ca_state *s, const struct th *t)
     return (double)off * s->o.ns_per_unit;
 }
 
+/* A hole in t's program order before an event at `ts` (check_driver.c,
+ * thread_hole), called while the attempt it cut is still open: from that
+ * attempt's start (or the end of the last attempt) to the next START, the
+ * thread's time is the dropped events', neither an attempt's nor outside. */
+void ca_time_hole(struct th *t, uint64_t ts)
+{
+    if (t->in_hole)
+        return;
+    t->in_hole = 1;
+    t->hole_ts = !t->have_first ? ts : t->in_tx ? t->start_ts : t->tl_end;
+}
+
+/* The time from the hole to `ts`, the first START after it (or the end). */
+static void time_hole_ends(struct ca_state *s, struct th *t, uint64_t ts)
+{
+    t->pub.time.dropped_ns += (double)(ts > t->hole_ts ? ts - t->hole_ts : 0) * s->o.ns_per_unit;
+    t->in_hole = 0;
+    t->end_was_abort = 0;
+}
+
 /* Every event of thread `t`, before the analyses see it. */
 int ca_time_event(struct ca_state *s, struct th *t, const struct tf_event *ev)
 {
@@ -119,17 +139,21 @@ int ca_time_event(struct ca_state *s, struct th *t, const struct tf_event *ev)
     if (ev->ts > t->tl_last)
         t->tl_last = ev->ts;
     if (ev->kind == TF_EV_START) {
-        double gap = (double)(ev->ts > t->tl_end ? ev->ts - t->tl_end : 0) * s->o.ns_per_unit;
-        if (t->end_was_abort && (ev->value & TF_START_RETRY)) {
-            t->pub.time.backoff_ns += gap;
-            struct ca_site *st = ca_site_of(s, ev->site);
-            if (!st)
-                return -1;
-            st->time.backoff_ns += gap;
+        if (t->in_hole) {
+            time_hole_ends(s, t, ev->ts);
         } else {
-            t->pub.time.outside_ns += gap;
+            double gap = (double)(ev->ts > t->tl_end ? ev->ts - t->tl_end : 0) * s->o.ns_per_unit;
+            if (t->end_was_abort && (ev->value & TF_START_RETRY)) {
+                t->pub.time.backoff_ns += gap;
+                struct ca_site *st = ca_site_of(s, ev->site);
+                if (!st)
+                    return -1;
+                st->time.backoff_ns += gap;
+            } else {
+                t->pub.time.outside_ns += gap;
+            }
+            t->end_was_abort = 0;
         }
-        t->end_was_abort = 0;
         struct ca_site *ss = ca_site_of(s, ev->site);
         if (!ss)
             return -1;
@@ -156,7 +180,9 @@ int ca_time_finish(struct ca_state *s)
             continue;
         struct ca_time *x = &t->pub.time;
         x->wall_ns = (double)(t->tl_last - t->tl_first) * s->o.ns_per_unit;
-        if (!t->in_tx && t->tl_last > t->tl_end)
+        if (t->in_hole)
+            time_hole_ends(s, t, t->tl_last);
+        else if (!t->in_tx && t->tl_last > t->tl_end)
             x->outside_ns += (double)(t->tl_last - t->tl_end) * s->o.ns_per_unit;
         else if (t->in_tx && t->tl_last > t->start_ts)   /* an attempt without an end: outside too */
             x->outside_ns += (double)(t->tl_last - t->start_ts) * s->o.ns_per_unit;

@@ -423,8 +423,12 @@ static int on_event(struct exporter *x, const struct tf_event *ev)
         break;
     case TF_EV_COMMIT:
     case TF_EV_ABORT:
-        if (!a->open)
+        /* The end of another attempt than the open one: the events between
+         * them were dropped (the open attempt's end, the other's START). */
+        if (!a->open || ev->instance != a->instance) {
+            a->open = 0;
             break;
+        }
         emit_slice(x, t, a, ev);
         if (ev->kind == TF_EV_ABORT) {
             char nb[900];
