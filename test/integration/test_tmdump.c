@@ -231,15 +231,22 @@ static void test_damage_is_one_line_with_offset_and_salvage_goes_on(void **s)
     assert_out_has("tmdump: warning: skipped damage");
 }
 
-static void test_synced_trace_prints_merged_order_and_models(void **s)
+/* A synchronised trace at `path` holding `ev`, still open for more chunks. */
+static struct tf_writer *synced_with(const char *path, const struct tf_event *ev, size_t n, int codec, int level)
 {
-    (void)s;
-    const char *path = tu_path("synced.bin");
     struct tf_header h;
     memset(&h, 0, sizeof h);
     h.flags = TF_HDR_SYNCED;
     struct tf_writer *w = tf_create(path, &h, TF_WRITE_ATOMIC);
     assert_non_null(w);
+    assert_int_equal(tg_write_events(w, 0, ev, n, codec, level), 0);
+    return w;
+}
+
+static void test_synced_trace_prints_merged_order_and_models(void **s)
+{
+    (void)s;
+    const char *path = tu_path("synced.bin");
     struct tf_event ev[4] = {
         { .ts = 500, .instance = 4, .seq = 0, .thread = 2, .site = 1, .cpu = 1, .kind = TF_EV_START, .addr = 4 },
         { .ts = 510, .instance = 9, .seq = 0, .thread = 1, .site = 3, .cpu = 0, .kind = TF_EV_START, .addr = 9 },
@@ -247,7 +254,7 @@ static void test_synced_trace_prints_merged_order_and_models(void **s)
         { .ts = 530, .instance = 4, .seq = 2, .thread = 2, .site = 1, .cpu = 1, .kind = TF_EV_ALLOC, .addr = 0x9000,
           .value = (UINT64_C(48) << 48) | 0x401234 },
     };
-    assert_int_equal(tg_write_events(w, 0, ev, 4, TF_CODEC_ZLIB, 1), 0);
+    struct tf_writer *w = synced_with(path, ev, 4, TF_CODEC_ZLIB, 1);
     static struct tf_cpu_model m;
     m.cpu = 1;
     m.nseg = 1;
@@ -268,6 +275,37 @@ static void test_synced_trace_prints_merged_order_and_models(void **s)
     assert_out_has("model cpu 1: drift 3.500 ppm");
     assert_out_has("rms 12.0 ns, max 0.0 ns, 1 segments, 90 samples used, 2 rejected");
     assert_out_has("end chunk: missing");
+}
+
+/* Events the tracer dropped leave a hole in their thread's program order
+ * (their numbers are skipped): a line says how many are missing there, for
+ * the threads printed, whatever the site filter; the limit counts events. */
+static void test_a_hole_in_a_threads_order_is_a_line_before_its_next_event(void **s)
+{
+    (void)s;
+    const char *path = tu_path("hole.bin");
+    struct tf_event ev[4] = {
+        { .ts = 500, .instance = 4, .seq = 0, .thread = 2, .site = 1, .cpu = 1, .kind = TF_EV_START, .addr = 4 },
+        { .ts = 510, .instance = 9, .seq = 3, .thread = 1, .site = 3, .cpu = 0, .kind = TF_EV_START, .addr = 9 },
+        { .ts = 520, .instance = 7, .seq = 9, .thread = 2, .site = 2, .cpu = 1, .kind = TF_EV_START, .addr = 7 },
+        { .ts = 530, .instance = 7, .seq = 10, .thread = 2, .site = 1, .cpu = 1, .kind = TF_EV_READ, .addr = 0x40 },
+    };
+    assert_int_equal(tf_finish(synced_with(path, ev, 4, TF_CODEC_NONE, 0), 0), 0);
+    const char *hole1 = "# T1: 3 events missing here (dropped by the tracer, lost by its writer, or in a chunk "
+                        "--salvage skipped)\n";
+    const char *hole2 = "# T2: 8 events missing here (dropped by the tracer, lost by its writer, or in a chunk "
+                        "--salvage skipped)\n";
+    assert_int_equal(dump(path, 0), 0);
+    assert_int_equal(count_lines(out), 6);
+    assert_out_has(hole1);
+    assert_out_has(hole2);
+    assert_true(strstr(out, hole2) < strstr(out, "520 ns start T2"));
+    assert_int_equal(dump_opts("--thread 2 --site 1", path, 0), 0);
+    assert_int_equal(count_lines(out), 3); /* the hole before site 2's START, and the two events of site 1 */
+    assert_null(strstr(out, "T1"));
+    assert_out_has(hole2);
+    assert_int_equal(dump_opts("--limit 2", path, 0), 0);
+    assert_int_equal(count_lines(out), 3);
 }
 
 static void test_bad_usage_is_one_line_and_exit_2(void **s)
@@ -297,6 +335,7 @@ int main(void)
         cmocka_unit_test(test_summary_lists_header_sites_threads_and_phases),
         cmocka_unit_test(test_damage_is_one_line_with_offset_and_salvage_goes_on),
         cmocka_unit_test(test_synced_trace_prints_merged_order_and_models),
+        cmocka_unit_test(test_a_hole_in_a_threads_order_is_a_line_before_its_next_event),
         cmocka_unit_test(test_bad_usage_is_one_line_and_exit_2),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -73,7 +73,11 @@ static const struct tool_doc dump_doc = {
         "  abort-stack  depth=N pc=RETURN_ADDRESS: the program's frame N levels\n"
         "               above that access (TMTRACE_ABORT_STACK)\n"
         "  start        detail, when TMTRACE_DETAIL chose the attempt (its reads\n"
-        "               and writes are recorded)",
+        "               and writes are recorded)\n"
+        "Where a thread's program order has a hole (events the tracer dropped, its\n"
+        "writer lost or --salvage skipped: each event has a number in its thread's\n"
+        "order), a line says so before the next event:\n"
+        "  # T<thread>: N events missing here (...)",
     .options = dump_options,
     .exit_status = "0  success\n"
                    "2  bad usage, a thread or site the trace does not have, or an unreadable\n"
@@ -185,19 +189,53 @@ static void dump_event(FILE *out, const struct dump_meta *m, const struct tf_eve
     fprintf(out, " core=%u\n", e->cpu);
 }
 
-/* Prints the chunk's events that pass the filters; returns 1 once the limit
- * is reached. */
+/* Each thread's sequence number after its last event, for the holes in
+ * its program order: events the tracer dropped (it numbers them too) or
+ * the chunks --salvage skipped. */
+struct dump_holes {
+    uint64_t *next;     /* by thread id; 0 before the thread's first event */
+    size_t n;
+};
+#define DUMP_HOLES_THREADS (1u << 20) /* ids past it (a damaged trace's) are not followed */
+
+/* Before thread e->thread's next event: a line for the events missing
+ * before it, when there are. 0, or -1 without memory. */
+static int dump_hole(FILE *out, struct dump_holes *h, const struct tf_event *e)
+{
+    if (e->thread >= DUMP_HOLES_THREADS)
+        return 0;
+    if (e->thread >= h->n) {
+        size_t n = (size_t)e->thread + 1 > 2 * h->n ? (size_t)e->thread + 1 : 2 * h->n;
+        uint64_t *p = realloc(h->next, n * sizeof *p);
+        if (p == NULL)
+            return -1;
+        memset(p + h->n, 0, (n - h->n) * sizeof *p);
+        h->next = p;
+        h->n = n;
+    }
+    if (e->seq > h->next[e->thread])
+        fprintf(out, "# T%" PRIu32 ": %" PRIu64 " events missing here (dropped by the tracer, lost by its "
+                "writer, or in a chunk --salvage skipped)\n", e->thread, e->seq - h->next[e->thread]);
+    h->next[e->thread] = e->seq + 1;
+    return 0;
+}
+
+/* Prints the chunk's events that pass the filters, and the holes in the
+ * printed threads' program order (whatever the site filter); returns 1 once
+ * the limit is reached, -1 without memory. */
 static int dump_chunk_events(const struct dump_opts *o, const struct dump_meta *m, const struct tf_chunk *c,
-                             uint64_t *printed)
+                             struct dump_holes *h, uint64_t *printed)
 {
     for (size_t i = 0; i < c->count; i++) {
         const struct tf_event *e = &c->events[i];
         if (o->have_thread && e->thread != o->thread)
             continue;
-        if (o->have_site && e->site != o->site)
-            continue;
         if (*printed >= o->limit)
             return 1;
+        if (dump_hole(stdout, h, e) != 0)
+            return -1;
+        if (o->have_site && e->site != o->site)
+            continue;
         dump_event(stdout, m, e);
         (*printed)++;
     }
@@ -345,6 +383,7 @@ static int dump_events(const struct dump_opts *o)
         status = tool_error_lib();
     /* Pass 2: decode and print, one chunk at a time. */
     uint64_t printed = 0;
+    struct dump_holes holes = { 0 };
     struct tf_chunk c;
     for (size_t i = 0; status == TOOL_OK && i < n && printed < o->limit; i++) {
         if (tf_read_at(r, ix[i].offset, &c) != 1) {
@@ -356,7 +395,10 @@ static int dump_events(const struct dump_opts *o)
             skipped++;
             continue;
         }
-        if (dump_chunk_events(o, &m, &c, &printed))
+        int rc = dump_chunk_events(o, &m, &c, &holes, &printed);
+        if (rc < 0)
+            status = tool_error("out of memory");
+        if (rc != 0)
             break;
     }
     if (fflush(stdout) != 0 && status == TOOL_OK)
@@ -364,6 +406,7 @@ static int dump_events(const struct dump_opts *o)
     if (status == TOOL_OK && skipped)
         status = TOOL_SALVAGED;
     free(ix);
+    free(holes.next);
     free(m.sites);
     free(m.threads);
     sym_close(m.sym);
