@@ -1018,6 +1018,7 @@ static void holes_left_by_dropped_events_cut_attempts_without_a_violation_or_a_d
     tg_ev(&th[0], 1010, TF_EV_READ, 8, 1, A1, 0);
     tg_ev(&th[0], 1030, TF_EV_COMMIT, 0, 1, 0, 1);
     tg_ev(&th[0], 1100, TF_EV_START, 0, 1, 2, 0);                        /* its end is dropped */
+    tg_ev(&th[0], 1104, TF_EV_SERIAL, TF_SERIAL_CONTENTION, 1, 0, 0);    /* alone until 1110, not past the hole */
     tg_ev(&th[0], 1110, TF_EV_READ, 8, 1, A1, 0);
     tg_ev(&th[0], far, TF_EV_READ, 8, 1, A1 + 8, 0);                     /* hole 1: START 4 dropped */
     tg_ev(&th[0], far + 10, TF_EV_ABORT, TMT_ABORT_READ_VERSION, 1, A1 + 8, 7);
@@ -1026,7 +1027,7 @@ static void holes_left_by_dropped_events_cut_attempts_without_a_violation_or_a_d
     tg_ev(&th[0], 2 * far + 100, TF_EV_START, 0, 2, 8, 0);
     tg_ev(&th[0], 2 * far + 110, TF_EV_READ, 8, 2, A1, 0);
     tg_ev(&th[0], 2 * far + 130, TF_EV_COMMIT, 0, 2, 0, 1);
-    const size_t at[2] = { 5, 7 };
+    const size_t at[2] = { 6, 8 };
     const uint64_t dropped[2] = { 6, 3 };
     assert_int_equal(check_with_holes("hole.bin", th, at, dropped, 2), 4); /* incomplete, nothing violated */
     assert_true(J("grammar_violations") == 0);
@@ -1036,6 +1037,7 @@ static void holes_left_by_dropped_events_cut_attempts_without_a_violation_or_a_d
     assert_true(J("commits") == 2);
     assert_true(J("aborts") == 0);
     assert_true(J("dropped_events") == 9);
+    assert_true(J("serial_ns") == 6);
     const char *t1 = strstr(out, "\"thread\":1");
     assert_non_null(t1 = strstr(t1, "\"wall_ns\""));
     assert_true(tg_json_num(out, t1, "descheduled_attempts") == 0);

@@ -254,7 +254,7 @@ static void thread_hole(struct ca_state *s, struct th *t, const struct tf_event 
     if (t->in_tx) {
         t->pub.cut_attempts++;
         s->t.cut_attempts++;
-        serial_end(s, t, ev->ts);
+        serial_end(s, t, t->last_ev_ts); /* alone until its last event in the trace, not across the hole */
         t->in_tx = 0;
     }
     t->headless = 1;
