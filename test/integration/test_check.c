@@ -1041,6 +1041,9 @@ static void holes_left_by_dropped_events_cut_attempts_without_a_violation_or_a_d
     const char *t1 = strstr(out, "\"thread\":1");
     assert_non_null(t1 = strstr(t1, "\"wall_ns\""));
     assert_true(tg_json_num(out, t1, "descheduled_attempts") == 0);
+    const char *th1 = strstr(out, "\"threads\":[{\"thread\":1");
+    assert_non_null(th1);
+    assert_true(tg_json_num(out, th1, "cut_attempts") == 3);
     assert_true(tg_json_num(out, t1, "dropped_ns") == (double)(2 * far + 100 - 1100));
     assert_true(tg_json_num(out, t1, "outside_ns") == 70);
     assert_true(tg_json_num(out, t1, "committed_ns") == 30 + 30);

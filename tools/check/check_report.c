@@ -486,6 +486,7 @@ static void json_conflicts_threads(struct jw *w, const struct cr_input *in)
         jw_ku64(w, "attempts", th[i].attempts);
         jw_ku64(w, "commits", th[i].commits);
         jw_ku64(w, "aborts", th[i].aborts);
+        jw_ku64(w, "cut_attempts", th[i].cut_attempts);
         jw_object_end(w);
     }
     jw_array_end(w);
