@@ -110,6 +110,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (ev.kind == TF_EV_START)
             inst[th] = instance_mode & 1 ? fuzz_le(data + 14, 2) : inst[th] + 1;
         ev.instance = inst[th];
+        /* now and then a hole in the thread's order, as dropped events leave */
+        if (data[13] & 0x80)
+            seq[th] += 1 + (data[13] >> 2 & 0x1f);
         ev.seq = seq[th]++;
         if (ca_event(s, &ev) != 0)
             break;
@@ -125,16 +128,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             abort();
         size_t nth, nsite;
         const struct ca_thread *th = ca_threads(s, &nth);
-        uint64_t ev_sum = 0, c_sum = 0, a_sum = 0, at_sum = 0;
+        uint64_t ev_sum = 0, c_sum = 0, a_sum = 0, at_sum = 0, cut_sum = 0;
         for (size_t i = 0; i < nth; i++) {
             if (th[i].commits + th[i].aborts > th[i].attempts)
                 abort();
+            if (!(th[i].time.dropped_ns >= 0)) /* and not NaN */
+                abort();
+            cut_sum += th[i].cut_attempts;
             ev_sum += th[i].events;
             c_sum += th[i].commits;
             a_sum += th[i].aborts;
             at_sum += th[i].attempts;
         }
-        if (ev_sum != t->events || c_sum != t->commits || a_sum != t->aborts || at_sum != t->attempts)
+        if (ev_sum != t->events || c_sum != t->commits || a_sum != t->aborts || at_sum != t->attempts ||
+            cut_sum != t->cut_attempts)
             abort();
         const struct ca_site *si = ca_sites(s, &nsite);
         c_sum = a_sum = at_sum = 0;
