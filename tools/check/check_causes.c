@@ -240,7 +240,7 @@ static void text_time_threads(FILE *f, const struct cr_input *in)
     fprintf(f, "\nwhere the time goes (ms; tracer = events x %.1f ns %s, an estimate inside the others%s)\n"
             "  %6s %10s %10s %10s %10s %9s %10s", in->event_cost_ns,
             in->event_cost_measured ? "(measured at init)" : "(assumed: the trace has no calibration)",
-            dropped ? "; dropped = from where the tracer dropped events to the next start" : "", "thread", "wall",
+            dropped ? "; dropped = from a hole in the thread's events to its next start" : "", "thread", "wall",
             "committed", "wasted", "on-CPU", "backoff", "outside");
     if (dropped)
         fprintf(f, " %10s", "dropped");
