@@ -1054,6 +1054,58 @@ static void holes_left_by_dropped_events_cut_attempts_without_a_violation_or_a_d
     expect_out("    dropped ");
 }
 
+/* An abort no commit in the trace explains is conflict-free only when no
+ * other thread's events were missing while it ran. Thread 2's END counts
+ * drops and its order has a hole from 950 ns to 40 ms: thread 1's abort at
+ * 1 us is settled while thread 2 is silent (the hole not found yet), the
+ * one at 35 ms after the hole is found; both may have their culprit among
+ * the dropped events (culprit-dropped). At 50 ms, thread 2's events all
+ * there, the same abort is conflict-free. */
+static void an_unexplained_abort_during_another_threads_hole_may_have_a_dropped_culprit(void **st)
+{
+    (void)st;
+    struct tg_thread th[2] = { 0 };
+    tg_ev(&th[0], 1000, TF_EV_START, 0, 1, 1, 0);
+    tg_ev(&th[0], 1010, TF_EV_READ, 8, 1, A1, 0);
+    tg_ev(&th[0], 1050, TF_EV_ABORT, TMT_ABORT_READ_VERSION, 1, A1, 0);    /* thread 2 silent */
+    tg_ev(&th[0], 20000000, TF_EV_START, 0, 1, 2, 0);
+    tg_ev(&th[0], 20000100, TF_EV_COMMIT, 0, 1, 0, 0);
+    tg_ev(&th[0], 34999000, TF_EV_START, 0, 1, 3, 0);
+    tg_ev(&th[0], 34999010, TF_EV_READ, 8, 1, A1, 0);
+    tg_ev(&th[0], 35000000, TF_EV_ABORT, TMT_ABORT_READ_VERSION, 1, A1, 0); /* inside the hole found later */
+    tg_ev(&th[0], 50000000, TF_EV_START, 0, 1, 4, 0);
+    tg_ev(&th[0], 50000010, TF_EV_READ, 8, 1, A1, 0);
+    tg_ev(&th[0], 50000050, TF_EV_ABORT, TMT_ABORT_READ_VERSION, 1, A1, 0); /* thread 2 all there */
+    tg_ev(&th[1], 900, TF_EV_START, 0, 2, 1, 0);
+    tg_ev(&th[1], 950, TF_EV_COMMIT, 0, 2, 0, 0);
+    tg_ev(&th[1], 40000000, TF_EV_START, 0, 2, 9, 0);                      /* after 5 dropped events */
+    tg_ev(&th[1], 40000100, TF_EV_COMMIT, 0, 2, 0, 0);
+    tg_ev(&th[1], 49999000, TF_EV_START, 0, 2, 10, 0);
+    tg_ev(&th[1], 50000500, TF_EV_COMMIT, 0, 2, 0, 0);
+    struct tf_header h = tg_header(HZ, level, 0);
+    h.version = 2;
+    const char *path = tu_path("dropped-culprit.bin");
+    struct tf_thread_info ti[2];
+    uint64_t ev[2] = { th[0].n, th[1].n }, inst = 1;
+    struct tf_writer *w = tg_begin(path, &h, 2, ev, NULL, 0, ti);
+    assert_non_null(w);
+    assert_int_equal(tg_write_records(w, 1, 0, 0, th[0].r, NULL, th[0].n, TF_CODEC_NONE, 0), 0);
+    assert_int_equal(tg_write_records(w, 2, 0, 0, th[1].r, NULL, 2, TF_CODEC_NONE, 0), 0);
+    assert_int_equal(tg_write_records(w, 2, 2 + 5, inst, th[1].r + 2, NULL, th[1].n - 2, TF_CODEC_NONE, 0), 0);
+    ti[1].dropped = 5;
+    assert_int_equal(tg_end(w, ti, 2), 0);
+    tg_free(&th[0]);
+    tg_free(&th[1]);
+    assert_int_equal(run_check(path, 1, NULL), 4);
+    const char *cls = strstr(out, "\"classes\":{");
+    assert_non_null(cls);
+    assert_true(tg_json_num(out, strstr(cls, "\"culprit-dropped\""), "count") == 2);
+    assert_true(tg_json_num(out, strstr(cls, "\"conflict-free\""), "count") == 1);
+    assert_true(J("conflict_free_aborts") == 1);
+    assert_int_equal(run_check(path, 0, NULL), 4);
+    expect_out("its culprit may be among the events another thread dropped meanwhile");
+}
+
 /* A trace cut before its END chunk (the writer died) or whose END names
  * the signal that killed the program lost records: tmcheck says which in
  * one line on stderr, in the report and in the JSON, and exits 4 however
@@ -1229,6 +1281,7 @@ int main(void)
         cmocka_unit_test(hardware_aborts_are_classified_by_status_bits),
         cmocka_unit_test(dropped_events_make_the_trace_incomplete_with_the_checks_they_affect),
         cmocka_unit_test(holes_left_by_dropped_events_cut_attempts_without_a_violation_or_a_deschedule),
+        cmocka_unit_test(an_unexplained_abort_during_another_threads_hole_may_have_a_dropped_culprit),
         cmocka_unit_test(a_truncated_or_killed_trace_is_incomplete_exit_4_saying_why),
         cmocka_unit_test(violations_outrank_incompleteness_which_is_still_said),
         cmocka_unit_test(csv_files_hold_sites_conflicts_and_threads),

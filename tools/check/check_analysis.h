@@ -59,6 +59,8 @@ enum ca_class {
     CA_CL_CONFLICT_FREE,     /* STM abort without a committed culprit or a live holder */
     CA_CL_WORD_UNKNOWN,      /* a commit wrote the stripe; whether the very word, the trace's level
                               * does not record (below the default: no write sets, no accesses) */
+    CA_CL_CULPRIT_DROPPED,   /* as CONFLICT_FREE, but another thread's events were missing during the
+                              * attempt (a hole in its order): its culprit may be among them */
     CA_CLASSES
 };
 
@@ -260,6 +262,10 @@ struct trace_index;
 void ca_opts_for_trace(const struct trace_index *ix, unsigned stripes_log2, struct ca_opts *o);
 
 struct ca_state *ca_create(const struct ca_opts *o);
+/* The threads whose END chunk counts dropped events, before any event is
+ * fed: an abort no commit explains while such a thread is silent is
+ * CA_CL_CULPRIT_DROPPED rather than conflict-free. 0, or -1. */
+int ca_note_drops(struct ca_state *s, const struct trace_index *ix);
 /* Feeds the next event in merged order. 0, or -1 (out of memory). */
 int ca_event(struct ca_state *s, const struct tf_event *ev);
 /* The analyses that look at one thread's events alone (the order views of

@@ -7,7 +7,8 @@
  * from the recorded writes at level all, from the commits' write sets,
  * WSET, at level tx of version 4),
  * the queue of aborts waiting until no later commit can fall inside their
- * window, the search, the hot-address table, the attribution callback. Each
+ * window, the search, the holes in the threads' order that may hide a
+ * culprit, the hot-address table, the attribution callback. Each
  * resolved abort is counted into the shared site rows and conflict matrix
  * (check_tables.c).
  * Never: keeps a committed write older than the oldest open attempt's window
@@ -397,6 +398,42 @@ static void resolve_by_identity(struct ca_state *s, struct pending *p)
     p->a.same_word = p->a.cls == CA_CL_TRUE;
 }
 
+int ca_culprit_hole(struct ca_state *s, uint32_t thread, uint64_t from, uint64_t to)
+{
+    if (s->nholes == s->holes_cap) {
+        size_t n = s->holes_cap ? 2 * s->holes_cap : 64;
+        struct ca_hole *h = realloc(s->holes, n * sizeof *h);
+        if (!h)
+            return error_set("out of memory");
+        s->holes = h;
+        s->holes_cap = n;
+    }
+    s->holes[s->nholes++] = (struct ca_hole){ from, to, thread };
+    return 0;
+}
+
+/* Whether another thread's events were missing while the aborted attempt
+ * ran (p's window): a hole found in its order that overlaps the window, or
+ * a thread whose END chunk counts drops and that has been silent since
+ * before the abort (a hole not found yet: the next event after it comes
+ * later in the merged order). An abort no commit in the trace explains may
+ * then have its culprit among the missing events. */
+static int culprit_maybe_dropped(const struct ca_state *s, const struct pending *p)
+{
+    uint64_t start = p->a.start, end = p->a.abort + s->o.uncertainty;
+    for (size_t i = s->nholes; i-- > 0;) {
+        const struct ca_hole *h = &s->holes[i];
+        if (h->to <= start)
+            break; /* the holes before it ended earlier still */
+        if (h->thread != p->a.thread && h->from < end)
+            return 1;
+    }
+    for (size_t u = 0; u < s->nth; u++)
+        if (u != p->a.thread && s->th[u].drops && s->th[u].live && s->th[u].last_ev_ts < p->a.abort)
+            return 1;
+    return 0;
+}
+
 static int resolve(struct ca_state *s, struct pending *p)
 {
     if (s->o.format_version >= 2)
@@ -408,7 +445,7 @@ static int resolve(struct ca_state *s, struct pending *p)
         return -1;
     double wasted = (double)(p->a.abort > p->a.start ? p->a.abort - p->a.start : 0) * s->o.ns_per_unit;
     if (!p->a.found) {
-        p->a.cls = CA_CL_CONFLICT_FREE;
+        p->a.cls = culprit_maybe_dropped(s, p) ? CA_CL_CULPRIT_DROPPED : CA_CL_CONFLICT_FREE;
         p->a.addr = p->rec;
     }
     p->a.true_conflict = p->a.cls == CA_CL_TRUE;
@@ -656,6 +693,7 @@ void ca_culprit_free(struct ca_state *s)
     free(s->pend);
     free(s->hot);
     free(s->hot_sorted);
+    free(s->holes);
 }
 
 void ca_on_attribution(struct ca_state *s, void (*fn)(void *, const struct ca_attribution *), void *ctx)

@@ -98,6 +98,19 @@ void ca_opts_for_trace(const struct trace_index *ix, unsigned stripes_log2, stru
         o->slack = (uint64_t)(CA_UNORDERED_SLACK_NS / o->ns_per_unit + 0.999);
 }
 
+int ca_note_drops(struct ca_state *s, const struct trace_index *ix)
+{
+    for (size_t k = 0; k < ix->nend; k++) {
+        uint32_t id = ca_id_slot(ix->end[k].id);
+        if (ix->end[k].dropped == 0)
+            continue;
+        if (ti_grow((void **)&s->th, &s->nth, (size_t)id + 1, sizeof *s->th) < 0)
+            return -1;
+        s->th[id].drops = 1;
+    }
+    return 0;
+}
+
 static struct th *thread_of(struct ca_state *s, uint32_t id)
 {
     id = ca_id_slot(id);
@@ -248,8 +261,10 @@ static void attempt_progress(const struct ca_state *s, struct th *t, const struc
  * left out of the attempts' analyses and times (not breaks of the grammar,
  * not attempts without an end, and the time the hole spans is no
  * deschedule: check_time.c keeps it as the dropped events' time). */
-static void thread_hole(struct ca_state *s, struct th *t, const struct tf_event *ev)
+static int thread_hole(struct ca_state *s, struct th *t, const struct tf_event *ev)
 {
+    if (ca_culprit_hole(s, ca_id_slot(ev->thread), t->pub.events ? t->last_ev_ts : ev->ts, ev->ts) < 0)
+        return -1;
     ca_time_hole(t, ev->ts);
     if (t->in_tx) {
         t->pub.cut_attempts++;
@@ -261,6 +276,7 @@ static void thread_hole(struct ca_state *s, struct th *t, const struct tf_event 
     t->instance = ev->instance; /* an ABORT_PC after the hole is its attempt's (check_culprit.c, pending_now) */
     t->wset_left = 0;
     t->nacc = 0;
+    return 0;
 }
 
 /* An end in t's program order that no START of the trace opened: after a
@@ -355,8 +371,8 @@ int ca_event(struct ca_state *s, const struct tf_event *ev)
     struct th *t = thread_of(s, ev->thread);
     if (!t)
         return -1;
-    if (ev->seq != (t->pub.events ? t->next_seq : 0))
-        thread_hole(s, t, ev);
+    if (ev->seq != (t->pub.events ? t->next_seq : 0) && thread_hole(s, t, ev) < 0)
+        return -1;
     t->next_seq = ev->seq + 1;
     s->t.events++;
     t->pub.events++;

@@ -100,7 +100,7 @@ const char *ca_class_name(unsigned c)
     static const char *const names[CA_CLASSES] = {
         "true-conflict", "false-conflict", "holder-running", "holder-preempted", "holder-aborted",
         "htm-conflict", "htm-capacity", "htm-explicit", "htm-retry-only", "htm-other",
-        "user-retry", "user-cancel", "conflict-free", "word-unknown",
+        "user-retry", "user-cancel", "conflict-free", "word-unknown", "culprit-dropped",
     };
     return c < CA_CLASSES ? names[c] : "?";
 }

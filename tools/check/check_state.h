@@ -125,6 +125,7 @@ struct th {
     /* holes in the thread's program order (check_driver.c, thread_hole) */
     uint64_t next_seq;  /* the sequence number that follows the last event's */
     int headless;       /* since a hole, no START yet: an end that comes is of an attempt whose START was lost */
+    int drops;          /* its END chunk counts dropped events (ca_note_drops) */
     /* the open attempt's deschedules: longest gap between its events, the sum
      * of its gaps of a deschedule's length, core change */
     uint64_t last_ev_ts, max_gap, off_sum;
@@ -229,6 +230,13 @@ struct ca_state {
     struct ventry *vring;
     uint64_t vcap, vtail, vhead;
     uint64_t *vbucket;
+    /* check_culprit.c: the holes in the threads' order, in the order they
+     * were found (their ends ascend in merged order) */
+    struct ca_hole {
+        uint64_t from, to;   /* the last event before the hole, the first after it */
+        uint32_t thread;
+    } *holes;
+    size_t nholes, holes_cap;
     /* check_culprit.c: pending aborts, FIFO */
     struct pending *pend;
     size_t phead, pcount, pcap;
@@ -315,6 +323,8 @@ int ca_culprit_wset(struct ca_state *s, struct th *t, const struct tf_event *ev)
 void ca_culprit_abort_pc(struct ca_state *s, const struct th *t, const struct tf_event *ev);
 /* An ABORT_STACK record: one frame more of that abort's stack. */
 void ca_culprit_abort_stack(struct ca_state *s, const struct th *t, const struct tf_event *ev);
+/* A hole in thread `thread`'s order between its events at `from` and `to`. */
+int ca_culprit_hole(struct ca_state *s, uint32_t thread, uint64_t from, uint64_t to);
 int ca_culprit_step_slow(struct ca_state *s);
 /* After every event: resolves the aborts whose window has passed, prunes
  * the store now and then (inline: nothing to do on most events). */

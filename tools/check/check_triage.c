@@ -236,7 +236,11 @@ static void advice(const struct cr_input *in, const struct cx_fold *f, char *out
         snprintf(out, cap, "hardware data conflicts: the same data as its software aborts, if any");
         break;
     case CA_CL_CONFLICT_FREE:
-        snprintf(out, cap, "no writer of this data is in the trace (dropped events, or not recorded at this level)");
+        snprintf(out, cap, "no writer of this data is in the trace (not recorded at this level)");
+        break;
+    case CA_CL_CULPRIT_DROPPED:
+        snprintf(out, cap, "its culprit may be among the events another thread dropped meanwhile: trace with more "
+                 "TMTRACE_MEMORY or TMTRACE_WRITER_SHARE to see it");
         break;
     default:
         out[0] = 0;

@@ -260,6 +260,8 @@ static int run_open(const struct check_args *a, const char *path, struct run *x)
     x->r = tf_open(path, a->flags);
     if (!x->st || !x->r || !x->sym)
         return x->st && x->sym ? tool_error_lib() : tool_error("out of memory");
+    if (ca_note_drops(x->st, ix) < 0)
+        return tool_error("out of memory");
     x->rows = (struct cr_abort_rows){ NULL, ix, x->sym, x->st };
     if (a->csv) {
         if ((rc = cr_aborts_open(a->csv, &x->aborts)) != 0)

@@ -703,7 +703,7 @@ static int write_chrome(const struct export_args *a, const struct trace_index *i
     struct ca_state *st = a->flows ? ca_create(&co) : NULL;
     x.st = st;
     int status = TOOL_OK;
-    if (!x.sites || (a->flows && !st)) {
+    if (!x.sites || (a->flows && (!st || ca_note_drops(st, ix) < 0))) {
         status = tool_error("out of memory");
         goto done;
     }
