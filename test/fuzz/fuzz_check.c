@@ -88,6 +88,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct ca_state *s = ca_create(&o);
     if (!s)
         return 0;
+    /* the threads whose END chunk would count drops: the bits above the first */
+    struct tf_thread_info end[7];
+    memset(end, 0, sizeof end);
+    for (unsigned i = 0; i < 7; i++) {
+        end[i].id = i + 1;
+        end[i].dropped = instance_mode >> (i + 1) & 1;
+    }
+    struct trace_index drops = { .end = end, .nend = 7 };
+    if (ca_note_drops(s, &drops) != 0)
+        abort();
     uint64_t attributions[2] = { 0, 0 };
     ca_listen(s, fuzz_attribution, attributions);
     uint64_t ts = 1000, fed = 0, seq[8] = {0}, inst[8] = {0};
