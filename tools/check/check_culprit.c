@@ -428,9 +428,11 @@ static int culprit_maybe_dropped(const struct ca_state *s, const struct pending 
         if (h->thread != p->a.thread && h->from < end)
             return 1;
     }
-    for (size_t u = 0; u < s->nth; u++)
-        if (u != p->a.thread && s->th[u].drops && s->th[u].live && s->th[u].last_ev_ts < p->a.abort)
+    for (size_t k = 0; k < s->ndropping; k++) {
+        uint32_t u = s->dropping[k];
+        if (u != p->a.thread && u < s->nth && s->th[u].live && s->th[u].last_ev_ts < p->a.abort)
             return 1;
+    }
     return 0;
 }
 
@@ -694,6 +696,7 @@ void ca_culprit_free(struct ca_state *s)
     free(s->hot);
     free(s->hot_sorted);
     free(s->holes);
+    free(s->dropping);
 }
 
 void ca_on_attribution(struct ca_state *s, void (*fn)(void *, const struct ca_attribution *), void *ctx)

@@ -100,14 +100,14 @@ void ca_opts_for_trace(const struct trace_index *ix, unsigned stripes_log2, stru
 
 int ca_note_drops(struct ca_state *s, const struct trace_index *ix)
 {
-    for (size_t k = 0; k < ix->nend; k++) {
-        uint32_t id = ca_id_slot(ix->end[k].id);
-        if (ix->end[k].dropped == 0)
-            continue;
-        if (ti_grow((void **)&s->th, &s->nth, (size_t)id + 1, sizeof *s->th) < 0)
-            return -1;
-        s->th[id].drops = 1;
-    }
+    free(s->dropping);
+    s->dropping = malloc((ix->nend ? ix->nend : 1) * sizeof *s->dropping);
+    if (!s->dropping)
+        return error_set("out of memory");
+    s->ndropping = 0;
+    for (size_t k = 0; k < ix->nend; k++)
+        if (ix->end[k].dropped)
+            s->dropping[s->ndropping++] = ca_id_slot(ix->end[k].id);
     return 0;
 }
 

@@ -125,7 +125,6 @@ struct th {
     /* holes in the thread's program order (check_driver.c, thread_hole) */
     uint64_t next_seq;  /* the sequence number that follows the last event's */
     int headless;       /* since a hole, no START yet: an end that comes is of an attempt whose START was lost */
-    int drops;          /* its END chunk counts dropped events (ca_note_drops) */
     /* the open attempt's deschedules: longest gap between its events, the sum
      * of its gaps of a deschedule's length, core change */
     uint64_t last_ev_ts, max_gap, off_sum;
@@ -237,6 +236,8 @@ struct ca_state {
         uint32_t thread;
     } *holes;
     size_t nholes, holes_cap;
+    uint32_t *dropping;            /* the threads whose END chunk counts drops (ca_note_drops) */
+    size_t ndropping;
     /* check_culprit.c: pending aborts, FIFO */
     struct pending *pend;
     size_t phead, pcount, pcap;
