@@ -973,34 +973,49 @@ static void dropped_events_make_the_trace_incomplete_with_the_checks_they_affect
     assert_true(tg_json_num(out, strstr(out, "\"incomplete\":"), "dropped_events") == 7);
 }
 
-/* Thread th's records as a raw trace whose program order has holes: hole
- * k of dropped[k] events before record at[k] (the tracer numbers what it
- * drops: the records after a hole carry sequence numbers past it), the END
- * chunk counting them; tmcheck --json on it. */
-static int check_with_holes(const char *name, struct tg_thread *th, const size_t *at, const uint64_t *dropped,
-                            size_t nholes)
+/* A hole in thread th[thread]'s program order: `dropped` events before its
+ * record `at` (the tracer numbers what it drops: the records after a hole
+ * carry sequence numbers past it). */
+struct hole {
+    size_t thread, at;
+    uint64_t dropped;
+};
+
+/* Threads th[0..n) as a raw trace (version 2) with `holes` (in each
+ * thread's order), each thread's END record counting its own; tmcheck
+ * --json on it. */
+static int check_with_holes(const char *name, struct tg_thread *th, size_t n, const struct hole *holes, size_t nholes)
 {
     struct tf_header h = tg_header(HZ, level, 0);
     h.version = 2;
     const char *path = tu_path(name);
-    struct tf_thread_info ti[1];
-    uint64_t ev = th->n, inst = 0, seq = 0, lost = 0;
-    struct tf_writer *w = tg_begin(path, &h, 1, &ev, NULL, 0, ti);
+    struct tf_thread_info ti[4];
+    uint64_t ev[4];
+    assert_true(n <= 4);
+    for (size_t i = 0; i < n; i++)
+        ev[i] = th[i].n;
+    struct tf_writer *w = tg_begin(path, &h, n, ev, NULL, 0, ti);
     assert_non_null(w);
-    for (size_t k = 0, from = 0; k <= nholes; k++) {
-        size_t to = k < nholes ? at[k] : th->n;
-        assert_int_equal(tg_write_records(w, 1, seq, inst, th->r + from, th->truth + from, to - from, TF_CODEC_NONE,
-                                          0), 0);
-        for (size_t i = from; i < to; i++)
-            if (th->r[i].kind == TF_EV_START)
-                inst = th->r[i].addr;
-        seq += to - from + (k < nholes ? dropped[k] : 0);
-        lost += k < nholes ? dropped[k] : 0;
-        from = to;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t inst = 0, seq = 0, lost = 0;
+        for (size_t k = 0, from = 0; k <= nholes; k++) {
+            if (k < nholes && holes[k].thread != i)
+                continue;
+            size_t to = k < nholes ? holes[k].at : th[i].n;
+            assert_int_equal(tg_write_records(w, (uint32_t)(i + 1), seq, inst, th[i].r + from, th[i].truth + from,
+                                              to - from, TF_CODEC_NONE, 0), 0);
+            for (size_t j = from; j < to; j++)
+                if (th[i].r[j].kind == TF_EV_START)
+                    inst = th[i].r[j].addr;
+            seq += to - from + (k < nholes ? holes[k].dropped : 0);
+            lost += k < nholes ? holes[k].dropped : 0;
+            from = to;
+        }
+        ti[i].dropped = lost;
     }
-    ti[0].dropped = lost;
-    assert_int_equal(tg_end(w, ti, 1), 0);
-    tg_free(th);
+    assert_int_equal(tg_end(w, ti, n), 0);
+    for (size_t i = 0; i < n; i++)
+        tg_free(&th[i]);
     return run_check(path, 1, NULL);
 }
 
@@ -1027,9 +1042,8 @@ static void holes_left_by_dropped_events_cut_attempts_without_a_violation_or_a_d
     tg_ev(&th[0], 2 * far + 100, TF_EV_START, 0, 2, 8, 0);
     tg_ev(&th[0], 2 * far + 110, TF_EV_READ, 8, 2, A1, 0);
     tg_ev(&th[0], 2 * far + 130, TF_EV_COMMIT, 0, 2, 0, 1);
-    const size_t at[2] = { 6, 8 };
-    const uint64_t dropped[2] = { 6, 3 };
-    assert_int_equal(check_with_holes("hole.bin", th, at, dropped, 2), 4); /* incomplete, nothing violated */
+    const struct hole holes[2] = { { 0, 6, 6 }, { 0, 8, 3 } };
+    assert_int_equal(check_with_holes("hole.bin", th, 1, holes, 2), 4); /* incomplete, nothing violated */
     assert_true(J("grammar_violations") == 0);
     assert_true(J("temporal_inconsistencies") == 0);
     assert_true(J("cut_attempts") == 3);
@@ -1082,27 +1096,14 @@ static void an_unexplained_abort_during_another_threads_hole_may_have_a_dropped_
     tg_ev(&th[1], 40000100, TF_EV_COMMIT, 0, 2, 0, 0);
     tg_ev(&th[1], 49999000, TF_EV_START, 0, 2, 10, 0);
     tg_ev(&th[1], 50000500, TF_EV_COMMIT, 0, 2, 0, 0);
-    struct tf_header h = tg_header(HZ, level, 0);
-    h.version = 2;
-    const char *path = tu_path("dropped-culprit.bin");
-    struct tf_thread_info ti[2];
-    uint64_t ev[2] = { th[0].n, th[1].n }, inst = 1;
-    struct tf_writer *w = tg_begin(path, &h, 2, ev, NULL, 0, ti);
-    assert_non_null(w);
-    assert_int_equal(tg_write_records(w, 1, 0, 0, th[0].r, NULL, th[0].n, TF_CODEC_NONE, 0), 0);
-    assert_int_equal(tg_write_records(w, 2, 0, 0, th[1].r, NULL, 2, TF_CODEC_NONE, 0), 0);
-    assert_int_equal(tg_write_records(w, 2, 2 + 5, inst, th[1].r + 2, NULL, th[1].n - 2, TF_CODEC_NONE, 0), 0);
-    ti[1].dropped = 5;
-    assert_int_equal(tg_end(w, ti, 2), 0);
-    tg_free(&th[0]);
-    tg_free(&th[1]);
-    assert_int_equal(run_check(path, 1, NULL), 4);
+    const struct hole hole = { 1, 2, 5 };
+    assert_int_equal(check_with_holes("dropped-culprit.bin", th, 2, &hole, 1), 4);
     const char *cls = strstr(out, "\"classes\":{");
     assert_non_null(cls);
     assert_true(tg_json_num(out, strstr(cls, "\"culprit-dropped\""), "count") == 2);
     assert_true(tg_json_num(out, strstr(cls, "\"conflict-free\""), "count") == 1);
     assert_true(J("conflict_free_aborts") == 1);
-    assert_int_equal(run_check(path, 0, NULL), 4);
+    assert_int_equal(run_check(tu_path("dropped-culprit.bin"), 0, NULL), 4);
     expect_out("its culprit may be among the events another thread dropped meanwhile");
 }
 
