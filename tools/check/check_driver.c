@@ -371,7 +371,7 @@ int ca_event(struct ca_state *s, const struct tf_event *ev)
     struct th *t = thread_of(s, ev->thread);
     if (!t)
         return -1;
-    if (ev->seq != (t->pub.events ? t->next_seq : 0) && thread_hole(s, t, ev) < 0)
+    if (ca_after_hole(t->pub.events != 0, t->next_seq, ev->seq) && thread_hole(s, t, ev) < 0)
         return -1;
     t->next_seq = ev->seq + 1;
     s->t.events++;

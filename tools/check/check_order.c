@@ -156,7 +156,7 @@ CA_HOT void view_event(struct ca_view *v, uint64_t repeating, const struct tf_ev
 {
     int repeats = kind_in(repeating, ev->kind);
     v->temporal += v->seen && (ev->ts < v->last_ts || (ev->ts == v->last_ts && !repeats));
-    uint64_t hole = ev->seq != (v->seen ? v->next_seq : 0) ? CA_PROG_HOLE : 0;
+    uint64_t hole = ca_after_hole(v->seen, v->next_seq, ev->seq) ? CA_PROG_HOLE : 0;
     v->seen = 1;
     v->last_ts = ev->ts;
     v->next_seq = ev->seq + 1;

@@ -60,6 +60,11 @@ struct ro_ent {
 #define CA_PROG_HOLE (UINT64_C(1) << 55)
 #define CA_PROG_INDEX (CA_PROG_HOLE - 1)
 
+/* Whether an event numbered `seq` follows a hole in its thread's program
+ * order: the thread's first event is numbered 0, each next one the number
+ * after the last (`next`), unless events were dropped or skipped between. */
+static inline int ca_after_hole(int seen, uint64_t next, uint64_t seq) { return seq != (seen ? next : 0); }
+
 struct access {
     uint64_t addr;
     uint8_t write;
