@@ -460,7 +460,7 @@ static inline __attribute__((always_inline)) uint8_t *codec_boundary_row(uint8_t
             st->f->site = site;
         }
         p = codec_put_reason(p, st->f, &t, TF_EV_START, 0);
-        p = codec_put_start(p, st->tp, v, tf_start_value((uint32_t)(h >> 2 & 31u), (uint32_t)(h >> 48)));
+        p = codec_put_start(p, st->tp, v, tf_start_head_value(h));
     } else {
         t = TF_EV_COMMIT;
         p = codec_put_reason(p, st->f, &t, TF_EV_COMMIT, 0);
@@ -487,7 +487,7 @@ static inline __attribute__((always_inline)) uint8_t *codec_slot_boundary(uint8_
     if ((h & 3u) == TF_COMPACT_START) {
         r->kind = TF_EV_START;
         r->site = (uint16_t)(h >> 32);
-        r->value = tf_start_value((uint32_t)(h >> 2 & 31u), (uint32_t)(h >> 48));
+        r->value = tf_start_head_value(h);
     } else {
         r->kind = TF_EV_COMMIT;
         r->value = tf_commit_value((uint32_t)(h >> 32 & 0xffffu), (uint32_t)(h >> 48));

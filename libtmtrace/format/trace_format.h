@@ -70,11 +70,11 @@ enum tf_start_flags {
     TF_START_RETRY = 1u << 3,    /* a retry of an aborted attempt of the same transaction */
     TF_START_SERIAL = 1u << 4,   /* serial (irrevocable) attempt; a SERIAL record follows (v2) */
     TF_START_DETAIL = 1u << 5,   /* TMTRACE_DETAIL chose this attempt: its reads and writes are
-                                  * recorded, the others' are not (v4; a START with it is full) */
+                                  * recorded, the others' are not (v4) */
     TF_START_SHED = 1u << 6      /* level all: this attempt was recorded as at level tx (no reads or
                                   * writes; its commit's write set follows it), because buffers ran
                                   * short while the tracer kept to its share of a CPU (v4 from this
-                                  * flag's introduction; a START with it is full) */
+                                  * flag's introduction) */
 };
 
 /* The reason of an ABORT record is the public enum tmt_abort_reason
@@ -182,9 +182,10 @@ _Static_assert(sizeof(struct tf_record) == 32, "tf_record is 32 bytes");
  *     value  the value read or written (zero-extended); site: the previous
  *            record's
  *   START (class 2)
- *     head   bits 2-6 the start flags, bits 8-31 the step (at most
- *            TF_BOUNDARY_STEP_MAX), bits 32-47 the site, bits 48-63 the
- *            attempt
+ *     head   bits 2-6 the start flags' low 5 bits, bits 8-31 the step (at
+ *            most TF_BOUNDARY_STEP_MAX), bits 32-47 the site, bits 48-61
+ *            the attempt, bits 62-63 the flags' bits 5-6 (DETAIL, SHED:
+ *            the attempts sampling and shedding make are compact too)
  *     value  the instance id (below 2^63), or, with bit 63 set, the
  *            read-only COMMIT that ended the attempt (tf_start_fold, below)
  *   COMMIT (class 3)
@@ -228,13 +229,16 @@ static inline uint64_t tf_access_head(int write, unsigned size, uint64_t step, u
            (write ? TF_COMPACT_WRITE : TF_COMPACT_READ);
 }
 
-/* The head of a compact START (`flags` < 32, `site` and `attempt` < 65536,
- * `step` <= TF_BOUNDARY_STEP_MAX) and of a compact COMMIT (set sizes below
- * 65536). */
+/* The head of a compact START (tf_start_fits, `site` < 65536, `step` <=
+ * TF_BOUNDARY_STEP_MAX) and of a compact COMMIT (set sizes below 65536). */
+static inline int tf_start_fits(unsigned flags, unsigned attempt, uint64_t instance)
+{
+    return (flags >> 7 | attempt >> 14 | instance >> 63) == 0;
+}
 static inline uint64_t tf_start_head(unsigned flags, uint64_t step, unsigned site, unsigned attempt)
 {
-    return (uint64_t)attempt << 48 | (uint64_t)site << 32 | step << 8 | TF_COMPACT_TAG | flags << 2 |
-           TF_COMPACT_START;
+    return (uint64_t)(flags >> 5) << 62 | (uint64_t)attempt << 48 | (uint64_t)site << 32 | step << 8 |
+           TF_COMPACT_TAG | (flags & 31u) << 2 | TF_COMPACT_START;
 }
 static inline uint64_t tf_commit_head(uint64_t step, uint32_t read_set, uint32_t write_set)
 {
@@ -273,6 +277,11 @@ static inline int tf_slot_is_compact(const struct tf_slot *s)
 static inline uint64_t tf_start_value(uint32_t flags, uint32_t attempt)
 {
     return flags | (uint64_t)attempt << 16;
+}
+/* The START value a compact START's head holds (tf_start_head). */
+static inline uint64_t tf_start_head_value(uint64_t h)
+{
+    return tf_start_value((uint32_t)((h >> 2 & 31u) | (h >> 62) << 5), (uint32_t)(h >> 48 & 0x3fffu));
 }
 static inline uint32_t tf_start_flags(uint64_t value) { return (uint32_t)(value & 0xffffu); }
 static inline uint32_t tf_start_attempt(uint64_t value) { return (uint32_t)(value >> 16); }
@@ -316,7 +325,7 @@ static inline void tf_compact_apply(const struct tf_slot *s, struct tf_record *r
         r->tsc += h >> 8 & TF_BOUNDARY_STEP_MAX;
         r->site = (uint16_t)(h >> 32);
         r->addr = s->value;
-        r->value = tf_start_value((uint32_t)(h >> 2 & 31u), (uint32_t)(h >> 48));
+        r->value = tf_start_head_value(h);
         return;
     default:
         r->kind = TF_EV_COMMIT;

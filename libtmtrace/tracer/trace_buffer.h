@@ -344,7 +344,7 @@ static inline void tb_ev_start(struct tb_thread *t, uint32_t site, uint64_t inst
     int fold = instance == t->instance + 1;
     t->instance = instance;
     tb_boundary(t, TF_EV_START, tf_start_head(flags, 0, t->site, attempt),
-                (flags >> 5 | attempt >> 16 | instance >> 63) == 0, fold, instance, tf_start_value(flags, attempt));
+                tf_start_fits(flags, attempt, instance), fold, instance, tf_start_value(flags, attempt));
 }
 
 /* The out-of-line halves of tb_access (trace_buffer.c); both return

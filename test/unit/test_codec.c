@@ -178,8 +178,8 @@ static size_t fill_slots(struct tf_slot *sl, uint64_t *truth, size_t cap)
         if (pick <= 5)
             head = tf_access_head(pick & 1, 1u << (rnd() % 4), rnd() % (TF_ACCESS_STEP_MAX + 1), addr);
         else if (pick == 6)
-            head = tf_start_head((unsigned)(rnd() % 32), rnd() % (TF_BOUNDARY_STEP_MAX + 1),
-                                 (unsigned)(rnd() % 65536), (unsigned)(rnd() % 65536));
+            head = tf_start_head((unsigned)(rnd() % 128), rnd() % (TF_BOUNDARY_STEP_MAX + 1),
+                                 (unsigned)(rnd() % 65536), (unsigned)(rnd() % 16384));
         else
             head = tf_commit_head(rnd() % (TF_BOUNDARY_STEP_MAX + 1), (uint32_t)(rnd() % 65536),
                                   (uint32_t)(rnd() % 65536));

@@ -505,7 +505,8 @@ static void a_slot_stream_that_starts_compact_or_ends_mid_record_is_refused(void
     assert_int_equal(tg_slots_expand(&s[2], 1, NULL, &full, 0, out, NULL, 3, &used), 1); /* given one */
     assert_int_equal(tg_slots_expand(s, 1, NULL, NULL, 0, out, NULL, 3, &used), -1);     /* cut */
     /* compact START and COMMIT after a full record */
-    s[1].head = tf_start_head(TF_START_RETRY, 1000, 7, 3);
+    /* every flag bit and the largest attempt a compact START holds */
+    s[1].head = tf_start_head(TF_START_RETRY | TF_START_DETAIL | TF_START_SHED, 1000, 7, 16383);
     s[1].value = 6;
     s[2].head = tf_commit_head(TF_BOUNDARY_STEP_MAX, 65535, 1);
     s[2].value = 99;
@@ -515,7 +516,7 @@ static void a_slot_stream_that_starts_compact_or_ends_mid_record_is_refused(void
     t3[3] = s[2];
     assert_int_equal(tg_slots_expand(t3, 4, NULL, NULL, 0, out, NULL, 3, &used), 3);
     assert_true(out[1].kind == TF_EV_START && out[1].tsc == 1100 && out[1].site == 7 && out[1].addr == 6 &&
-                out[1].value == tf_start_value(TF_START_RETRY, 3) && out[1].aux == 1 && out[1].reason == 0);
+                out[1].value == tf_start_value(TF_START_RETRY | TF_START_DETAIL | TF_START_SHED, 16383) && out[1].aux == 1 && out[1].reason == 0);
     assert_true(out[2].kind == TF_EV_COMMIT && out[2].tsc == 1100 + TF_BOUNDARY_STEP_MAX && out[2].site == 7 &&
                 out[2].addr == 99 && out[2].value == tf_commit_value(65535, 1));
     s[0].head = 0; /* kind 0 */
@@ -587,7 +588,9 @@ static void level_tx_records_no_reads_or_writes(void **state)
 }
 
 /* At tx, 300 attempts that each end in a read-only commit right after
- * their START: the COMMIT folds into the START's slot, unless the START's
+ * their START, a third of them shed and a third chosen by TMTRACE_DETAIL
+ * (flags of their own, in a compact START too): the COMMIT folds into the
+ * START's slot, unless the START's
  * instance is not the one before it plus one (attempt 150), the read set
  * has 65536 entries or more (attempt 200: a full COMMIT) or the commit's
  * stamp is not the common case (another CPU, too far: rare, pinned). An
@@ -595,6 +598,10 @@ static void level_tx_records_no_reads_or_writes(void **state)
  * count that breaks those rules. */
 static uint64_t fold_instance(uint64_t i) { return i < 150 ? i : i + 850; }
 static uint32_t fold_read_set(uint64_t i) { return i == 200 ? 70000u : (uint32_t)i; }
+static unsigned fold_flags(uint64_t i)
+{
+    return TF_START_READ_ONLY | (i % 3 == 1 ? TF_START_SHED : i % 3 == 2 ? TF_START_DETAIL : 0u);
+}
 
 static int body_fold(void *arg)
 {
@@ -608,7 +615,7 @@ static int body_fold(void *arg)
     for (uint64_t i = 1; i <= 300; i++) {
         const struct tf_slot *s = t.cur;
         int64_t fulls = t.fulls;
-        tb_ev_start(&t, 3, fold_instance(i), TF_START_READ_ONLY, 0);
+        tb_ev_start(&t, 3, fold_instance(i), fold_flags(i), 0);
         tb_ev_commit(&t, 0, fold_read_set(i), 0);
         int one = t.cur == s + 1;
         if (one && (i == 150 || i == 200 || t.fulls != fulls - 1))
@@ -641,7 +648,7 @@ static void a_read_only_commit_right_after_its_start_shares_its_slot_and_reads_b
         assert_int_equal(st->kind, TF_EV_START);
         assert_int_equal(st->addr, fold_instance(i));
         assert_int_equal(st->instance, fold_instance(i));
-        assert_int_equal(st->value, tf_start_value(TF_START_READ_ONLY, 0));
+        assert_int_equal(st->value, tf_start_value(fold_flags(i), 0));
         assert_int_equal(st->site, 3);
         assert_int_equal(c->kind, TF_EV_COMMIT);
         assert_int_equal(c->addr, 0);
