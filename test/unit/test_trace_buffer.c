@@ -205,11 +205,11 @@ static int body_every_kind(void *arg)
     tb_ev_start(&t, site, 1, TF_START_HTM_EMU, 0);
     tb_ev_abort(&t, TMT_ABORT_HTM, 0, TMT_HTM_CONFLICT | TMT_HTM_RETRY);
     tb_ev_fallback(&t, TF_FB_ATTEMPTS, TMT_HTM_CONFLICT | TMT_HTM_RETRY);
-    tb_ev_start(&t, site, 2, TF_START_RETRY, 1);
+    tb_ev_start(&t, site, 2, TF_START_RETRY, 16383); /* the largest attempt a compact START holds */
     tb_ev_read(&t, &cells[0], 41, 8);
     tb_ev_write(&t, &cells[1], 0xdeadbeef, 4);
     tb_ev_abort(&t, TMT_ABORT_READ_VERSION, 0x1234, 0);
-    tb_ev_start(&t, site, 3, TF_START_RETRY, 2);
+    tb_ev_start(&t, site, 3, TF_START_RETRY, 16384); /* a full START */
     tb_ev_read(&t, &cells[2], 7, 1);
     tb_ev_commit(&t, 99, 1, 0);
     tb_detach(&t);
@@ -232,11 +232,11 @@ static void every_record_kind_round_trips_through_the_file(void **state)
         { TF_EV_START, 0, 1, TF_START_HTM_EMU, 1 },
         { TF_EV_ABORT, TMT_ABORT_HTM, 0, st, 1 },
         { TF_EV_FALLBACK, TF_FB_ATTEMPTS, 0, st, 1 },
-        { TF_EV_START, 0, 2, TF_START_RETRY | 1u << 16, 2 },
+        { TF_EV_START, 0, 2, TF_START_RETRY | (uint64_t)16383 << 16, 2 },
         { TF_EV_READ, 8, (uintptr_t)&cells[0], 41, 2 },
         { TF_EV_WRITE, 4, (uintptr_t)&cells[1], 0xdeadbeef, 2 },
         { TF_EV_ABORT, TMT_ABORT_READ_VERSION, 0x1234, 0, 2 },
-        { TF_EV_START, 0, 3, TF_START_RETRY | 2u << 16, 3 },
+        { TF_EV_START, 0, 3, TF_START_RETRY | (uint64_t)16384 << 16, 3 },
         { TF_EV_READ, 1, (uintptr_t)&cells[2], 7, 3 },
         { TF_EV_COMMIT, 0, 99, 1, 3 },
     };
