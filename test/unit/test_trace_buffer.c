@@ -516,7 +516,8 @@ static void a_slot_stream_that_starts_compact_or_ends_mid_record_is_refused(void
     t3[3] = s[2];
     assert_int_equal(tg_slots_expand(t3, 4, NULL, NULL, 0, out, NULL, 3, &used), 3);
     assert_true(out[1].kind == TF_EV_START && out[1].tsc == 1100 && out[1].site == 7 && out[1].addr == 6 &&
-                out[1].value == tf_start_value(TF_START_RETRY | TF_START_DETAIL | TF_START_SHED, 16383) && out[1].aux == 1 && out[1].reason == 0);
+                out[1].value == tf_start_value(TF_START_RETRY | TF_START_DETAIL | TF_START_SHED, 16383) &&
+                out[1].aux == 1 && out[1].reason == 0);
     assert_true(out[2].kind == TF_EV_COMMIT && out[2].tsc == 1100 + TF_BOUNDARY_STEP_MAX && out[2].site == 7 &&
                 out[2].addr == 99 && out[2].value == tf_commit_value(65535, 1));
     s[0].head = 0; /* kind 0 */
