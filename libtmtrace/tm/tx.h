@@ -19,7 +19,9 @@
  *             serial attempts; htm.c: hardware aborts and fallbacks);
  *             tx_registry.c folds and sums them (stats.all, the totals, as
  *             the sums of site_stats) and grows site_stats under its lock
- *   thread_id, next, live, joined   tx_registry.c
+ *   thread_id, next, live, joined   tx_registry.c; lone_changes,
+ *             lone_starts   tx_registry.h's txreg_lone_settled, on the
+ *             thread's own start path
  *   rng       whoever draws from it (tx_rand): htm.c, stm.c
  *   head      tx_life.c (in_place: set at a serial attempt's start, cleared
  *             at its end; alloc_watch: its TX bit set at an outermost start
@@ -235,6 +237,8 @@ struct tmt_tx {
     struct tmt_tx *next;        /* tx_registry.c's list of descriptors */
     int live;
     int joined;                 /* counted as a thread in transactions (txreg_join) */
+    uint32_t lone_changes;      /* txreg_changes when the thread last found itself alone */
+    uint32_t lone_starts;       /* its starts alone since (txreg_lone_settled) */
 };
 
 _Static_assert(offsetof(struct tmt_tx, head) == 0, "tmtrace.h's inline readers find the head at offset 0");

@@ -364,13 +364,15 @@ __attribute__((noinline)) static int tx_start_general(struct tmt_tx *tx, int pat
     if (TX_UNLIKELY(!tx->joined)) {
         txreg_join(tx); /* before this attempt announces itself, so a lone one sees it (tx_registry.h) */
         stm_lone_wait_out(); /* and then no lone attempt runs (stm_lone_mark) */
+        (void)txreg_lone_settled(tx); /* the joining start is the first of its settling */
         tx->attempt = 0;
     }
     tx_enters(tx, tx_traced(tx));
     /* A front end with its own checkpoint starts here from its own frames,
      * not the block's, and keeps its stack out of the undo log (itm/). */
     tx->frame = tx->restart == NULL ? frame : 0;
-    if (tx_lone_in_place && !tx->serial_next && path == TX_MODE_NONE && tx->restart == NULL && txreg_alone_self(tx))
+    if (tx_lone_in_place && !tx->serial_next && path == TX_MODE_NONE && tx->restart == NULL && txreg_alone_self(tx) &&
+        txreg_lone_ready(tx))
         tx->serial_next = TF_SERIAL_ALONE;
     if (TX_UNLIKELY(tx->serial_next)) {
         tx_start_serial(tx);
@@ -462,7 +464,7 @@ __attribute__((noinline)) static int tx_start_in_place_traced(struct tmt_tx *tx,
 static inline int tx_start_other(struct tmt_tx *tx, int path, uintptr_t frame)
 {
     if (!(tx->attempt | tx->serial_next) && path == TX_MODE_NONE && tx->joined && tx->restart == NULL &&
-        tx_lone_in_place && txreg_lone_hint())
+        tx_lone_in_place && txreg_lone_hint() && txreg_lone_settled(tx))
         return tx_traced(tx) ? tx_start_in_place_traced(tx, frame) : tx_start_in_place(tx, frame);
     return tx_start_general(tx, path, frame);
 }

@@ -47,7 +47,9 @@ static inline void tx_watch_allocs(struct tmt_tx *tx)
  * frames the attempt makes (tx.h, frame).
  *
  * A thread alone (no other thread has started a transaction: txreg_alone)
- * runs its transactions in place, as serial attempts with reason
+ * runs its transactions in place once it has settled there (from its
+ * txreg_lone_after-th start alone since a thread last joined or left:
+ * txreg_lone_settled), as serial attempts with reason
  * TF_SERIAL_ALONE: direct loads and stores, the undo log for retry and
  * cancel, no read set, no validation. A thread that
  * starts a transaction meanwhile waits in stm_begin for the serial lock,

@@ -26,6 +26,9 @@ static uint32_t txreg_nlive;
  * with sequentially consistent read-modify-writes, read by txreg_alone and
  * txreg_lone_hint. */
 uint32_t txreg_ntx;
+/* Joins and leaves so far (txreg_lone_settled). */
+uint32_t txreg_changes;
+uint32_t txreg_lone_after = 16;
 static uint32_t txreg_next_thread;
 static struct tx_stats txreg_exited;         /* folded statistics of exited threads */
 static struct tx_counts *txreg_exited_sites; /* indexed by site id */
@@ -221,6 +224,7 @@ void txreg_join(struct tmt_tx *tx)
 {
     tx->joined = 1;
     (void)__atomic_add_fetch(&txreg_ntx, 1, __ATOMIC_SEQ_CST);
+    (void)__atomic_add_fetch(&txreg_changes, 1, __ATOMIC_RELAXED);
 }
 
 /* The thread leaves (exit, or it could not attach): no longer counted. */
@@ -231,6 +235,7 @@ static void txreg_leave(struct tmt_tx *tx)
     if (tx->joined) {
         tx->joined = 0;
         (void)__atomic_sub_fetch(&txreg_ntx, 1, __ATOMIC_SEQ_CST);
+        (void)__atomic_add_fetch(&txreg_changes, 1, __ATOMIC_RELAXED);
     }
 }
 
@@ -271,6 +276,7 @@ void txreg_fork_child(const struct tmt_tx *self)
     }
     __atomic_store_n(&txreg_nlive, self && self->live ? 1u : 0u, __ATOMIC_SEQ_CST);
     __atomic_store_n(&txreg_ntx, self && self->live && self->joined ? 1u : 0u, __ATOMIC_SEQ_CST);
+    (void)__atomic_add_fetch(&txreg_changes, 1, __ATOMIC_RELAXED);
 }
 
 int txreg_alone(void)

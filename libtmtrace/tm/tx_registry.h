@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "tx.h"
+#include "tx_util.h"
 
 /* The calling thread's descriptor (NULL before tmt_thread_enter). */
 extern __thread struct tmt_tx *txreg_self_tx __attribute__((tls_model("initial-exec")));
@@ -88,6 +89,41 @@ static inline int txreg_alone_self(const struct tmt_tx *self)
 /* The same question without ordering, for tx_start's one test of it (a
  * hint: a lone attempt asks txreg_alone_self again under the serial lock). */
 static inline int txreg_lone_hint(void) { return __atomic_load_n(&txreg_ntx, __ATOMIC_RELAXED) <= 1; }
+
+/* Joins and leaves (and forks) so far: a hint, read without ordering. */
+extern uint32_t txreg_changes __attribute__((visibility("hidden")));
+/* Starts alone a thread makes after the registry changed before it runs
+ * in place (txreg_lone_settled); tests of the in-place paths set it to 0. */
+extern uint32_t txreg_lone_after __attribute__((visibility("hidden")));
+/* Whether a thread that finds itself alone at the start of a transaction
+ * (txreg_lone_hint) has settled there: 0 for its first txreg_lone_after
+ * starts alone since a thread last joined or left (each counted here, its
+ * joining start too), 1 from then on. A thread that joins waits for a lone
+ * attempt in flight (tx_life.h), and at a program's start that is the main
+ * thread's first transactions while the workers it has just released are
+ * still on their way to theirs: in STAMP's labyrinth at 2 threads the
+ * worker waited 2.3 ms of an 85 ms phase for the main thread's first
+ * routing transaction. Those first attempts run the STM instead, beside
+ * which a newcomer starts at once. */
+static inline int txreg_lone_settled(struct tmt_tx *self)
+{
+    uint32_t now = __atomic_load_n(&txreg_changes, __ATOMIC_RELAXED);
+    if (TX_LIKELY(self->lone_changes == now && self->lone_starts > txreg_lone_after))
+        return 1;
+    if (self->lone_changes != now) {
+        self->lone_changes = now;
+        self->lone_starts = 0;
+    }
+    self->lone_starts++;
+    return self->lone_starts > txreg_lone_after;
+}
+/* The same without counting a start (the general start path, after
+ * txreg_lone_settled counted this one, or for a retry). */
+static inline int txreg_lone_ready(const struct tmt_tx *self)
+{
+    uint32_t starts = self->lone_changes == __atomic_load_n(&txreg_changes, __ATOMIC_RELAXED) ? self->lone_starts : 0;
+    return starts > txreg_lone_after;
+}
 
 /* Sums of every thread's statistics (exited ones included), and of one
  * site's counters. */

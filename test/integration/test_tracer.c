@@ -22,6 +22,7 @@
 #include "error.h"
 #include "tmtrace.h"
 #include "tx_life.h"
+#include "tx_registry.h"
 #include "trace_file.h"
 #include "trace_writer.h"
 #include "test_util.h"
@@ -241,6 +242,7 @@ static void serial_attempts_are_recorded_with_their_reason(void **state)
 static int body_lone(void)
 {
     tx_lone_in_place = 1; /* off for the other tests (main) */
+    txreg_lone_after = 0; /* in place from the first (settling: test_api) */
     tmt_tx *tx = tmt_thread_enter();
     if (tx == NULL)
         return 100;

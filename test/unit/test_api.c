@@ -21,6 +21,7 @@
 #include "test_util.h"
 #include "tx.h"
 #include "tx_life.h"
+#include "tx_registry.h"
 
 /* Runs first: nothing has initialised the runtime yet. */
 static void test_bad_tmtrace_value_makes_init_fail_naming_the_variable(void **s)
@@ -307,6 +308,28 @@ static void test_typed_accessors_round_trip_every_type(void **s)
 
 /* ---- a thread alone runs in place -------------------------------------------- */
 
+/* The tests of the in-place paths start them at a thread's first
+ * transaction alone; how a thread settles before its first is tested on
+ * its own (lone_settling). */
+static uint32_t lone_after_default;
+
+static int lone_at_once(void **s)
+{
+    (void)s;
+    lone_after_default = txreg_lone_after;
+    txreg_lone_after = 0;
+    return 0;
+}
+
+static int lone_after_again(void **s)
+{
+    (void)s;
+    txreg_lone_after = lone_after_default;
+    return 0;
+}
+
+#define LONE_AT_ONCE(test) cmocka_unit_test_setup_teardown(test, lone_at_once, lone_after_again)
+
 /* Writes, through the accessors, a frame of its own that is dead once it
  * returns: first plain ones (1), then transactional (2). A rollback that
  * put the 1s back would overwrite the frames of the cancel that follows,
@@ -420,6 +443,89 @@ static void test_a_thread_arriving_waits_for_the_lone_in_place_attempt(void **s)
     (void)s;
     for (int way = 0; way < 4; way++)
         arriving_beside_lone(way & 1, way >> 1);
+}
+
+/* ---- a thread alone settles before it runs in place (lone_settling) --------- */
+
+static int settle_b_done;
+static long settle_cells[2];
+
+static void *settle_second(void *arg)
+{
+    (void)arg;
+    tmt_tx *tx = tmt_thread_enter();
+    TMT_ATOMIC(tx, "settle-second") {
+        tmt_write_long(tx, &settle_cells[1], tmt_read_long(tx, &settle_cells[1]) + 1);
+    } TMT_END;
+    __atomic_store_n(&settle_b_done, 1, __ATOMIC_SEQ_CST);
+    tmt_thread_exit();
+    return NULL;
+}
+
+/* Runs `n` transactions; bit i of the result: the i-th ran in place. */
+static uint32_t settle_run(tmt_tx *tx, int n)
+{
+    volatile uint32_t in_place = 0;
+    for (int i = 0; i < n; i++) {
+        volatile int here = 0;
+        TMT_ATOMIC(tx, "settle") {
+            here = tx->mode == TX_MODE_SERIAL;
+            tmt_write_long(tx, &settle_cells[0], i);
+        } TMT_END;
+        in_place |= (uint32_t)here << i;
+    }
+    return in_place;
+}
+
+/* A thread alone runs its transactions in the STM until it has started
+ * txreg_lone_after of them alone, then in place; once another thread has
+ * joined and left, it settles again. */
+static void test_a_lone_thread_runs_in_place_from_its_settling_start_and_settles_again_after_a_change(void **s)
+{
+    (void)s;
+    uint32_t after = txreg_lone_after;
+    assert_true(after >= 1 && after <= 24);
+    tmt_tx *tx = tmt_thread_enter();
+    uint32_t settled = ~(((uint32_t)1 << after) - 1) & (((uint32_t)1 << (after + 4)) - 1);
+    assert_int_equal(settle_run(tx, (int)after + 4), settled);
+    pthread_t b;
+    settle_b_done = 0;
+    assert_int_equal(pthread_create(&b, NULL, settle_second, NULL), 0);
+    assert_int_equal(pthread_join(b, NULL), 0);
+    assert_int_equal(settle_run(tx, (int)after + 4), settled);
+    tmt_thread_exit();
+}
+
+/* A thread that joins while a thread alone runs its first transactions
+ * (a program's main thread that has just released its workers) starts and
+ * commits beside them: it does not wait for the attempt in flight, as it
+ * waits for an in-place one. */
+static void test_a_thread_arriving_beside_a_lone_thread_that_has_not_settled_starts_at_once(void **s)
+{
+    (void)s;
+    tmt_tx *tx = tmt_thread_enter();
+    settle_b_done = 0;
+    settle_cells[1] = 0;
+    pthread_t b;
+    volatile int created = 0, in_place = -1, done_inside = 0;
+    TMT_ATOMIC(tx, "settle-first") {
+        in_place = tx->mode == TX_MODE_SERIAL;
+        if (!created) {
+            assert_int_equal(pthread_create(&b, NULL, settle_second, NULL), 0);
+            created = 1;
+        }
+        /* Up to 2 s for the other thread's commit: it never comes while this
+         * attempt holds it back. */
+        for (int i = 0; i < 2000 && !done_inside; i++) {
+            nanosleep(&(struct timespec){ 0, 1000 * 1000 }, NULL);
+            done_inside = __atomic_load_n(&settle_b_done, __ATOMIC_SEQ_CST);
+        }
+    } TMT_END;
+    assert_int_equal(pthread_join(b, NULL), 0);
+    assert_int_equal(in_place, 0);
+    assert_int_equal(done_inside, 1);
+    assert_int_equal(settle_cells[1], 1);
+    tmt_thread_exit();
 }
 
 /* ---- the public header's inline reads -------------------------------------- */
@@ -865,14 +971,16 @@ int main(void)
         cmocka_unit_test(test_site_statistics_name_the_site_and_count_its_outcomes),
         cmocka_unit_test(test_abort_reasons_have_distinct_names),
         cmocka_unit_test(test_typed_accessors_round_trip_every_type),
-        cmocka_unit_test(test_a_lone_threads_cancel_and_retry_restore_memory_in_place),
-        cmocka_unit_test(test_a_thread_arriving_waits_for_the_lone_in_place_attempt),
-        cmocka_unit_test(test_inline_reads_in_place_see_the_attempts_writes_and_their_undo),
+        LONE_AT_ONCE(test_a_lone_threads_cancel_and_retry_restore_memory_in_place),
+        LONE_AT_ONCE(test_a_thread_arriving_waits_for_the_lone_in_place_attempt),
+        LONE_AT_ONCE(test_inline_reads_in_place_see_the_attempts_writes_and_their_undo),
+        cmocka_unit_test(test_a_lone_thread_runs_in_place_from_its_settling_start_and_settles_again_after_a_change),
+        cmocka_unit_test(test_a_thread_arriving_beside_a_lone_thread_that_has_not_settled_starts_at_once),
         cmocka_unit_test(test_inline_reads_take_the_barrier_once_a_second_thread_joined),
         cmocka_unit_test(test_a_thread_on_the_descriptor_of_one_whose_last_transaction_aborted_joins_at_its_first),
-        cmocka_unit_test(test_a_lone_thread_traced_at_all_records_every_in_place_read),
+        LONE_AT_ONCE(test_a_lone_thread_traced_at_all_records_every_in_place_read),
         cmocka_unit_test(test_head_alloc_watch_is_set_exactly_in_transactions_or_when_traced),
-        cmocka_unit_test(test_tx_begin_starts_first_attempts_traced_or_not_and_leaves_retries_to_tx_start),
+        LONE_AT_ONCE(test_tx_begin_starts_first_attempts_traced_or_not_and_leaves_retries_to_tx_start),
         cmocka_unit_test(test_money_is_conserved_while_threads_come_and_go_beside_a_lone_thread_in_place),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
