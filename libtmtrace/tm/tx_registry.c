@@ -36,21 +36,7 @@ static uint32_t txreg_nexited_sites;
 
 __thread struct tmt_tx *txreg_self_tx __attribute__((tls_model("initial-exec")));
 
-/* Threads enter and leave together (a program whose workers start and end
- * with each phase: STAMP's kmeans, twice per iteration), and what they do
- * under the lock takes well under a microsecond, while a wait in the kernel
- * costs tens (a futex sleep and the wakeup, more on a VM) and leaves the
- * woken thread's CPU idle meanwhile: try for a while before sleeping. */
-#define TXREG_LOCK_SPINS 1024
-void txreg_lock(void)
-{
-    for (unsigned i = 0; i < TXREG_LOCK_SPINS; i++) {
-        if (pthread_mutex_trylock(&txreg_mutex) == 0)
-            return;
-        tx_pause();
-    }
-    pthread_mutex_lock(&txreg_mutex);
-}
+void txreg_lock(void) { pthread_mutex_lock(&txreg_mutex); }
 void txreg_unlock(void) { pthread_mutex_unlock(&txreg_mutex); }
 
 /* ---- statistics ------------------------------------------------------------- */
