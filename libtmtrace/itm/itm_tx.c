@@ -322,7 +322,7 @@ uint32_t itm_begin(uint32_t prop, const struct itm_jb *jb)
      * retryable (t->lone, _ITM_inTransaction); the plain one is not. Not
      * when a hardware path is configured: a lone thread's traces show its
      * hardware attempts, as with more threads. */
-    int alone = !(prop & ITM_PR_DOES_GO_IRREVOCABLE) && tx->joined && txreg_alone() && txreg_lone_settled(tx);
+    int alone = !(prop & ITM_PR_DOES_GO_IRREVOCABLE) && tx->joined && txreg_alone_self(tx) && txreg_lone_settled(tx);
     int plain = itm_serial_plain(prop, tx);
     t->lone = alone && !plain && htm_path() == TX_MODE_NONE;
     if (t->lone || (alone && plain))

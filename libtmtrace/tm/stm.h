@@ -243,7 +243,7 @@ uint32_t stm_serial_holder(void);
 /* The serial attempt itself: in-place accesses with an undo log; commit
  * takes a write version and stamps it on the stripes written (0 if none),
  * unless `alone`: the caller found that no other thread had started a
- * transaction after it took the serial lock (txreg_alone), so none can be
+ * transaction after it took the serial lock (txreg_alone_self), so none can be
  * running or start before the unlock, and every later attempt starts at or
  * above the write version (see stm_serial_commit). */
 void stm_serial_begin(struct tmt_tx *tx, int alone);

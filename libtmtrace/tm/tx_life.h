@@ -46,7 +46,7 @@ static inline void tx_watch_allocs(struct tmt_tx *tx)
  * caller's, tmt_tx_start's call frame address); what lies below it is the
  * frames the attempt makes (tx.h, frame).
  *
- * A thread alone (no other thread has started a transaction: txreg_alone)
+ * A thread alone (no other thread has started a transaction: txreg_alone_self)
  * runs its transactions in place once it has settled there (from its
  * txreg_lone_after-th start alone since a thread last joined or left:
  * txreg_lone_settled), as serial attempts with reason

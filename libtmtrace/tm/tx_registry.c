@@ -23,7 +23,7 @@ static struct tmt_tx *txreg_all; /* every descriptor ever made, live or not */
  * read-modify-writes. */
 static uint32_t txreg_nlive;
 /* Live descriptors that have started a transaction (txreg_join): changed
- * with sequentially consistent read-modify-writes, read by txreg_alone and
+ * with sequentially consistent read-modify-writes, read by txreg_alone_self and
  * txreg_lone_hint. */
 uint32_t txreg_ntx;
 /* Joins and leaves so far (txreg_lone_settled). */
@@ -277,10 +277,4 @@ void txreg_fork_child(const struct tmt_tx *self)
     __atomic_store_n(&txreg_nlive, self && self->live ? 1u : 0u, __ATOMIC_SEQ_CST);
     __atomic_store_n(&txreg_ntx, self && self->live && self->joined ? 1u : 0u, __ATOMIC_SEQ_CST);
     (void)__atomic_add_fetch(&txreg_changes, 1, __ATOMIC_RELAXED);
-}
-
-int txreg_alone(void)
-{
-    const struct tmt_tx *self = txreg_self_tx;
-    return self != NULL ? txreg_alone_self(self) : __atomic_load_n(&txreg_ntx, __ATOMIC_SEQ_CST) == 0;
 }

@@ -68,20 +68,18 @@ void txreg_drain_others(const struct tmt_tx *self);
  * attempt this does not see announced has not read anything yet. */
 void txreg_wait_older(const struct tmt_tx *self, uint64_t time);
 /* The thread starts its first transaction (tx_life.c, before that
- * attempt begins): it counts for txreg_alone until it exits. A registered
+ * attempt begins): it counts for txreg_alone_self until it exits. A registered
  * thread that never starts one (a program's main thread waiting for its
  * workers) leaves the others alone. */
 void txreg_join(struct tmt_tx *tx);
-/* No other thread has started a transaction (the calling thread may have:
- * libtmtrace-itm asks before its first). Read after taking the serial lock, it proves that no other attempt
- * is announced and that a thread joining later sees the lock when it
- * begins: the join's read-modify-write and this load are both sequentially
- * consistent. */
-int txreg_alone(void);
 /* Threads that have started a transaction and not exited (txreg_join). */
 extern uint32_t txreg_ntx __attribute__((visibility("hidden")));
-/* txreg_alone for a caller that holds its own descriptor `self` (no call,
- * no thread-local lookup: a lone thread's every transaction asks). */
+/* No thread but `self`, the caller's own descriptor, has started a
+ * transaction (self may have, or not yet). Read after taking the serial
+ * lock, it proves that no other attempt is announced and that a thread
+ * joining later sees the lock when it begins: the join's read-modify-write
+ * and this load are both sequentially consistent. Inline, with the
+ * descriptor passed: a lone thread's every transaction asks. */
 static inline int txreg_alone_self(const struct tmt_tx *self)
 {
     return __atomic_load_n(&txreg_ntx, __ATOMIC_SEQ_CST) <= (self->joined ? 1u : 0u);
