@@ -14,11 +14,13 @@
  *   trace     the tracer (trace_buffer.h's hooks and trace_buffer.c); the
  *             engines read it only through tb_* calls and the two readers
  *             at the end of this file
- *   stats, site_stats   the counters: each counts its own events with
- *             tx_count (tx_life.c: commits and aborts, per site only, and
- *             serial attempts; htm.c: hardware aborts and fallbacks);
- *             tx_registry.c folds and sums them (stats.all, the totals, as
- *             the sums of site_stats) and grows site_stats under its lock
+ *   stats, site_stats   the counters of every thread that has had the
+ *             descriptor: each counts its own events with tx_count
+ *             (tx_life.c: commits and aborts, per site only, and serial
+ *             attempts; htm.c: hardware aborts and fallbacks), and a leaving
+ *             thread leaves them for the next; tx_registry.c sums them
+ *             (stats.all, the totals, as the sums of site_stats) and grows
+ *             site_stats under its lock
  *   thread_id, next, live, joined   tx_registry.c; lone_changes,
  *             lone_starts   tx_registry.h's txreg_lone_settled, on the
  *             thread's own start path

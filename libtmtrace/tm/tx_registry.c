@@ -2,10 +2,10 @@
  * tx_registry.c - every thread's transaction descriptor (see tx_registry.h).
  *
  * Owns: the descriptor list and its lock, thread ids, the counts of live
- * threads and of those that have started a transaction, the exited threads'
- * statistics. Never frees a descriptor (the serial drain and the abort
- * records of other threads read them without the lock); never takes its
- * lock on the transactional fast path.
+ * threads and of those that have started a transaction. Never frees a
+ * descriptor (the serial drain, the abort records of other threads and the
+ * sums read them without the lock, or after their thread left); never takes
+ * its lock on the transactional fast path or when a thread leaves.
  */
 #include "tx_registry.h"
 
@@ -19,8 +19,7 @@
 
 static pthread_mutex_t txreg_mutex = PTHREAD_MUTEX_INITIALIZER;
 static struct tmt_tx *txreg_all; /* every descriptor ever made, live or not */
-/* Live descriptors: changed under the lock with sequentially consistent
- * read-modify-writes. */
+/* Live descriptors: changed with sequentially consistent read-modify-writes. */
 static uint32_t txreg_nlive;
 /* Live descriptors that have started a transaction (txreg_join): changed
  * with sequentially consistent read-modify-writes, read by txreg_alone_self and
@@ -30,9 +29,6 @@ uint32_t txreg_ntx;
 uint32_t txreg_changes;
 uint32_t txreg_lone_after = 16;
 static uint32_t txreg_next_thread;
-static struct tx_stats txreg_exited;         /* folded statistics of exited threads */
-static struct tx_counts *txreg_exited_sites; /* indexed by site id */
-static uint32_t txreg_nexited_sites;
 
 __thread struct tmt_tx *txreg_self_tx __attribute__((tls_model("initial-exec")));
 
@@ -60,9 +56,10 @@ static void txreg_add_stats(struct tx_stats *to, const struct tx_stats *from)
     to->serial += txreg_load(&from->serial);
 }
 
-/* A thread's counters. Its totals (`all`, never counted themselves) are the
- * sums of its per-site counts, which the life cycle keeps, once per commit
- * or abort. */
+/* A descriptor's counters: those of every thread that has had it (a
+ * leaving thread keeps them there, and the next one counts on). Its totals
+ * (`all`, never counted themselves) are the sums of its per-site counts,
+ * which the life cycle keeps, once per commit or abort. */
 static void txreg_add_thread(struct tx_stats *to, const struct tmt_tx *t)
 {
     txreg_add_stats(to, &t->stats);
@@ -106,10 +103,8 @@ void txreg_sum(struct tx_stats *out)
 {
     memset(out, 0, sizeof *out);
     txreg_lock();
-    txreg_add_stats(out, &txreg_exited);
     for (struct tmt_tx *t = txreg_all; t; t = t->next)
-        if (t->live)
-            txreg_add_thread(out, t);
+        txreg_add_thread(out, t);
     txreg_unlock();
 }
 
@@ -117,10 +112,8 @@ void txreg_sum_site(uint32_t id, struct tx_counts *out)
 {
     memset(out, 0, sizeof *out);
     txreg_lock();
-    if (id < txreg_nexited_sites)
-        txreg_add_counts(out, &txreg_exited_sites[id]);
     for (struct tmt_tx *t = txreg_all; t; t = t->next)
-        if (t->live && id < t->nsite_stats)
+        if (id < t->nsite_stats)
             txreg_add_counts(out, &t->site_stats[id]);
     txreg_unlock();
 }
@@ -195,7 +188,9 @@ struct tmt_tx *txreg_enter(void)
 {
     txreg_lock();
     struct tmt_tx *tx = txreg_all;
-    while (tx && tx->live)
+    /* Acquire: pairs with the release by which a leaving thread gave it up
+     * (txreg_leave), after its last write to it. */
+    while (tx && __atomic_load_n(&tx->live, __ATOMIC_ACQUIRE))
         tx = tx->next;
     if (tx == NULL) {
         tx = aligned_alloc(64, (sizeof *tx + 63) & ~(size_t)63);
@@ -227,40 +222,30 @@ void txreg_join(struct tmt_tx *tx)
     (void)__atomic_add_fetch(&txreg_changes, 1, __ATOMIC_RELAXED);
 }
 
-/* The thread leaves (exit, or it could not attach): no longer counted. */
+/* The thread leaves (exit, or it could not attach): no longer counted, and
+ * its descriptor, statistics kept, free for the next thread that enters.
+ * Without the lock: in STAMP's kmeans both threads leave at the end of each
+ * of its phases, and the one that found the lock taken slept on it (10 of
+ * a 2-thread run's 200 futex calls were there). Giving the descriptor up
+ * is the last write to it. */
 static void txreg_leave(struct tmt_tx *tx)
 {
-    __atomic_store_n(&tx->live, 0, __ATOMIC_RELAXED);
-    (void)__atomic_sub_fetch(&txreg_nlive, 1, __ATOMIC_SEQ_CST);
     if (tx->joined) {
         tx->joined = 0;
         (void)__atomic_sub_fetch(&txreg_ntx, 1, __ATOMIC_SEQ_CST);
         (void)__atomic_add_fetch(&txreg_changes, 1, __ATOMIC_RELAXED);
     }
+    (void)__atomic_sub_fetch(&txreg_nlive, 1, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&tx->live, 0, __ATOMIC_RELEASE);
 }
 
-void txreg_abandon(struct tmt_tx *tx)
-{
-    txreg_lock();
-    txreg_leave(tx);
-    txreg_unlock();
-}
+void txreg_abandon(struct tmt_tx *tx) { txreg_leave(tx); }
 
 void txreg_exit(struct tmt_tx *tx)
 {
-    txreg_lock();
-    txreg_add_thread(&txreg_exited, tx);
-    memset(&tx->stats, 0, sizeof tx->stats);
-    if (tx->nsite_stats && txreg_grow(&txreg_exited_sites, &txreg_nexited_sites, tx->nsite_stats - 1) == 0) {
-        for (uint32_t i = 0; i < tx->nsite_stats; i++)
-            txreg_add_counts(&txreg_exited_sites[i], &tx->site_stats[i]);
-    }
-    if (tx->site_stats)
-        memset(tx->site_stats, 0, (size_t)tx->nsite_stats * sizeof *tx->site_stats);
-    txreg_leave(tx);
-    txreg_unlock();
     if (txreg_self_tx == tx)
         txreg_self_tx = NULL;
+    txreg_leave(tx);
 }
 
 /* The child has one thread: every other descriptor's thread is gone. Called

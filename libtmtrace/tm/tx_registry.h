@@ -5,8 +5,8 @@
  * Owns: the list of descriptors (live ones and exited ones kept for reuse;
  * never freed, so other threads may walk it without the lock), the lock that
  * guards membership, thread ids and the per-site counter arrays, the calling
- * thread's own descriptor (txreg_self), the statistics of exited threads and
- * the sums over all threads, the oldest running software start version and
+ * thread's own descriptor (txreg_self), the sums of the statistics over all
+ * descriptors, the oldest running software start version and
  * the wait for other threads' software attempts to end.
  * Never: writes another thread's attempt state (it only reads its
  * stm.active_rv and statistics, with atomic loads), records trace events,
@@ -30,8 +30,8 @@ static inline struct tmt_tx *txreg_self(void) { return txreg_self_tx; }
  * the calling thread's own: txreg_set_self does, once it is ready. */
 struct tmt_tx *txreg_enter(void);
 void txreg_set_self(struct tmt_tx *tx);
-/* The thread leaves: its statistics are folded into the exited threads'
- * and the descriptor becomes reusable (its logs are kept). */
+/* The thread leaves, without the lock: the descriptor becomes reusable
+ * (its logs and statistics are kept; the next thread counts on). */
 void txreg_exit(struct tmt_tx *tx);
 /* Marks a descriptor that txreg_enter returned reusable again (its thread
  * could not attach). */

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -216,6 +217,55 @@ static void test_thread_descriptors_are_reused_across_many_enters_and_exits(void
      * (the main thread's from earlier tests counts too). */
     assert_true(r.nseen <= THREADS + 1);
     pthread_mutex_destroy(&r.lock);
+}
+
+struct leaver {
+    int entered, left;
+    long cell;
+};
+
+static void *leaver(void *arg)
+{
+    struct leaver *l = arg;
+    tmt_tx *tx = tmt_thread_enter();
+    assert_non_null(tx);
+    __atomic_store_n(&l->entered, 1, __ATOMIC_RELEASE);
+    while (__atomic_load_n(&l->entered, __ATOMIC_ACQUIRE) != 2)
+        sched_yield();
+    TMT_ATOMIC(tx, "leaver") {
+        tmt_write_long(tx, &l->cell, tmt_read_long(tx, &l->cell) + 1);
+    } TMT_END;
+    tmt_thread_exit();
+    __atomic_store_n(&l->left, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+/* A leaving thread does not take the registry's lock: two threads that
+ * leave together must not make one of them sleep on it. The lock is held
+ * here (as a sum of the statistics would) while the thread leaves. */
+static void test_a_thread_leaves_while_the_registry_lock_is_held_and_its_counts_stay(void **s)
+{
+    (void)s;
+    static struct leaver l;
+    memset(&l, 0, sizeof l);
+    tmt_stats before, after;
+    tmt_stats_get(&before);
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, leaver, &l), 0);
+    while (!__atomic_load_n(&l.entered, __ATOMIC_ACQUIRE))
+        sched_yield();
+    txreg_lock();
+    __atomic_store_n(&l.entered, 2, __ATOMIC_RELEASE);
+    time_t give_up = time(NULL) + 5;
+    while (!__atomic_load_n(&l.left, __ATOMIC_ACQUIRE) && time(NULL) < give_up)
+        usleep(100);
+    int left_while_held = __atomic_load_n(&l.left, __ATOMIC_ACQUIRE);
+    txreg_unlock();
+    assert_int_equal(pthread_join(th, NULL), 0);
+    assert_true(left_while_held);
+    tmt_stats_get(&after);
+    assert_int_equal(l.cell, 1);
+    assert_int_equal(after.commits - before.commits, 1);
 }
 
 static void test_site_statistics_name_the_site_and_count_its_outcomes(void **s)
@@ -968,6 +1018,7 @@ int main(void)
         cmocka_unit_test(test_nested_blocks_are_flattened_into_the_outer_one),
         cmocka_unit_test(test_retry_in_a_nested_block_restarts_the_outer_block),
         cmocka_unit_test(test_thread_descriptors_are_reused_across_many_enters_and_exits),
+        cmocka_unit_test(test_a_thread_leaves_while_the_registry_lock_is_held_and_its_counts_stay),
         cmocka_unit_test(test_site_statistics_name_the_site_and_count_its_outcomes),
         cmocka_unit_test(test_abort_reasons_have_distinct_names),
         cmocka_unit_test(test_typed_accessors_round_trip_every_type),
