@@ -659,18 +659,18 @@ static void a_lock_holder_that_never_commits_is_an_aborted_holder_not_conflict_f
     assert_true(class_count("\"conflict-free\"") == 1);
 }
 
-/* A holder whose attempts take nanoseconds ends two hundred more between
- * the lock the victim found and the victim's ABORT record (its rollback, a
- * chunk handed over): the holder is still named, not unknown. */
-static void a_lock_holder_that_ended_hundreds_of_attempts_before_the_abort_record_is_still_named(void **st)
+/* Thread 2's attempt 7 writes A1 and commits version 9 at 170, then ends
+ * two hundred more attempts `apart` units apart from `first`; thread 1,
+ * which read A1 at 110, records its abort on the lock held by attempt 7
+ * only after them all. The holder must still be named, and running. */
+static void holder_named_after_two_hundred_attempts(const char *name, uint64_t first, uint64_t apart)
 {
-    (void)st;
     struct tg_thread th[2] = { 0 };
     tg_ev(&th[1], 150, TF_EV_START, 0, 2, 7, 0);
     tg_ev(&th[1], 160, TF_EV_WRITE, 8, 2, A1, 5);
     tg_ev(&th[1], 170, TF_EV_COMMIT, 0, 2, 9, 1ull << 32);
-    uint64_t ts = 180;
-    for (uint64_t inst = 8; inst < 208; inst++, ts += 10) {
+    uint64_t ts = first;
+    for (uint64_t inst = 8; inst < 208; inst++, ts += apart) {
         tg_ev(&th[1], ts, TF_EV_START, 0, 2, inst, 0);
         tg_ev(&th[1], ts + 5, TF_EV_COMMIT, 0, 2, 0, 0);
     }
@@ -680,12 +680,31 @@ static void a_lock_holder_that_ended_hundreds_of_attempts_before_the_abort_recor
     tg_ev(&th[0], ts + 10, TF_EV_START, 0, 1, 2, TF_START_RETRY);
     tg_ev(&th[0], ts + 20, TF_EV_COMMIT, 0, 1, 0, 0);
     fmt = 2;
-    int rc = check("holder-long-ago.bin", th, 2, 0, NULL);
+    int rc = check(name, th, 2, 0, NULL);
     fmt = 1;
     assert_int_equal(rc, 0);
     assert_true(J("holder_unknown") == 0);
     assert_true(J("conflict_free_aborts") == 0);
     assert_true(class_count("\"holder-running\"") == 1);
+}
+
+/* A holder whose attempts take nanoseconds ends two hundred more between
+ * the lock the victim found and the victim's ABORT record (its rollback, a
+ * chunk handed over): the holder is still named, not unknown. */
+static void a_lock_holder_that_ended_hundreds_of_attempts_before_the_abort_record_is_still_named(void **st)
+{
+    (void)st;
+    holder_named_after_two_hundred_attempts("holder-long-ago.bin", 180, 10);
+}
+
+/* The victim is descheduled between reading the lock and recording its
+ * abort, 10 ms, while the holder's attempts end 50 us apart: more than its
+ * ring of ended attempts keeps (those of the last 100 us, at least 64).
+ * The holder's commit is found by its version all the same. */
+static void a_lock_holder_that_committed_long_before_a_descheduled_victims_abort_record_is_still_named(void **st)
+{
+    (void)st;
+    holder_named_after_two_hundred_attempts("holder-before-desched.bin", 50000, 50000);
 }
 
 /* The victim (thread 1) aborts at 200 on version 9, retries at 300 and
@@ -1269,6 +1288,7 @@ int main(void)
         cmocka_unit_test(a_lock_holder_that_moved_to_another_core_is_a_preempted_holder),
         cmocka_unit_test(a_lock_holder_that_never_commits_is_an_aborted_holder_not_conflict_free),
         cmocka_unit_test(a_lock_holder_that_ended_hundreds_of_attempts_before_the_abort_record_is_still_named),
+        cmocka_unit_test(a_lock_holder_that_committed_long_before_a_descheduled_victims_abort_record_is_still_named),
         cmocka_unit_test(an_unordered_commit_stamp_may_follow_the_abort_it_caused_by_the_reorder_window),
         cmocka_unit_test(version_2_attributes_without_reads_and_writes),
         cmocka_unit_test(version_4_at_tx_classifies_by_the_culprits_write_set),

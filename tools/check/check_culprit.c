@@ -331,6 +331,33 @@ static const struct ended *holder_attempt(const struct ca_state *s, const struct
     return NULL;
 }
 
+/* The holder's attempt when it committed before the thread's ring of
+ * ended attempts begins, from the index of commits by version: the
+ * aborting thread read the lock and was then descheduled for longer than
+ * the ring keeps (under the sanitizers, with a test beside it, 8 ms while
+ * the holder committed 14,500 more times). Its commit came after the
+ * aborted attempt began (the lock was held after that start), so the scan
+ * goes back from the newest commit only as far as that start. 1 with
+ * `out` filled, 0 when none is found (the holder aborted, or its commit
+ * fell out of the index). */
+static int holder_committed_earlier(const struct ca_state *s, const struct pending *p, struct ended *out)
+{
+    if (p->holder == 0 || p->holder >= s->nth || !s->th[p->holder].live)
+        return 0;
+    uint64_t from = p->a.start > s->o.uncertainty ? p->a.start - s->o.uncertainty : 0;
+    for (uint64_t i = s->vhead; i > s->vtail; i--) {
+        const struct ventry *v = &s->vring[(i - 1) & (s->vcap - 1)];
+        if (v->commit < from)
+            break;
+        if (v->thread == p->holder && (v->instance & TF_ABORT_INSTANCE_MASK) == p->holder_inst) {
+            *out = (struct ended){ .instance = v->instance, .start = v->start, .end = v->commit,
+                                   .site = v->site, .committed = 1 };
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* The holder's attempt is still running, or its write set is still to
  * come (the abort waits for both). */
 static int holder_open(const struct ca_state *s, const struct pending *p)
@@ -530,6 +557,8 @@ static int queue_abort(struct ca_state *s, struct th *t, const struct tf_event *
             } else if (holder_open(s, p)) {
                 p->awaits_holder = 1;
                 s->holders_awaited++;
+            } else {
+                p->have_holder_e = holder_committed_earlier(s, p, &p->holder_e);
             }
         } else {
             p->version = ev->value;
