@@ -159,8 +159,8 @@ TMT_API const char *tmt_error(void);
  * descriptor, or NULL with tmt_error() set. Calling it twice returns the same. */
 TMT_API tmt_tx *tmt_thread_enter(void);
 
-/* Unregisters the calling thread: its trace buffer is handed to the writer
- * and its statistics are folded into the global ones. */
+/* Unregisters the calling thread: its trace buffer is handed to the writer;
+ * its statistics stay counted in tmt_stats_get()'s totals. */
 TMT_API void tmt_thread_exit(void);
 
 /* The calling thread's descriptor; a thread that has not entered is entered
