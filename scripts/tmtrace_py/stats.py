@@ -1,12 +1,14 @@
 """stats - the statistics the benchmark scripts report.
 
-Owns: the geometric mean of ratios, the ratios of paired runs, and the
-bootstrap confidence intervals of a median, of a ratio of two medians and of
-the geomean of such ratios (each sample resampled with replacement on its
-own, from a seeded generator, so that a report can be repeated exactly).
+Owns: the geometric mean of ratios, the ratios of paired runs, the share of
+pairs of runs one configuration wins, and the bootstrap confidence intervals
+of a median, of a ratio of two medians, of the geomean of such ratios and of
+that share (each sample resampled with replacement on its own, from a seeded
+generator, so that a report can be repeated exactly).
 Never: runs anything or decides a verdict (the scripts compare the figures
 with their targets).
 """
+import bisect
 import math
 import random
 import statistics
@@ -56,14 +58,51 @@ def bootstrap_geomean_ratio_ci(pairs, level=0.95, rounds=2000, seed=1):
     on its own in every round: (low, high), or None when a sample is empty."""
     if not pairs or any(not num or not den for num, den in pairs):
         return None
+
+    def statistic(samples):
+        rs = [median_ratio(num, den) for num, den in samples]
+        if None in rs:
+            return None
+        # one ratio stands as it is (0 included: an abort rate may be 0)
+        return rs[0] if len(rs) == 1 else geomean(rs)
+    return _percentile_ci([s for pair in pairs for s in pair], lambda flat: statistic(list(zip(flat[::2], flat[1::2]))),
+                          level, rounds, seed)
+
+
+def share_faster(xs, ys):
+    """The share of the pairs (x, y), x from XS and y from YS, in which x is
+    the smaller (a shorter time), ties counting half: the Mann-Whitney U over
+    len(XS) * len(YS), the chance that a run of one beats a run of the other.
+    0.5 when neither is faster. None when either is empty. Why beside the
+    ratio of medians: a program whose times fall in two modes (STAMP's bayes
+    at 2 threads) puts its median in either mode from one set of runs to the
+    next, and the ratio of medians with it, where this share stays near 0.5."""
+    if not xs or not ys:
+        return None
+    ys = sorted(ys)
+    wins = sum((len(ys) - bisect.bisect_right(ys, x)) + 0.5 * (bisect.bisect_right(ys, x) - bisect.bisect_left(ys, x))
+               for x in xs)
+    return wins / (len(xs) * len(ys))
+
+
+def bootstrap_share_faster_ci(xs, ys, level=0.95, rounds=2000, seed=1):
+    """The LEVEL bootstrap interval (percentile method) of share_faster(XS,
+    YS): (low, high), or None when a sample is empty."""
+    if not xs or not ys:
+        return None
+    return _percentile_ci([xs, ys], lambda s: share_faster(s[0], s[1]), level, rounds, seed)
+
+
+def _percentile_ci(samples, statistic, level, rounds, seed):
+    """The LEVEL percentile interval of STATISTIC over ROUNDS resamplings of
+    SAMPLES (a list of lists, each resampled with replacement on its own); a
+    round whose statistic is None is left out. (low, high), or None."""
     rng = random.Random(seed)
     got = []
     for _ in range(rounds):
-        rs = [median_ratio([rng.choice(num) for _ in num], [rng.choice(den) for _ in den]) for num, den in pairs]
-        if None in rs:
-            continue
-        # one ratio stands as it is (0 included: an abort rate may be 0)
-        got.append(rs[0] if len(rs) == 1 else geomean(rs))
+        v = statistic([[rng.choice(xs) for _ in xs] for xs in samples])
+        if v is not None:
+            got.append(v)
     if not got:
         return None
     got.sort()

@@ -74,3 +74,30 @@ class BootstrapMedian(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class ShareFaster(unittest.TestCase):
+    def test_a_sample_wholly_faster_wins_every_pair(self):
+        self.assertEqual(stats.share_faster([1.0, 2.0], [3.0, 4.0, 5.0]), 1.0)
+        self.assertEqual(stats.share_faster([3.0, 4.0, 5.0], [1.0, 2.0]), 0.0)
+
+    def test_ties_count_half(self):
+        self.assertEqual(stats.share_faster([2.0], [2.0]), 0.5)
+        self.assertAlmostEqual(stats.share_faster([1.0, 3.0], [2.0, 3.0]), (1 + 1 + 0 + 0.5) / 4)
+
+    def test_two_modes_of_one_program_share_about_half_where_their_medians_differ_by_half(self):
+        # the same two modes, the median falling in the low one for xs and in the high one for ys
+        xs = [1.0, 1.1, 1.2, 2.0, 2.1]
+        ys = [1.05, 1.15, 2.05, 2.15, 2.2]
+        self.assertGreater(stats.median_ratio(ys, xs), 1.5)
+        self.assertTrue(0.4 <= stats.share_faster(xs, ys) <= 0.7)
+
+    def test_an_empty_sample_has_no_share_and_no_interval(self):
+        self.assertIsNone(stats.share_faster([], [1.0]))
+        self.assertIsNone(stats.bootstrap_share_faster_ci([1.0], []))
+
+    def test_the_interval_holds_the_share_and_a_fixed_seed_repeats_it(self):
+        xs, ys = [1.0, 1.2, 1.4, 1.1, 0.9, 1.3], [1.1, 1.5, 1.6, 1.2, 1.4, 1.7]
+        lo, hi = stats.bootstrap_share_faster_ci(xs, ys)
+        self.assertTrue(0.0 <= lo <= stats.share_faster(xs, ys) <= hi <= 1.0)
+        self.assertEqual((lo, hi), stats.bootstrap_share_faster_ci(xs, ys))
