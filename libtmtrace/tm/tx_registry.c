@@ -19,7 +19,9 @@
 
 static pthread_mutex_t txreg_mutex = PTHREAD_MUTEX_INITIALIZER;
 static struct tmt_tx *txreg_all; /* every descriptor ever made, live or not */
-/* Live descriptors: changed with sequentially consistent read-modify-writes. */
+/* Live descriptors. Nothing reads the count: txreg_enter's sequentially
+ * consistent increment is the registration's fence, after which a thread
+ * that txreg_oldest_seen_rv did not see as live begins its attempts. */
 static uint32_t txreg_nlive;
 /* Live descriptors that have started a transaction (txreg_join): changed
  * with sequentially consistent read-modify-writes, read by txreg_alone_self and
