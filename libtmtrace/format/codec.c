@@ -722,6 +722,51 @@ static inline __attribute__((always_inline)) uint8_t *codec_slot_boundary_whole(
     return p;
 }
 
+/* Whether the compact slot s is a folded START whose two rows set no
+ * predictor but the stamp's: it names the site of the record before it and
+ * neither kind's last reason differs from 0 (so at level tx, nearly every
+ * read-only attempt); and both rows fit in the `room` left, with no truth
+ * column (`fl`) to write. */
+static inline int codec_fold_plain(const struct codec_pred *st, const struct tf_slot *s, unsigned fl, size_t room)
+{
+    return !(fl & CODEC_EV_TRUTH) && room >= 2 && tf_start_folded(s) && (uint16_t)(s->head >> 32) == st->f->site &&
+           (st->f->reason[TF_EV_START] | st->f->reason[TF_EV_COMMIT]) == 0;
+}
+
+/* Such a slot's START and COMMIT rows, byte for byte what
+ * codec_slot_boundary_whole writes for them, with the fields that cannot
+ * differ written as constants (the tags, the instance's step of 1, the
+ * write-set size 0) and the predictors read once, before the output's
+ * bytes are stored (a byte store may alias them). `r` becomes the COMMIT;
+ * *instance follows the START. No truth column (a chunk with one goes the
+ * general way). */
+static inline __attribute__((always_inline)) uint8_t *codec_slot_fold_plain(uint8_t *p, struct codec_pred *st,
+                                                                           struct tf_record *r,
+                                                                           const struct tf_slot *s,
+                                                                           uint64_t *instance)
+{
+    uint64_t h = s->head, v = s->value;
+    uint64_t step_start = h >> 8 & TF_BOUNDARY_STEP_MAX, step_commit = v & TF_BOUNDARY_STEP_MAX;
+    uint32_t read_set = (uint32_t)(v >> 32 & 0xffffu);
+    uint64_t inst = st->tp->instance + 1, version = st->f->version, tsc = st->tsc + step_start + step_commit;
+    p[0] = TF_EV_START;
+    p = codec_put_varint(p + 1, step_start << 1);
+    p[0] = 2; /* codec_zz(1): the instance after the last */
+    p = codec_put_varint(p + 1, tf_start_head_value(h));
+    p[0] = TF_EV_COMMIT;
+    p = codec_put_varint(p + 1, step_commit << 1);
+    p = codec_put_varint(p, codec_zz(0 - version));
+    p = codec_put_varint(p, read_set);
+    *p++ = 0; /* the write-set size */
+    st->tp->instance = inst;
+    st->f->version = 0;
+    st->tsc = tsc;
+    *instance = inst;
+    *r = (struct tf_record){ .tsc = tsc, .aux = r->aux, .kind = TF_EV_COMMIT, .site = (uint16_t)(h >> 32),
+                             .value = tf_commit_value(read_set, 0) };
+    return p;
+}
+
 /* The row or rows of the record `r` read from slot s by tf_slot_read (not
  * a compact one after another of the piece): a write set's words, or the
  * record, then, when it `carries` one, the words of the write set the
@@ -757,10 +802,14 @@ static inline __attribute__((always_inline)) long codec_slots_loop(uint8_t *out,
     int whole = 1; /* 0: stopped before a write set that would pass `max` */
     for (; k < max && left; k++) {
         if (k && tf_slot_is_compact(s)) {
-            /* The common records (one slot each), from the slots alone: a
-             * run up to the next full record or COMMIT that carries a write
-             * set, or a boundary alone (at `tx`, where a run's set-up costs
-             * more than its one row), with the words it carries */
+            if (codec_fold_plain(&st, s, fl, max - k)) { /* a START and its COMMIT: the loop's step and k++ */
+                p = codec_slot_fold_plain(p, &st, &r, s++, &instance);
+                k++, left--;
+                continue;
+            }
+            /* The common records (one slot each), from the slots alone: a run up to the next full
+             * record or COMMIT that carries a write set, or a boundary alone (at `tx`, where a run's
+             * set-up costs more than its one row), with the words it carries */
             uint32_t carried = tf_commit_carried(s);
             int folded = tf_start_folded(s);
             if (!carried && !folded &&
