@@ -111,6 +111,11 @@ static inline uint64_t codec_zz(uint64_t delta) { return (delta << 1) ^ (uint64_
 static inline uint64_t codec_unzz(uint64_t v) { return (v >> 1) ^ (uint64_t)-(int64_t)(v & 1); }
 
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "a wide varint's store puts group i in byte i");
+/* The bytes of a varint below 2^56 whose highest set bit is bit i: i / 7 + 1. */
+#define CODEC_SEVEN(n) n, n, n, n, n, n, n
+static const uint8_t codec_varint_len[56] = { CODEC_SEVEN(1), CODEC_SEVEN(2), CODEC_SEVEN(3), CODEC_SEVEN(4),
+                                              CODEC_SEVEN(5), CODEC_SEVEN(6), CODEC_SEVEN(7), CODEC_SEVEN(8) };
+#undef CODEC_SEVEN
 /* A varint of 4 to 8 bytes (v below 2^56): its 7-bit groups spread to
  * bytes and the continuation bits set in registers, then one 8-byte store
  * (the bytes past the varint are scratch: CODEC_STORE_SLACK). Heap
@@ -118,11 +123,13 @@ _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "a wide varint's store
  * and a loop of a step per byte mispredicts its exit on most of them. */
 static inline __attribute__((always_inline)) uint8_t *codec_put_varint_wide(uint8_t *p, uint64_t v)
 {
-    uint64_t x = (v & 0x7f) | (v << 1 & 0x7f00) | (v << 2 & 0x7f0000) | (v << 3 & 0x7f000000) |
-                 (v << 4 & 0x7f00000000) | (v << 5 & 0x7f0000000000) | (v << 6 & 0x7f000000000000) |
-                 (v << 7 & 0x7f00000000000000);
-    unsigned n = (unsigned)(63 - __builtin_clzll(v)) / 7 + 1;
-    x |= 0x8080808080808080u & (((uint64_t)1 << (8 * (n - 1))) - 1);
+    /* The groups spread in three halvings: 28-bit halves to 32-bit lanes,
+     * 14-bit quarters to 16-bit lanes, 7-bit groups to bytes. */
+    uint64_t x = (v & 0xfffffff) | (v << 4 & 0xfffffff00000000);
+    x = (x & 0x00003fff00003fff) | (x << 2 & 0x3fff00003fff0000);
+    x = (x & 0x007f007f007f007f) | (x << 1 & 0x7f007f007f007f00);
+    unsigned n = codec_varint_len[63 - __builtin_clzll(v)]; /* a load, not a division by 7 */
+    x |= 0x8080808080808080u >> (72 - 8 * n); /* the continuation bits of bytes 0 to n - 2 */
     memcpy(p, &x, 8); /* little-endian: byte i holds group i */
     return p + n;
 }
