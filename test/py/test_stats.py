@@ -72,9 +72,6 @@ class BootstrapMedian(unittest.TestCase):
         self.assertTrue(min(xs) <= lo <= 0.35 <= hi <= max(xs))
 
 
-if __name__ == "__main__":
-    unittest.main()
-
 
 class ShareFaster(unittest.TestCase):
     def test_a_sample_wholly_faster_wins_every_pair(self):
@@ -101,3 +98,7 @@ class ShareFaster(unittest.TestCase):
         lo, hi = stats.bootstrap_share_faster_ci(xs, ys)
         self.assertTrue(0.0 <= lo <= stats.share_faster(xs, ys) <= hi <= 1.0)
         self.assertEqual((lo, hi), stats.bootstrap_share_faster_ci(xs, ys))
+
+
+if __name__ == "__main__":
+    unittest.main()
