@@ -189,37 +189,50 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* One CPU's least-squares sums, centred on its first sample (centred sums
+ * keep the fit exact enough in doubles). */
+struct cs_fit {
+    uint64_t t0, r0;
+    size_t m;
+    double sx, sy, sxx, sxy, span;
+};
+
+#define CS_FIT_CPUS 4096u
+
 uint64_t cs_fit_hz(const struct tf_sample *s, size_t n)
 {
+    /* One pass over the samples, each CPU's sums in its own slot: a pass
+     * per possible CPU cost about 10 ms of every tmt_init. */
+    struct cs_fit *fit = calloc(CS_FIT_CPUS, sizeof *fit);
+    if (fit == NULL)
+        return 0; /* the caller's two-point estimate */
+    for (size_t i = 0; i < n; i++) {
+        if (s[i].cpu >= CS_FIT_CPUS)
+            continue;
+        struct cs_fit *f = &fit[s[i].cpu];
+        if (f->m++ == 0) {
+            f->t0 = s[i].truth_tsc;
+            f->r0 = s[i].ref_ns;
+        }
+        double x = (double)(int64_t)(s[i].ref_ns - f->r0), y = (double)(int64_t)(s[i].truth_tsc - f->t0);
+        f->sx += x;
+        f->sy += y;
+        f->sxx += x * x;
+        f->sxy += x * y;
+        f->span = x > f->span ? x : f->span;
+    }
     double slopes[256];
     int ns = 0;
-    for (unsigned cpu = 0; cpu < 4096 && ns < 256; cpu++) {
-        /* Centred sums keep the fit exact enough in doubles. */
-        size_t m = 0;
-        uint64_t t0 = 0, r0 = 0;
-        for (size_t i = 0; i < n; i++)
-            if (s[i].cpu == cpu && m++ == 0) {
-                t0 = s[i].truth_tsc;
-                r0 = s[i].ref_ns;
-            }
-        if (m < 2)
+    for (unsigned cpu = 0; cpu < CS_FIT_CPUS && ns < 256; cpu++) {
+        const struct cs_fit *f = &fit[cpu];
+        if (f->m < 2)
             continue;
-        double sx = 0, sy = 0, sxx = 0, sxy = 0, span = 0;
-        for (size_t i = 0; i < n; i++) {
-            if (s[i].cpu != cpu)
-                continue;
-            double x = (double)(int64_t)(s[i].ref_ns - r0), y = (double)(int64_t)(s[i].truth_tsc - t0);
-            sx += x;
-            sy += y;
-            sxx += x * x;
-            sxy += x * y;
-            span = x > span ? x : span;
-        }
-        double den = (double)m * sxx - sx * sx;
-        if (den <= 0 || span < 1e6) /* less than a millisecond: too short to fit */
+        double den = (double)f->m * f->sxx - f->sx * f->sx;
+        if (den <= 0 || f->span < 1e6) /* less than a millisecond: too short to fit */
             continue;
-        slopes[ns++] = ((double)m * sxy - sx * sy) / den; /* ticks per ns */
+        slopes[ns++] = ((double)f->m * f->sxy - f->sx * f->sy) / den; /* ticks per ns */
     }
+    free(fit);
     if (ns == 0)
         return 0;
     qsort(slopes, (size_t)ns, sizeof slopes[0], cmp_double);

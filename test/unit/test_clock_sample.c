@@ -86,6 +86,32 @@ static void fitted_frequency_matches_a_two_point_measurement(void **state)
     cs_set_free(&set);
 }
 
+/* Samples of several CPUs, interleaved, each CPU's TSC on its own base and
+ * rate: the fit is each CPU's own slope, and the median of those is the
+ * frequency; a CPU whose samples span under a millisecond, and one past
+ * the fit's range, take no part. */
+static void the_frequency_is_the_median_of_each_cpus_own_slope(void **state)
+{
+    (void)state;
+    static const struct { uint16_t cpu; double ticks_per_ns; uint64_t base, step_ns; } cpu[] = {
+        { 3, 2.0, 1000000000000ull, 5000 }, { 0, 3.0, 7ull, 7000 }, { 17, 2.5, 500000000000000ull, 3000 },
+        { 1, 9.0, 0, 100 } /* 2000 samples 100 ns apart: 0.2 ms */, { 4999, 9.0, 0, 5000 } };
+    enum { NCPU = sizeof cpu / sizeof cpu[0], PER = 2000 };
+    static struct tf_sample s[NCPU * PER];
+    size_t n = 0;
+    for (size_t i = 0; i < PER; i++)
+        for (size_t c = 0; c < NCPU; c++) {
+            uint64_t ns = 1000000000ull + i * cpu[c].step_ns + c;
+            s[n] = (struct tf_sample){ .cpu = cpu[c].cpu, .ref_ns = ns,
+                                       .truth_tsc = cpu[c].base + (uint64_t)((double)ns * cpu[c].ticks_per_ns) };
+            s[n].tsc = s[n].truth_tsc;
+            n++;
+        }
+    uint64_t hz = cs_fit_hz(s, n);
+    if (hz < 2499999000u || hz > 2500001000u)
+        fail_msg("fit %llu Hz, expected 2.5 GHz (the median of 2, 2.5 and 3 ticks per ns)", (unsigned long long)hz);
+}
+
 static void a_bracket_is_narrow_and_names_its_cpu(void **state)
 {
     (void)state;
@@ -126,6 +152,7 @@ int main(void)
         cmocka_unit_test(usable_cpus_are_listed_once_in_order),
         cmocka_unit_test(a_phase_yields_samples_on_every_cpu),
         cmocka_unit_test(fitted_frequency_matches_a_two_point_measurement),
+        cmocka_unit_test(the_frequency_is_the_median_of_each_cpus_own_slope),
         cmocka_unit_test(a_bracket_is_narrow_and_names_its_cpu),
         cmocka_unit_test(injection_moves_sample_tsc_and_keeps_truth),
     };
