@@ -257,8 +257,17 @@ def tinystm_dir_problem(d):
 # locking) and commit-time locking, TL2's and libtmtrace's scheme, which
 # takes the same aborts and so is the like-for-like baseline.
 TINYSTM_BACKENDS = {"tinystm": "WRITE_BACK_ETL", "tinystm-ctl": "WRITE_BACK_CTL"}
+# The designs built with TinySTM's epoch-based reclamation (EPOCH_GC, used
+# because the glue's mod_mem_init asks for it): a block freed in a
+# transaction goes back to malloc once no attempt that began before the free
+# runs, as libtmtrace's limbo does. Without it the block is freed at the
+# commit; at commit-time locking an attempt may read such a block for its
+# whole length after that, and STAMP yada at 2 threads died of it in every
+# run. The default build stays TinySTM's default.
+TINYSTM_EPOCH_GC = ("WRITE_BACK_CTL",)
 
 _DESIGN_LINE = re.compile(r"^DEFINES \+= -DDESIGN=(\w+)[ \t]*$", re.M)
+_EPOCH_GC_LINE = re.compile(r"^DEFINES \+= -[UD]EPOCH_GC[ \t]*$", re.M)
 
 
 def tinystm_set_design(makefile, design):
@@ -268,6 +277,15 @@ def tinystm_set_design(makefile, design):
     if len(found) != 1:
         raise ValueError("expected one active 'DEFINES += -DDESIGN=...' line, found %d" % len(found))
     return _DESIGN_LINE.sub("DEFINES += -DDESIGN=" + design, makefile)
+
+
+def tinystm_set_epoch_gc(makefile):
+    """TinySTM's Makefile text with its one active EPOCH_GC line defining it;
+    ValueError when there is not exactly one."""
+    found = _EPOCH_GC_LINE.findall(makefile)
+    if len(found) != 1:
+        raise ValueError("expected one active 'DEFINES += -UEPOCH_GC' line, found %d" % len(found))
+    return _EPOCH_GC_LINE.sub("DEFINES += -DEPOCH_GC", makefile)
 
 
 # The builds counted under valgrind (--callgrind): the same two designs,
@@ -295,7 +313,9 @@ TINYSTM_GLUE = r"""/* STAMP's STM_* layer (the one TL2's stm.h gives) over TinyS
 
 #define STM_THREAD_T struct stm_tx
 #define STM_SELF stm_self_
-#define STM_STARTUP() do { stm_init(); mod_mem_init(0); } while (0)
+/* mod_mem_init(1): frees go through the epoch GC in a build that has it
+ * (EPOCH_GC; tmbench/stamp/run builds WRITE_BACK_CTL so), at once otherwise. */
+#define STM_STARTUP() do { stm_init(); mod_mem_init(1); } while (0)
 #define STM_SHUTDOWN() stm_exit()
 #define STM_NEW_THREAD() stm_init_thread()
 #define STM_INIT_THREAD(t, id) ((void)(t), (void)(id))
