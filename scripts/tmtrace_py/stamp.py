@@ -85,6 +85,11 @@ FLOORS = ("floor-tx", "floor-all", floorcost.RECORDS_FLOOR, floorcost.RECORDS_AL
 # it lets be reported apart. Both are out of the geomean.
 MIN_PHASE_SECONDS = 0.1
 VARIES_MOST = ("bayes", "labyrinth")
+# Apps whose runs at 2 threads and more end in one of two outcomes, each
+# with a time of its own (stats.two_outcome_split): bayes learns in about
+# 20 or about 45 ms by the order in which its threads take their tasks
+# (docs/design.md). tmbench/stamp/run compares them outcome by outcome.
+TWO_OUTCOMES = ("bayes",)
 
 # The line with the time of the parallel (transactional) phase.
 TIME_LINE = {

@@ -1,7 +1,8 @@
 """stats - the statistics the benchmark scripts report.
 
 Owns: the geometric mean of ratios, the ratios of paired runs, the share of
-pairs of runs one configuration wins, and the bootstrap confidence intervals
+pairs of runs one configuration wins, the split of a program's times into
+its two outcomes, and the bootstrap confidence intervals
 of a median, of a ratio of two medians, of the geomean of such ratios and of
 that share (each sample resampled with replacement on its own, from a seeded
 generator, so that a report can be repeated exactly).
@@ -83,6 +84,32 @@ def share_faster(xs, ys):
     wins = sum((len(ys) - bisect.bisect_right(ys, x)) + 0.5 * (bisect.bisect_right(ys, x) - bisect.bisect_left(ys, x))
                for x in xs)
     return wins / (len(xs) * len(ys))
+
+
+def two_outcome_split(xs):
+    """The time that parts XS (positive, the runs of every configuration
+    together) into a program's two outcomes: two means on the logarithms
+    (the slow outcome takes a multiple of the fast one's time), started from
+    the quartiles (from the extremes, one slow outlier would make a group of
+    its own), the split halfway between them on that scale. None with fewer
+    than two distinct values. Why: STAMP's bayes at 2
+    threads learns in either about 20 or about 45 ms by the order its
+    threads take their tasks; within each outcome runtimes compare, the
+    ratio of medians across both does not (share_faster)."""
+    logs = sorted(math.log(x) for x in xs if x > 0)
+    if len(logs) < 2 or logs[0] == logs[-1]:
+        return None
+    lo, hi = logs[len(logs) // 4], logs[(3 * len(logs)) // 4]
+    if lo == hi:
+        lo, hi = logs[0], logs[-1]
+    for _ in range(100):
+        cut = (lo + hi) / 2.0
+        k = bisect.bisect_right(logs, cut)
+        nlo, nhi = statistics.fmean(logs[:k]), statistics.fmean(logs[k:])
+        if (nlo, nhi) == (lo, hi):
+            break
+        lo, hi = nlo, nhi
+    return math.exp((lo + hi) / 2.0)
 
 
 def bootstrap_share_faster_ci(xs, ys, level=0.95, rounds=2000, seed=1):

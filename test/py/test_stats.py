@@ -3,7 +3,7 @@ ratio of medians."""
 import unittest
 
 import support  # noqa: F401  (puts the package on the path)
-from tmtrace_py import stats
+from tmtrace_py import stamp, stats
 
 
 class Geomean(unittest.TestCase):
@@ -98,6 +98,33 @@ class ShareFaster(unittest.TestCase):
         lo, hi = stats.bootstrap_share_faster_ci(xs, ys)
         self.assertTrue(0.0 <= lo <= stats.share_faster(xs, ys) <= hi <= 1.0)
         self.assertEqual((lo, hi), stats.bootstrap_share_faster_ci(xs, ys))
+
+
+class TwoOutcomeSplit(unittest.TestCase):
+    def test_the_split_falls_between_two_groups_of_times_whatever_their_sizes(self):
+        fast = [0.016, 0.018, 0.019, 0.020, 0.021, 0.022, 0.023, 0.024]
+        slow = [0.039, 0.041, 0.042, 0.043, 0.045, 0.050, 0.057]
+        for xs in (fast + slow, fast + slow[:2], fast[:2] + slow):
+            cut = stats.two_outcome_split(xs)
+            self.assertTrue(0.024 < cut < 0.039, (xs, cut))
+            self.assertEqual(sorted(x for x in xs if x <= cut), sorted(x for x in fast if x in xs))
+
+    def test_a_time_between_the_groups_goes_to_the_nearer_on_a_log_scale(self):
+        # 30 ms is nearer 20 than 45 on a linear scale but not on a log one (sqrt(20 * 45) = 30)
+        cut = stats.two_outcome_split([0.020] * 5 + [0.045] * 5 + [0.031])
+        self.assertLess(cut, 0.031)
+
+    def test_one_slow_outlier_does_not_make_a_group_of_its_own(self):
+        cut = stats.two_outcome_split([0.020] * 8 + [0.045] * 7 + [0.200])
+        self.assertTrue(0.020 < cut < 0.045, cut)
+
+    def test_fewer_than_two_distinct_times_have_no_split(self):
+        self.assertIsNone(stats.two_outcome_split([]))
+        self.assertIsNone(stats.two_outcome_split([0.02, 0.02, 0.02]))
+        self.assertIsNone(stats.two_outcome_split([0.0, -1.0, 0.02]))
+
+    def test_the_app_whose_runs_end_in_two_outcomes_is_bayes(self):
+        self.assertEqual(stamp.TWO_OUTCOMES, ("bayes",))
 
 
 if __name__ == "__main__":
