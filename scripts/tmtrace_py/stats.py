@@ -92,10 +92,10 @@ def two_outcome_split(xs):
     (the slow outcome takes a multiple of the fast one's time), started from
     the quartiles (from the extremes, one slow outlier would make a group of
     its own), the split halfway between them on that scale. None with fewer
-    than two distinct values. Why: STAMP's bayes at 2
-    threads learns in either about 20 or about 45 ms by the order its
-    threads take their tasks; within each outcome runtimes compare, the
-    ratio of medians across both does not (share_faster)."""
+    than two distinct values. Why: STAMP's bayes at 2 threads learns in
+    either about 20 or about 45 ms by the order its threads take their
+    tasks; within each outcome runtimes compare, the ratio of medians across
+    both does not (share_faster)."""
     logs = sorted(math.log(x) for x in xs if x > 0)
     if len(logs) < 2 or logs[0] == logs[-1]:
         return None

@@ -132,7 +132,6 @@ class Medians(unittest.TestCase):
         self.assertEqual(ctx.exception.status, cli.EXIT_FAILED)
 
 
-
 class TinySTMDesign(unittest.TestCase):
     MAKEFILE = ("CC ?= gcc\n"
                 "DEFINES += -DDESIGN=WRITE_BACK_ETL\n"

@@ -72,7 +72,6 @@ class BootstrapMedian(unittest.TestCase):
         self.assertTrue(min(xs) <= lo <= 0.35 <= hi <= max(xs))
 
 
-
 class ShareFaster(unittest.TestCase):
     def test_a_sample_wholly_faster_wins_every_pair(self):
         self.assertEqual(stats.share_faster([1.0, 2.0], [3.0, 4.0, 5.0]), 1.0)
