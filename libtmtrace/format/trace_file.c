@@ -889,12 +889,16 @@ struct tf_writer {
 };
 
 /* TF_WRITE_DIRECT: what an O_DIRECT write must be aligned to (the buffer,
- * the length and the file offset), and the stage the bytes gather in
- * until they fill it. 4 KiB covers the logical block of the devices in
- * use; one that needs more refuses the write, and the writer goes on
- * through the page cache (tf_stage_write). */
+ * the length and the file offset), the stage the bytes gather in, and how
+ * many make it write its whole blocks out. 4 KiB covers the logical block
+ * of the devices in use; one that needs more refuses the write, and the
+ * writer goes on through the page cache (tf_stage_write). The stage is
+ * larger than what it writes at a time so that it also holds the worst
+ * case of a whole piece of slots (tf_write_slots): a stored chunk is
+ * encoded in it rather than copied in. */
 #define TF_DIRECT_ALIGN 4096u
-#define TF_DIRECT_STAGE ((size_t)512 << 10)
+#define TF_DIRECT_STAGE ((size_t)2 << 20)
+#define TF_DIRECT_WRITE ((size_t)512 << 10)
 
 /* Writes iov whole to the descriptor, retrying short writes; *off is the
  * file offset of its first byte and moves with every byte written (for
@@ -940,22 +944,25 @@ static void tf_direct_off(struct tf_writer *w)
     w->direct = 0;
 }
 
-/* Writes the staged bytes: in one O_DIRECT write while they fill the
- * stage (whole blocks at an aligned offset), through the page cache at
- * the end (`last`: the tail need not be whole blocks). A direct write
- * that fails or stops short, whatever the reason, leaves the rest to the
- * page cache, which reports the error itself if there is one (a full
- * disk, a file size limit), the file holding every byte before it. */
+/* Writes the staged bytes: their whole blocks in one O_DIRECT write (at an
+ * aligned offset: the stage starts at one), the tail under a block moved
+ * to the stage's start; everything through the page cache at the end
+ * (`last`: the tail need not be whole blocks). A direct write that fails
+ * or stops short, whatever the reason, leaves the rest to the page cache,
+ * which reports the error itself if there is one (a full disk, a file
+ * size limit), the file holding every byte before it. */
 static int tf_stage_write(struct tf_writer *w, int last)
 {
     size_t done = 0;
     if (w->direct && !last) {
+        size_t whole = w->staged & ~(size_t)(TF_DIRECT_ALIGN - 1);
         ssize_t got;
         do
-            got = write(w->fd, w->stage, w->staged);
+            got = write(w->fd, w->stage, whole);
         while (got < 0 && errno == EINTR);
-        if (got == (ssize_t)w->staged) {
-            w->staged = 0;
+        if (got == (ssize_t)whole) {
+            w->staged -= whole;
+            memmove(w->stage, w->stage + whole, w->staged);
             return 0;
         }
         done = got > 0 ? (size_t)got : 0;
@@ -972,8 +979,9 @@ static int tf_stage_write(struct tf_writer *w, int last)
     return rc;
 }
 
-/* Appends iov: into the stage while the descriptor has O_DIRECT (a full
- * stage goes out in one write), else straight to the descriptor. */
+/* Appends iov: into the stage while the descriptor has O_DIRECT (its whole
+ * blocks go out in one write once TF_DIRECT_WRITE bytes gather), else
+ * straight to the descriptor. */
 static int tf_write_all(struct tf_writer *w, const struct iovec *iov, int n)
 {
     if (!w->direct)
@@ -998,11 +1006,24 @@ static int tf_write_all(struct tf_writer *w, const struct iovec *iov, int n)
             w->bytes += k;
             p += k;
             left -= k;
-            if (w->staged == TF_DIRECT_STAGE && tf_stage_write(w, 0) != 0)
+            if (w->staged >= TF_DIRECT_WRITE && tf_stage_write(w, 0) != 0)
                 return -1;
         }
     }
     return 0;
+}
+
+/* Where a chunk of at most `need` bytes, header included, can be built in
+ * the stage itself (direct mode), its whole blocks written first if the
+ * rest of the stage would not hold it; NULL when the descriptor is not
+ * direct (or stopped being so), or a direct write failed (w->failed). */
+static uint8_t *tf_stage_room(struct tf_writer *w, size_t need)
+{
+    if (!w->direct || need > TF_DIRECT_STAGE - TF_DIRECT_ALIGN)
+        return NULL;
+    if (TF_DIRECT_STAGE - w->staged < need && (tf_stage_write(w, 0) != 0 || !w->direct))
+        return NULL;
+    return w->stage + w->staged;
 }
 
 /* TF_WRITE_DIRECT on a regular file whose file system takes O_DIRECT;
@@ -1140,6 +1161,20 @@ static int tf_put_chunk(struct tf_writer *w, unsigned kind, unsigned flags, uint
     return tf_write_all(w, iov, 2);
 }
 
+/* Seals an EVENTS chunk encoded in the stage at `at` (its header's room,
+ * then raw_len bytes) as stored, and makes it part of what is staged. */
+static int tf_stage_stored(struct tf_writer *w, uint8_t *at, unsigned flags, uint32_t thread, size_t count,
+                           size_t raw_len)
+{
+    const uint8_t *payload = at + TF_CHUNK_HEADER_SIZE;
+    struct tf_chunk_hdr c = { TF_CHUNK_EVENTS, TF_CODEC_NONE, (uint16_t)flags, thread, (uint32_t)count,
+                              (uint32_t)raw_len, (uint32_t)raw_len, codec_crc32(payload, raw_len) };
+    tf_chunk_hdr_encode(at, &c);
+    w->staged += TF_CHUNK_HEADER_SIZE + raw_len;
+    w->bytes += TF_CHUNK_HEADER_SIZE + raw_len;
+    return w->staged >= TF_DIRECT_WRITE ? tf_stage_write(w, 0) : 0;
+}
+
 static int tf_raw_room(struct tf_writer *w, size_t need)
 {
     if (need > TF_MAX_PAYLOAD)
@@ -1164,19 +1199,26 @@ int tf_write_slots(struct tf_writer *w, uint32_t thread, struct tf_slot_stream *
         size_t most = ss->left < TF_SLOTS_PIECE / 2 ? 2 * ss->left : TF_SLOTS_PIECE;
         if (most < TF_WSET_MAX + 2)
             most = TF_WSET_MAX + 2;
-        if (tf_raw_room(w, codec_events_bound(most)) != 0)
+        /* A chunk stored as encoded is encoded in the stage itself: the
+         * copy into it cost as much as a sixth of the encoding. */
+        uint8_t *in_stage = codec == TF_CODEC_NONE ?
+            tf_stage_room(w, TF_CHUNK_HEADER_SIZE + codec_events_bound(most)) : NULL;
+        if (w->failed)
+            return -1;
+        if (!in_stage && tf_raw_room(w, codec_events_bound(most)) != 0)
             return -1;
         uint64_t seq = ss->seq;
         size_t m;
         unsigned fl;
-        long len = codec_encode_slots(w->raw, ss, most, &m, &fl);
+        long len = codec_encode_slots(in_stage ? in_stage + TF_CHUNK_HEADER_SIZE : w->raw, ss, most, &m, &fl);
         if (len < 0) {
             char why[256];
             snprintf(why, sizeof why, "%s", error_get());
             return error_set("%s: thread %u: records from %llu on are damaged: %s", w->path, thread,
                              (unsigned long long)seq, why);
         }
-        if (tf_put_chunk(w, TF_CHUNK_EVENTS, fl, thread, m, (size_t)len, codec, level) != 0)
+        if (in_stage ? tf_stage_stored(w, in_stage, fl, thread, m, (size_t)len) != 0
+                     : tf_put_chunk(w, TF_CHUNK_EVENTS, fl, thread, m, (size_t)len, codec, level) != 0)
             return -1;
     }
     return 0;

@@ -180,11 +180,12 @@ struct tf_writer;
 enum tf_writer_flags {
     TF_WRITE_ATOMIC = 1u << 0, /* write to PATH.tmp.XXXXXX and rename on close (tools) */
     /* Write a regular file with O_DIRECT where its file system takes it
-     * (the library's writer): the bytes gather in a 512 KiB stage and go
-     * out in whole 4 KiB blocks, bypassing the page cache, the tail
-     * through it at tf_finish; a direct write that fails hands the rest to
-     * the page cache. Until tf_finish the file may lack the last staged
-     * bytes (up to 512 KiB). */
+     * (the library's writer): the bytes gather in a stage (a stored EVENTS
+     * chunk is encoded there) and go out in whole 4 KiB blocks each time
+     * 512 KiB gather, bypassing the page cache, the tail through it at
+     * tf_finish; a direct write that fails hands the rest to the page
+     * cache. Until tf_finish the file may lack the last staged bytes (up
+     * to 512 KiB). */
     TF_WRITE_DIRECT = 1u << 1,
 };
 

@@ -67,7 +67,7 @@ static const struct config_var vars[] = {
       "(without %p a child records nothing and says so once on stderr)", NULL },
     { "TMTRACE_FILE_IO", VAR_CHOICE, OFF(file_io), 0, 0, { "direct", "cached" }, "direct",
       "how the writer writes the trace file: direct = with O_DIRECT where the file system takes it (whole 4 KiB "
-      "blocks from a 512 KiB stage, the tail at the end), so that the trace's bytes bypass the page cache and "
+      "blocks each time 512 KiB gather, the tail at the end), so that the trace's bytes bypass the page cache and "
       "the writer's CPU does not copy them into it; cached = through the page cache (a file system without "
       "O_DIRECT, a device or a pipe are always written so)", NULL },
     { "TMTRACE_BUFFER", VAR_SIZE, OFF(buffer_bytes), 4096, 1LL << 30, { 0 }, "1M",
@@ -86,8 +86,9 @@ static const struct config_var vars[] = {
     { "TMTRACE_MIGRATE", VAR_INT, OFF(migrate_ms), 0, 60000, { 0 }, "0",
       "fault injection: every traced thread moves to another CPU every MS ms; 0 disables", NULL },
     { "TMTRACE_CODEC", VAR_CHOICE, OFF(codec), 0, 0, { "lz4", "zlib", "none", "auto" }, "auto",
-      "compression of event chunks (lz4 falls back to zlib when built without LZ4); auto = lz4 while a CPU is to "
-      "spare and the program runs, otherwise lz4 or none, whichever cost the writer less CPU lately", NULL },
+      "compression of event chunks (lz4 falls back to zlib when built without LZ4); auto = lz4 or none, whichever "
+      "cost the writer less CPU per record lately (stored as encoded, nearly always, when the file is written "
+      "with O_DIRECT: see TMTRACE_FILE_IO); lz4 for the smallest trace", NULL },
     { "TMTRACE_CODEC_LEVEL", VAR_INT, OFF(codec_level), 1, 9, { 0 }, "1",
       "zlib compression level", NULL },
     { "TMTRACE_HTM", VAR_CHOICE, OFF(htm), 0, 0, { "auto", "emulate", "off" }, "auto",

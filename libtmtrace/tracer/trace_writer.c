@@ -369,8 +369,6 @@ void tw_write_new_sites(void)
     }
 }
 
-static int tw_flush_asked(void);
-static int tw_cpus_busy(size_t attached);
 static int tw_share_binds(void);
 static uint64_t tw_defer_limit(void);
 
@@ -379,34 +377,45 @@ static uint64_t tw_defer_limit(void);
  * included (relaxed atomics: a snapshot may write a chunk from another
  * thread), in 1/16 ns, smoothed over the last few chunks; 0 before the
  * first. One chunk in TW_AUTO_PROBE takes the codec that is not the
- * cheaper one, so that both figures follow the run. */
-#define TW_AUTO_PROBE 16u
+ * cheaper one, so that both figures follow the run: rarely, since the
+ * trial of the dearer one is what it costs (one in 16 made 6 % of
+ * vacation's records at `tx` compressed, about 0.7 ns an event). */
+#define TW_AUTO_PROBE 64u
 static uint64_t tw_auto_cost[2];
 static unsigned tw_auto_count; /* atomic */
 
-/* The codec of the next EVENTS chunk. TMTRACE_CODEC=auto compresses
- * whenever it costs the program nothing: in stream mode, during the run,
- * with a CPU to spare (tw_cpus_busy). Otherwise (every CPU busy, memory
- * mode, the backlog written at exit or at a signal's flush) it takes the
- * choice that cost the writer less CPU per record: compression was the
- * largest part of the tracer's CPU, but each byte it saves is a byte the
- * kernel does not copy into the page cache, which costs from a small to a
- * large part of that depending on the machine (docs/tracer.md, "What the
- * tracer's CPU went to"). */
+/* Whether TMTRACE_CODEC=auto compresses the `nth` chunk, given what the
+ * two ways cost per record lately (0: not yet measured): the one that cost
+ * the writer less CPU, each measured once first (stored as encoded, fewer
+ * instructions, first), the other one chunk in TW_AUTO_PROBE. */
+static int tw_auto_pick(uint64_t none, uint64_t packed, unsigned nth)
+{
+    int pack = none == 0 ? 0 : packed == 0 ? 1 : packed < none;
+    return nth % TW_AUTO_PROBE == 0 ? !pack : pack;
+}
+
+#ifdef TMT_TEST_HOOKS
+int tw_test_auto_pick(uint64_t none, uint64_t packed, unsigned nth) { return tw_auto_pick(none, packed, nth); }
+#endif
+
+/* The codec of the next EVENTS chunk. TMTRACE_CODEC=auto takes the choice
+ * that cost the writer less CPU per record, whenever and wherever it
+ * writes: compression was the largest part of the tracer's CPU, but each
+ * byte it saves is a byte the kernel does not copy into the page cache,
+ * which costs from a small to a large part of that depending on the
+ * machine and on TMTRACE_FILE_IO (docs/tracer.md, "What the tracer's CPU
+ * went to"). It once also compressed whenever a CPU was to spare, which
+ * costs the program no time but is tracer CPU all the same: vacation at
+ * `tx` compressed 29 % of its records so, and the writer's figure rose by
+ * 2.5 ns an event. */
 static int tw_chunk_codec(void)
 {
     if (config.codec != CONFIG_CODEC_AUTO)
         return tw_codec;
-    if (tw_mode == CONFIG_MODE_STREAM && !tw_flush_asked() &&
-        !tw_cpus_busy(tb_pool_service(TB_POOL_ASK, NULL, 0).threads))
-        return tw_codec;
     uint64_t none = __atomic_load_n(&tw_auto_cost[0], __ATOMIC_RELAXED);
     uint64_t packed = __atomic_load_n(&tw_auto_cost[1], __ATOMIC_RELAXED);
-    /* Each measured once first, stored as encoded (fewer instructions) first. */
-    int pack = none == 0 ? 0 : packed == 0 ? 1 : packed < none;
-    if (__atomic_add_fetch(&tw_auto_count, 1, __ATOMIC_RELAXED) % TW_AUTO_PROBE == 0)
-        pack = !pack;
-    return pack ? tw_codec : TF_CODEC_NONE;
+    unsigned nth = __atomic_add_fetch(&tw_auto_count, 1, __ATOMIC_RELAXED);
+    return tw_auto_pick(none, packed, nth) ? tw_codec : TF_CODEC_NONE;
 }
 
 /* Folds a chunk's CPU time per record into tw_auto_cost. */

@@ -45,6 +45,10 @@ int tw_test_defer_rule(uint64_t queued, uint64_t limit, int pool_full, int cpus_
  * back while the share bound (beyond the deferral's room, the refill
  * thread's work alone: then 0). */
 uint64_t tw_test_mapped_in_share(void);
+/* Test builds only: whether TMTRACE_CODEC=auto compresses its `nth` chunk
+ * (counted from 1) when the last chunks cost `none` stored as encoded and
+ * `packed` compressed per record (0: not measured yet). */
+int tw_test_auto_pick(uint64_t none, uint64_t packed, unsigned nth);
 #endif
 /* Writes everything queued and seals the queue (tail of the trace, on the
  * writer thread or after it stopped). */

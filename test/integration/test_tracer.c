@@ -1011,6 +1011,26 @@ static void a_deferring_writer_maps_buffers_while_memory_allows_and_writes_when_
     assert_int_equal(tw_test_defer_rule(1u << 20, limit, 0, 0), 0);
 }
 
+/* TMTRACE_CODEC=auto: each way measured once first, stored as encoded
+ * first; then the one that cost the writer less CPU per record, the other
+ * one chunk in 64, whether or not a CPU is to spare (the rule has no such
+ * input: a compression on an idle CPU is tracer CPU all the same). */
+static void codec_auto_takes_the_cheaper_way_and_tries_the_other_one_chunk_in_64(void **state)
+{
+    (void)state;
+    assert_int_equal(tw_test_auto_pick(0, 0, 1), 0);
+    assert_int_equal(tw_test_auto_pick(100, 0, 2), 1);
+    unsigned packed = 0, plain = 0;
+    for (unsigned nth = 3; nth < 3 + 64 * 10; nth++) {
+        packed += (unsigned)tw_test_auto_pick(100, 300, nth); /* stored is cheaper */
+        plain += (unsigned)!tw_test_auto_pick(300, 100, nth); /* compressed is cheaper */
+    }
+    assert_int_equal(packed, 10);
+    assert_int_equal(plain, 10);
+    assert_int_equal(tw_test_auto_pick(100, 300, 64), 1);
+    assert_int_equal(tw_test_auto_pick(100, 300, 65), 0);
+}
+
 static void an_attached_thread_that_records_nothing_leaves_the_writer_free(void **state)
 {
     (void)state;
@@ -1254,6 +1274,7 @@ int main(void)
         cmocka_unit_test(with_no_cpu_to_spare_the_writer_spends_its_share_writing_and_the_refill_thread_maps),
         cmocka_unit_test(while_every_cpu_runs_a_traced_thread_the_writer_defers_until_one_exits),
         cmocka_unit_test(a_deferring_writer_maps_buffers_while_memory_allows_and_writes_when_it_does_not),
+        cmocka_unit_test(codec_auto_takes_the_cheaper_way_and_tries_the_other_one_chunk_in_64),
         cmocka_unit_test(an_attached_thread_that_records_nothing_leaves_the_writer_free),
         cmocka_unit_test(a_writer_cpu_outside_the_affinity_mask_fails_init),
         cmocka_unit_test(a_process_that_dropped_events_names_the_count_and_the_variable_at_exit),

@@ -125,6 +125,8 @@ static struct tf_header make_header(void)
  * them, plus the file size). */
 static void write_event_file_with(const char *path, int codec, size_t nchunks, size_t per, uint64_t *offs,
                                   unsigned flags);
+/* write_event_file_with's codec: every third chunk LZ4, the others stored. */
+#define CODEC_MIXED (-1)
 
 static void write_event_file(const char *path, int codec, size_t nchunks, size_t per, uint64_t *offs)
 {
@@ -144,7 +146,8 @@ static void write_event_file_with(const char *path, int codec, size_t nchunks, s
     for (size_t c = 0; c < nchunks; c++) {
         make_records(r, NULL, per, &inst);
         offs[c] = tf_writer_bytes(w);
-        assert_int_equal(tg_write_records(w, 1 + (uint32_t)(c % 2), c * per, inst, r, NULL, per, codec, 1), 0);
+        int cc = codec != CODEC_MIXED ? codec : c % 3 == 2 ? TF_CODEC_LZ4 : TF_CODEC_NONE;
+        assert_int_equal(tg_write_records(w, 1 + (uint32_t)(c % 2), c * per, inst, r, NULL, per, cc, 1), 0);
     }
     struct tf_thread_info ti[2] = { { 1, 11, 100, 0, 0, 0 }, { 2, 12, 100, 3, 0, 0 } };
     offs[nchunks] = tf_writer_bytes(w);
@@ -950,37 +953,53 @@ static size_t cached_pages(const char *path, size_t bytes)
     return n;
 }
 
-/* 40 chunks of 3001 uncompressed records: about 2 MiB, so several full
- * stages of the direct writer and a tail that is not whole blocks. */
-#define DIRECT_CHUNKS 40
+/* 120 chunks of 3001 uncompressed records: about 6 MiB, so several writes
+ * of the direct writer's 2 MiB stage and a tail that is not whole blocks. */
+#define DIRECT_CHUNKS 120
 #define DIRECT_PER 3001
 
-/* TF_WRITE_DIRECT (the library's writer) bypasses the page cache where the
- * file system allows it, and the file is byte for byte the one written
- * through the page cache, chunk offsets and tail included. */
-static void test_a_direct_writer_writes_the_same_bytes_as_one_through_the_page_cache(void **s)
+/* Writes DIRECT_CHUNKS chunks with `codec` through the page cache and
+ * directly, and checks that the two files are the same bytes, chunk offsets
+ * and tail included, and that the direct one's first 512 KiB went around
+ * the page cache where the file system allows it. */
+static void direct_matches_cached(int codec)
 {
-    (void)s;
     uint64_t offs_c[DIRECT_CHUNKS + 2], offs_d[DIRECT_CHUNKS + 2];
     rng_state = 0x1234567;
-    write_event_file_with(tu_path("cached.bin"), TF_CODEC_NONE, DIRECT_CHUNKS, DIRECT_PER, offs_c, 0);
+    write_event_file_with(tu_path("cached.bin"), codec, DIRECT_CHUNKS, DIRECT_PER, offs_c, 0);
     rng_state = 0x1234567;
-    write_event_file_with(tu_path("direct.bin"), TF_CODEC_NONE, DIRECT_CHUNKS, DIRECT_PER, offs_d, TF_WRITE_DIRECT);
-    /* The first stage went out around the page cache, where it could. */
-    const size_t stage = 512u << 10;
-    assert_int_equal(cached_pages(tu_path("cached.bin"), stage), stage / 4096);
-    assert_int_equal(cached_pages(tu_path("direct.bin"), stage), dir_takes_o_direct() ? 0 : stage / 4096);
+    write_event_file_with(tu_path("direct.bin"), codec, DIRECT_CHUNKS, DIRECT_PER, offs_d, TF_WRITE_DIRECT);
+    const size_t head = 512u << 10;
+    assert_int_equal(cached_pages(tu_path("cached.bin"), head), head / 4096);
+    assert_int_equal(cached_pages(tu_path("direct.bin"), head), dir_takes_o_direct() ? 0 : head / 4096);
     size_t nc, nd;
     char *c = tu_read_file(tu_path("cached.bin"), &nc);
     char *d = tu_read_file(tu_path("direct.bin"), &nd);
     assert_non_null(c);
     assert_non_null(d);
-    assert_true(nc > 3 * (512u << 10) && nc % 4096 != 0);
+    assert_true(nc > 2 * (2u << 20) && nc % 4096 != 0);
     assert_int_equal(nd, nc);
     assert_memory_equal(d, c, nc);
     assert_memory_equal(offs_d, offs_c, sizeof offs_c);
     free(c);
     free(d);
+}
+
+/* TF_WRITE_DIRECT (the library's writer) bypasses the page cache where the
+ * file system allows it (a stored chunk is encoded in its stage), and the
+ * file is byte for byte the one written through the page cache. */
+static void test_a_direct_writer_writes_the_same_bytes_as_one_through_the_page_cache(void **s)
+{
+    (void)s;
+    direct_matches_cached(TF_CODEC_NONE);
+}
+
+/* Compressed chunks, built aside and copied into the stage, between stored
+ * ones encoded in it, still make the same file as through the page cache. */
+static void test_a_direct_writer_mixing_stored_and_compressed_chunks_writes_the_same_bytes(void **s)
+{
+    (void)s;
+    direct_matches_cached(CODEC_MIXED);
 }
 
 /* The descriptor open on `path` in this process, or -1. */
@@ -1028,7 +1047,7 @@ static void test_a_refused_direct_write_hands_the_rest_to_the_page_cache_in_orde
         make_records(r, NULL, DIRECT_PER, &inst);
         assert_int_equal(tg_write_records(w, 1 + (uint32_t)(i % 2), i * DIRECT_PER, inst, r, NULL, DIRECT_PER,
                                           TF_CODEC_NONE, 1), 0);
-        if (moved_at == 0 && tf_writer_durable(w) > 0) { /* one stage out: the next is refused */
+        if (moved_at == 0 && tf_writer_durable(w) > 0) { /* one write out: the next is refused */
             moved_at = tf_writer_durable(w);
             assert_int_equal(lseek(fd, 1, SEEK_CUR), (off_t)moved_at + 1);
         }
@@ -1060,7 +1079,7 @@ static void test_a_direct_writer_cut_by_a_file_size_limit_keeps_every_byte_befor
     uint64_t offs[DIRECT_CHUNKS + 2];
     rng_state = 0x7654321;
     write_event_file_with(tu_path("whole.bin"), TF_CODEC_NONE, DIRECT_CHUNKS, DIRECT_PER, offs, 0);
-    const rlim_t limit = (700u << 10) + 123; /* not a whole block, past one stage */
+    const rlim_t limit = (2600u << 10) + 123; /* not a whole block, past the first direct write */
     pid_t pid = fork();
     assert_true(pid >= 0);
     if (pid == 0) {
@@ -1127,6 +1146,7 @@ int main(void)
         cmocka_unit_test(test_atomic_writer_leaves_no_temporary_behind),
         cmocka_unit_test(test_writer_refuses_invalid_records_and_unwritable_paths),
         cmocka_unit_test(test_a_direct_writer_writes_the_same_bytes_as_one_through_the_page_cache),
+        cmocka_unit_test(test_a_direct_writer_mixing_stored_and_compressed_chunks_writes_the_same_bytes),
         cmocka_unit_test(test_a_direct_writer_cut_by_a_file_size_limit_keeps_every_byte_before_it),
         cmocka_unit_test(test_a_refused_direct_write_hands_the_rest_to_the_page_cache_in_order),
     };
