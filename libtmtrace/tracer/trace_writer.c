@@ -375,8 +375,8 @@ static uint64_t tw_defer_limit(void);
 /* TMTRACE_CODEC=auto: the writer's CPU time per record of the chunks
  * written stored as encoded [0] and compressed [1], encoding and writing
  * included (relaxed atomics: a snapshot may write a chunk from another
- * thread), in 1/16 ns, smoothed over the last few chunks; 0 before the
- * first. One chunk in TW_AUTO_PROBE takes the codec that is not the
+ * thread), in 1/16 ns, smoothed over the last chunks (tw_auto_next); 0
+ * before the first. One chunk in TW_AUTO_PROBE takes the codec that is not the
  * cheaper one, so that both figures follow the run: rarely, since the
  * trial of the dearer one is what it costs (one in 16 made 6 % of
  * vacation's records at `tx` compressed, about 0.7 ns an event). */
@@ -418,6 +418,25 @@ static int tw_chunk_codec(void)
     return tw_auto_pick(none, packed, nth) ? tw_codec : TF_CODEC_NONE;
 }
 
+/* The next figure of a codec's cost per record, from the last one `was`
+ * (0: none yet) and a chunk's `now`. It falls halfway to a cheaper chunk
+ * at once but rises by a sixteenth of a dearer one: what inflates one
+ * chunk's CPU time is mostly not the codec (the direct write that its
+ * bytes happened to fill, the host taking the vCPU away), and the codec
+ * not chosen is measured again only one chunk in TW_AUTO_PROBE, so a
+ * figure raised by one such chunk could hold the dearer codec for up to
+ * that many (docs/tracer.md, "Compression only where it is the
+ * cheaper"). */
+static uint64_t tw_auto_next(uint64_t was, uint64_t now)
+{
+    uint64_t next = was == 0 ? now : now < was ? (was + now) / 2 : was + (now - was) / 16;
+    return next ? next : 1;
+}
+
+#ifdef TMT_TEST_HOOKS
+uint64_t tw_test_auto_next(uint64_t was, uint64_t now) { return tw_auto_next(was, now); }
+#endif
+
 /* Folds a chunk's CPU time per record into tw_auto_cost. */
 static void tw_auto_note(int codec, uint64_t cpu_ns, size_t records)
 {
@@ -425,7 +444,7 @@ static void tw_auto_note(int codec, uint64_t cpu_ns, size_t records)
         return;
     uint64_t *cost = &tw_auto_cost[codec != TF_CODEC_NONE];
     uint64_t now = cpu_ns * 16u / records, was = __atomic_load_n(cost, __ATOMIC_RELAXED);
-    __atomic_store_n(cost, was == 0 ? (now ? now : 1) : (3 * was + now) / 4 + 1, __ATOMIC_RELAXED);
+    __atomic_store_n(cost, tw_auto_next(was, now), __ATOMIC_RELAXED);
 }
 
 /* Writes a chunk's records, encoded straight from its slots; *records gets

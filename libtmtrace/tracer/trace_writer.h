@@ -49,6 +49,9 @@ uint64_t tw_test_mapped_in_share(void);
  * (counted from 1) when the last chunks cost `none` stored as encoded and
  * `packed` compressed per record (0: not measured yet). */
 int tw_test_auto_pick(uint64_t none, uint64_t packed, unsigned nth);
+/* Test builds only: TMTRACE_CODEC=auto's next cost figure from the last
+ * one `was` (0: none yet) and a chunk's `now`. */
+uint64_t tw_test_auto_next(uint64_t was, uint64_t now);
 #endif
 /* Writes everything queued and seals the queue (tail of the trace, on the
  * writer thread or after it stopped). */

@@ -1031,6 +1031,24 @@ static void codec_auto_takes_the_cheaper_way_and_tries_the_other_one_chunk_in_64
     assert_int_equal(tw_test_auto_pick(100, 300, 65), 0);
 }
 
+/* TMTRACE_CODEC=auto's cost figure: the first chunk sets it; a chunk that
+ * cost three times as much (a direct write, a host's preemption) moves it
+ * by an eighth, not by half; a cheaper one takes it halfway down at once. */
+static void codec_auto_lets_one_dear_chunk_move_its_figure_little_and_a_cheap_one_much(void **state)
+{
+    (void)state;
+    assert_int_equal(tw_test_auto_next(0, 1600), 1600);
+    assert_int_equal(tw_test_auto_next(0, 0), 1);
+    assert_int_equal(tw_test_auto_next(1600, 4800), 1800);
+    assert_int_equal(tw_test_auto_next(1600, 800), 1200);
+    /* Ten dear chunks in a row do raise it: a codec that became dearer is
+     * seen so within tens of chunks. */
+    uint64_t c = 1600;
+    for (int i = 0; i < 10; i++)
+        c = tw_test_auto_next(c, 4800);
+    assert_true(c > 3000 && c < 4800);
+}
+
 static void an_attached_thread_that_records_nothing_leaves_the_writer_free(void **state)
 {
     (void)state;
@@ -1275,6 +1293,7 @@ int main(void)
         cmocka_unit_test(while_every_cpu_runs_a_traced_thread_the_writer_defers_until_one_exits),
         cmocka_unit_test(a_deferring_writer_maps_buffers_while_memory_allows_and_writes_when_it_does_not),
         cmocka_unit_test(codec_auto_takes_the_cheaper_way_and_tries_the_other_one_chunk_in_64),
+        cmocka_unit_test(codec_auto_lets_one_dear_chunk_move_its_figure_little_and_a_cheap_one_much),
         cmocka_unit_test(an_attached_thread_that_records_nothing_leaves_the_writer_free),
         cmocka_unit_test(a_writer_cpu_outside_the_affinity_mask_fails_init),
         cmocka_unit_test(a_process_that_dropped_events_names_the_count_and_the_variable_at_exit),
