@@ -1199,12 +1199,14 @@ int tf_write_slots(struct tf_writer *w, uint32_t thread, struct tf_slot_stream *
         size_t most = ss->left < TF_SLOTS_PIECE / 2 ? 2 * ss->left : TF_SLOTS_PIECE;
         if (most < TF_WSET_MAX + 2)
             most = TF_WSET_MAX + 2;
+        if (w->failed)
+            return error_set("%s: an earlier write failed", w->path);
         /* A chunk stored as encoded is encoded in the stage itself: the
          * copy into it cost as much as a sixth of the encoding. */
         uint8_t *in_stage = codec == TF_CODEC_NONE ?
             tf_stage_room(w, TF_CHUNK_HEADER_SIZE + codec_events_bound(most)) : NULL;
         if (w->failed)
-            return -1;
+            return -1; /* the stage's write failed just now, saying why */
         if (!in_stage && tf_raw_room(w, codec_events_bound(most)) != 0)
             return -1;
         uint64_t seq = ss->seq;

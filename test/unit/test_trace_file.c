@@ -1071,8 +1071,9 @@ static void test_a_refused_direct_write_hands_the_rest_to_the_page_cache_in_orde
 }
 
 /* A direct write that the file size limit cuts short hands the rest to
- * the page cache: the writer fails with the system's reason and the file
- * holds every byte up to the limit. Run in a child (the limit is its). */
+ * the page cache: the writer fails with the system's reason, refuses the
+ * next chunk saying so, and the file holds every byte up to the limit. Run
+ * in a child (the limit is its). */
 static void test_a_direct_writer_cut_by_a_file_size_limit_keeps_every_byte_before_it(void **s)
 {
     (void)s;
@@ -1104,6 +1105,11 @@ static void test_a_direct_writer_cut_by_a_file_size_limit_keeps_every_byte_befor
             _exit(12);
         if (strstr(error_get(), "cut.bin: offset ") == NULL || strstr(error_get(), "File too large") == NULL)
             _exit(13);
+        /* Another chunk after it is refused, naming the file and why. */
+        make_records(r, NULL, DIRECT_PER, &inst);
+        if (tg_write_records(w, 1, 0, inst, r, NULL, DIRECT_PER, TF_CODEC_NONE, 1) == 0 ||
+            strstr(error_get(), "cut.bin: an earlier write failed") == NULL)
+            _exit(14);
         tf_abandon(w);
         _exit(0);
     }
